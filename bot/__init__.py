@@ -1,0 +1,1 @@
+"""proxybot: Slack chat-ops for the vCluster Platform resource proxy."""

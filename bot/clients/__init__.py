@@ -1,0 +1,1 @@
+"""Thin typed wrappers around every external system; the only place that does I/O."""

@@ -1,0 +1,49 @@
+"""The one error hierarchy of proxybot.
+
+    ProxybotError
+    ├── ConfigError            the configuration file or environment is wrong (names the key)
+    ├── MetricsParseError      a vcluster_proxy_* line of /metrics/syncer is malformed (names the line)
+    ├── ClusterError           a tenant cluster could not be read (unreachable, 401/403, 404 = too old)
+    ├── UpstreamError          Prometheus, Alertmanager or Slack failed or refused
+    └── InputError             an argument from a user (command, button, webhook) is refused
+
+Third-party exceptions are converted into these at the boundary (clients/), so the handlers only ever
+see this hierarchy and can answer with a clear message instead of a stack trace.
+"""
+
+from __future__ import annotations
+
+
+class ProxybotError(Exception):
+    """Base of every error proxybot raises on purpose."""
+
+
+class ConfigError(ProxybotError):
+    """The configuration is invalid; `problems` lists every `location: message`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class MetricsParseError(ProxybotError):
+    """A proxy line of a metrics page could not be parsed."""
+
+    def __init__(self, line_number: int, line: str, reason: str) -> None:
+        self.line_number = line_number
+        self.line = line
+        self.reason = reason
+        shown = line if len(line) <= 200 else line[:200] + "…"
+        super().__init__(f"line {line_number}: {reason}: {shown!r}")
+
+
+class ClusterError(ProxybotError):
+    """A tenant cluster's API could not be read."""
+
+
+class UpstreamError(ProxybotError):
+    """A dependency (Prometheus, Alertmanager, Slack) failed or refused."""
+
+
+class InputError(ProxybotError):
+    """User input was refused; the message says which field and why."""

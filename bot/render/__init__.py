@@ -1,0 +1,1 @@
+"""Turns neutral findings into Slack Block Kit or terminal text."""

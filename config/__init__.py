@@ -1,0 +1,1 @@
+"""Everything an operator configures: settings models, example config, rules, manifests."""

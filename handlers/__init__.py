@@ -1,0 +1,1 @@
+"""What happens on each input: alerts, commands, actions, digests."""

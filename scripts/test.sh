@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The one command that runs every check: lint, format, types, tests.
+# It sets up what it needs on a fresh machine: Debian packages (when root), a venv, the pinned deps.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_debs=()
+command -v promtool >/dev/null 2>&1 || need_debs+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need_debs+=(prometheus-alertmanager)
+if [ ${#need_debs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "== installing Debian packages: ${need_debs[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_debs[@]}" >/dev/null
+  else
+    echo "missing ${need_debs[*]}: install them (apt-get install ${need_debs[*]}) or run as root" >&2
+    exit 1
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
+  echo "== installing Python packages"
+  .venv/bin/pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'
+  touch "$stamp"
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+
+echo "== ruff check";        ruff check .
+echo "== ruff format";       ruff format --check .
+echo "== mypy --strict";     mypy --strict bot handlers config sim
+echo "== pytest";            pytest "$@"
