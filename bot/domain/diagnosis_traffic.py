@@ -1,0 +1,175 @@
+"""Findings about traffic: request reasons, terminations, discovery fallbacks and dial failures."""
+
+from __future__ import annotations
+
+from bot.domain.alerts_catalog import DISCOVERY_DEGRADED
+from bot.domain.diagnosis_readings import Readings, fmt_count, fmt_times
+from bot.domain.findings import Finding, Severity
+from bot.domain.reasons import (
+    GUIDE_SECTION as REASONS_SECTION,
+)
+from bot.domain.reasons import (
+    PEER_AVAILABILITY,
+    TERMINATION_REASONS,
+    OutcomeReason,
+    ReasonKind,
+    reason_info,
+)
+from bot.domain.snapshot import DIAL_FAILURES, DISCOVERY_FALLBACKS, REQUESTS, TERMINATIONS
+
+METRICS_SECTION = "Monitor the proxy > Metrics reference > Request metrics"
+DEADLINE_SECONDS = 60
+
+_KIND_NOTE = {
+    ReasonKind.ISOLATION: "isolation working, usually not a fault",
+    ReasonKind.CALLER_SIDE: "caller-side, not a proxy fault",
+    ReasonKind.TARGET_SIDE: "answered by the target",
+    ReasonKind.PROXY_FAULT: "proxy path",
+    ReasonKind.UNKNOWN: "unknown reason",
+}
+
+
+def traffic_findings(r: Readings) -> list[Finding]:
+    return [
+        *discovery_findings(r),
+        *request_reason_findings(r),
+        *termination_findings(r),
+        *dial_failure_findings(r),
+    ]
+
+
+def _reason_severity(info: OutcomeReason) -> Severity:
+    return Severity.WARNING if info.kind is ReasonKind.PROXY_FAULT else Severity.INFO
+
+
+def _codes(r: Readings, gv: str, reason: str) -> str:
+    by_code = r.counter_breakdown(REQUESTS, "code", group_version=gv, reason=reason)
+    return "codes: " + ", ".join(f"{code or '?'}: {fmt_count(n)}" for code, n in by_code.items())
+
+
+def discovery_findings(r: Readings) -> list[Finding]:
+    """Discovery served from the local fallback: a 200 for callers while real requests fail."""
+    out: list[Finding] = []
+    by_gv = r.counter_breakdown(DISCOVERY_FALLBACKS, "group_version")
+    for gv, total in by_gv.items():
+        reasons = r.counter_breakdown(DISCOVERY_FALLBACKS, "reason", group_version=gv)
+        peer_side = any(k in PEER_AVAILABILITY for k in reasons)
+        out.append(
+            r.finding(
+                r.for_counters(Severity.WARNING),
+                "discovery_fallback",
+                title=f"{gv}: discovery served from the local fallback {fmt_times(total)} {r.scope}; "
+                "callers see 200 and an Available APIService while real requests fail",
+                evidence=[
+                    "fallback reasons: " + ", ".join(f"{k} {fmt_count(v)}" for k, v in reasons.items()),
+                    "fallback lists explicit resources with only `get` (wildcard: empty list)",
+                ],
+                cause="The peer check failed, so the proxy path is down."
+                if peer_side
+                else "The target answered discovery with 401, 404 or 5xx (upstream_error).",
+                next_step="Do not trust the APIService status; run the probe and follow the peer findings."
+                if peer_side
+                else "Check that the target serves this group/version (CRD installed) and accepts the proxy.",
+                guide_section=METRICS_SECTION,
+                group_version=gv,
+                alert=DISCOVERY_DEGRADED,
+            )
+        )
+    return out
+
+
+def _skip_reason(r: Readings, gv: str, reason: str) -> bool:
+    if reason in TERMINATION_REASONS and r.counter(TERMINATIONS, reason=reason) > 0:
+        return True  # reported once, by the termination finding
+    if reason == "upstream_error" and r.counter(DISCOVERY_FALLBACKS, group_version=gv, reason=reason) > 0:
+        return True  # reported by the discovery finding
+    if reason in ("upstream", ""):
+        # The target's own answers: only its 5xx are worth a line.
+        codes = r.counter_breakdown(REQUESTS, "code", group_version=gv, reason=reason)
+        return not any(code.startswith("5") for code in codes)
+    return False
+
+
+def request_reason_findings(r: Readings) -> list[Finding]:
+    """One finding per group/version and reason that moved, framed by the reason catalogue."""
+    out: list[Finding] = []
+    for (gv, reason), count in sorted(r.counter_by(REQUESTS, "group_version", "reason").items()):
+        if _skip_reason(r, gv, reason):
+            continue
+        out.append(_request_reason(r, gv, reason or "upstream", count))
+    return out
+
+
+def _request_reason(r: Readings, gv: str, reason: str, count: float) -> Finding:
+    info = reason_info(reason)
+    total = r.counter(REQUESTS, group_version=gv)
+    share = f" ({100 * count / total:.1f} %)" if total > 0 else ""
+    severity = _reason_severity(info)
+    if reason == "upstream":
+        severity = Severity.INFO  # target-side 5xx: the proxy carried the answer
+    return r.finding(
+        r.for_counters(severity),
+        "request_reason",
+        title=f"{gv}: {fmt_count(count)} requests {reason} {r.scope} ({_KIND_NOTE[info.kind]})",
+        evidence=[
+            f"{reason}: {fmt_count(count)} of {fmt_count(total)} requests{share} {r.scope}",
+            _codes(r, gv, reason),
+            info.meaning,
+        ],
+        cause=info.cause,
+        next_step=info.next_step,
+        guide_section=info.guide_section,
+        group_version=gv,
+        reason=reason,
+    )
+
+
+def termination_findings(r: Readings) -> list[Finding]:
+    """Requests the proxy itself cut: the 60 s deadline, and rejected connection upgrades (501)."""
+    out: list[Finding] = []
+    for reason, count in r.counter_breakdown(TERMINATIONS, "reason").items():
+        info = reason_info(reason)
+        if reason == "deadline":
+            title = f"{fmt_count(count)} requests cut at the {DEADLINE_SECONDS} s request deadline {r.scope}"
+        elif reason == "upgrade_rejected":
+            title = f"{fmt_count(count)} connection upgrades rejected with 501 {r.scope} (caller-side)"
+        else:
+            title = f"{fmt_count(count)} requests terminated by the proxy, reason {reason} {r.scope}"
+        out.append(
+            r.finding(
+                r.for_counters(_reason_severity(info)),
+                "termination",
+                title=title,
+                evidence=[f"terminations {reason}: {fmt_count(count)} {r.scope}", info.meaning],
+                cause=info.cause,
+                next_step=info.next_step,
+                guide_section=METRICS_SECTION,
+                reason=reason,
+            )
+        )
+    return out
+
+
+def dial_failure_findings(r: Readings) -> list[Finding]:
+    """All dial failures of the target in one finding, explained by its worst proxy-side reason."""
+    by_reason = r.counter_breakdown(DIAL_FAILURES, "reason")
+    if not by_reason:
+        return []
+    infos = [reason_info(k) for k in by_reason]
+    faults = [i for i in infos if i.is_proxy_fault or not i.known]
+    lead = faults[0] if faults else infos[0]
+    severity = Severity.WARNING if faults else Severity.INFO
+    total = sum(by_reason.values())
+    listing = ", ".join(f"{k} {fmt_count(v)}" for k, v in by_reason.items())
+    return [
+        r.finding(
+            r.for_counters(severity),
+            "dial_failures",
+            title=f"{fmt_count(total)} peer dial failures {r.scope}, mostly {lead.name}"
+            + ("" if faults else " (caller-side, not a proxy fault)"),
+            evidence=[f"dial failures by reason: {listing}", f"{lead.name}: {lead.meaning}"],
+            cause=lead.cause,
+            next_step=lead.next_step,
+            guide_section=REASONS_SECTION,
+        )
+    ]
