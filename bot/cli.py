@@ -1,24 +1,143 @@
-"""The `proxybot` command line."""
+"""The `proxybot` command line.
+
+Each command is a `Command` in `COMMANDS`: a name, a help line, a function that declares its arguments and
+a function that runs it with the parsed arguments and a `Console` (environment and output streams), so
+tests run commands in-process with their own environment and no global state.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from bot.errors import ConfigError
+from config.loader import config_path, load_config
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2  # also: the configuration is invalid
 
 
-def build_parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class Console:
+    """What a command may touch besides its arguments: the environment and the two output streams."""
+
+    env: Mapping[str, str]
+    out: TextIO
+    err: TextIO
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out)
+
+    def warn(self, line: str) -> None:
+        print(line, file=self.err)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One `proxybot` subcommand."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Console], int]
+
+
+def _add_config_argument(parser: argparse.ArgumentParser) -> None:
+    default = "$PROXYBOT_CONFIG, else config/proxybot.yaml"
+    parser.add_argument("--config", type=Path, metavar="F", help=f"config file (default: {default})")
+
+
+def _add_json_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _check_config_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_config_argument(parser)
+    _add_json_argument(parser)
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="apply the rules of `serve` too: real secrets required, kubeconfig files must exist",
+    )
+
+
+def check_config(args: argparse.Namespace, console: Console) -> int:
+    """Validate the config; print `ok: ...` or every problem as `location: message`."""
+    path = config_path(args.config, console.env)
+    try:
+        loaded = load_config(path, env=console.env, purpose="serve" if args.serve else "check")
+    except ConfigError as exc:
+        if args.json:
+            console.say(json.dumps({"ok": False, "config": str(path), "problems": exc.problems}))
+        else:
+            for problem in exc.problems:
+                console.warn(problem)
+        return EXIT_USAGE
+    settings = loaded.settings
+    if args.json:
+        report = {
+            "ok": True,
+            "config": str(path),
+            "clusters": len(settings.clusters),
+            "targets": settings.target_count(),
+            "warnings": list(loaded.warnings),
+            "env_overrides": list(loaded.env_overrides),
+        }
+        console.say(json.dumps(report))
+        return EXIT_OK
+    for warning in loaded.warnings:
+        console.warn(f"warning: {warning}")
+    clusters = _plural(len(settings.clusters), "cluster")
+    console.say(f"ok: {clusters}, {_plural(settings.target_count(), 'target')} ({path})")
+    return EXIT_OK
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        name="check-config",
+        help="validate the config and print every problem",
+        add_arguments=_check_config_arguments,
+        run=check_config,
+    ),
+)
+
+
+def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="proxybot", description="Slack chat-ops for the vCluster Platform resource proxy."
     )
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in commands:
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        sub.set_defaults(run=command.run)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
+    """Run one command; returns the exit status (0 ok, 1 check failed, 2 usage or config error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
-        return 2
-    return 0
+        return EXIT_USAGE
+    console = Console(env=os.environ if env is None else env, out=sys.stdout, err=sys.stderr)
+    try:
+        status: int = args.run(args, console)
+    except ConfigError as exc:
+        # Any command that loads the config reports it the same way check-config does.
+        for problem in exc.problems:
+            console.warn(problem)
+        return EXIT_USAGE
+    return status

@@ -1,0 +1,353 @@
+"""The settings models: one `Settings` for the whole YAML file, every section strict (unknown keys fail).
+
+Checks that span several fields raise `LocatedProblems`, which carries a location per problem so the
+loader can report `clusters[1].targets[0].probe.group_version: ...` instead of a whole-model message.
+Relative paths resolve against `base_dir` from the validation context (the config file's directory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Self
+from zoneinfo import ZoneInfo
+
+from apscheduler.triggers.cron import CronTrigger
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
+from pydantic import model_validator as _model_validator
+
+from config import validation
+
+Loc = tuple[str | int, ...]
+ALL_CLUSTERS = "*"
+
+
+class LocatedProblems(ValueError):
+    """Several problems found by one model check, each with a location relative to that model."""
+
+    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems))
+
+
+def _raise_if_any(problems: list[tuple[Loc, str]]) -> None:
+    if problems:
+        raise LocatedProblems(problems)
+
+
+HttpUrl = Annotated[str, AfterValidator(validation.http_url)]
+ConfigPath = Annotated[Path, AfterValidator(validation.resolve_path)]
+OptionalSecret = Annotated[SecretStr | None, BeforeValidator(validation.blank_to_none)]
+DnsLabel = Annotated[str, AfterValidator(validation.dns1123_label)]
+ResourcePlural = Annotated[str, AfterValidator(validation.dns1035_label)]
+GroupVersion = Annotated[str, AfterValidator(validation.group_version)]
+TargetName = Annotated[str, AfterValidator(validation.target_name)]
+LabelName = Annotated[str, AfterValidator(validation.prometheus_label_name)]
+SlackChannel = Annotated[str, AfterValidator(validation.slack_channel)]
+SlackUser = Annotated[str, AfterValidator(validation.slack_user)]
+
+
+class StrictModel(BaseModel):
+    """Base of every section: unknown keys are errors, values are immutable after loading."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SlackSettings(StrictModel):
+    """Slack app credentials and where messages go."""
+
+    bot_token: Annotated[OptionalSecret, AfterValidator(validation.slack_token("xoxb-"))] = None
+    signing_secret: OptionalSecret = None
+    # Set: Socket Mode (no public endpoint needed). Unset: HTTP mode on POST /slack/events.
+    app_token: Annotated[OptionalSecret, AfterValidator(validation.slack_token("xapp-"))] = None
+    api_url: Annotated[HttpUrl, AfterValidator(validation.with_trailing_slash)] = "https://slack.com/api/"
+    default_channel: SlackChannel | None = None
+
+
+class AlertmanagerSettings(StrictModel):
+    """The Alertmanager that sends webhooks here and receives silences."""
+
+    url: HttpUrl | None = None
+    webhook_token: OptionalSecret = None
+    webhook_username: str | None = None
+    webhook_password: OptionalSecret = None
+
+    @_model_validator(mode="after")
+    def _one_auth_scheme(self) -> Self:
+        problems: list[tuple[Loc, str]] = []
+        if (self.webhook_username is None) != (self.webhook_password is None):
+            problems.append((("webhook_password",), "webhook_username and webhook_password go together"))
+        if self.webhook_token is not None and self.webhook_username is not None:
+            problems.append((("webhook_token",), "set webhook_token or webhook_username/password, not both"))
+        _raise_if_any(problems)
+        return self
+
+
+class PrometheusSettings(StrictModel):
+    """The Prometheus that scrapes the client tenant clusters (used by `verify` and digests)."""
+
+    url: HttpUrl | None = None
+
+
+class StoreSettings(StrictModel):
+    """Where accepted alerts and message state survive restarts."""
+
+    url: Annotated[SecretStr, AfterValidator(validation.store_url)] = Field(
+        default=SecretStr("sqlite:///proxybot.db"), validate_default=True
+    )
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The database file for a SQLite store, None for Postgres or in-memory."""
+        url = self.url.get_secret_value()
+        path = url.removeprefix("sqlite:///")
+        return Path(path) if url.startswith("sqlite:///") and path != ":memory:" else None
+
+
+class ProbeSettings(StrictModel):
+    """The guide's synthetic probe: GET /apis/<group_version>/namespaces/<namespace>/<resource>?limit=1."""
+
+    group_version: GroupVersion
+    resource: ResourcePlural
+    namespace: DnsLabel = "default"
+
+    @property
+    def path(self) -> str:
+        return f"/apis/{self.group_version}/namespaces/{self.namespace}/{self.resource}"
+
+
+class KubeAccess(StrictModel):
+    """How to reach one Kubernetes API: a kubeconfig file and optionally one of its contexts."""
+
+    kubeconfig: ConfigPath
+    context: str | None = None
+
+
+class TargetSettings(StrictModel):
+    """One target tenant cluster that a client forwards custom resources to."""
+
+    name: TargetName
+    group_versions: tuple[GroupVersion, ...] = Field(min_length=1)
+    probe: ProbeSettings
+    # The target cluster itself, for path checks that compare against direct requests.
+    direct: KubeAccess | None = None
+
+    @_model_validator(mode="after")
+    def _probe_is_proxied(self) -> Self:
+        problems: list[tuple[Loc, str]] = [
+            (("group_versions", index), f"{gv!r} is listed twice")
+            for index, gv in enumerate(self.group_versions)
+            if gv in self.group_versions[:index]
+        ]
+        if self.probe.group_version not in self.group_versions:
+            message = f"{self.probe.group_version!r} is not one of this target's group_versions"
+            problems.append((("probe", "group_version"), message))
+        _raise_if_any(problems)
+        return self
+
+
+class ClusterSettings(StrictModel):
+    """One client tenant cluster: how to read it, which alerts are its, where they go."""
+
+    name: DnsLabel
+    kubeconfig: ConfigPath
+    context: str | None = None
+    # Alert labels (all must be equal) that say an alert came from this cluster.
+    match: dict[LabelName, str] = Field(min_length=1)
+    channel: SlackChannel | None = None
+    targets: tuple[TargetSettings, ...] = Field(min_length=1)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(key) == value for key, value in self.match.items())
+
+    def target(self, name: str) -> TargetSettings | None:
+        return next((target for target in self.targets if target.name == name), None)
+
+
+class DigestSettings(StrictModel):
+    """The scheduled fleet health digest."""
+
+    enabled: bool = True
+    # Standard 5-field crontab, cron's weekday numbering (0 or 7 = Sunday).
+    cron: Annotated[str, AfterValidator(validation.crontab)] = "0 8 * * 1-5"
+    timezone: Annotated[str, AfterValidator(validation.iana_timezone)] = "UTC"
+    channel: SlackChannel | None = None
+
+    def cron_trigger(self) -> CronTrigger:
+        """An APScheduler CronTrigger that fires exactly when cron would, in the digest's time zone."""
+        crontab = validation.crontab_for_apscheduler(self.cron)
+        return CronTrigger.from_crontab(crontab, timezone=ZoneInfo(self.timezone))
+
+
+class ChannelGrant(StrictModel):
+    """A Slack channel and the clusters people in it may query (`*` for all)."""
+
+    channel: SlackChannel
+    clusters: tuple[str, ...] = Field(min_length=1)
+
+
+class DirectMessageRule(StrictModel):
+    """Who may use the bot in a direct message, and for which clusters; nobody by default."""
+
+    users: tuple[SlackUser, ...] = ()
+    clusters: tuple[str, ...] = ()
+
+
+class AccessSettings(StrictModel):
+    """Who may ask what. Everything not granted here is refused."""
+
+    channels: tuple[ChannelGrant, ...] = ()
+    # The channel a cluster's alerts are posted to may query that cluster (buttons on its alerts work).
+    alert_channels_may_query: bool = True
+    # Users who may silence, wherever they may also query the cluster.
+    silencers: tuple[SlackUser, ...] = ()
+    direct_messages: DirectMessageRule = DirectMessageRule()
+
+
+class EnrichmentSettings(StrictModel):
+    """Time budget for reading live state into an alert message."""
+
+    timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+
+
+class ServerSettings(StrictModel):
+    """Where `proxybot serve` listens."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who asks from where: the fields of a slash command or button payload that access depends on."""
+
+    user: str
+    channel_id: str
+    channel_name: str | None = None
+    direct_message: bool = False
+
+    def channel_refs(self) -> frozenset[str]:
+        names = {self.channel_id}
+        if self.channel_name:
+            names.add(f"#{self.channel_name}")
+        return frozenset(names)
+
+
+def _covers(granted: Iterable[str], cluster: str) -> bool:
+    return any(name in (ALL_CLUSTERS, cluster) for name in granted)
+
+
+class Settings(StrictModel):
+    """The whole proxybot configuration."""
+
+    slack: SlackSettings = SlackSettings()
+    alertmanager: AlertmanagerSettings = AlertmanagerSettings()
+    prometheus: PrometheusSettings = PrometheusSettings()
+    store: StoreSettings = StoreSettings()
+    clusters: tuple[ClusterSettings, ...] = Field(min_length=1)
+    digest: DigestSettings = DigestSettings()
+    access: AccessSettings = AccessSettings()
+    enrichment: EnrichmentSettings = EnrichmentSettings()
+    server: ServerSettings = ServerSettings()
+
+    @_model_validator(mode="after")
+    def _fleet_is_consistent(self) -> Self:
+        _raise_if_any(
+            [*_duplicate_names(self.clusters), *_unrouted_channels(self), *_unknown_cluster_refs(self)]
+        )
+        return self
+
+    def cluster(self, name: str) -> ClusterSettings | None:
+        return next((cluster for cluster in self.clusters if cluster.name == name), None)
+
+    def find_target(self, name: str) -> tuple[ClusterSettings, TargetSettings] | None:
+        """The client cluster that proxies to target `<project>/<name>`, and that target."""
+        for cluster in self.clusters:
+            target = cluster.target(name)
+            if target is not None:
+                return cluster, target
+        return None
+
+    def cluster_for_alert(self, labels: Mapping[str, str]) -> ClusterSettings | None:
+        """The cluster whose `match` fits the labels; the most specific wins, then the first listed."""
+        fitting = [cluster for cluster in self.clusters if cluster.matches(labels)]
+        return max(fitting, key=lambda cluster: len(cluster.match), default=None)
+
+    def alert_channel(self, cluster: ClusterSettings) -> str | None:
+        return cluster.channel or self.slack.default_channel
+
+    def digest_channel(self) -> str | None:
+        return self.digest.channel or self.slack.default_channel
+
+    def target_count(self) -> int:
+        return sum(len(cluster.targets) for cluster in self.clusters)
+
+    def may_query(self, cluster_name: str, who: Requester) -> bool:
+        """Whether `who` may read state or run checks against the named cluster from where they ask."""
+        access = self.access
+        if who.direct_message:
+            dms = access.direct_messages
+            return who.user in dms.users and _covers(dms.clusters, cluster_name)
+        refs = who.channel_refs()
+        cluster = self.cluster(cluster_name)
+        if access.alert_channels_may_query and cluster is not None and self.alert_channel(cluster) in refs:
+            return True
+        grants = (grant for grant in access.channels if grant.channel in refs)
+        return any(_covers(grant.clusters, cluster_name) for grant in grants)
+
+    def may_silence(self, cluster_name: str, who: Requester) -> bool:
+        return who.user in self.access.silencers and self.may_query(cluster_name, who)
+
+
+def _duplicate_names(clusters: tuple[ClusterSettings, ...]) -> list[tuple[Loc, str]]:
+    problems: list[tuple[Loc, str]] = []
+    seen_clusters: dict[str, int] = {}
+    seen_targets: dict[str, str] = {}
+    for index, cluster in enumerate(clusters):
+        if cluster.name in seen_clusters:
+            first = seen_clusters[cluster.name]
+            problems.append((("clusters", index, "name"), f"{cluster.name!r} is already clusters[{first}]"))
+        seen_clusters.setdefault(cluster.name, index)
+        for t_index, target in enumerate(cluster.targets):
+            where = ("clusters", index, "targets", t_index, "name")
+            if target.name in seen_targets:
+                message = f"target {target.name!r} is already configured on {seen_targets[target.name]}"
+                problems.append((where, message))
+            seen_targets.setdefault(target.name, f"cluster {cluster.name!r}")
+    return problems
+
+
+def _unrouted_channels(settings: Settings) -> list[tuple[Loc, str]]:
+    if settings.slack.default_channel is not None:
+        return []
+    problems: list[tuple[Loc, str]] = [
+        (("clusters", index, "channel"), "no channel here and no slack.default_channel to fall back to")
+        for index, cluster in enumerate(settings.clusters)
+        if cluster.channel is None
+    ]
+    if settings.digest.enabled and settings.digest.channel is None:
+        problems.append((("digest", "channel"), "no channel here and no slack.default_channel either"))
+    return problems
+
+
+def _unknown_cluster_refs(settings: Settings) -> list[tuple[Loc, str]]:
+    known = {cluster.name for cluster in settings.clusters} | {ALL_CLUSTERS}
+    lists: list[tuple[Loc, tuple[str, ...]]] = [
+        (("access", "channels", index, "clusters"), grant.clusters)
+        for index, grant in enumerate(settings.access.channels)
+    ]
+    lists.append((("access", "direct_messages", "clusters"), settings.access.direct_messages.clusters))
+    problems = [
+        ((*loc, position), f"{name!r} is not a configured cluster (known: {', '.join(sorted(known))})")
+        for loc, names in lists
+        for position, name in enumerate(names)
+        if name not in known
+    ]
+    granted = [grant.channel for grant in settings.access.channels]
+    problems += [
+        (("access", "channels", index, "channel"), f"{channel!r} already has a grant above; merge them")
+        for index, channel in enumerate(granted)
+        if channel in granted[:index]
+    ]
+    return problems

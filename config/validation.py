@@ -1,0 +1,260 @@
+"""Value rules of the config (Kubernetes and Slack names, URLs, cron, paths): checks that raise ValueError.
+
+The probe builds an API path from configured names (`/apis/<gv>/namespaces/<ns>/<resource>`), so these
+rules are also what keeps a configured value from ever reaching any other path: every part is a DNS label
+or subdomain, which cannot contain `/`, `%`, `..` or upper case.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from apscheduler.triggers.cron import CronTrigger
+from pydantic import SecretStr, ValidationInfo
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL = re.compile(rf"{_LABEL}\Z")
+DNS1123_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*\Z")
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+LABEL_MAX = 63
+SUBDOMAIN_MAX = 253
+
+PROMETHEUS_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+# Slack accepts a channel by ID (C…, G… for private, D… for a DM) or by name.
+SLACK_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}\Z")
+SLACK_CHANNEL_NAME = re.compile(r"#[a-z0-9][a-z0-9_-]{0,79}\Z")
+SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{6,}\Z")
+
+
+def _describe(value: str) -> str:
+    shown = value if len(value) <= 80 else value[:80] + "…"
+    return repr(shown)
+
+
+def dns1123_label(value: str) -> str:
+    """A namespace, project or tenant cluster name: lower-case alphanumerics and '-', at most 63."""
+    if len(value) > LABEL_MAX:
+        raise ValueError(f"{_describe(value)} is longer than {LABEL_MAX} characters")
+    if not DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"{_describe(value)} is not a DNS-1123 label "
+            "(lower-case letters, digits and '-', starting and ending with a letter or digit)"
+        )
+    return value
+
+
+def dns1035_label(value: str) -> str:
+    """A resource plural or API version: a DNS-1123 label that starts with a letter."""
+    if len(value) > LABEL_MAX:
+        raise ValueError(f"{_describe(value)} is longer than {LABEL_MAX} characters")
+    if not DNS1035_LABEL.match(value):
+        raise ValueError(
+            f"{_describe(value)} is not a DNS-1035 label "
+            "(lower-case letters, digits and '-', starting with a letter, ending with a letter or digit)"
+        )
+    return value
+
+
+def api_group(value: str) -> str:
+    """A custom resource API group: a DNS-1123 subdomain with at least one dot, as for CRDs."""
+    if len(value) > SUBDOMAIN_MAX:
+        raise ValueError(f"{_describe(value)} is longer than {SUBDOMAIN_MAX} characters")
+    if not DNS1123_SUBDOMAIN.match(value) or any(len(part) > LABEL_MAX for part in value.split(".")):
+        raise ValueError(f"{_describe(value)} is not a DNS-1123 subdomain")
+    if "." not in value:
+        raise ValueError(f"{_describe(value)} should be a domain with at least one dot, like example.com")
+    return value
+
+
+def group_version(value: str) -> str:
+    """`<group>/<version>` of a proxied custom resource; the core group cannot be proxied."""
+    group, slash, version = value.partition("/")
+    if not slash or not group or not version:
+        raise ValueError(f"{_describe(value)} is not of the form <group>/<version>, like example.com/v1")
+    try:
+        api_group(group)
+        dns1035_label(version)
+    except ValueError as exc:
+        raise ValueError(f"{_describe(value)}: {exc}") from None
+    return value
+
+
+def target_name(value: str) -> str:
+    """`<project>/<name>` of a target tenant cluster: the `target` label of every proxy series."""
+    project, slash, name = value.partition("/")
+    if not slash or not project or not name:
+        raise ValueError(f"{_describe(value)} is not of the form <project>/<name>")
+    try:
+        dns1123_label(project)
+        dns1123_label(name)
+    except ValueError as exc:
+        raise ValueError(f"{_describe(value)}: {exc}") from None
+    return value
+
+
+def prometheus_label_name(value: str) -> str:
+    """An alert label name, as Prometheus allows them."""
+    if not PROMETHEUS_LABEL_NAME.match(value):
+        raise ValueError(f"{_describe(value)} is not a valid Prometheus label name")
+    return value
+
+
+def slack_channel(value: str) -> str:
+    """A Slack channel: an ID (`C0123ABCD`) or a `#name`."""
+    if not (SLACK_CHANNEL_ID.match(value) or SLACK_CHANNEL_NAME.match(value)):
+        raise ValueError(
+            f"{_describe(value)} is not a Slack channel: use an ID like C0123ABCDE or a name like #ops-alerts"
+        )
+    return value
+
+
+def slack_user(value: str) -> str:
+    """A Slack user ID (`U…` or, on Enterprise Grid, `W…`)."""
+    if not SLACK_USER_ID.match(value):
+        raise ValueError(f"{_describe(value)} is not a Slack user ID (like U0123ABCDE)")
+    return value
+
+
+# Cron numbers weekdays from Sunday (0 and 7); APScheduler 3 numbers them from Monday. Expressions are
+# rewritten to weekday names so that "1-5" keeps meaning Monday to Friday.
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _weekday_number(token: str) -> int:
+    lowered = token.lower()
+    if lowered in _WEEKDAYS:
+        return _WEEKDAYS.index(lowered)
+    if not token.isdigit() or int(token) > 7:
+        raise ValueError(f"{token!r} is not a weekday (0-7 or sun-sat)")
+    return int(token) % 7
+
+
+def _weekday_item(item: str) -> set[int]:
+    span, _, step_text = item.partition("/")
+    if step_text and (not step_text.isdigit() or int(step_text) == 0):
+        raise ValueError(f"{item!r} has an invalid step")
+    step = int(step_text) if step_text else 1
+    if span == "*":
+        first, last = 0, 6
+    elif "-" in span:
+        low, _, high = span.partition("-")
+        first, last = _weekday_number(low), _weekday_number(high)
+        if last == 0 and first > 0:
+            last = 7  # "5-7" and "fri-sun" end on Sunday
+        if last < first:
+            raise ValueError(f"{item!r} is a descending range")
+    else:
+        first = _weekday_number(span)
+        last = 6 if step_text else first
+    return {day % 7 for day in range(first, last + 1, step)}
+
+
+def cron_weekdays_as_names(field: str) -> str:
+    """The day-of-week field of a crontab with cron's numbering, spelled with names for APScheduler."""
+    if field == "*":
+        return field
+    days: set[int] = set()
+    for item in field.split(","):
+        days |= _weekday_item(item)
+    return ",".join(_WEEKDAYS[day] for day in sorted(days))
+
+
+def crontab_for_apscheduler(expression: str) -> str:
+    """A 5-field crontab checked for cron semantics and rewritten so APScheduler 3 reads it the same."""
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"{expression!r} has {len(fields)} fields; a crontab has 5 (minute hour day month weekday)"
+        )
+    if fields[2] != "*" and fields[4] != "*":
+        # Cron runs when EITHER day field matches; APScheduler requires both: refuse the ambiguity.
+        raise ValueError(f"{expression!r} restricts both day-of-month and day-of-week; restrict only one")
+    fields[4] = cron_weekdays_as_names(fields[4])
+    return " ".join(fields)
+
+
+_PLACEHOLDERS = frozenset(
+    {"changeme", "change-me", "change_me", "replaceme", "replace-me", "todo", "secret", "xxx"}
+)
+
+
+def is_placeholder_secret(value: str) -> bool:
+    """A value copied from an example rather than a real secret: empty, `changeme`, `xoxb-...`, `<token>`."""
+    text = value.strip()
+    return (
+        not text
+        or text.lower() in _PLACEHOLDERS
+        or "..." in text
+        or "…" in text
+        or (text.startswith("<") and text.endswith(">"))
+    )
+
+
+def http_url(value: str) -> str:
+    """An http(s) URL with a host; the value is never repeated (it may carry credentials)."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    return value
+
+
+def with_trailing_slash(value: str) -> str:
+    return value if value.endswith("/") else value + "/"
+
+
+def resolve_path(value: Path, info: ValidationInfo) -> Path:
+    """`~` expanded; a relative path joined to `base_dir` from the validation context when given."""
+    path = value.expanduser()
+    base = (info.context or {}).get("base_dir")
+    return Path(base, path) if base is not None and not path.is_absolute() else path
+
+
+def blank_to_none(value: Any) -> Any:
+    # `${SLACK_APP_TOKEN:-}` is how a config says "optional and unset".
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def iana_timezone(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{value!r} is not a known IANA time zone (like Europe/Berlin or UTC)") from None
+    return value
+
+
+def crontab(value: str) -> str:
+    """A 5-field crontab that APScheduler accepts once its weekdays are spelled as names."""
+    CronTrigger.from_crontab(crontab_for_apscheduler(value), timezone=ZoneInfo("UTC"))
+    return value
+
+
+def slack_token(prefix: str) -> Callable[[SecretStr | None], SecretStr | None]:
+    """A check that a set, non-placeholder token has the prefix of its kind (xoxb-, xapp-)."""
+
+    def check(value: SecretStr | None) -> SecretStr | None:
+        token = None if value is None else value.get_secret_value()
+        if token is not None and not is_placeholder_secret(token) and not token.startswith(prefix):
+            raise ValueError(f"does not look like a Slack token of this kind (it should start with {prefix})")
+        return value
+
+    return check
+
+
+def store_url(value: SecretStr, info: ValidationInfo) -> SecretStr:
+    """`sqlite:///<path>` (relative paths resolved like kubeconfigs) or `postgresql://...`."""
+    url = value.get_secret_value()
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+        if path != ":memory:" and not Path(path).is_absolute():
+            resolved = resolve_path(Path(path), info)
+            return SecretStr(f"sqlite:///{resolved}")
+        return value
+    if urlsplit(url).scheme in ("postgres", "postgresql") and urlsplit(url).hostname:
+        return value
+    # The value may hold a password: never repeat it.
+    raise ValueError("must be sqlite:///<path> or postgresql://<user>@<host>/<db>")
