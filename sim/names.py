@@ -1,0 +1,80 @@
+"""The guide's metric names, reasons and constants, duplicated here because sim never imports bot/."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+# Gauges.
+PEERS = "vcluster_proxy_peers"
+PEER_CACHE_SYNCED = "vcluster_proxy_peer_cache_synced"
+PEER_LIST_AGE = "vcluster_proxy_peer_list_age_seconds"
+INFLIGHT = "vcluster_proxy_inflight_requests"
+ACTIVE_WATCHES = "vcluster_proxy_active_watches"
+# Counters, named as exposed (with `_total`).
+REQUESTS = "vcluster_proxy_request_total"
+TERMINATIONS = "vcluster_proxy_request_terminations_total"
+DISCOVERY_FALLBACKS = "vcluster_proxy_discovery_fallbacks_total"
+QUARANTINES = "vcluster_proxy_peer_quarantines_total"
+ALL_QUARANTINED = "vcluster_proxy_target_all_peers_quarantined_total"
+RECOVERIES = "vcluster_proxy_peer_recoveries_total"
+DIAL_FAILURES = "vcluster_proxy_peer_dial_failures_total"
+WATCH_EVENTS = "vcluster_proxy_watch_events_total"
+# Histograms.
+REQUEST_DURATION = "vcluster_proxy_request_duration_seconds"
+DIAL_DURATION = "vcluster_proxy_peer_dial_duration_seconds"
+
+# The guide's constants.
+DIAL_TIMEOUT = 5.0
+QUARANTINE_AFTER_FAILURES = 3
+QUARANTINE_SECONDS = 20.0
+STALE_AFTER_SECONDS = 60.0
+REQUEST_DEADLINE = 60.0
+RETRY_AFTER = "1"
+
+# Request latency buckets stop at the 60 s deadline; dial buckets at the 5 s dial timeout.
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+DIAL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class PeerState(StrEnum):
+    """The three states the peers gauge always reports."""
+
+    HEALTHY = "healthy"
+    QUARANTINED = "quarantined"
+    HALF_OPEN = "half_open"
+
+
+class Reason(StrEnum):
+    """The guide's shared outcome-reason vocabulary."""
+
+    UPSTREAM = "upstream"
+    NO_PEER = "no_peer"
+    STALE_PEERS = "stale_peers"
+    ALL_QUARANTINED = "all_quarantined"
+    TIMEOUT = "timeout"
+    DEADLINE = "deadline"
+    CANCELED = "canceled"
+    PEER_DEPARTED = "peer_departed"
+    TS_SERVER_UNAVAILABLE = "ts_server_unavailable"
+    ERROR = "error"
+    OWNERSHIP_MASKED = "ownership_masked"
+    OWNERSHIP_CHECK_FAILED = "ownership_check_failed"
+    NAMESPACE_MISSING = "namespace_missing"
+    UPGRADE_REJECTED = "upgrade_rejected"
+    UPSTREAM_ERROR = "upstream_error"
+
+
+class Verb(StrEnum):
+    """Request verbs as the Kubernetes API server's own metrics spell them."""
+
+    GET = "GET"
+    LIST = "LIST"
+    WATCH = "WATCH"
+    POST = "POST"
+    PUT = "PUT"
+    PATCH = "PATCH"
+    DELETE = "DELETE"
+    CONNECT = "CONNECT"
+
+
+WRITE_VERBS = frozenset({Verb.POST, Verb.PUT, Verb.PATCH})

@@ -1,0 +1,299 @@
+"""The resource proxy of one client replica: peer checks, dials, deadlines, ownership, discovery, watches."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from sim.clock import Clock
+from sim.fleet import OWNER_LABEL, ClientCluster, Path, Platform, PodPhase, Replica, StoredObject, TargetLink
+from sim.names import DIAL_TIMEOUT, REQUEST_DEADLINE, RETRY_AFTER, WRITE_VERBS, PeerState, Reason, Verb
+from sim.peers import DialOutcome, PeerCache
+from sim.registry import ProxyMetrics
+
+# A relayed path adds this much to every dial and every request (the DERP hop), a direct one nothing.
+RELAY_DIAL_FLOOR = 0.08
+RELAY_REQUEST_FLOOR = 0.06
+
+
+@dataclass(frozen=True)
+class ProxyRequest:
+    """One caller request for a proxied resource."""
+
+    target: str
+    group_version: str
+    verb: Verb
+    resource: str
+    namespace: str | None = None
+    name: str | None = None
+    upgrade: bool = False
+
+
+@dataclass
+class ProxyResponse:
+    """What the caller gets back, and how long the proxy took."""
+
+    code: int
+    reason: Reason
+    duration: float
+    message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    objects: list[StoredObject] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DiscoveryAnswer:
+    """Discovery for one group/version: `(plural, kind, namespaced, verbs)` rows and the fallback reason."""
+
+    resources: list[tuple[str, str, bool, list[str]]]
+    fallback_reason: Reason | None
+
+
+@dataclass
+class Watch:
+    """An open proxied watch stream."""
+
+    ident: int
+    target: str
+    group_version: str
+    stalled: bool = False
+
+
+@dataclass(frozen=True)
+class _Dial:
+    ok: bool
+    reason: Reason
+    duration: float | None
+
+
+class ReplicaProxy:
+    """The proxy inside one client control-plane replica; every metric it exposes is kept here."""
+
+    def __init__(
+        self, clock: Clock, platform: Platform, client: ClientCluster, replica: Replica, rng: random.Random
+    ) -> None:
+        self.clock = clock
+        self.platform = platform
+        self.client = client
+        self.replica = replica
+        self.rng = rng
+        self.metrics = ProxyMetrics()
+        self.caches = {
+            (link.target.target_label, gv): PeerCache(clock, gv)
+            for link in client.links
+            for gv in link.group_versions
+        }
+        self.watches: dict[int, Watch] = {}
+        self._next_watch = 1
+        # Set by a scenario: streams opened from now on deliver no events (a half-dead stream).
+        self.stall_streams = False
+        self._busy_until: list[tuple[float, str]] = []
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def link(self, target: str) -> TargetLink | None:
+        return next((lk for lk in self.client.links if lk.target.target_label == target), None)
+
+    def cache(self, target: str, group_version: str) -> PeerCache | None:
+        return self.caches.get((target, group_version))
+
+    def _platform_reason(self) -> Reason | None:
+        up = self.platform.network_up and self.platform.licence_ok and self.replica.licence_ok
+        return None if up else Reason.TS_SERVER_UNAVAILABLE
+
+    def _availability(self, cache: PeerCache) -> Reason | None:
+        return self._platform_reason() or cache.availability()
+
+    def _count(self, req: ProxyRequest, code: int, reason: Reason) -> None:
+        labels = (req.target, req.group_version, req.verb.value, str(code), reason.value)
+        self.metrics.requests.inc(labels)
+
+    def _finish(self, req: ProxyRequest, resp: ProxyResponse) -> ProxyResponse:
+        self._count(req, resp.code, resp.reason)
+        self.metrics.request_duration.observe((req.target, req.verb.value), resp.duration)
+        self._busy_until.append((self.clock.now() + resp.duration, req.target))
+        if resp.code == 503 and resp.reason is not Reason.UPSTREAM:
+            resp.headers["Retry-After"] = RETRY_AFTER
+        return resp
+
+    # -- dials ---------------------------------------------------------------------------------
+
+    def _dial(self, link: TargetLink, cache: PeerCache) -> _Dial:
+        reason = self._availability(cache)
+        host = None if reason else cache.choose(self.rng.randrange(1 << 16))
+        if host is None:
+            reason = reason or Reason.ALL_QUARANTINED
+            self.metrics.dial_failures.inc((link.target.target_label, reason.value))
+            return _Dial(False, reason, None)
+        pod = link.target.pod_by_hostname(host.hostname)
+        if pod is not None and pod.phase is PodPhase.TERMINATING:
+            # The endpoint is leaving the list while we dial: no duration, no strike against it.
+            self.metrics.dial_failures.inc((link.target.target_label, Reason.PEER_DEPARTED.value))
+            host.on_trial = False
+            return _Dial(False, Reason.PEER_DEPARTED, None)
+        path = self.platform.path(self.client, link.target)
+        reachable = pod is not None and pod.phase is PodPhase.RUNNING and pod.answering
+        ok = reachable and path is not Path.CUT
+        duration = self._dial_latency(path) if ok else DIAL_TIMEOUT
+        self.metrics.dial_duration.observe((link.target.target_label,), duration)
+        outcome = cache.record_success(host) if ok else cache.record_failure(host)
+        self._count_transitions(link.target.target_label, outcome)
+        if not ok:
+            self.metrics.dial_failures.inc((link.target.target_label, Reason.TIMEOUT.value))
+        return _Dial(ok, Reason.UPSTREAM if ok else Reason.TIMEOUT, duration)
+
+    def _count_transitions(self, target: str, outcome: DialOutcome) -> None:
+        if outcome.recovered:
+            self.metrics.recoveries.inc((target,))
+        if outcome.quarantined:
+            self.metrics.quarantines.inc((target,))
+        if outcome.left_none_selectable:
+            self.metrics.all_quarantined.inc((target,))
+
+    def _dial_latency(self, path: Path) -> float:
+        base = self.rng.uniform(0.002, 0.012)
+        return base + (RELAY_DIAL_FLOOR + self.rng.uniform(0.0, 0.03) if path is Path.RELAYED else 0.0)
+
+    def _request_latency(self, link: TargetLink) -> float:
+        path = self.platform.path(self.client, link.target)
+        floor = RELAY_REQUEST_FLOOR if path is Path.RELAYED else 0.0
+        return link.target.latency * self.rng.uniform(0.8, 1.6) + floor
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def request(self, req: ProxyRequest) -> ProxyResponse:
+        """Serve one non-watch request the way the proxy would."""
+        link = self.link(req.target)
+        cache = self.cache(req.target, req.group_version)
+        if link is None or cache is None:
+            return ProxyResponse(404, Reason.UPSTREAM, 0.001, "the proxy has no such target")
+        if req.upgrade:
+            self.metrics.terminations.inc((req.target, Reason.UPGRADE_REJECTED.value))
+            msg = "connection upgrades are not supported by the resource proxy"
+            return self._finish(req, ProxyResponse(501, Reason.UPGRADE_REJECTED, 0.001, msg))
+        if req.verb in WRITE_VERBS and req.namespace and req.namespace not in self.client.namespaces:
+            msg = f'namespaces "{req.namespace}" not found'
+            return self._finish(req, ProxyResponse(404, Reason.NAMESPACE_MISSING, 0.001, msg))
+        dial = self._dial(link, cache)
+        if not dial.ok:
+            msg = f"resource proxy: no usable peer for {req.target} ({dial.reason.value})"
+            return self._finish(req, ProxyResponse(503, dial.reason, dial.duration or 0.001, msg))
+        return self._finish(req, self._forward(req, link, dial.duration or 0.0))
+
+    def _forward(self, req: ProxyRequest, link: TargetLink, dial_time: float) -> ProxyResponse:
+        elapsed = dial_time + self._request_latency(link)
+        if elapsed > REQUEST_DEADLINE:
+            self.metrics.terminations.inc((req.target, Reason.DEADLINE.value))
+            msg = "the proxy's 60s request deadline expired"
+            return ProxyResponse(504, Reason.DEADLINE, REQUEST_DEADLINE, msg)
+        target = link.target
+        if req.group_version in target.failing_group_versions:
+            return ProxyResponse(503, Reason.UPSTREAM, elapsed, "the target's API is unavailable")
+        found = [
+            o
+            for o in target.objects
+            if o.resource.group_version == req.group_version
+            and o.resource.plural == req.resource
+            and (req.namespace is None or o.namespace == req.namespace)
+            and (req.name is None or o.name == req.name)
+        ]
+        if link.owned_only:
+            return self._owned(req, found, elapsed)
+        if req.name is not None and not found:
+            return ProxyResponse(404, Reason.UPSTREAM, elapsed, f'{req.resource} "{req.name}" not found')
+        return ProxyResponse(200, Reason.UPSTREAM, elapsed, objects=found)
+
+    def _owned(self, req: ProxyRequest, found: list[StoredObject], elapsed: float) -> ProxyResponse:
+        mine = [o for o in found if o.labels.get(OWNER_LABEL) == self.client.owner_value]
+        if req.name is None:
+            # Lists get the owner selector injected: the caller sees only its own objects.
+            return ProxyResponse(200, Reason.UPSTREAM, elapsed, objects=mine)
+        if mine:
+            return ProxyResponse(200, Reason.UPSTREAM, elapsed, objects=mine)
+        reason = Reason.OWNERSHIP_MASKED if found else Reason.UPSTREAM
+        return ProxyResponse(404, reason, elapsed, f'{req.resource} "{req.name}" not found')
+
+    # -- discovery -----------------------------------------------------------------------------
+
+    def discover(self, target: str, group_version: str) -> DiscoveryAnswer:
+        """Proxied discovery when the target answers, the local fallback document otherwise."""
+        link, cache = self.link(target), self.cache(target, group_version)
+        if link is None or cache is None:
+            return DiscoveryAnswer([], None)
+        req = ProxyRequest(target, group_version, Verb.GET, "")
+        start_reason = self._availability(cache)
+        dial = self._dial(link, cache)
+        if dial.ok and group_version not in link.target.failing_group_versions:
+            self._finish(req, ProxyResponse(200, Reason.UPSTREAM, (dial.duration or 0.0) + 0.002))
+            rows = [
+                (r.plural, r.kind, r.namespaced, ["get", "list", "watch", "create", "update", "delete"])
+                for r in link.target.resources
+                if r.group_version == group_version
+            ]
+            return DiscoveryAnswer(rows, None)
+        fallback = start_reason or Reason.UPSTREAM_ERROR
+        # The first reason wins on request_total: a dial's reason survives the upstream_error fallback.
+        request_reason = start_reason or (dial.reason if not dial.ok else Reason.UPSTREAM_ERROR)
+        self.metrics.discovery_fallbacks.inc((target, group_version, fallback.value))
+        self._finish(req, ProxyResponse(200, request_reason, (dial.duration or 0.0) + 0.001))
+        return DiscoveryAnswer(self._fallback_rows(link, group_version), fallback)
+
+    def _fallback_rows(self, link: TargetLink, group_version: str) -> list[tuple[str, str, bool, list[str]]]:
+        if link.resources is None:
+            return []
+        rows = []
+        for plural in link.resources:
+            res = link.target.resource(group_version, plural)
+            if res is not None:
+                rows.append((res.plural, res.kind, res.namespaced, ["get"]))
+        return rows
+
+    # -- watches -------------------------------------------------------------------------------
+
+    def open_watch(self, target: str, group_version: str, resource: str) -> Watch | None:
+        link, cache = self.link(target), self.cache(target, group_version)
+        if link is None or cache is None:
+            return None
+        req = ProxyRequest(target, group_version, Verb.WATCH, resource)
+        dial = self._dial(link, cache)
+        if not dial.ok:
+            self._count(req, 503, dial.reason)
+            return None
+        self._count(req, 200, Reason.UPSTREAM)
+        watch = Watch(self._next_watch, target, group_version, stalled=self.stall_streams)
+        self._next_watch += 1
+        self.watches[watch.ident] = watch
+        return watch
+
+    def close_watch(self, ident: int) -> None:
+        self.watches.pop(ident, None)
+
+    def deliver_events(self, target: str, count: int) -> None:
+        """Object changes on a target stream to every open, unstalled watch on it."""
+        for watch in self.watches.values():
+            if watch.target == target and not watch.stalled and count > 0:
+                self.metrics.watch_events.inc((target,), count)
+
+    # -- exposition ----------------------------------------------------------------------------
+
+    def render(self) -> list[str]:
+        """The proxy's part of `/metrics/syncer`, with gauges computed at scrape time."""
+        now = self.clock.now()
+        self._busy_until = [b for b in self._busy_until if b[0] > now]
+        m = self.metrics
+        m.peers.values.clear()
+        m.cache_synced.values.clear()
+        m.list_age.values.clear()
+        for (target, gv), cache in sorted(self.caches.items()):
+            counts = cache.state_counts()
+            for state in PeerState:
+                m.peers.set((target, gv, state.value), counts[state])
+            m.cache_synced.set((target, gv), 1.0 if cache.synced() else 0.0)
+            age = cache.list_age()
+            if age is not None:
+                m.list_age.set((target, gv), round(age, 3))
+        for link in self.client.links:
+            label = link.target.target_label
+            m.inflight.set((label,), sum(1 for _, t in self._busy_until if t == label))
+            m.active_watches.set((label,), sum(1 for w in self.watches.values() if w.target == label))
+        return m.render()

@@ -1,0 +1,236 @@
+"""The failure scenarios: each a deterministic timeline on the default fleet (times in simulated seconds).
+
+Every docstring names the guide's alerts that should fire, with the guide's full-length `for` clauses and
+windows, for client `team-a` (pod label = the replica, e.g. `team-a-0`) and target `platform/crd-store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sim.defaults import CLIENT, PRIMARY_GV, SECONDARY_GV, TARGET, default_fleet
+from sim.fleet import Path
+from sim.traffic import Traffic
+from sim.world import ProbeRecord, World
+
+FAULT_AT = 60.0
+Setup = Callable[[World], None]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named timeline: `setup` adjusts the fleet and schedules the events."""
+
+    name: str
+    setup: Setup
+    replicas: int = 1
+
+    @property
+    def summary(self) -> str:
+        return (self.setup.__doc__ or "").strip().splitlines()[0]
+
+    @property
+    def description(self) -> str:
+        return (self.setup.__doc__ or "").strip()
+
+
+def healthy(world: World) -> None:
+    """Direct path, steady traffic, probe succeeding every 5 minutes.
+
+    Alerts: none. `peer_list_age_seconds` grows for the whole run: no peer churn, not staleness.
+    """
+
+
+def relay_fallback(world: World) -> None:
+    """At t=60 the target is redeployed without its UDP ingress rule: the path falls back to the DERP relay.
+
+    Alerts: none (no metric says "relayed"). Evidence: dial and request latency step up by a constant
+    floor (~80 ms dial, ~60 ms request) from t=60 with no change on the target.
+    """
+
+    def drop_rule(w: World) -> None:
+        w.platform.targets[TARGET].network_policy.udp_ingress_from.clear()
+
+    world.at(FAULT_AT, "target redeployed with default network policy values", drop_rule)
+
+
+def target_rolling_restart(world: World) -> None:
+    """At t=120 the target's only control-plane pod restarts and returns ~8 s later under a new hostname.
+
+    Dials to the departed endpoint fail (peer_departed, then 5 s timeouts), it is quarantined and no peer
+    is selectable until the new list arrives (~t=129); then it self-heals.
+    Alerts: ResourceProxyTargetUnavailable fires at ~t=123 and clears ~10 minutes later (~t=730).
+    ResourceProxyNoHealthyPeers does not fire (healthy is 0 for seconds, not 2 minutes).
+    """
+    world.at(120.0, "target pod restarts", lambda w: w.restart_target_pod(TARGET, 0))
+
+
+def target_down(world: World) -> None:
+    """At t=60 the target's control plane hangs: every dial times out, quarantines cycle every ~20 s.
+
+    Alerts: ResourceProxyTargetUnavailable from ~t=62; ResourceProxyNoHealthyPeers (both group/versions)
+    from ~t=180; ResourceProxyPeerChurn from ~t=150 (more than 5 quarantines, healthy 0 everywhere);
+    ResourceProxyDiscoveryDegraded (reason all_quarantined) from ~t=360; ResourceProxyProbeFailing after
+    t=900 (last success t=0). Not PeerCacheUnsynced: the cache stays synced with zero healthy peers.
+    """
+
+    def hang(w: World) -> None:
+        for pod in w.platform.targets[TARGET].pods:
+            pod.answering = False
+
+    world.at(FAULT_AT, "target control plane stops answering", hang)
+
+
+def peer_watch_dropped(world: World) -> None:
+    """At t=60 team-a's peer-watch subscription drops and never returns; at t=120 the cached list is stale.
+
+    Alerts: ResourceProxyPeerCacheUnsynced (both group/versions) from ~t=240;
+    ResourceProxyDiscoveryDegraded (reason stale_peers) from ~t=420; ResourceProxyProbeFailing after t=900.
+    Not NoHealthyPeers: the stale list still counts its peers healthy.
+    """
+    world.at(FAULT_AT, "peer watch subscription drops", lambda w: w.drop_peer_watch(CLIENT))
+
+
+def license_failure(world: World) -> None:
+    """At t=60 the platform licence fails and team-a-0 restarts: no peer list ever arrives.
+
+    Requests fail with ts_server_unavailable; peers are 0 in every state; cache_synced is 0.
+    Alerts: ResourceProxyNoHealthyPeers and ResourceProxyPeerCacheUnsynced from ~t=180;
+    ResourceProxyDiscoveryDegraded (reason ts_server_unavailable) from ~t=360;
+    ResourceProxyProbeFailing after t=900.
+    """
+
+    def expire(w: World) -> None:
+        w.platform.licence_ok = False
+        for replica in w.platform.clients[CLIENT].replicas:
+            w.restart_replica(CLIENT, replica.pod)
+
+    world.at(FAULT_AT, "licence fails, team-a replicas restart", expire)
+
+
+def flapping(world: World) -> None:
+    """From t=75 the target alternates: 30 s hung, 30 s answering; quarantines and recoveries repeat.
+
+    Alerts: ResourceProxyTargetUnavailable from ~t=62; ResourceProxyPeerChurn intermittently (during hung
+    phases) from ~t=130; ResourceProxyDiscoveryDegraded from ~t=360. Not NoHealthyPeers: every stretch
+    without a healthy peer is shorter than 2 minutes.
+    """
+
+    def toggle(answering: bool) -> Callable[[World], None]:
+        def apply(w: World) -> None:
+            for pod in w.platform.targets[TARGET].pods:
+                pod.answering = answering
+
+        return apply
+
+    for cycle in range(200):
+        start = 75.0 + cycle * 60.0
+        world.at(start, "target hangs", toggle(False))
+        world.at(start + 30.0, "target answers again", toggle(True))
+
+
+def discovery_degraded(world: World) -> None:
+    """At t=60 the target's data.example.com/v1alpha1 API starts failing with 503 (peers stay healthy).
+
+    Discovery for that group/version is served from the fallback document (reason upstream_error), the
+    APIService stays Available, and its requests fail with target-made 503s.
+    Alerts: ResourceProxyDiscoveryDegraded{group_version="data.example.com/v1alpha1"} from ~t=360.
+    Not ProbeFailing: the probe reads example.com/v1.
+    """
+
+    def fail(w: World) -> None:
+        w.platform.targets[TARGET].failing_group_versions.add(SECONDARY_GV)
+
+    world.at(FAULT_AT, "target's data.example.com API fails", fail)
+
+
+def ownership_masked(world: World) -> None:
+    """team-a proxies with accessResources: owned; callers often ask for objects team-a does not own.
+
+    Named GETs on unowned objects get 404 ownership_masked; lists only show owned objects.
+    Alerts: none (isolation working as intended).
+    """
+    link = world.platform.clients[CLIENT].links[0]
+    link.owned_only = True
+    if isinstance(world.traffic, Traffic):
+        world.traffic.foreign_gets = 0.4
+
+
+def watches_silent(world: World) -> None:
+    """At t=60 every watch stream stalls: streams stay open, no events flow.
+
+    Alerts: ResourceProxyWatchesSilent from ~t=5460 (no events for 1 h, then `for: 30m`).
+    """
+
+    def stall(w: World) -> None:
+        for proxy in w.replicas_of(CLIENT):
+            proxy.stall_streams = True
+            for watch in proxy.watches.values():
+                watch.stalled = True
+
+    world.at(FAULT_AT, "watch streams stall", stall)
+
+
+def probe_failing(world: World) -> None:
+    """The proxy-probe CronJob is created at t=0 but its kubeconfig secret is missing: no run succeeds.
+
+    Alerts: ResourceProxyProbeFailing from t=900 (created more than 900 s ago, never succeeded).
+    Proxy metrics stay healthy: nothing else fires.
+    """
+    world.probes[CLIENT] = ProbeRecord(CLIENT, created_at=0.0, broken=True)
+
+
+def ha_split(world: World) -> None:
+    """team-a runs two replicas; at t=60 only team-a-1's peer watch drops (stale from t=120).
+
+    Alerts: ResourceProxyPeerCacheUnsynced{pod="team-a-1"} (both group/versions) from ~t=240, never for
+    team-a-0; ResourceProxyDiscoveryDegraded from ~t=420. Not ProbeFailing: runs alternate replicas and
+    every second run succeeds.
+    """
+    world.at(FAULT_AT, "team-a-1 peer watch drops", lambda w: w.drop_peer_watch(CLIENT, f"{CLIENT}-1"))
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("healthy", healthy),
+        Scenario("relay-fallback", relay_fallback),
+        Scenario("target-rolling-restart", target_rolling_restart),
+        Scenario("target-down", target_down),
+        Scenario("peer-watch-dropped", peer_watch_dropped),
+        Scenario("license-failure", license_failure),
+        Scenario("flapping", flapping),
+        Scenario("discovery-degraded", discovery_degraded),
+        Scenario("ownership-masked", ownership_masked),
+        Scenario("watches-silent", watches_silent),
+        Scenario("probe-failing", probe_failing),
+        Scenario("ha-split", ha_split, replicas=2),
+    )
+}
+
+
+def build_world(
+    name: str,
+    seed: int = 7,
+    epoch: float = 1_700_000_000.0,
+    speed: float = 1.0,
+    traffic: Traffic | None = None,
+) -> World:
+    """A world for one scenario, not yet started (call `advance_to`)."""
+    try:
+        scenario = SCENARIOS[name]
+    except KeyError:
+        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+    world = World(default_fleet(seed, scenario.replicas), seed=seed, epoch=epoch, speed=speed)
+    world.traffic = traffic if traffic is not None else Traffic()
+    scenario.setup(world)
+    return world
+
+
+def keep_relayed(world: World) -> None:
+    """Force the pair onto the relay regardless of policies (used by tests of the latency floor)."""
+    world.platform.path_overrides[(CLIENT, TARGET)] = Path.RELAYED
+
+
+__all__ = ["PRIMARY_GV", "SCENARIOS", "Scenario", "build_world"]
