@@ -1,0 +1,104 @@
+"""Start a server binary, wait until it answers, and stop it cleanly (Prometheus, Alertmanager)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, TypeVar
+
+import httpx
+
+T = TypeVar("T")
+
+# Every HTTP call the harness makes is bounded by this, so a wedged server fails a test instead of hanging it.
+HTTP_TIMEOUT = httpx.Timeout(5.0)
+
+
+class HarnessError(RuntimeError):
+    """A real server used by the tests could not be started, reached or stopped."""
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago (the server binds it right after)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def find_binary(name: str, fallback: str) -> str:
+    """The binary on PATH, else its Debian location; missing is an error, never a reason to skip."""
+    found = shutil.which(name) or (fallback if Path(fallback).exists() else None)
+    if found is None:
+        raise HarnessError(f"{name} is not installed (expected on PATH or at {fallback})")
+    return found
+
+
+def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
+    """Poll `check` until it returns something other than None; raise naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result is not None:
+            return result
+        if time.monotonic() >= deadline:
+            raise HarnessError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+class ServerProcess:
+    """One child process whose output goes to a log file, readable when something goes wrong."""
+
+    def __init__(self, argv: Sequence[str], log_path: Path) -> None:
+        self.argv = list(argv)
+        self.log_path = log_path
+        self._log: IO[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._log = self.log_path.open("wb")
+        self._process = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def exit_code(self) -> int | None:
+        return None if self._process is None else self._process.poll()
+
+    def log_tail(self, lines: int = 30) -> str:
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM for a clean shutdown; SIGKILL only if the server ignores it."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def wait_ready(self, url: str, timeout: float) -> None:
+        """Wait until `url` answers 200, failing early (with the log) if the process dies."""
+
+        def ready() -> bool | None:
+            code = self.exit_code()
+            if code is not None:
+                raise HarnessError(f"{self.argv[0]} exited with {code}:\n{self.log_tail()}")
+            try:
+                return httpx.get(url, timeout=HTTP_TIMEOUT).status_code == httpx.codes.OK or None
+            except httpx.TransportError:
+                return None
+
+        try:
+            wait_for(ready, timeout, f"{url} to be ready")
+        except HarnessError as error:
+            raise HarnessError(f"{error}\n{self.log_tail()}") from None
