@@ -1,56 +1,54 @@
 """Shorten the shipped alert rules mechanically, so real Prometheus can evaluate them in seconds in tests.
 
-Only durations change: `for:` holds, range windows, and the probe's age threshold in seconds. Every one of
-them must be in the mapping, so a rule added later with a new duration fails loudly instead of keeping an
-hour-long window in a test that waits a minute.
+The simulator runs `speed` simulated seconds per wall second and shows its timestamps compressed the same
+way, so dividing every duration of the rules by that speed keeps each rule's meaning: a `for: 2m` hold
+becomes 6 s at speed 20, exactly as long as two simulated minutes. Only durations change: `for:` holds,
+range windows, and the probe's age threshold (seconds compared with `time() - <timestamp>`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from tests.harness.process import HarnessError
 
 FOR_CLAUSE = re.compile(r"^(?P<head>\s*for:\s*)(?P<duration>\S+)\s*$", re.MULTILINE)
-RANGE_SELECTOR = re.compile(r"\[(?P<duration>\d+[smhdwy])\]")
+RANGE_SELECTOR = re.compile(r"\[(?P<duration>[^\]:]+)\]")
 # The only bare numbers in the rules that are durations: ages compared against `time() - <timestamp>`.
-AGE_THRESHOLD = re.compile(r"(?P<head>time\(\) - [^\n]*?\} > )(?P<seconds>\d+)")
+AGE_THRESHOLD = re.compile(r"(?P<head>time\(\) - [^\n]*?\} > )(?P<seconds>\d+(?:\.\d+)?)")
+DURATION = re.compile(r"^(?P<amount>\d+)(?P<unit>ms|s|m|h|d|w)$")
+UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 
 
-@dataclass(frozen=True)
-class Shortening:
-    """How each duration of the rule file maps to its test-time counterpart."""
-
-    holds: Mapping[str, str] = field(default_factory=dict)
-    windows: Mapping[str, str] = field(default_factory=dict)
-    ages: Mapping[str, str] = field(default_factory=dict)
-
-
-# Windows stay many scrape intervals long (1 s scrapes) so rate() and increase() still see several samples.
-E2E = Shortening(
-    holds={"2m": "10s", "5m": "15s", "30m": "15s"},
-    windows={"5m": "30s", "10m": "1m", "30m": "2m", "1h": "1m"},
-    ages={"900": "60"},
-)
+def duration_seconds(text: str) -> float:
+    """Seconds in a single-unit Prometheus duration (`90s`, `5m`, `1h`); anything else is refused."""
+    match = DURATION.match(text)
+    if match is None:
+        raise HarnessError(f"not a single-unit Prometheus duration: {text!r}")
+    return int(match["amount"]) * UNIT_SECONDS[match["unit"]]
 
 
-def _lookup(mapping: Mapping[str, str], duration: str, kind: str) -> str:
-    try:
-        return mapping[duration]
-    except KeyError:
-        raise HarnessError(f"no shortened value for the {kind} {duration!r}") from None
+def format_duration(seconds: float) -> str:
+    """A Prometheus duration in whole seconds when exact, else in whole milliseconds (at least 1 ms)."""
+    if seconds == int(seconds) and seconds >= 1:
+        return f"{int(seconds)}s"
+    return f"{max(1, round(seconds * 1000))}ms"
 
 
-def shorten_rules(text: str, shortening: Shortening = E2E) -> str:
-    """The rule file `text` with every `for`, range window and age threshold replaced per `shortening`."""
-    text = FOR_CLAUSE.sub(
-        lambda m: m["head"] + _lookup(shortening.holds, m["duration"], "for duration"), text
-    )
-    text = RANGE_SELECTOR.sub(
-        lambda m: f"[{_lookup(shortening.windows, m['duration'], 'range window')}]", text
-    )
-    return AGE_THRESHOLD.sub(
-        lambda m: m["head"] + _lookup(shortening.ages, m["seconds"], "age threshold"), text
-    )
+def shorten_rules(text: str, factor: float) -> str:
+    """The rule file `text` with every `for`, range window and age threshold divided by `factor`."""
+    if factor <= 0:
+        raise HarnessError("the shortening factor must be positive")
+
+    def hold(match: re.Match[str]) -> str:
+        return match["head"] + format_duration(duration_seconds(match["duration"]) / factor)
+
+    def window(match: re.Match[str]) -> str:
+        return f"[{format_duration(duration_seconds(match['duration']) / factor)}]"
+
+    def age(match: re.Match[str]) -> str:
+        return match["head"] + f"{float(match['seconds']) / factor:g}"
+
+    text = FOR_CLAUSE.sub(hold, text)
+    text = RANGE_SELECTOR.sub(window, text)
+    return AGE_THRESHOLD.sub(age, text)
