@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Any, Self, TypeVar
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
@@ -20,6 +20,7 @@ from pydantic import model_validator as _model_validator
 from config import validation
 
 Loc = tuple[str | int, ...]
+_C = TypeVar("_C", bound=tuple[Any, ...] | dict[Any, Any])
 ALL_CLUSTERS = "*"
 
 
@@ -36,6 +37,9 @@ def _raise_if_any(problems: list[tuple[Loc, str]]) -> None:
         raise LocatedProblems(problems)
 
 
+# A length check that runs after the items validated: pydantic's min_length counts only valid items and
+# would add a misleading "empty" error next to the items' own errors.
+NonEmpty = Annotated[_C, AfterValidator(validation.non_empty)]
 HttpUrl = Annotated[str, AfterValidator(validation.http_url)]
 ConfigPath = Annotated[Path, AfterValidator(validation.resolve_path)]
 OptionalSecret = Annotated[SecretStr | None, BeforeValidator(validation.blank_to_none)]
@@ -128,7 +132,7 @@ class TargetSettings(StrictModel):
     """One target tenant cluster that a client forwards custom resources to."""
 
     name: TargetName
-    group_versions: tuple[GroupVersion, ...] = Field(min_length=1)
+    group_versions: NonEmpty[tuple[GroupVersion, ...]]
     probe: ProbeSettings
     # The target cluster itself, for path checks that compare against direct requests.
     direct: KubeAccess | None = None
@@ -154,9 +158,9 @@ class ClusterSettings(StrictModel):
     kubeconfig: ConfigPath
     context: str | None = None
     # Alert labels (all must be equal) that say an alert came from this cluster.
-    match: dict[LabelName, str] = Field(min_length=1)
+    match: NonEmpty[dict[LabelName, str]]
     channel: SlackChannel | None = None
-    targets: tuple[TargetSettings, ...] = Field(min_length=1)
+    targets: NonEmpty[tuple[TargetSettings, ...]]
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(key) == value for key, value in self.match.items())
@@ -184,7 +188,7 @@ class ChannelGrant(StrictModel):
     """A Slack channel and the clusters people in it may query (`*` for all)."""
 
     channel: SlackChannel
-    clusters: tuple[str, ...] = Field(min_length=1)
+    clusters: NonEmpty[tuple[str, ...]]
 
 
 class DirectMessageRule(StrictModel):
@@ -244,8 +248,9 @@ class Settings(StrictModel):
     slack: SlackSettings = SlackSettings()
     alertmanager: AlertmanagerSettings = AlertmanagerSettings()
     prometheus: PrometheusSettings = PrometheusSettings()
-    store: StoreSettings = StoreSettings()
-    clusters: tuple[ClusterSettings, ...] = Field(min_length=1)
+    # Validated from {} so that the default SQLite path, too, resolves against the config's directory.
+    store: StoreSettings = Field(default_factory=dict, validate_default=True)
+    clusters: NonEmpty[tuple[ClusterSettings, ...]]
     digest: DigestSettings = DigestSettings()
     access: AccessSettings = AccessSettings()
     enrichment: EnrichmentSettings = EnrichmentSettings()

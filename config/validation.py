@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import SecretStr, ValidationInfo
+
+_Sized = TypeVar("_Sized", bound=tuple[Any, ...] | dict[Any, Any])
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL = re.compile(rf"{_LABEL}\Z")
@@ -193,6 +195,13 @@ def is_placeholder_secret(value: str) -> bool:
         or "…" in text
         or (text.startswith("<") and text.endswith(">"))
     )
+
+
+def non_empty(value: _Sized) -> _Sized:
+    """A list or mapping with at least one entry."""
+    if not value:
+        raise ValueError("must not be empty")
+    return value
 
 
 def http_url(value: str) -> str:

@@ -1,0 +1,401 @@
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from pydantic import ValidationError
+
+from config import validation
+from config.settings import LocatedProblems, Requester, Settings
+
+
+def target(name: str = "payments/ledger", **overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": name,
+        "group_versions": ["ledger.example.com/v1"],
+        "probe": {"group_version": "ledger.example.com/v1", "resource": "accounts", "namespace": "default"},
+    }
+    data.update(overrides)
+    return data
+
+
+def cluster(name: str = "prod", **overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": name,
+        "kubeconfig": f"{name}.kubeconfig",
+        "match": {"cluster": name},
+        "targets": [target(f"{name}/ledger")],
+    }
+    data.update(overrides)
+    return data
+
+
+def config(**sections: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"slack": {"default_channel": "#alerts"}, "clusters": [cluster()]}
+    data.update(sections)
+    return copy.deepcopy(data)
+
+
+def problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every (location, message) pydantic reports, with LocatedProblems expanded."""
+    with pytest.raises(ValidationError) as caught:
+        Settings.model_validate(data)
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for error in caught.value.errors():
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, LocatedProblems):
+            found += [((*error["loc"], *loc), message) for loc, message in cause.problems]
+        else:
+            found.append((tuple(error["loc"]), error["msg"]))
+    return found
+
+
+def locations(data: dict[str, Any]) -> set[tuple[str | int, ...]]:
+    return {loc for loc, _ in problems(data)}
+
+
+PROBE = ("clusters", 0, "targets", 0, "probe")
+
+
+def test_a_minimal_config_gets_the_documented_defaults() -> None:
+    settings = Settings.model_validate(config())
+    assert (settings.server.host, settings.server.port) == ("127.0.0.1", 8080)
+    assert settings.enrichment.timeout_seconds == 5
+    assert settings.slack.api_url == "https://slack.com/api/"
+    assert settings.store.url.get_secret_value() == "sqlite:///proxybot.db"
+    assert settings.digest.cron == "0 8 * * 1-5"
+    assert settings.slack.bot_token is None
+    assert settings.access.channels == ()
+
+
+def test_the_slack_api_url_always_ends_with_a_slash() -> None:
+    settings = Settings.model_validate(
+        config(slack={"default_channel": "#a", "api_url": "http://127.0.0.1:9/api"})
+    )
+    assert settings.slack.api_url == "http://127.0.0.1:9/api/"
+
+
+@pytest.mark.parametrize("url", ["ftp://x/", "slack.com/api", "http://", "not a url"])
+def test_urls_must_be_http_with_a_host(url: str) -> None:
+    assert locations(config(prometheus={"url": url})) == {("prometheus", "url")}
+
+
+@pytest.mark.parametrize("name", ["payments/ledger", "p/x", "a1/b-2", f"{'a' * 63}/{'b' * 63}"])
+def test_valid_target_names(name: str) -> None:
+    Settings.model_validate(config(clusters=[cluster(targets=[target(name)])]))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ledger",
+        "Payments/ledger",
+        "payments/Ledger",
+        "a/b/c",
+        "a/",
+        "/b",
+        "a_b/c",
+        "-a/b",
+        "a/b-",
+        "../x",
+        "%2e/x",
+        f"{'a' * 64}/b",
+        "a /b",
+        "",
+    ],
+)
+def test_invalid_target_names(name: str) -> None:
+    data = config(clusters=[cluster(targets=[target(name)])])
+    assert locations(data) == {("clusters", 0, "targets", 0, "name")}
+
+
+@pytest.mark.parametrize("gv", ["example.com/v1", "a.b.c/v1beta1", "x-y.example.io/v2alpha3"])
+def test_valid_group_versions(gv: str) -> None:
+    probe = {"group_version": gv, "resource": "things"}
+    Settings.model_validate(config(clusters=[cluster(targets=[target(group_versions=[gv], probe=probe)])]))
+
+
+@pytest.mark.parametrize(
+    "gv",
+    [
+        "v1",
+        "apps/v1",
+        "example.com/V1",
+        "example.com/1v",
+        "Example.com/v1",
+        "example.com/v1/x",
+        "/v1",
+        "example.com/",
+        "example..com/v1",
+        "example.com/v_1",
+        "-example.com/v1",
+        "example.com/%2e",
+    ],
+)
+def test_invalid_group_versions(gv: str) -> None:
+    data = config(clusters=[cluster(targets=[target(group_versions=["ok.example.com/v1", gv])])])
+    assert ("clusters", 0, "targets", 0, "group_versions", 1) in locations(data)
+
+
+@pytest.mark.parametrize("value", ["../secrets", "Foo", "a/b", "%2e", "", "-a", "a.b", "a" * 64, "a b"])
+@pytest.mark.parametrize("field", ["resource", "namespace"])
+def test_probe_path_parts_cannot_escape_the_probe_path(field: str, value: str) -> None:
+    probe = {
+        "group_version": "ledger.example.com/v1",
+        "resource": "accounts",
+        "namespace": "default",
+        field: value,
+    }
+    data = config(clusters=[cluster(targets=[target(probe=probe)])])
+    assert locations(data) == {(*PROBE, field)}
+
+
+def test_a_resource_must_start_with_a_letter_but_a_namespace_may_not() -> None:
+    probe = {"group_version": "ledger.example.com/v1", "resource": "1things", "namespace": "1team"}
+    assert locations(config(clusters=[cluster(targets=[target(probe=probe)])])) == {(*PROBE, "resource")}
+
+
+def test_the_probe_group_version_must_be_proxied_by_the_target() -> None:
+    probe = {"group_version": "other.example.com/v1", "resource": "accounts"}
+    found = problems(config(clusters=[cluster(targets=[target(probe=probe)])]))
+    assert [loc for loc, _ in found] == [(*PROBE, "group_version")]
+    assert "not one of this target's group_versions" in found[0][1]
+
+
+def test_a_group_version_listed_twice_is_refused() -> None:
+    gvs = ["ledger.example.com/v1", "ledger.example.com/v1"]
+    data = config(clusters=[cluster(targets=[target(group_versions=gvs)])])
+    assert locations(data) == {("clusters", 0, "targets", 0, "group_versions", 1)}
+
+
+def test_duplicate_cluster_names_and_fleet_wide_target_names_are_refused() -> None:
+    first = cluster("prod", targets=[target("p/a")])
+    second = cluster(
+        "prod", match={"cluster": "other"}, targets=[target("p/a"), target("p/b"), target("p/b")]
+    )
+    found = problems(config(clusters=[first, second]))
+    assert {loc for loc, _ in found} == {
+        ("clusters", 1, "name"),
+        ("clusters", 1, "targets", 0, "name"),
+        ("clusters", 1, "targets", 2, "name"),
+    }
+    assert any("already clusters[0]" in message for _, message in found)
+
+
+@pytest.mark.parametrize(
+    ("section", "loc"),
+    [
+        ({"slack": {"default_channel": "#a", "bot_tokn": "x"}}, ("slack", "bot_tokn")),
+        ({"sever": {}}, ("sever",)),
+    ],
+)
+def test_unknown_keys_are_refused(section: dict[str, Any], loc: tuple[str, ...]) -> None:
+    assert locations(config(**section)) == {loc}
+
+
+def test_unknown_keys_deep_in_a_target_are_refused() -> None:
+    probe = {"group_version": "ledger.example.com/v1", "resource": "accounts", "verb": "delete"}
+    assert locations(config(clusters=[cluster(targets=[target(probe=probe)])])) == {(*PROBE, "verb")}
+
+
+@pytest.mark.parametrize("match", [{}, {"bad-label": "x"}, {"0x": "y"}])
+def test_match_needs_valid_prometheus_label_names(match: dict[str, str]) -> None:
+    assert locations(config(clusters=[cluster(match=match)]))
+
+
+def test_the_most_specific_match_wins_then_the_first_listed() -> None:
+    wide = cluster("wide", match={"env": "prod"}, targets=[target("p/a")])
+    narrow = cluster("narrow", match={"env": "prod", "cluster": "eu"}, targets=[target("p/b")])
+    settings = Settings.model_validate(config(clusters=[wide, narrow]))
+    assert settings.cluster_for_alert({"env": "prod", "cluster": "eu", "x": "y"}).name == "narrow"  # type: ignore[union-attr]
+    assert settings.cluster_for_alert({"env": "prod", "cluster": "us"}).name == "wide"  # type: ignore[union-attr]
+    assert settings.cluster_for_alert({"env": "dev"}) is None
+
+
+def test_targets_are_found_across_the_fleet() -> None:
+    settings = Settings.model_validate(config(clusters=[cluster("a"), cluster("b")]))
+    found = settings.find_target("b/ledger")
+    assert found is not None
+    assert (found[0].name, found[1].probe.path) == (
+        "b",
+        "/apis/ledger.example.com/v1/namespaces/default/accounts",
+    )
+    assert settings.find_target("c/ledger") is None
+    assert settings.target_count() == 2
+
+
+def test_relative_paths_resolve_against_the_base_dir_from_the_context(tmp_path: Path) -> None:
+    direct = {"kubeconfig": "../target.kubeconfig"}
+    data = config(clusters=[cluster(kubeconfig="kube/prod.yaml", targets=[target("p/a", direct=direct)])])
+    data["clusters"].append(cluster("abs", kubeconfig="/etc/abs.yaml", match={"c": "abs"}))
+    settings = Settings.model_validate(data, context={"base_dir": tmp_path})
+    assert settings.clusters[0].kubeconfig == tmp_path / "kube/prod.yaml"
+    assert settings.clusters[0].targets[0].direct.kubeconfig == tmp_path / "../target.kubeconfig"  # type: ignore[union-attr]
+    assert settings.clusters[1].kubeconfig == Path("/etc/abs.yaml")
+    assert settings.store.sqlite_path == tmp_path / "proxybot.db"
+
+
+def test_a_cluster_needs_a_channel_or_a_default_one() -> None:
+    data = config(slack={}, clusters=[cluster(), cluster("b", channel="C0123ABCD", match={"c": "b"})])
+    assert locations(data) == {("clusters", 0, "channel"), ("digest", "channel")}
+    data["digest"] = {"enabled": False}
+    assert locations(data) == {("clusters", 0, "channel")}
+
+
+@pytest.mark.parametrize("channel", ["ops", "#Ops", "#a b", "c0123abcd", "X0123ABCD"])
+def test_channels_are_ids_or_hash_names(channel: str) -> None:
+    assert locations(config(slack={"default_channel": channel})) == {("slack", "default_channel")}
+
+
+def test_secrets_are_hidden_from_repr_and_blank_optional_secrets_mean_unset() -> None:
+    slack = {"default_channel": "#a", "bot_token": "xoxb-real-token-1234", "app_token": "  "}
+    settings = Settings.model_validate(config(slack=slack))
+    assert "xoxb-real-token-1234" not in repr(settings)
+    assert "xoxb-real-token-1234" not in settings.model_dump_json()
+    assert settings.slack.app_token is None
+
+
+@pytest.mark.parametrize(("key", "value"), [("bot_token", "xapp-1-abc"), ("app_token", "xoxb-123")])
+def test_slack_tokens_must_be_of_their_kind_without_echoing_them(key: str, value: str) -> None:
+    found = problems(config(slack={"default_channel": "#a", key: value}))
+    assert [loc for loc, _ in found] == [("slack", key)]
+    assert value not in found[0][1]
+
+
+def test_webhook_auth_is_a_token_or_a_complete_basic_auth_pair() -> None:
+    assert locations(config(alertmanager={"webhook_username": "am"})) == {
+        ("alertmanager", "webhook_password")
+    }
+    both = {"webhook_token": "t", "webhook_username": "am", "webhook_password": "p"}
+    assert locations(config(alertmanager=both)) == {("alertmanager", "webhook_token")}
+    Settings.model_validate(config(alertmanager={"webhook_username": "am", "webhook_password": "p"}))
+
+
+def test_store_urls_are_sqlite_or_postgres_and_never_echoed() -> None:
+    found = problems(config(store={"url": "mysql://u:hunter2@db/x"}))
+    assert [loc for loc, _ in found] == [("store", "url")]
+    assert "hunter2" not in found[0][1]
+    pg = Settings.model_validate(config(store={"url": "postgresql://u:pw@db/x"}))
+    assert pg.store.sqlite_path is None
+    memory = Settings.model_validate(config(store={"url": "sqlite:///:memory:"}))
+    assert memory.store.sqlite_path is None
+
+
+@pytest.mark.parametrize("cron", ["* * *", "61 * * * *", "0 8 * * 8", "0 8 1 * 1", "@daily", "0 25 * * *"])
+def test_invalid_crontabs_are_refused(cron: str) -> None:
+    assert locations(config(digest={"cron": cron})) == {("digest", "cron")}
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "../etc/passwd", ""])
+def test_unknown_time_zones_are_refused(zone: str) -> None:
+    assert locations(config(digest={"timezone": zone})) == {("digest", "timezone")}
+
+
+@pytest.mark.parametrize(
+    ("field", "names"),
+    [
+        ("1-5", "mon,tue,wed,thu,fri"),
+        ("0", "sun"),
+        ("7", "sun"),
+        ("5-7", "sun,fri,sat"),
+        ("*/2", "sun,tue,thu,sat"),
+        ("mon-fri", "mon,tue,wed,thu,fri"),
+        ("SAT,sun", "sun,sat"),
+        ("1-5/2", "mon,wed,fri"),
+        ("*", "*"),
+    ],
+)
+def test_cron_weekdays_keep_their_cron_meaning(field: str, names: str) -> None:
+    assert validation.cron_weekdays_as_names(field) == names
+
+
+def test_the_digest_trigger_fires_on_the_next_weekday_in_its_time_zone() -> None:
+    settings = Settings.model_validate(config(digest={"cron": "0 8 * * 1-5", "timezone": "Europe/Berlin"}))
+    saturday = datetime(2025, 1, 4, 12, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+    fire = settings.digest.cron_trigger().get_next_fire_time(None, saturday)
+    assert fire == datetime(2025, 1, 6, 8, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+
+
+def access_config(**access: Any) -> Settings:
+    clusters = [cluster("prod", channel="#prod-alerts"), cluster("dev", match={"cluster": "dev"})]
+    return Settings.model_validate(config(clusters=clusters, access=access))
+
+
+def in_channel(name: str, user: str = "U0000USER") -> Requester:
+    return Requester(user=user, channel_id="C0000CHAN", channel_name=name.removeprefix("#"))
+
+
+def test_channels_query_only_the_clusters_granted_to_them() -> None:
+    settings = access_config(
+        channels=[{"channel": "#team", "clusters": ["dev"]}, {"channel": "#ops", "clusters": ["*"]}]
+    )
+    assert settings.may_query("dev", in_channel("#team"))
+    assert not settings.may_query("prod", in_channel("#team"))
+    assert settings.may_query("prod", in_channel("#ops"))
+    assert not settings.may_query("prod", in_channel("#random"))
+
+
+def test_a_grant_by_channel_id_matches_the_id() -> None:
+    settings = access_config(channels=[{"channel": "C0000CHAN", "clusters": ["prod"]}])
+    assert settings.may_query("prod", in_channel("#renamed"))
+
+
+def test_the_alert_channel_of_a_cluster_may_query_it_unless_turned_off() -> None:
+    assert access_config().may_query("prod", in_channel("#prod-alerts"))
+    assert access_config().may_query("dev", in_channel("#alerts"))  # the default channel carries dev's alerts
+    assert not access_config().may_query("dev", in_channel("#prod-alerts"))
+    assert not access_config(alert_channels_may_query=False).may_query("prod", in_channel("#prod-alerts"))
+
+
+def test_direct_messages_are_refused_unless_the_user_is_listed() -> None:
+    dm = Requester(user="U0000ADMIN", channel_id="D0000DM", direct_message=True)
+    assert not access_config().may_query("prod", dm)
+    settings = access_config(direct_messages={"users": ["U0000ADMIN"], "clusters": ["dev"]})
+    assert settings.may_query("dev", dm)
+    assert not settings.may_query("prod", dm)
+    assert not settings.may_query(
+        "dev", Requester(user="U0000OTHER", channel_id="D0000DM", direct_message=True)
+    )
+
+
+def test_silencing_needs_the_user_listed_and_query_rights_where_they_ask() -> None:
+    settings = access_config(silencers=["U0000ONCALL"], channels=[{"channel": "#ops", "clusters": ["dev"]}])
+    assert settings.may_silence("dev", in_channel("#ops", "U0000ONCALL"))
+    assert not settings.may_silence("prod", in_channel("#ops", "U0000ONCALL"))
+    assert not settings.may_silence("dev", in_channel("#ops", "U0000OTHER"))
+
+
+def test_access_rules_must_name_configured_clusters_and_users() -> None:
+    access = {
+        "channels": [
+            {"channel": "#ops", "clusters": ["prod", "nope"]},
+            {"channel": "#ops", "clusters": ["*"]},
+        ],
+        "direct_messages": {"users": ["U0000ADMIN"], "clusters": ["gone"]},
+    }
+    assert locations(config(access=access)) == {
+        ("access", "channels", 0, "clusters", 1),
+        ("access", "channels", 1, "channel"),
+        ("access", "direct_messages", "clusters", 0),
+    }
+    assert locations(config(access={"silencers": ["alice"]})) == {("access", "silencers", 0)}
+
+
+def test_settings_are_immutable() -> None:
+    settings = Settings.model_validate(config())
+    with pytest.raises(ValidationError):
+        settings.server.port = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("field", "value"), [("port", 0), ("port", 65536), ("port", "http")])
+def test_server_port_range(field: str, value: Any) -> None:
+    assert locations(config(server={field: value})) == {("server", field)}
+
+
+@pytest.mark.parametrize("timeout", [0, -1, 61])
+def test_enrichment_timeout_range(timeout: float) -> None:
+    assert locations(config(enrichment={"timeout_seconds": timeout})) == {("enrichment", "timeout_seconds")}
