@@ -78,25 +78,26 @@ def discovery_findings(r: Readings) -> list[Finding]:
     return out
 
 
-def _skip_reason(r: Readings, gv: str, reason: str) -> bool:
+def _reported(r: Readings, gv: str, reason: str, count: float) -> float:
+    """How many requests of one reason deserve a finding here (0: none, or reported elsewhere)."""
     if reason in TERMINATION_REASONS and r.counter(TERMINATIONS, reason=reason) > 0:
-        return True  # reported once, by the termination finding
+        return 0.0  # reported once, by the termination finding
     if reason == "upstream_error" and r.counter(DISCOVERY_FALLBACKS, group_version=gv, reason=reason) > 0:
-        return True  # reported by the discovery finding
-    if reason in ("upstream", ""):
+        return 0.0  # reported by the discovery finding
+    if reason == "upstream":
         # The target's own answers: only its 5xx are worth a line.
         codes = r.counter_breakdown(REQUESTS, "code", group_version=gv, reason=reason)
-        return not any(code.startswith("5") for code in codes)
-    return False
+        return sum(n for code, n in codes.items() if code.startswith("5"))
+    return count
 
 
 def request_reason_findings(r: Readings) -> list[Finding]:
     """One finding per group/version and reason that moved, framed by the reason catalogue."""
     out: list[Finding] = []
     for (gv, reason), count in sorted(r.counter_by(REQUESTS, "group_version", "reason").items()):
-        if _skip_reason(r, gv, reason):
-            continue
-        out.append(_request_reason(r, gv, reason or "upstream", count))
+        reported = _reported(r, gv, reason, count)
+        if reported > 0:
+            out.append(_request_reason(r, gv, reason, reported))
     return out
 
 
@@ -104,13 +105,11 @@ def _request_reason(r: Readings, gv: str, reason: str, count: float) -> Finding:
     info = reason_info(reason)
     total = r.counter(REQUESTS, group_version=gv)
     share = f" ({100 * count / total:.1f} %)" if total > 0 else ""
-    severity = _reason_severity(info)
-    if reason == "upstream":
-        severity = Severity.INFO  # target-side 5xx: the proxy carried the answer
+    what = "answered 5xx, upstream" if reason == "upstream" else reason
     return r.finding(
-        r.for_counters(severity),
+        r.for_counters(_reason_severity(info)),
         "request_reason",
-        title=f"{gv}: {fmt_count(count)} requests {reason} {r.scope} ({_KIND_NOTE[info.kind]})",
+        title=f"{gv}: {fmt_count(count)} requests {what} {r.scope} ({_KIND_NOTE[info.kind]})",
         evidence=[
             f"{reason}: {fmt_count(count)} of {fmt_count(total)} requests{share} {r.scope}",
             _codes(r, gv, reason),
