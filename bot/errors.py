@@ -38,7 +38,16 @@ class MetricsParseError(ProxybotError):
 
 
 class ClusterError(ProxybotError):
-    """A tenant cluster's API could not be read."""
+    """A tenant cluster's API could not be read; `kind` says how (for the diagnosis and the fix).
+
+    Kinds: `unreachable`, `timeout`, `unauthorized` (401), `forbidden` (403), `not_found` (404; on
+    /metrics/syncer it means a vCluster older than v0.37), `bad_config` (kubeconfig/context), `http`.
+    """
+
+    def __init__(self, cluster: str, kind: str, message: str) -> None:
+        self.cluster = cluster
+        self.kind = kind
+        super().__init__(f"cluster {cluster}: {message}")
 
 
 class UpstreamError(ProxybotError):

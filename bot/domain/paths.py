@@ -1,0 +1,48 @@
+"""The only Kubernetes API paths proxybot ever requests, built from validated parts.
+
+A user can name a group/version, resource and namespace (the probe), so every part is checked against
+the Kubernetes name rules before it is placed in a path: none can hold `/`, `%`, `?`, `#` or `..`, so no
+argument can reach another API path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.errors import InputError
+from config.validation import dns1035_label, dns1123_label, group_version
+
+SYNCER_METRICS = "/metrics/syncer"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiPath:
+    """A validated, read-only request path with its query."""
+
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+
+
+def _checked(field: str, value: str, rule: Callable[[str], str]) -> str:
+    try:
+        return rule(value)
+    except ValueError as err:
+        raise InputError(f"{field}: {err}") from None
+
+
+def probe_path(gv: str, namespace: str, resource: str, *, limit: int = 1) -> ApiPath:
+    """The guide's synthetic probe: `GET /apis/<gv>/namespaces/<ns>/<resource>?limit=1`."""
+    gv = _checked("group_version", gv, group_version)
+    namespace = _checked("namespace", namespace, dns1123_label)
+    resource = _checked("resource", resource, dns1035_label)
+    return ApiPath(f"/apis/{gv}/namespaces/{namespace}/{resource}", (("limit", str(limit)),))
+
+
+def discovery_path(gv: str) -> ApiPath:
+    """Discovery of one proxied group/version (answered from the fallback document when degraded)."""
+    return ApiPath(f"/apis/{_checked('group_version', gv, group_version)}")
+
+
+def syncer_metrics_path() -> ApiPath:
+    return ApiPath(SYNCER_METRICS)
