@@ -32,6 +32,8 @@ def fmt_times(value: float) -> str:
 
 def fmt_duration(seconds: float) -> str:
     """A window length in the short form on-call people use: 90s, 15m, 2h, 1h30m."""
+    if not math.isfinite(seconds):
+        return f"{seconds} s"  # a broken gauge is shown as it is, not crashed on
     whole = round(seconds)
     if whole < 60 or (whole < 600 and whole % 60):
         return f"{whole}s"
