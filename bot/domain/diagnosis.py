@@ -190,6 +190,9 @@ def _now(
             Standing.UNKNOWN,
             f"the alert carries no target label; live findings cover {_plain_summary(findings)}",
         )
+    if target not in snapshot.targets():
+        line = f"the proxy read reports nothing for {target}: another replica, or no longer proxied"
+        return Now(Standing.UNKNOWN, line)
     return BY_ALERT[info.name](Readings(snapshot, window, target), gv)
 
 

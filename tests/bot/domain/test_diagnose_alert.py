@@ -197,7 +197,14 @@ def test_missing_or_odd_labels_never_raise(labels: dict[str, str]) -> None:
     assert "no target label" in d.now
 
 
-def test_target_the_replica_does_not_report_is_unknown_not_healthy() -> None:
-    d = diagnose_alert(NO_HEALTHY, {**GV_LABELS, "target": "shop/elsewhere"}, Page().peers().snapshot())
+@pytest.mark.parametrize("alert", [NO_HEALTHY, SILENT, DISCOVERY])
+def test_target_the_replica_does_not_report_is_unknown_not_healthy(alert: str) -> None:
+    d = diagnose_alert(alert, {**GV_LABELS, "target": "shop/elsewhere"}, Page().peers().snapshot())
     assert d.standing is Standing.UNKNOWN
     assert "another replica" in d.now
+
+
+def test_group_version_the_replica_does_not_report_is_unknown() -> None:
+    d = diagnose_alert(NO_HEALTHY, {**GV_LABELS, "group_version": "gone.io/v1"}, Page().peers().snapshot())
+    assert d.standing is Standing.UNKNOWN
+    assert "no peer gauge" in d.now

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
 
 from bot.domain.diagnosis import diagnose
+from bot.domain.diagnosis_readings import fmt_duration
 from bot.domain.findings import Finding, Severity, finding_key
 from bot.domain.snapshot import (
     ACTIVE_WATCHES,
@@ -397,3 +399,17 @@ def test_keys_are_stable_across_runs_and_numbers() -> None:
 
 def test_empty_snapshot_has_no_targets() -> None:
     assert diagnose(Page().snapshot()) == []
+
+
+@pytest.mark.parametrize("age", [math.inf, math.nan])
+def test_a_broken_age_gauge_is_shown_not_crashed_on(age: float) -> None:
+    found = diagnose(Page().peers(0, 2, age=age).snapshot())
+    assert one(found, key("no_healthy_peers", GV)).severity is Severity.CRITICAL
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(45, "45s"), (90, "90s"), (120, "2m"), (900, "15m"), (3600, "1h"), (5400, "1h30m"), (86400, "24h")],
+)
+def test_window_lengths_read_like_people_write_them(seconds: float, shown: str) -> None:
+    assert fmt_duration(seconds) == shown
