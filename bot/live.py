@@ -1,0 +1,116 @@
+"""Live proxy state per client cluster: one read serves every caller for a few seconds.
+
+A storm of 500 alerts from one cluster costs one `/metrics/syncer` read, not 500: concurrent callers
+share the read in flight (single-flight) and later callers within `ttl` get the cached result. Earlier
+reads are kept so that a window delta (reason counts over the last minutes) can be computed without
+Prometheus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.domain.delta import ProxyDelta, delta
+from bot.domain.parser import parse_syncer
+from bot.domain.snapshot import ProxySnapshot
+from bot.errors import ClusterError, MetricsParseError
+
+Clock = Callable[[], float]
+
+
+class MetricsSource(Protocol):
+    """What LiveState needs of a cluster client (`bot.clients.kube.KubeReader` is one)."""
+
+    async def syncer_metrics(self, *, timeout: float) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRead:
+    """One read of a cluster's proxy metrics, or why there is none."""
+
+    cluster: str
+    read_at: float  # wall-clock seconds
+    snapshot: ProxySnapshot | None
+    window: ProxyDelta | None
+    unavailable: str | None  # "why", when snapshot is None
+
+    @property
+    def ok(self) -> bool:
+        return self.snapshot is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    at: float  # monotonic
+    read: LiveRead
+
+
+class LiveState:
+    """Cached, single-flight reads of `/metrics/syncer` per configured cluster."""
+
+    def __init__(
+        self,
+        readers: Mapping[str, MetricsSource],
+        *,
+        ttl: float = 5.0,
+        timeout: float = 5.0,
+        window: float = 300.0,
+        monotonic: Clock = time.monotonic,
+        wall: Clock = time.time,
+    ) -> None:
+        self._readers = dict(readers)
+        self._ttl = ttl
+        self._timeout = timeout
+        self._window = window
+        self._monotonic = monotonic
+        self._wall = wall
+        self._latest: dict[str, _Stored] = {}
+        self._inflight: dict[str, asyncio.Future[LiveRead]] = {}
+        self._history: dict[str, deque[tuple[float, ProxySnapshot]]] = {}
+
+    async def read(self, cluster: str) -> LiveRead:
+        """The cluster's state, at most `ttl` seconds old; failures are returned, never raised."""
+        cached = self._latest.get(cluster)
+        if cached is not None and self._monotonic() - cached.at < self._ttl:
+            return cached.read
+        inflight = self._inflight.get(cluster)
+        if inflight is not None:
+            return await asyncio.shield(inflight)
+        future: asyncio.Future[LiveRead] = asyncio.get_running_loop().create_future()
+        self._inflight[cluster] = future
+        try:
+            result = await self._read_now(cluster)
+            self._latest[cluster] = _Stored(self._monotonic(), result)
+            future.set_result(result)
+            return result
+        finally:
+            del self._inflight[cluster]
+            if not future.done():
+                future.cancel()
+
+    async def _read_now(self, cluster: str) -> LiveRead:
+        now = self._wall()
+        reader = self._readers.get(cluster)
+        if reader is None:
+            return LiveRead(cluster, now, None, None, f"cluster {cluster} is not configured")
+        try:
+            text = await reader.syncer_metrics(timeout=self._timeout)
+            snapshot = await asyncio.to_thread(parse_syncer, text)
+        except (ClusterError, MetricsParseError) as err:
+            return LiveRead(cluster, now, None, None, str(err))
+        return LiveRead(cluster, now, snapshot, self._remember(cluster, snapshot), None)
+
+    def _remember(self, cluster: str, snapshot: ProxySnapshot) -> ProxyDelta | None:
+        """Store the snapshot; return the delta from the oldest one still inside the window."""
+        now = self._monotonic()
+        history = self._history.setdefault(cluster, deque())
+        while history and now - history[0][0] > self._window:
+            history.popleft()
+        window = delta(history[0][1], snapshot, now - history[0][0]) if history else None
+        history.append((now, snapshot))
+        return window

@@ -1,0 +1,101 @@
+"""LiveState: single-flight, short cache, window deltas, failures returned as reasons."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.domain.snapshot import REQUESTS
+from bot.errors import ClusterError
+from bot.live import LiveState
+
+PAGE = """# TYPE vcluster_proxy_request_total counter
+vcluster_proxy_request_total{{target="p/t",group_version="example.com/v1",verb="get",code="503",\
+reason="no_peer"}} {n}
+vcluster_proxy_peers{{target="p/t",group_version="example.com/v1",state="healthy"}} 0
+"""
+
+
+class FakeCluster:
+    """Counts reads; each read sees the counter `step` higher; can be told to fail or hang."""
+
+    def __init__(self, step: int = 10) -> None:
+        self.reads = 0
+        self.step = step
+        self.fail: ClusterError | None = None
+        self.gate: asyncio.Event | None = None
+
+    async def syncer_metrics(self, *, timeout: float) -> str:
+        self.reads += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail is not None:
+            raise self.fail
+        return PAGE.format(n=self.reads * self.step)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_concurrent_callers_share_one_read() -> None:
+    cluster = FakeCluster()
+    cluster.gate = asyncio.Event()
+    live = LiveState({"c1": cluster}, monotonic=Clock())
+    callers = [asyncio.create_task(live.read("c1")) for _ in range(500)]
+    await asyncio.sleep(0)
+    cluster.gate.set()
+    reads = await asyncio.gather(*callers)
+    assert cluster.reads == 1
+    assert all(r.snapshot is reads[0].snapshot for r in reads)
+
+
+async def test_cache_expires_after_ttl_and_window_delta_appears() -> None:
+    cluster, clock = FakeCluster(), Clock()
+    live = LiveState({"c1": cluster}, ttl=5, monotonic=clock)
+    first = await live.read("c1")
+    clock.now += 4
+    assert await live.read("c1") is first
+    clock.now += 2
+    second = await live.read("c1")
+    assert cluster.reads == 2
+    assert first.window is None
+    assert second.window is not None
+    assert second.window.seconds == 6
+    assert second.window.increase.breakdown(REQUESTS, "reason") == {"no_peer": 10.0}
+
+
+async def test_window_forgets_reads_older_than_the_window() -> None:
+    cluster, clock = FakeCluster(), Clock()
+    live = LiveState({"c1": cluster}, ttl=1, window=60, monotonic=clock)
+    for _ in range(3):
+        await live.read("c1")
+        clock.now += 50
+    latest = await live.read("c1")
+    assert latest.window is not None
+    assert latest.window.seconds == 50
+
+
+async def test_failures_are_reasons_not_exceptions() -> None:
+    cluster = FakeCluster()
+    cluster.fail = ClusterError("c1", "not_found", "GET /metrics/syncer answered 404: older than v0.37")
+    live = LiveState({"c1": cluster}, monotonic=Clock())
+    read = await live.read("c1")
+    assert read.snapshot is None
+    assert read.unavailable is not None
+    assert "v0.37" in read.unavailable
+    unknown = await live.read("nope")
+    assert unknown.unavailable == "cluster nope is not configured"
+
+
+async def test_malformed_page_is_a_reason() -> None:
+    class Broken(FakeCluster):
+        async def syncer_metrics(self, *, timeout: float) -> str:
+            return 'vcluster_proxy_peers{target="p/t" 1\n'
+
+    read = await LiveState({"c1": Broken()}, monotonic=Clock()).read("c1")
+    assert read.unavailable is not None
+    assert "line 1" in read.unavailable
