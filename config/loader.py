@@ -283,6 +283,8 @@ def format_loc(loc: Loc) -> str:
     """`("clusters", 1, "targets", 0, "name")` -> `clusters[1].targets[0].name`."""
     text = ""
     for part in loc:
+        if part == "[key]":
+            continue  # pydantic's marker for "the key itself", which the message then names
         if isinstance(part, int):
             text += f"[{part}]"
         elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):

@@ -294,6 +294,7 @@ def test_embedded_config_text_validates_against_a_given_directory(tmp_path: Path
     [
         (("clusters", 1, "targets", 0, "probe", "resource"), "clusters[1].targets[0].probe.resource"),
         (("match", "app.kubernetes.io/name"), "match['app.kubernetes.io/name']"),
+        (("clusters", 0, "match", "bad-label", "[key]"), "clusters[0].match.bad-label"),
         ((), "(top level)"),
     ],
 )

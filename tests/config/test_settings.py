@@ -399,3 +399,17 @@ def test_server_port_range(field: str, value: Any) -> None:
 @pytest.mark.parametrize("timeout", [0, -1, 61])
 def test_enrichment_timeout_range(timeout: float) -> None:
     assert locations(config(enrichment={"timeout_seconds": timeout})) == {("enrichment", "timeout_seconds")}
+
+
+@pytest.mark.parametrize(
+    "value", ["", "  ", "changeme", "CHANGEME", "xoxb-...", "xapp-…", "<signing-secret>", "TODO"]
+)
+def test_placeholder_secrets_are_recognised(value: str) -> None:
+    assert validation.is_placeholder_secret(value)
+
+
+@pytest.mark.parametrize(
+    "value", ["xoxb-1234-5678-abcdef", "8f0c1d2e3b", "change-me-not-really-a-placeholder"]
+)
+def test_real_looking_secrets_are_not_placeholders(value: str) -> None:
+    assert not validation.is_placeholder_secret(value)
