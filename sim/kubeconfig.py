@@ -1,0 +1,92 @@
+"""Kubeconfigs for the simulated clusters and a proxybot config pointing at them."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from sim.defaults import PROBE_NAMESPACE, PROBE_RESOURCE
+
+if TYPE_CHECKING:
+    from sim.server import SimServer
+
+
+def kubeconfig(ca_pem: bytes, contexts: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """A kubeconfig with one context per (server URL, token), trusting the CA; the first is current."""
+    ca = base64.b64encode(ca_pem).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": next(iter(contexts)),
+        "clusters": [
+            {"name": n, "cluster": {"server": url, "certificate-authority-data": ca}}
+            for n, (url, _) in contexts.items()
+        ],
+        "users": [{"name": n, "user": {"token": token}} for n, (_, token) in contexts.items()],
+        "contexts": [{"name": n, "context": {"cluster": n, "user": n}} for n in contexts],
+    }
+
+
+def write_kubeconfigs(srv: SimServer, directory: Path) -> dict[str, Path]:
+    """`<cluster>.yaml` each: contexts `<cluster>`, `<cluster>-no-metrics`, and `<pod>` per client replica."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for info in srv.clusters():
+        contexts = {info.name: (info.server_url, srv.token_for(info.name))}
+        if info.kind == "client":
+            for pod in srv.pods(info.name):
+                contexts[pod] = (srv.cluster_url(info.name, pod), srv.token_for(info.name, pod))
+        limited = srv.token_for(info.name, metrics=False)
+        contexts[f"{info.name}-no-metrics"] = (info.server_url, limited)
+        path = directory / f"{info.name}.yaml"
+        doc = kubeconfig(srv.ca_pem, contexts)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.chmod(0o600)
+        written[info.name] = path
+    return written
+
+
+def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
+    clusters = []
+    for client in srv.world.platform.clients.values():
+        targets = []
+        for link in client.links:
+            gv = link.group_versions[0]
+            targets.append(
+                {
+                    "name": link.target.target_label,
+                    "group_versions": list(link.group_versions),
+                    "probe": {"group_version": gv, "resource": PROBE_RESOURCE, "namespace": PROBE_NAMESPACE},
+                    "direct": {
+                        "kubeconfig": f"{kube_dir}/{link.target.name}.yaml",
+                        "context": link.target.name,
+                    },
+                }
+            )
+        clusters.append(
+            {
+                "name": client.name,
+                "kubeconfig": f"{kube_dir}/{client.name}.yaml",
+                "context": client.name,
+                "match": {"cluster": client.name},
+                "targets": targets,
+            }
+        )
+    return {"clusters": clusters}
+
+
+def write_config(srv: SimServer, path: Path) -> Path:
+    """The proxybot config at `path`, kubeconfigs in `<stem>.kubeconfigs/` beside it (relative paths)."""
+    path = path.absolute()
+    kube_dir = f"{path.stem}.kubeconfigs"
+    write_kubeconfigs(srv, path.parent / kube_dir)
+    header = (
+        f"# Written by `proxybot sim --scenario {srv.scenario}`; valid while that simulator runs.\n"
+        f"# Control plane cluster (proxy-probe CronJob, NetworkPolicies): {kube_dir}/control-plane.yaml\n"
+        f"# kube-state-metrics for Prometheus: {srv.ksm_url}\n"
+    )
+    path.write_text(header + yaml.safe_dump(proxybot_config(srv, kube_dir), sort_keys=False))
+    return path

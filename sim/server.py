@@ -1,0 +1,271 @@
+"""The HTTPS server: every simulated cluster behind one port, bearer-token auth, a real CA, a pump thread."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, TypeVar
+
+import trustme
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from sim.clock import ScaledWallClock
+from sim.defaults import CONTROL_PLANE
+from sim.kube import objects
+from sim.kube.api import Query, Reply
+from sim.kube.clusters import ClientView, ClusterView, ControlPlaneView, TargetView
+from sim.kube.resources import kube_state_metrics
+from sim.scenarios import build_world
+from sim.world import World
+
+KSM_PATH = "/kube-state-metrics/metrics"
+METRICS_PATH = "/metrics/syncer"
+# Never hold a caller longer than this in wall seconds, whatever the simulated latency.
+MAX_REAL_DELAY = 20.0
+ClusterKind = Literal["client", "target", "control-plane"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """One cluster the server speaks for: its name, kind and server URL."""
+
+    name: str
+    kind: ClusterKind
+    server_url: str
+
+
+class SimServer:
+    """Serve a scenario's clusters over HTTPS on one port; use as a context manager.
+
+    `with SimServer(scenario="target-down", speed=20) as srv:` then `srv.base_url`, `srv.token`,
+    `srv.cluster_url("team-a")`, `srv.ca_path`, `srv.write_config(path)`.
+    """
+
+    def __init__(
+        self,
+        scenario: str = "healthy",
+        speed: float = 1.0,
+        seed: int = 7,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.scenario = scenario
+        self.speed = speed
+        self.host = host
+        self.world: World = build_world(scenario, seed=seed, epoch=time.time(), speed=speed)
+        self.lock = threading.Lock()
+        self.token = secrets.token_urlsafe(24)
+        # A second identity that may read the API but lacks `get` on the /metrics/syncer non-resource URL.
+        self.limited_token = secrets.token_urlsafe(24)
+        self._tmp = tempfile.TemporaryDirectory(prefix="proxybot-sim-")
+        self.ca_path, self._cert, self._key = _write_tls(Path(self._tmp.name))
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, port))
+        self.port: int = self._socket.getsockname()[1]
+        self._views = self._build_views()
+        # kubectl's `get --raw` drops the server URL's path, so each cluster's own tokens also route to it.
+        self._identities: dict[str, tuple[str | None, bool]] = {
+            self.token: (None, True),
+            self.limited_token: (None, False),
+        }
+        self._cluster_tokens: dict[tuple[str, bool], str] = {}
+        for key in self._views:
+            for full in (True, False):
+                token = secrets.token_urlsafe(24)
+                self._identities[token] = (key, full)
+                self._cluster_tokens[(key, full)] = token
+        self._server: uvicorn.Server | None = None
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+
+    # -- addresses -----------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+    @property
+    def ksm_url(self) -> str:
+        return self.base_url + KSM_PATH
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.ca_path.read_bytes()
+
+    def cluster_url(self, name: str, pod: str | None = None) -> str:
+        """Server URL of one cluster; with `pod`, one client replica pinned (not load-balanced)."""
+        return f"{self.base_url}/clusters/{name}" + (f"/pods/{pod}" if pod else "")
+
+    def clusters(self) -> list[ClusterInfo]:
+        out = [ClusterInfo(c, "client", self.cluster_url(c)) for c in self.world.platform.clients]
+        out += [ClusterInfo(t, "target", self.cluster_url(t)) for t in self.world.platform.targets]
+        return [*out, ClusterInfo(CONTROL_PLANE, "control-plane", self.cluster_url(CONTROL_PLANE))]
+
+    def token_for(self, name: str, pod: str | None = None, *, metrics: bool = True) -> str:
+        """A token bound to one cluster (or replica); `metrics=False` lacks get on /metrics/syncer."""
+        return self._cluster_tokens[(f"{name}/pods/{pod}" if pod else name, metrics)]
+
+    def pods(self, client: str) -> list[str]:
+        return [r.pod for r in self.world.platform.clients[client].replicas]
+
+    def write_config(self, path: Path) -> Path:
+        """Kubeconfigs for every cluster and a proxybot config at `path` pointing at them."""
+        from sim.kubeconfig import write_config
+
+        written: Path = write_config(self, path)
+        return written
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def __enter__(self) -> SimServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._clock = ScaledWallClock(self.speed)
+        with self.lock:
+            self.world.advance_to(0.0)
+        config = uvicorn.Config(
+            self.app(),
+            ssl_certfile=str(self._cert),
+            ssl_keyfile=str(self._key),
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+        )
+        self._server = uvicorn.Server(config)
+        serve = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True)
+        pump = threading.Thread(target=self._pump, daemon=True)
+        self._threads = [serve, pump]
+        for thread in self._threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not serve.is_alive():
+                raise RuntimeError("the simulator's HTTPS server did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.should_exit = True
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._socket.close()
+        self._tmp.cleanup()
+
+    def wait(self) -> None:
+        """Block until interrupted (the CLI)."""
+        while not self._stop.wait(0.5):
+            pass
+
+    def _pump(self) -> None:
+        """Keep the simulated world up with (scaled) wall time, so traffic flows between requests."""
+        while not self._stop.wait(0.1):
+            self.catch_up()
+
+    def catch_up(self) -> None:
+        with self.lock:
+            self.world.advance_to(max(self.world.now(), self._clock.now()))
+
+    # -- HTTP ----------------------------------------------------------------------------------
+
+    def _build_views(self) -> dict[str, ClusterView]:
+        views: dict[str, ClusterView] = {CONTROL_PLANE: ControlPlaneView(self.world)}
+        for name, client in self.world.platform.clients.items():
+            views[name] = ClientView(self.world, client)
+            for replica in client.replicas:
+                views[f"{name}/pods/{replica.pod}"] = ClientView(self.world, client, replica.pod)
+        for name, target in self.world.platform.targets.items():
+            views[name] = TargetView(self.world, target)
+        return views
+
+    def app(self) -> Starlette:
+        methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+        return Starlette(routes=[Route("/{path:path}", self._endpoint, methods=methods)])
+
+    async def _endpoint(self, request: Request) -> Response:
+        identity = self._identities.get(self._bearer(request))
+        if identity is None:
+            return _json(Reply(401, objects.status(401, "Unauthorized")))
+        bound, may_read_metrics = identity
+        path = request.url.path
+        if path == KSM_PATH:
+            text = await asyncio.to_thread(self._locked, lambda: kube_state_metrics(self.world))
+            return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+        view, rest = self._route(path, bound)
+        if view is None:
+            return _json(Reply(404, objects.status(404, f"no simulated cluster serves {path}")))
+        if rest == METRICS_PATH and not may_read_metrics:
+            msg = (
+                f'forbidden: User "system:serviceaccount:monitoring:limited" cannot get path "{METRICS_PATH}"'
+            )
+            return _json(Reply(403, objects.status(403, msg)))
+        query = Query(
+            request.method,
+            rest,
+            dict(request.query_params),
+            request.headers.get("accept", "application/json"),
+            "upgrade" in request.headers.get("connection", "").lower(),
+        )
+        reply = await asyncio.to_thread(self._locked, lambda: view.handle(query))
+        if reply.took > 0:
+            await asyncio.sleep(min(reply.took / self.speed, MAX_REAL_DELAY))
+        return _json(reply)
+
+    def _locked(self, work: Callable[[], T]) -> T:
+        with self.lock:
+            self.world.advance_to(max(self.world.now(), self._clock.now()))
+            return work()
+
+    def _route(self, path: str, bound: str | None) -> tuple[ClusterView | None, str]:
+        parts = path.split("/")
+        if len(parts) < 3 or parts[1] != "clusters":
+            return (self._views.get(bound), path) if bound else (None, path)
+        if len(parts) >= 5 and parts[3] == "pods":
+            key, rest = f"{parts[2]}/pods/{parts[4]}", parts[5:]
+        else:
+            key, rest = parts[2], parts[3:]
+        return self._views.get(key), "/" + "/".join(rest)
+
+    @staticmethod
+    def _bearer(request: Request) -> str:
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        return value.strip() if scheme.lower() == "bearer" else ""
+
+
+def _json(reply: Reply) -> Response:
+    if isinstance(reply.body, str):
+        return PlainTextResponse(reply.body, status_code=reply.code, headers=reply.headers)
+    return JSONResponse(reply.body, status_code=reply.code, headers=reply.headers)
+
+
+def _write_tls(directory: Path) -> tuple[Path, Path, Path]:
+    """A fresh CA and a server certificate for the loopback names; returns (ca, cert chain, key) files."""
+    ca = trustme.CA(organization_name="proxybot simulator")
+    cert = ca.issue_cert("127.0.0.1", "localhost", "::1")
+    ca_path, cert_path, key_path = directory / "ca.pem", directory / "server.pem", directory / "server.key"
+    ca.cert_pem.write_to_path(str(ca_path))
+    cert.private_key_pem.write_to_path(str(key_path))
+    for i, blob in enumerate(cert.cert_chain_pems):
+        blob.write_to_path(str(cert_path), append=i > 0)
+    return ca_path, cert_path, key_path
