@@ -103,12 +103,32 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+# `sim` is the simulator's own command: imported only when `proxybot sim` is used, so the bot itself
+# never depends on the simulator (STYLE.md's import direction).
+def _sim_arguments(parser: argparse.ArgumentParser) -> None:
+    from sim import cli as sim_cli
+
+    sim_cli.add_arguments(parser)
+
+
+def _sim(args: argparse.Namespace, console: Console) -> int:
+    from sim import cli as sim_cli
+
+    return sim_cli.run(args)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         name="check-config",
         help="validate the config and print every problem",
         add_arguments=_check_config_arguments,
         run=check_config,
+    ),
+    Command(
+        name="sim",
+        help="run the simulated client/target tenant clusters alone; write kubeconfigs and a config",
+        add_arguments=_sim_arguments,
+        run=_sim,
     ),
 )
 
