@@ -75,7 +75,8 @@ def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
                 "targets": targets,
             }
         )
-    return {"clusters": clusters}
+    # Without a channel the config is refused; the demo renders to the terminal, so any name will do.
+    return {"slack": {"default_channel": "#proxybot-sim"}, "clusters": clusters}
 
 
 def write_config(srv: SimServer, path: Path) -> Path:
