@@ -1,0 +1,261 @@
+"""Generic Block Kit building with Slack's limits enforced by construction.
+
+Every builder here returns something Slack accepts, whatever it is given: over-long text is cut with a
+visible marker ("… (truncated, N more chars)"), surplus fields, elements and blocks are folded into a
+"+N more" line. Nothing is rejected. Lengths are counted in UTF-16 code units, as Slack counts them.
+
+Text passed to `section`, `fields` and `context` is mrkdwn: anything in it that comes from outside
+(labels, annotations, user input) must go through `esc` or `code` first, so that nobody can inject
+`<!channel>` or a link. Plain-text places (header, button labels) take raw text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Block = dict[str, Any]
+
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_HEADER_TEXT = 150
+MAX_CONTEXT_ELEMENTS = 10
+MAX_CONTEXT_TEXT = 2000
+MAX_BUTTONS = 25
+MAX_BUTTON_TEXT = 75
+MAX_ACTION_ID = 255
+MAX_BUTTON_VALUE = 2000
+# Slack accepts more, but renders badly and truncates notifications well before: keep the whole
+# message (blocks plus the fallback) under ~10 000 characters.
+MAX_MESSAGE_TEXT = 10_000
+MAX_FALLBACK_TEXT = 1000
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SPACES = re.compile(r"\s+")
+
+
+def units(text: str) -> int:
+    """Length as Slack counts it: UTF-16 code units (an emoji outside the BMP counts two)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def esc(text: object) -> str:
+    """Untrusted text made inert for mrkdwn: `&`, `<`, `>` escaped, control characters dropped."""
+    clean = _CONTROL.sub("", str(text))
+    return clean.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def code(text: object) -> str:
+    """Untrusted text as inline code; a backtick inside would end the span early, so it is replaced."""
+    inner = esc(text).replace("`", "'").replace("\n", " ")
+    return f"`{inner}`" if inner else "``"
+
+
+def one_line(text: object) -> str:
+    """Whitespace (newlines included) folded into single spaces, for plain-text places."""
+    return _SPACES.sub(" ", _CONTROL.sub("", str(text))).strip()
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text` cut to `limit` units with a visible marker saying how much was cut."""
+    if units(text) <= limit:
+        return text
+    # The marker's count is at most len(text), so a marker sized for it always fits once filled in.
+    widest = f"… (truncated, {len(text)} more chars)"
+    if units(widest) >= limit:
+        return _head(text, limit - 1) + "…"
+    head = _outside_entity(_head(text, limit - units(widest)))
+    return f"{head}… (truncated, {len(text) - len(head)} more chars)"
+
+
+def _head(text: str, limit: int) -> str:
+    """The longest prefix of `text` within `limit` units."""
+    head = text[: max(0, limit)]
+    while units(head) > limit:
+        head = head[: len(head) - (units(head) - limit)]
+    return head
+
+
+def _outside_entity(head: str) -> str:
+    """Never end inside `&amp;`-style escapes: a half entity would show as garbage."""
+    amp = head.rfind("&")
+    if amp != -1 and ";" not in head[amp:] and len(head) - amp < 6:
+        return head[:amp]
+    return head
+
+
+def _more(n: int) -> str:
+    return f"… +{n} more"
+
+
+def lines_within(lines: Sequence[str], limit: int, *, sep: str = "\n") -> str:
+    """Lines joined, whole lines dropped from the end to fit, with "… +N more" saying how many."""
+    joined = sep.join(lines)
+    if units(joined) <= limit:
+        return joined
+    kept: list[str] = []
+    used = 0
+    for i, line in enumerate(lines):
+        left = len(lines) - i - 1
+        tail = units(sep) + units(_more(left)) if left else 0
+        add = units(line) + (units(sep) if kept else 0)
+        if used + add + tail > limit:
+            break
+        kept.append(line)
+        used += add
+    rest = len(lines) - len(kept)
+    if not kept:
+        left = len(lines) - 1
+        room = limit - (units(sep) + units(_more(left)) if left else 0)
+        kept, rest = [truncate(lines[0], max(1, room))], left
+    return truncate(sep.join([*kept, _more(rest)] if rest else kept), limit)
+
+
+def _nonempty(text: str) -> str:
+    # Slack rejects empty text objects; a dash says "nothing" without breaking the message.
+    return text if text.strip() else "—"
+
+
+def plain(text: object, limit: int) -> dict[str, Any]:
+    return {"type": "plain_text", "text": truncate(_nonempty(one_line(text)), limit), "emoji": True}
+
+
+def mrkdwn(text: str, limit: int) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": truncate(_nonempty(_CONTROL.sub("", text)), limit)}
+
+
+def header(text: object) -> Block:
+    return {"type": "header", "text": plain(text, MAX_HEADER_TEXT)}
+
+
+def section(text: str) -> Block:
+    return {"type": "section", "text": mrkdwn(text, MAX_SECTION_TEXT)}
+
+
+def section_lines(lines: Sequence[str]) -> Block:
+    """A section of lines; lines that do not fit are dropped whole and counted."""
+    return section(lines_within(lines, MAX_SECTION_TEXT))
+
+
+def fields(items: Sequence[str]) -> Block:
+    """A section of up to 10 fields, two per row in Slack; the 10th says how many did not fit."""
+    shown = list(items[:MAX_FIELDS])
+    if len(items) > MAX_FIELDS:
+        shown[-1] = f"… +{len(items) - MAX_FIELDS + 1} more"
+    return {"type": "section", "fields": [mrkdwn(f, MAX_FIELD_TEXT) for f in shown]}
+
+
+def context(items: Sequence[str]) -> Block:
+    shown = list(items[:MAX_CONTEXT_ELEMENTS])
+    if len(items) > MAX_CONTEXT_ELEMENTS:
+        shown[-1] = f"… +{len(items) - MAX_CONTEXT_ELEMENTS + 1} more"
+    return {"type": "context", "elements": [mrkdwn(t, MAX_CONTEXT_TEXT) for t in shown]}
+
+
+def divider() -> Block:
+    return {"type": "divider"}
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """One button: label (plain text), action id (ours) and value (a validated reference)."""
+
+    label: str
+    action_id: str
+    value: str
+    style: str | None = None
+
+    def __post_init__(self) -> None:
+        # Action ids and values are ours, never user text: an over-long one is a bug, not content.
+        if not 0 < len(self.action_id) <= MAX_ACTION_ID or len(self.value) > MAX_BUTTON_VALUE:
+            raise ValueError(f"button {self.action_id!r}: action_id or value over Slack's limit")
+
+
+def actions(buttons: Iterable[Button], block_id: str | None = None) -> Block:
+    elements = []
+    for b in list(buttons)[:MAX_BUTTONS]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "text": plain(b.label, MAX_BUTTON_TEXT),
+            "action_id": b.action_id,
+            "value": b.value,
+        }
+        if b.style is not None:
+            element["style"] = b.style
+        elements.append(element)
+    block: Block = {"type": "actions", "elements": elements}
+    if block_id is not None:
+        block["block_id"] = block_id
+    return block
+
+
+@dataclass(frozen=True)
+class Message:
+    """A Slack message: the fallback `text` (always set) and its blocks."""
+
+    text: str
+    blocks: tuple[Block, ...] = ()
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The arguments of `chat.postMessage` / `chat.update` / `respond` for this content."""
+        out: dict[str, Any] = {"text": self.text}
+        if self.blocks:
+            out["blocks"] = list(self.blocks)
+        return out
+
+
+def block_texts(block: Block) -> list[str]:
+    """Every text string shown by one block."""
+    found = [str(block["text"].get("text", ""))] if isinstance(block.get("text"), dict) else []
+    for item in [*(block.get("fields") or []), *(block.get("elements") or [])]:
+        text = item.get("text")
+        found.append(str(text.get("text", "")) if isinstance(text, dict) else str(text or ""))
+    return found
+
+
+def block_units(block: Block) -> int:
+    return sum(units(t) for t in block_texts(block))
+
+
+def message(fallback: str, body: Sequence[Block], tail: Sequence[Block] = ()) -> Message:
+    """A message within every limit.
+
+    `tail` blocks (context, buttons) are always kept; body blocks beyond the block count or the text
+    budget are dropped from the end (the first one that does not fit is shrunk when it can be), and a
+    context line says how many were dropped.
+    """
+    text = truncate(_nonempty(_CONTROL.sub("", fallback)), MAX_FALLBACK_TEXT)
+    tail = list(tail)[: MAX_BLOCKS - 2]
+    budget = MAX_MESSAGE_TEXT - units(text) - sum(block_units(b) for b in tail) - 60
+    room = MAX_BLOCKS - len(tail) - 1
+    kept: list[Block] = []
+    for i, block in enumerate(body):
+        size = block_units(block)
+        if len(kept) < room and size <= budget:
+            kept.append(block)
+            budget -= size
+            continue
+        fitted = _shrunk(block, budget) if len(kept) < room else None
+        if fitted is not None:
+            kept.append(fitted)
+        dropped = len(body) - i - (fitted is not None)
+        if dropped:
+            kept.append(context([f"… (truncated, {dropped} more blocks)"]))
+        break
+    return Message(text, (*kept, *tail))
+
+
+def _shrunk(block: Block, budget: int) -> Block | None:
+    """A section cut down to the budget left, or None when too little is left to be useful."""
+    if block.get("type") != "section" or budget < 200:
+        return None
+    if "fields" in block:
+        each = budget // len(block["fields"]) - 2
+        if each < 40:
+            return None
+        return {"type": "section", "fields": [mrkdwn(f["text"], each) for f in block["fields"]]}
+    return section(truncate(block["text"]["text"], budget))
