@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 Block = dict[str, Any]
@@ -259,3 +260,44 @@ def _shrunk(block: Block, budget: int) -> Block | None:
             return None
         return {"type": "section", "fields": [mrkdwn(f["text"], each) for f in block["fields"]]}
     return section(truncate(block["text"]["text"], budget))
+
+
+# -- time words (UTC, relative to an injected `now`) ---------------------------------------------------------
+
+
+def utc(at: datetime) -> datetime:
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def fmt_time(at: datetime) -> str:
+    return utc(at).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def fmt_clock(at: datetime) -> str:
+    return utc(at).strftime("%H:%M:%S UTC")
+
+
+def fmt_span(seconds: float) -> str:
+    """A duration as people say it: 45 s, 12 min, 1 h 5 min, 2 d 3 h."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    minutes, hours, days = s // 60, s // 3600, s // 86400
+    if s < 3600:
+        return f"{minutes} min"
+    if s < 86400:
+        rest = minutes % 60
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    rest = hours % 24
+    return f"{days} d {rest} h" if rest else f"{days} d"
+
+
+def fmt_ago(at: datetime, now: datetime) -> str:
+    seconds = (utc(now) - utc(at)).total_seconds()
+    if abs(seconds) < 5:
+        return "just now"
+    return f"{fmt_span(seconds)} ago" if seconds > 0 else f"in {fmt_span(-seconds)}"
+
+
+def fmt_since(at: datetime, now: datetime) -> str:
+    return f"{fmt_time(at)} ({fmt_ago(at, now)})"

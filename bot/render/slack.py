@@ -8,7 +8,7 @@ within Slack's limits. Times are UTC and relative to an injected `now`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from bot.domain.alert_standing import Standing
 from bot.domain.findings import Finding, Severity, sort_worst_first
@@ -32,10 +32,16 @@ from bot.render.blocks import (
     context,
     esc,
     fields,
+    fmt_ago,
+    fmt_clock,
+    fmt_since,
+    fmt_span,
+    fmt_time,
     header,
     message,
     section,
     section_lines,
+    utc,
 )
 
 ACTION_PROBE = "proxy_probe"
@@ -72,48 +78,11 @@ CAUSE_WORDS = {
 }
 
 
-# -- time words ------------------------------------------------------------------------------------
-
-
-def _utc(at: datetime) -> datetime:
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-
-
-def fmt_time(at: datetime) -> str:
-    return _utc(at).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def fmt_clock(at: datetime) -> str:
-    return _utc(at).strftime("%H:%M:%S UTC")
-
-
-def fmt_span(seconds: float) -> str:
-    """A duration as people say it: 45 s, 12 min, 1 h 5 min, 2 d 3 h."""
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s} s"
-    minutes, hours, days = s // 60, s // 3600, s // 86400
-    if s < 3600:
-        return f"{minutes} min"
-    if s < 86400:
-        rest = minutes % 60
-        return f"{hours} h {rest} min" if rest else f"{hours} h"
-    rest = hours % 24
-    return f"{days} d {rest} h" if rest else f"{days} d"
-
-
-def fmt_ago(at: datetime, now: datetime) -> str:
-    seconds = (_utc(now) - _utc(at)).total_seconds()
-    if abs(seconds) < 5:
-        return "just now"
-    return f"{fmt_span(seconds)} ago" if seconds > 0 else f"in {fmt_span(-seconds)}"
-
-
-def fmt_since(at: datetime, now: datetime) -> str:
-    return f"{fmt_time(at)} ({fmt_ago(at, now)})"
-
-
 # -- small pieces ----------------------------------------------------------------------------------
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
@@ -150,7 +119,7 @@ def _findings_of(alerts: Iterable[AlertView]) -> list[Finding]:
 
 
 def _seconds(start: datetime, end: datetime) -> float:
-    return (_utc(end) - _utc(start)).total_seconds()
+    return (utc(end) - utc(start)).total_seconds()
 
 
 def _alert_line(alert: AlertView, now: datetime, prefix: str = "") -> str:
@@ -283,14 +252,15 @@ def _plain_alert_blocks(alert: AlertView, head: str) -> list[Block]:
             lines.append(f"*{key.capitalize()}:* {esc(alert.annotations[key])}")
     if alert.diagnosis is not None:
         lines.append(f"*Live:* {esc(alert.diagnosis.now)}")
-    labels = [f"*{esc(k)}*\n{esc(v)}" for k, v in sorted(alert.labels.items())]
+    labels = [f"*{esc(k)}*\n{esc(v)}" for k, v in sorted(alert.labels.items()) if k != "alertname"]
     return [section_lines(lines), *([fields(labels)] if labels else [])]
 
 
 def _context_items(view: AlertGroupView, now: datetime) -> list[str]:
     items = [_live_line(view.live, now), f"updated {fmt_clock(now)}"]
     if view.truncated_alerts > 0:
-        items.append(f"Alertmanager left {view.truncated_alerts} more alerts out of this notification")
+        left = _n(view.truncated_alerts, "more alert")
+        items.append(f"Alertmanager left {left} out of this notification")
     return items
 
 
@@ -349,7 +319,7 @@ def _counts_line(findings: Sequence[Finding]) -> str:
         return "No findings."
     per = {s: sum(1 for f in findings if f.severity is s) for s in sorted(Severity, reverse=True)}
     shown = ", ".join(f"{n} {s.label}" for s, n in per.items() if n)
-    return f"*{len(findings)} findings:* {shown}"
+    return f"*{_n(len(findings), 'finding')}:* {shown}"
 
 
 def _finding_lines(f: Finding) -> list[str]:
@@ -365,7 +335,10 @@ def _finding_lines(f: Finding) -> list[str]:
 def storm_message(storm: StormView, now: datetime) -> Message:
     """The storm summary, edited in place: counts per alert and per target, worst first, likely cause."""
     alerts, groups = len(storm.entries), storm.groups
-    scale = f"{alerts} alerts in {groups} groups on {storm.targets} targets across {storm.clusters} clusters"
+    scale = (
+        f"{_n(alerts, 'alert')} in {_n(groups, 'group')} on {_n(storm.targets, 'target')}"
+        f" across {_n(storm.clusters, 'cluster')}"
+    )
     if storm.ended_at is None:
         title, when = "🌩️ Alert storm", f"*Since:* {fmt_since(storm.started_at, now)}"
     else:
@@ -373,7 +346,7 @@ def storm_message(storm: StormView, now: datetime) -> Message:
         title, when = "🌤️ Alert storm over", f"*Lasted:* {took}, ended {fmt_since(storm.ended_at, now)}"
     cause = CAUSE_WORDS[storm.common_cause()]
     body = [
-        header(f"{title}: {alerts} alerts"),
+        header(f"{title}: {_n(alerts, 'alert')}"),
         section_lines([f"*{scale}*", when]),
         section_lines(["*By alert, worst first*", *_top([_tally_line(t, False) for t in storm.by_alert()])]),
         section_lines(["*By target, worst first*", *_top([_tally_line(t, True) for t in storm.by_target()])]),
@@ -385,14 +358,14 @@ def storm_message(storm: StormView, now: datetime) -> Message:
 
 def _tally_line(t: Tally, is_target: bool) -> str:
     name = code(t.name) if is_target else f"*{esc(t.name)}*"
-    spread = "" if is_target else f" on {t.targets} targets"
-    return f"{SEVERITY_MARK[t.worst]} {name}: {t.count} alerts{spread}"
+    spread = "" if is_target else f" on {_n(t.targets, 'target')}"
+    return f"{SEVERITY_MARK[t.worst]} {name}: {_n(t.count, 'alert')}{spread}"
 
 
 def storm_group_line(view: AlertGroupView, now: datetime) -> Message:
     """One group of a storm as a compact thread line."""
     first = sorted(view.alerts, key=lambda a: (-a.severity, a.name))[:1]
     line = _alert_line(first[0], now) if first else "empty group"
-    more = f" (+{len(view.alerts) - 1} more alerts)" if len(view.alerts) > 1 else ""
+    more = f" (+{_n(len(view.alerts) - 1, 'more alert')})" if len(view.alerts) > 1 else ""
     cluster = f" · {code(view.cluster)}" if view.cluster else ""
     return message(f"{line}{more}{cluster}", [])

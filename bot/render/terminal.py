@@ -1,0 +1,191 @@
+"""Messages for a terminal: a Block Kit message printed as Slack would show it, with optional colour.
+
+The demo prints every message the fake Slack receives with `show_message`; the CLI prints the same
+content as Slack gets (`alert_group_text`, `findings_text`, ...), so both say exactly the same words.
+Colour is off when the stream is not a terminal or `NO_COLOR` is set (https://no-color.org).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TextIO
+
+from bot.domain.messages import AlertGroupView, FindingsReport, GroupChange, StormView
+from bot.render import slack
+from bot.render.blocks import Message
+
+WIDTH = 100
+THREAD_INDENT = "    │ "
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LINK = re.compile(r"<([^<>|]+)(?:\|([^<>]*))?>")
+_BOLD = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]*?\S)\*(?![\w*])")
+_ITALIC = re.compile(r"(?<![\w_])_(?=\S)([^_\n]*?\S)_(?![\w_])")
+_CODE = re.compile(r"`([^`\n]*)`")
+_HEADER_COLOURS = {"🔴": "31", "🟠": "33", "🔵": "34", "✅": "32", "🌩": "35"}
+
+
+def colour_enabled(stream: TextIO, env: Mapping[str, str]) -> bool:
+    """Colour only for a terminal, and never when `NO_COLOR` is set to anything non-empty."""
+    if env.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty())
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """ANSI styling, or none at all."""
+
+    colour: bool = False
+
+    def wrap(self, sgr: str, text: str) -> str:
+        return f"\x1b[{sgr}m{text}\x1b[0m" if self.colour and text else text
+
+    def bold(self, text: str) -> str:
+        return self.wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self.wrap("2", text)
+
+
+def visible_len(text: str) -> int:
+    return len(_ANSI.sub("", text))
+
+
+def mrkdwn_to_text(text: str, style: Style) -> str:
+    """Slack mrkdwn as a terminal shows it: links and mentions spelled out, emphasis as ANSI."""
+    out = _LINK.sub(_link, text)
+    out = _BOLD.sub(lambda m: style.bold(m.group(1)) if style.colour else m.group(1), out)
+    out = _ITALIC.sub(lambda m: style.wrap("3", m.group(1)) if style.colour else m.group(1), out)
+    if style.colour:
+        out = _CODE.sub(lambda m: style.wrap("36", m.group(1)), out)
+    # Entities last: an escaped `&lt;!channel&gt;` must show as text, not be read as a mention above.
+    return html.unescape(out)
+
+
+def _link(m: re.Match[str]) -> str:
+    target, label = m.group(1), m.group(2)
+    if target.startswith("!"):
+        return "@" + target[1:].split("^")[0]
+    if target.startswith(("@", "#")):
+        return label or target
+    return f"{label} ({target})" if label else target
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Lines wrapped at spaces to `width` visible columns (ANSI codes take no room)."""
+    out: list[str] = []
+    for raw in text.split("\n"):
+        line = ""
+        for word in raw.split(" "):
+            if line and visible_len(line) + 1 + visible_len(word) > width:
+                out.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        out.append(line)
+    return out
+
+
+def _text_of(obj: Any) -> str:
+    return str(obj.get("text", "")) if isinstance(obj, dict) else ""
+
+
+def _render_text(obj: Any, style: Style) -> str:
+    text = _text_of(obj)
+    return mrkdwn_to_text(text, style) if obj.get("type") == "mrkdwn" else text
+
+
+def _header(block: Mapping[str, Any], style: Style, width: int) -> list[str]:
+    text = _text_of(block.get("text"))
+    sgr = next((c for mark, c in _HEADER_COLOURS.items() if text.startswith(mark)), "")
+    shown = style.wrap(f"1;{sgr}" if sgr else "1", text)
+    return [shown, "═" * min(width, max(visible_len(text), 3))]
+
+
+def _fields(items: Sequence[Any], style: Style, width: int) -> list[str]:
+    """Fields two per row, as Slack lays them out."""
+    column = (width - 3) // 2
+    out: list[str] = []
+    for i in range(0, len(items), 2):
+        left = wrap(_render_text(items[i], style), column)
+        right = wrap(_render_text(items[i + 1], style), column) if i + 1 < len(items) else []
+        for n in range(max(len(left), len(right))):
+            cell = left[n] if n < len(left) else ""
+            pad = " " * max(0, column - visible_len(cell))
+            out.append((cell + pad + "   " + (right[n] if n < len(right) else "")).rstrip())
+    return out
+
+
+def _block_lines(block: Mapping[str, Any], style: Style, width: int) -> list[str]:
+    kind = block.get("type")
+    if kind == "header":
+        return _header(block, style, width)
+    if kind == "section":
+        lines = wrap(_render_text(block["text"], style), width) if "text" in block else []
+        return lines + _fields(block.get("fields") or [], style, width)
+    if kind == "context":
+        parts = [_render_text(e, style) for e in block.get("elements") or []]
+        return [style.dim(line) for line in wrap(" · ".join(parts), width)]
+    if kind == "divider":
+        return ["─" * width]
+    if kind == "actions":
+        labels = [f"[{_text_of(e.get('text'))}]" for e in block.get("elements") or []]
+        return [style.wrap("36", " ".join(labels))]
+    return [style.dim(f"[{kind} block]")]
+
+
+def show_message(
+    text: str,
+    blocks: Sequence[Mapping[str, Any]] = (),
+    *,
+    style: Style | None = None,
+    width: int = WIDTH,
+    edited: bool = False,
+    thread_reply: bool = False,
+    heading: str | None = None,
+) -> str:
+    """One Slack message as Slack shows it: blocks when there are any (else the text), thread replies
+    indented, edits marked "(edited)", an optional heading line (channel, time) above it.
+    """
+    style = style or Style()
+    inner = width - len(THREAD_INDENT) if thread_reply else width
+    lines: list[str] = []
+    if heading is not None or edited:
+        mark = style.wrap("33", "(edited)") if edited else ""
+        lines.append(style.dim(heading or "") + (" " if heading and edited else "") + mark)
+    for i, block in enumerate(blocks):
+        # Slack leaves space between blocks; a blank line does the same here.
+        gap = i > 0 and block.get("type") != "actions" and blocks[i - 1].get("type") != "header"
+        lines.extend([""] * gap)
+        lines.extend(_block_lines(block, style, inner))
+    if not blocks:
+        lines.extend(wrap(mrkdwn_to_text(text, style), inner))
+    if thread_reply:
+        lines = [THREAD_INDENT + line for line in lines]
+    return "\n".join(lines)
+
+
+def show(message: Message, **options: Any) -> str:
+    """`show_message` for a message built by the renderers."""
+    return show_message(message.text, message.blocks, **options)
+
+
+def alert_group_text(view: AlertGroupView, now: datetime, style: Style | None = None) -> str:
+    return show(slack.alert_group_message(view, now), style=style)
+
+
+def change_text(change: GroupChange, now: datetime, style: Style | None = None) -> str:
+    return show(slack.change_reply(change, now), style=style)
+
+
+def findings_text(report: FindingsReport, now: datetime, style: Style | None = None) -> str:
+    return show(slack.findings_message(report, now), style=style)
+
+
+def storm_text(storm: StormView, now: datetime, style: Style | None = None) -> str:
+    return show(slack.storm_message(storm, now), style=style)
