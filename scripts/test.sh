@@ -26,7 +26,11 @@ fi
 stamp=.venv/.installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
   echo "== installing Python packages"
-  .venv/bin/pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'
+  if ! .venv/bin/pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]' \
+      >.venv/pip.log 2>&1; then
+    cat .venv/pip.log >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
 export PATH="$PWD/.venv/bin:$PATH"
