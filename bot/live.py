@@ -30,7 +30,7 @@ class MetricsSource(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class LiveRead:
+class ClusterRead:
     """One read of a cluster's proxy metrics, or why there is none."""
 
     cluster: str
@@ -47,7 +47,7 @@ class LiveRead:
 @dataclass(frozen=True, slots=True)
 class _Stored:
     at: float  # monotonic
-    read: LiveRead
+    read: ClusterRead
 
 
 class LiveState:
@@ -70,10 +70,10 @@ class LiveState:
         self._monotonic = monotonic
         self._wall = wall
         self._latest: dict[str, _Stored] = {}
-        self._inflight: dict[str, asyncio.Future[LiveRead]] = {}
+        self._inflight: dict[str, asyncio.Future[ClusterRead]] = {}
         self._history: dict[str, deque[tuple[float, ProxySnapshot]]] = {}
 
-    async def read(self, cluster: str) -> LiveRead:
+    async def read(self, cluster: str) -> ClusterRead:
         """The cluster's state, at most `ttl` seconds old; failures are returned, never raised."""
         cached = self._latest.get(cluster)
         if cached is not None and self._monotonic() - cached.at < self._ttl:
@@ -81,7 +81,7 @@ class LiveState:
         inflight = self._inflight.get(cluster)
         if inflight is not None:
             return await asyncio.shield(inflight)
-        future: asyncio.Future[LiveRead] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[ClusterRead] = asyncio.get_running_loop().create_future()
         self._inflight[cluster] = future
         try:
             result = await self._read_now(cluster)
@@ -93,17 +93,17 @@ class LiveState:
             if not future.done():
                 future.cancel()
 
-    async def _read_now(self, cluster: str) -> LiveRead:
+    async def _read_now(self, cluster: str) -> ClusterRead:
         now = self._wall()
         reader = self._readers.get(cluster)
         if reader is None:
-            return LiveRead(cluster, now, None, None, f"cluster {cluster} is not configured")
+            return ClusterRead(cluster, now, None, None, f"cluster {cluster} is not configured")
         try:
             text = await reader.syncer_metrics(timeout=self._timeout)
             snapshot = await asyncio.to_thread(parse_syncer, text)
         except (ClusterError, MetricsParseError) as err:
-            return LiveRead(cluster, now, None, None, str(err))
-        return LiveRead(cluster, now, snapshot, self._remember(cluster, snapshot), None)
+            return ClusterRead(cluster, now, None, None, str(err))
+        return ClusterRead(cluster, now, snapshot, self._remember(cluster, snapshot), None)
 
     def _remember(self, cluster: str, snapshot: ProxySnapshot) -> ProxyDelta | None:
         """Store the snapshot; return the delta from the oldest one still inside the window."""
