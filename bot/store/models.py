@@ -1,0 +1,91 @@
+"""What the store hands out: plain immutable values, no SQL and no connection behind them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """The outcome of accepting a notification: its row, and whether an equal one was already stored."""
+
+    id: int
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredNotification:
+    """An accepted notification as stored: the body exactly as received and its validated form."""
+
+    id: int
+    identity: str
+    received_at: float
+    raw: bytes
+    webhook: AlertmanagerWebhook
+
+
+@dataclass(frozen=True, slots=True)
+class AlertGroupState:
+    """What proxybot knows of one Alertmanager alert group in one Slack channel across notifications."""
+
+    channel: str
+    group_key: str
+    status: AlertStatus
+    # Slack `ts` of the group's message once it has been posted; None until then.
+    ts: str | None = None
+    first_firing_at: float | None = None
+    resolved_at: float | None = None
+    firing_fingerprints: frozenset[str] = frozenset()
+    # Free-form JSON-able facts the delivery side keeps per group (thread ts, last rendered counts, ...),
+    # so it can grow without a schema migration.
+    details: Mapping[str, Any] = field(default_factory=dict)
+    updated_at: float | None = None
+
+
+class OutboxKind(StrEnum):
+    """The Slack operations the outbox carries."""
+
+    POST = "post"
+    UPDATE = "update"
+    REPLY = "reply"
+    UPLOAD = "upload"
+
+
+class OutboxState(StrEnum):
+    """Where an outbox operation is: waiting (possibly for a retry), delivered, or given up."""
+
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """The outcome of enqueueing: the row, whether the key existed, and whether its payload was replaced."""
+
+    id: int
+    duplicate: bool
+    replaced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """One Slack operation in the outbox."""
+
+    id: int
+    key: str
+    channel: str
+    kind: OutboxKind
+    payload: Mapping[str, Any]
+    state: OutboxState
+    # Failed tries so far (retry_later and give_up count one each; a success does not).
+    attempts: int
+    next_attempt_at: float
+    created_at: float
+    last_error: str | None = None
+    result: Mapping[str, Any] | None = None

@@ -1,0 +1,101 @@
+"""The schema as an ordered list of migrations; `PRAGMA user_version` records how many have run.
+
+Each migration runs in its own IMMEDIATE transaction together with the user_version bump, so a crash
+mid-migration leaves the database at the previous version, never half-migrated. Append new migrations;
+never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from bot.store.errors import StoreError
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: accepted notifications, alert group lifecycle, Slack outbox.
+    """
+    CREATE TABLE notifications (
+        id INTEGER PRIMARY KEY,
+        identity TEXT NOT NULL UNIQUE,
+        group_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        receiver TEXT NOT NULL,
+        alert_count INTEGER NOT NULL,
+        truncated_alerts INTEGER NOT NULL,
+        received_at REAL NOT NULL,
+        body BLOB NOT NULL,
+        duplicates INTEGER NOT NULL DEFAULT 0,
+        processed_at REAL,
+        error TEXT
+    );
+    CREATE INDEX notifications_pending ON notifications (id) WHERE processed_at IS NULL;
+
+    CREATE TABLE alert_groups (
+        channel TEXT NOT NULL,
+        group_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        ts TEXT,
+        first_firing_at REAL,
+        resolved_at REAL,
+        firing_fingerprints TEXT NOT NULL,
+        details TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (channel, group_key)
+    );
+
+    CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        channel TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        last_error TEXT,
+        result TEXT
+    );
+    CREATE INDEX outbox_due ON outbox (next_attempt_at, id) WHERE state = 'pending';
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    return version
+
+
+def migrate(conn: sqlite3.Connection, migrations: tuple[str, ...] = MIGRATIONS) -> int:
+    """Bring the database up to the last migration; returns the version it started from."""
+    start = schema_version(conn)
+    if start > len(migrations):
+        raise StoreError(
+            f"the database is at schema version {start}, newer than this proxybot knows "
+            f"({len(migrations)}); upgrade proxybot or point store.url at another file"
+        )
+    for version in range(start + 1, len(migrations) + 1):
+        _apply(conn, version, migrations[version - 1])
+    return start
+
+
+def _apply(conn: sqlite3.Connection, version: int, script: str) -> None:
+    # executescript() would COMMIT on its own; running statement by statement keeps the migration and
+    # its version bump in one transaction.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if schema_version(conn) < version:  # another process may have migrated meanwhile
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {int(version)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    # Migrations are plain DDL without string literals holding ';', so a split is exact here.
+    return [statement.strip() for statement in script.split(";") if statement.strip()]

@@ -1,0 +1,209 @@
+"""The SQLite store: the one place that knows SQL; async methods, all sqlite work on one store thread.
+
+Durability: the database runs in WAL mode with `synchronous=NORMAL` by default. A transaction is in the
+WAL file (the operating system's page cache) when COMMIT returns, so it survives the proxybot process
+being killed (SIGKILL, OOM kill, crash); only a power loss or kernel crash can lose the last transactions
+before the next checkpoint. `synchronous="FULL"` also fsyncs the WAL on every commit, surviving power
+loss at the price of one fsync per accepted notification (which serialises a storm on the disk).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Literal, Self
+from urllib.parse import urlsplit
+
+from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.store import groups as group_sql
+from bot.store import notifications as notification_sql
+from bot.store import outbox as outbox_sql
+from bot.store.errors import StoreError
+from bot.store.models import (
+    Accepted,
+    AlertGroupState,
+    Enqueued,
+    OutboxItem,
+    OutboxKind,
+    StoredNotification,
+)
+from bot.store.schema import migrate
+from bot.store.thread import ConnectionThread
+
+Clock = Callable[[], float]
+Synchronous = Literal["NORMAL", "FULL"]
+# How long a statement waits for another process's write lock before failing (then the intake says 503).
+BUSY_TIMEOUT_SECONDS = 5.0
+MEMORY = ":memory:"
+
+
+class Store:
+    """Accepted notifications, alert group lifecycle and the Slack outbox in one SQLite database."""
+
+    def __init__(self, thread: ConnectionThread, clock: Clock) -> None:
+        self._thread = thread
+        self._clock = clock
+
+    # -- notifications -------------------------------------------------------------------------------
+    async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
+        """Store a notification durably (committed when this returns); an equal one is kept once."""
+        return await self._thread.run(lambda conn: notification_sql.accept(conn, raw, webhook, received_at))
+
+    async def pending(self, limit: int | None = None) -> list[StoredNotification]:
+        """Accepted notifications not yet processed, oldest first."""
+        now = self._clock()
+        return await self._thread.run(lambda conn: notification_sql.pending(conn, limit, now))
+
+    async def pending_count(self) -> int:
+        return await self._thread.run(notification_sql.pending_count)
+
+    async def mark_processed(self, notification_id: int) -> bool:
+        """Close a notification; False when it was unknown or already processed."""
+        now = self._clock()
+        return await self._thread.run(
+            lambda conn: notification_sql.mark_processed(conn, notification_id, now)
+        )
+
+    # -- alert groups --------------------------------------------------------------------------------
+    async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None:
+        return await self._thread.run(lambda conn: group_sql.get(conn, channel, group_key))
+
+    async def save_group(self, state: AlertGroupState) -> AlertGroupState:
+        """Insert or replace the group's state; returns it with `updated_at` stamped."""
+        now = self._clock()
+        return await self._thread.run(lambda conn: group_sql.save(conn, state, now))
+
+    async def groups(
+        self, channel: str | None = None, status: AlertStatus | None = None
+    ) -> list[AlertGroupState]:
+        """Groups, optionally of one channel and/or status, least recently updated first."""
+        return await self._thread.run(lambda conn: group_sql.listing(conn, channel, status))
+
+    # -- outbox --------------------------------------------------------------------------------------
+    async def enqueue(
+        self,
+        key: str,
+        channel: str,
+        kind: OutboxKind,
+        payload: Mapping[str, Any],
+        *,
+        not_before: float | None = None,
+        replace_pending: bool = False,
+    ) -> Enqueued:
+        """Queue a Slack operation once per `key`.
+
+        A key seen before is a duplicate and changes nothing, except that `replace_pending=True` swaps
+        the payload of a row still pending (debounced edits: the newest content wins, one call is made).
+        """
+        now = self._clock()
+        op = (key, channel, kind, payload)
+        due_at = now if not_before is None else not_before
+        return await self._thread.run(lambda conn: outbox_sql.enqueue(conn, op, due_at, now, replace_pending))
+
+    async def due(self, now: float, limit: int = 50) -> list[OutboxItem]:
+        """Pending operations whose time has come, earliest first (then in enqueue order).
+
+        Rows are not leased: one delivery worker per store is assumed.
+        """
+        return await self._thread.run(lambda conn: outbox_sql.due(conn, now, limit))
+
+    async def outbox_item(self, key: str) -> OutboxItem | None:
+        return await self._thread.run(lambda conn: outbox_sql.by_key(conn, key))
+
+    async def next_attempt_at(self) -> float | None:
+        """When the earliest pending operation becomes due (None when nothing is pending)."""
+        return await self._thread.run(outbox_sql.next_attempt_at)
+
+    async def complete(self, item_id: int, result: Mapping[str, Any] | None = None) -> bool:
+        """Mark delivered, keeping Slack's answer; False when the row was not pending."""
+        now = self._clock()
+        return await self._thread.run(lambda conn: outbox_sql.complete(conn, item_id, result, now))
+
+    async def retry_later(self, item_id: int, at: float, error: str) -> bool:
+        """Count a failed try and schedule the next one at `at`; False when the row was not pending."""
+        now = self._clock()
+        return await self._thread.run(lambda conn: outbox_sql.retry_later(conn, item_id, at, error, now))
+
+    async def give_up(self, item_id: int, error: str) -> bool:
+        """Stop retrying an operation Slack will never accept (kept as `failed` with the reason)."""
+        now = self._clock()
+        return await self._thread.run(lambda conn: outbox_sql.give_up(conn, item_id, error, now))
+
+    async def depth(self) -> int:
+        """Pending operations, due or not."""
+        return await self._thread.run(outbox_sql.depth)
+
+    # -- housekeeping --------------------------------------------------------------------------------
+    async def prune(self, before: float) -> int:
+        """Delete processed notifications and finished outbox rows last touched before `before`.
+
+        Their identities and keys go with them, so the retention is also the deduplication window.
+        """
+
+        def both(conn: sqlite3.Connection) -> int:
+            return notification_sql.prune(conn, before) + outbox_sql.prune(conn, before)
+
+        return await self._thread.run(both)
+
+    async def close(self) -> None:
+        await self._thread.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+async def open_store(url: str, *, clock: Clock = time.time, synchronous: Synchronous = "NORMAL") -> Store:
+    """Open (creating and migrating as needed) the store at `sqlite:///<path>`, a plain path or `:memory:`."""
+    path = sqlite_path(url)
+    thread = ConnectionThread(lambda: connect(path, synchronous))
+    try:
+        await thread.start()
+    except BaseException:
+        await thread.close()
+        raise
+    return Store(thread, clock)
+
+
+def sqlite_path(url: str) -> str:
+    """The database file named by a store URL; refuses other schemes without repeating the URL."""
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+    elif "://" in url:
+        # The URL may carry a password (postgresql://user:pw@host): name only its scheme.
+        scheme = urlsplit(url).scheme
+        raise StoreError(f"store.url scheme {scheme!r} is not supported yet; use sqlite:///<path>")
+    else:
+        path = url
+    if not path:
+        raise StoreError("store.url names no database file")
+    return path
+
+
+def connect(path: str, synchronous: Synchronous) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL, migrated to the latest schema."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
+    except sqlite3.Error as error:
+        raise StoreError(f"cannot open the store at {path}: {error}") from error
+    try:
+        _configure(conn, path, synchronous)
+        migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _configure(conn: sqlite3.Connection, path: str, synchronous: Synchronous) -> None:
+    mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+    if mode != "wal" and path != MEMORY:
+        raise StoreError(f"the store at {path} cannot use WAL journaling (got {mode!r})")
+    conn.execute(f"PRAGMA synchronous = {'FULL' if synchronous == 'FULL' else 'NORMAL'}")
+    conn.execute("PRAGMA foreign_keys = ON")
