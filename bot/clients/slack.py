@@ -1,0 +1,209 @@
+"""A thin typed wrapper of slack_sdk's AsyncWebClient: the only code that talks to the Slack Web API.
+
+Every call has a timeout. slack_sdk's own retry handlers are switched off (it installs a connection-error
+retry by default), because the delivery worker owns every retry and its timing. What Slack answers is
+converted here, at the boundary, into one of three errors the worker can act on:
+
+    UpstreamError
+    └── SlackError                 (method)
+        ├── SlackRateLimited       429 / `ratelimited`: wait `retry_after` seconds, then try again
+        ├── SlackTransient         5xx, Slack-side errors, timeouts, connection failures: back off and retry
+        └── SlackRejected          `ok: false` that retrying cannot fix (invalid_blocks, invalid_auth, ...)
+
+The bot token never appears in a message or a log line: errors carry the method and Slack's error code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bot.errors import ConfigError, UpstreamError
+from bot.render.blocks import Message
+from config.settings import SlackSettings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 10.0
+# An upload is three requests (get URL, send bytes, complete) under one deadline.
+DEFAULT_UPLOAD_TIMEOUT = 30.0
+# Slack sends Retry-After with every 429; when a proxy in between drops it, one second is Slack's pace.
+DEFAULT_RETRY_AFTER = 1.0
+# `ok: false` codes that mean Slack itself failed, not the request: retrying can succeed.
+TRANSIENT_CODES = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "team_added_to_org"}
+)
+# Rejections that an operator fixes (token, scopes, inviting the bot), not the message's content.
+OPERATOR_CODES = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "token_revoked",
+        "token_expired",
+        "account_inactive",
+        "missing_scope",
+        "not_in_channel",
+        "channel_not_found",
+        "ekm_access_denied",
+    }
+)
+_UPLOAD_STATUS = re.compile(r"status: (\d{3})")
+
+
+class SlackError(UpstreamError):
+    """A Slack Web API call did not succeed; `method` names the call."""
+
+    def __init__(self, method: str, message: str) -> None:
+        self.method = method
+        super().__init__(f"Slack {method}: {message}")
+
+
+class SlackRateLimited(SlackError):
+    """Slack answered 429: nothing may be sent for `retry_after` seconds."""
+
+    def __init__(self, method: str, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(method, f"rate limited, retry after {retry_after:g}s")
+
+
+class SlackTransient(SlackError):
+    """Slack failed or could not be reached (5xx, timeout, connection error): the same call may succeed."""
+
+
+class SlackRejected(SlackError):
+    """Slack refused the call with `error_code`; sending it again unchanged cannot succeed."""
+
+    def __init__(self, method: str, error_code: str) -> None:
+        self.error_code = error_code
+        super().__init__(method, f"rejected: {error_code}")
+
+    @property
+    def needs_operator(self) -> bool:
+        """True when the fix is in the Slack app or channel (token, scope, invite), not in the message."""
+        return self.error_code in OPERATOR_CODES
+
+
+class SlackClient:
+    """Posts, edits, thread replies and PNG uploads; every failure is a `SlackError`."""
+
+    def __init__(
+        self, web: AsyncWebClient, *, timeout: float = DEFAULT_TIMEOUT, upload_timeout: float | None = None
+    ) -> None:
+        self._web = web
+        self._timeout = timeout
+        self._upload_timeout = upload_timeout if upload_timeout is not None else max(timeout, 3 * timeout)
+
+    @classmethod
+    def from_settings(
+        cls, settings: SlackSettings, *, timeout: float = DEFAULT_TIMEOUT, upload_timeout: float | None = None
+    ) -> SlackClient:
+        """A client for `settings.api_url` with the bot token; no retries of its own."""
+        if settings.bot_token is None:
+            raise ConfigError(["slack.bot_token: required to post to Slack"])
+        web = AsyncWebClient(
+            token=settings.bot_token.get_secret_value(),
+            base_url=str(settings.api_url),
+            timeout=math.ceil(max(timeout, upload_timeout or 0.0)),
+            retry_handlers=[],
+        )
+        return cls(web, timeout=timeout, upload_timeout=upload_timeout)
+
+    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> str:
+        """chat.postMessage; returns the new message's `ts`."""
+        args: dict[str, Any] = {"channel": channel, **message.as_kwargs()}
+        if thread_ts is not None:
+            args["thread_ts"] = thread_ts
+        response = await self._call("chat.postMessage", lambda: self._web.chat_postMessage(**args))
+        return _ts(response, "chat.postMessage")
+
+    async def update(self, channel: str, ts: str, message: Message) -> None:
+        """chat.update of the message at `ts` with new content."""
+        args = {"channel": channel, "ts": ts, **message.as_kwargs()}
+        await self._call("chat.update", lambda: self._web.chat_update(**args))
+
+    async def upload_png(self, channel: str, thread_ts: str, png: bytes, filename: str, title: str) -> None:
+        """files_upload_v2 of one PNG into a message's thread."""
+        await self._call(
+            "files_upload_v2",
+            lambda: self._web.files_upload_v2(
+                channel=channel, thread_ts=thread_ts, content=png, filename=filename, title=title
+            ),
+            timeout=self._upload_timeout,
+        )
+
+    async def auth_test(self) -> Mapping[str, Any]:
+        """auth.test: who the token is (user_id, bot_id, team_id); a bad token is `SlackRejected`."""
+        response = await self._call("auth.test", self._web.auth_test)
+        return dict(response.data) if isinstance(response.data, dict) else {}
+
+    async def _call(
+        self,
+        method: str,
+        call: Callable[[], Awaitable[AsyncSlackResponse]],
+        *,
+        timeout: float | None = None,
+    ) -> AsyncSlackResponse:
+        limit = self._timeout if timeout is None else timeout
+        try:
+            async with asyncio.timeout(limit):
+                return await call()
+        except SlackApiError as error:
+            raise _from_api_error(method, error) from None
+        except SlackRequestError as error:
+            raise _from_request_error(method, error) from None
+        except TimeoutError:
+            raise SlackTransient(method, f"timed out after {limit:g}s") from None
+        except (aiohttp.ClientError, OSError) as error:
+            raise SlackTransient(method, f"connection failed: {type(error).__name__}") from None
+        except SlackClientError as error:
+            raise SlackRejected(method, type(error).__name__) from None
+
+
+def _from_api_error(method: str, error: SlackApiError) -> SlackError:
+    response = error.response
+    status = int(getattr(response, "status_code", 0) or 0)
+    data = getattr(response, "data", None)
+    code = str(data.get("error") or "") if isinstance(data, dict) else ""
+    if status == 429 or code == "ratelimited":
+        return SlackRateLimited(method, _retry_after(getattr(response, "headers", None) or {}))
+    if status >= 500 or code in TRANSIENT_CODES:
+        return SlackTransient(method, f"HTTP {status} {code}".rstrip())
+    return SlackRejected(method, code or f"http_{status}")
+
+
+def _from_request_error(method: str, error: SlackRequestError) -> SlackError:
+    # files_upload_v2 raises SlackRequestError when sending the bytes fails; its text holds the status.
+    found = _UPLOAD_STATUS.search(str(error))
+    status = int(found.group(1)) if found else 0
+    if status == 429:
+        return SlackRateLimited(method, DEFAULT_RETRY_AFTER)
+    if status == 0 or status >= 500:
+        return SlackTransient(method, f"file transfer failed (HTTP {status or '?'})")
+    return SlackRejected(method, f"upload_http_{status}")
+
+
+def _retry_after(headers: Mapping[str, Any]) -> float:
+    raw = next((v for k, v in headers.items() if str(k).lower() == "retry-after"), None)
+    try:
+        seconds = float(raw) if raw is not None else DEFAULT_RETRY_AFTER
+    except (TypeError, ValueError):
+        return DEFAULT_RETRY_AFTER
+    return seconds if math.isfinite(seconds) and seconds >= 0 else DEFAULT_RETRY_AFTER
+
+
+def _ts(response: AsyncSlackResponse, method: str) -> str:
+    ts = response.get("ts")
+    if not isinstance(ts, str) or not ts:
+        raise SlackRejected(method, "missing_ts")
+    return ts
