@@ -41,7 +41,7 @@ _SPACES = re.compile(r"\s+")
 
 def units(text: str) -> int:
     """Length as Slack counts it: UTF-16 code units (an emoji outside the BMP counts two)."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def esc(text: object) -> str:
@@ -225,12 +225,14 @@ def block_units(block: Block) -> int:
 def message(fallback: str, body: Sequence[Block], tail: Sequence[Block] = ()) -> Message:
     """A message within every limit.
 
-    `tail` blocks (context, buttons) are always kept; body blocks beyond the block count or the text
-    budget are dropped from the end (the first one that does not fit is shrunk when it can be), and a
-    context line says how many were dropped.
+    `tail` blocks (context, buttons) are always kept, shrunk to their share of a third of the text
+    budget when they are bigger; body blocks beyond the block count or the text budget are dropped from
+    the end (the first one that does not fit is shrunk when it can be), and a context line says how
+    many were dropped.
     """
     text = truncate(_nonempty(_CONTROL.sub("", fallback)), MAX_FALLBACK_TEXT)
-    tail = list(tail)[: MAX_BLOCKS - 2]
+    share = MAX_MESSAGE_TEXT // 3 // max(1, len(tail))
+    tail = [b if block_units(b) <= share else _shrunk(b, share) or b for b in tail[: MAX_BLOCKS - 2]]
     budget = MAX_MESSAGE_TEXT - units(text) - sum(block_units(b) for b in tail) - 60
     room = MAX_BLOCKS - len(tail) - 1
     kept: list[Block] = []
@@ -251,15 +253,18 @@ def message(fallback: str, body: Sequence[Block], tail: Sequence[Block] = ()) ->
 
 
 def _shrunk(block: Block, budget: int) -> Block | None:
-    """A section cut down to the budget left, or None when too little is left to be useful."""
-    if block.get("type") != "section" or budget < 200:
-        return None
-    if "fields" in block:
-        each = budget // len(block["fields"]) - 2
-        if each < 40:
-            return None
-        return {"type": "section", "fields": [mrkdwn(f["text"], each) for f in block["fields"]]}
-    return section(truncate(block["text"]["text"], budget))
+    """A section or context cut down to `budget` units, or None when too little is left to be useful."""
+    kind = block.get("type")
+    items = block.get("fields") or block.get("elements") or []
+    if kind == "section" and "text" not in block:
+        each = budget // max(1, len(items)) - 2
+        return {**block, "fields": [mrkdwn(f["text"], each) for f in items]} if each >= 40 else None
+    if kind == "context":
+        each = budget // max(1, len(items)) - 2
+        return {**block, "elements": [mrkdwn(e["text"], each) for e in items]} if each >= 40 else None
+    if kind == "section" and budget >= 200:
+        return section(truncate(block["text"]["text"], budget))
+    return None
 
 
 # -- time words (UTC, relative to an injected `now`) ---------------------------------------------------------

@@ -275,9 +275,10 @@ def _buttons(view: AlertGroupView, *, firing: bool) -> list[Button]:
 def _fallback(view: AlertGroupView) -> str:
     names = ", ".join(esc(n) for n in view.names()[:3]) or "alert"
     targets = sorted({a.target for a in view.alerts if a.target})
-    where = f" on {esc(targets[0])}" + (f" +{len(targets) - 1} more" if len(targets) > 1 else "")
+    where = f" on {esc(targets[0])}" if targets else ""
+    where += f" +{len(targets) - 1} more" if len(targets) > 1 else ""
     cluster = f" ({esc(view.cluster)})" if view.cluster else ""
-    return f"{view.status.value.upper()}: {names}{where if targets else ''}{cluster}"
+    return f"{view.status.value.upper()}: {names}{where}{cluster}"
 
 
 # -- changes, command answers, storms --------------------------------------------------------------

@@ -1,0 +1,462 @@
+"""Alert groups, changes, command answers and storms rendered for Slack, checked against the fake Slack."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from slack_sdk import WebClient
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS, PROBE_FAILING
+from bot.domain.diagnosis import diagnose, diagnose_alert
+from bot.domain.findings import Severity
+from bot.domain.messages import (
+    ActionRef,
+    AlertGroupView,
+    AlertView,
+    FindingsReport,
+    GroupChange,
+    GroupStatus,
+    LiveRead,
+    StormEntry,
+    StormView,
+    group_id,
+)
+from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, ProxySnapshot, make_labels
+from bot.errors import InputError
+from bot.render.blocks import Message
+from bot.render.slack import (
+    ACTION_PATH,
+    ACTION_PROBE,
+    ACTION_SILENCE,
+    alert_group_message,
+    change_reply,
+    findings_message,
+    storm_group_line,
+    storm_message,
+)
+from tests.bot.render.test_blocks import limit_problems
+from tests.fakes.slack_api import FakeSlack
+
+NOW = datetime(2024, 5, 1, 10, 14, tzinfo=UTC)
+T = "shop/orders"
+GV = "orders.example.com/v1"
+HOSTILE = ("<!channel>", "<https://evil.example|click me>", "a & b", "<@U123>", "<!subteam^S1>")
+
+
+def snapshot(target: str = T, gv: str = GV, healthy: float = 0, quarantined: float = 2) -> ProxySnapshot:
+    def key(**labels: str) -> tuple[tuple[str, str], ...]:
+        return make_labels({"target": target, "group_version": gv, **labels}.items())
+
+    peers = {
+        key(state="healthy"): healthy,
+        key(state="quarantined"): quarantined,
+        key(state="half_open"): 0.0,
+    }
+    return ProxySnapshot(samples={PEERS: peers, PEER_CACHE_SYNCED: {key(): 1.0}})
+
+
+def alert(
+    name: str = NO_HEALTHY_PEERS,
+    labels: Mapping[str, str] | None = None,
+    *,
+    status: GroupStatus = GroupStatus.FIRING,
+    minutes: float = 12,
+    snap: ProxySnapshot | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> AlertView:
+    labels = dict(labels or {"target": T, "group_version": GV, "pod": "vc-0", "severity": "critical"})
+    labels["alertname"] = name
+    ended = NOW if status is GroupStatus.RESOLVED else None
+    diag = diagnose_alert(name, labels, snap)
+    return AlertView(name, status, NOW - timedelta(minutes=minutes), labels, annotations or {}, ended, diag)
+
+
+def group(*alerts: AlertView, live: LiveRead | None = None, **kw: Any) -> AlertGroupView:
+    status = kw.pop("status", GroupStatus.FIRING)
+    return AlertGroupView(
+        group_key=kw.pop("group_key", '{}:{alertname="ResourceProxyNoHealthyPeers"}'),
+        status=status,
+        alerts=alerts or (alert(snap=snapshot()),),
+        started_at=NOW - timedelta(minutes=12),
+        live=live or LiveRead.read(NOW - timedelta(seconds=30), "vc-0"),
+        cluster=kw.pop("cluster", "prod-a"),
+        resolved_at=NOW if status is GroupStatus.RESOLVED else None,
+        **kw,
+    )
+
+
+def mrkdwn_texts(msg: Message) -> list[str]:
+    """The fallback and every mrkdwn text: the places where Slack would honour `<!channel>` or links."""
+    found = [msg.text]
+    for block in msg.blocks:
+        for obj in [block.get("text"), *block.get("fields", []), *block.get("elements", [])]:
+            if isinstance(obj, dict) and obj.get("type") == "mrkdwn":
+                found.append(obj["text"])
+    return found
+
+
+def all_text(msg: Message) -> str:
+    return json.dumps(msg.as_kwargs(), ensure_ascii=False)
+
+
+def buttons(msg: Message) -> list[dict[str, Any]]:
+    return [e for b in msg.blocks if b["type"] == "actions" for e in b["elements"]]
+
+
+# -- the alert group message -----------------------------------------------------------------------
+
+
+def test_firing_group_says_what_where_since_now_cause_step_and_guide() -> None:
+    msg = alert_group_message(group(), NOW)
+    head = msg.blocks[0]
+    assert head["type"] == "header"
+    assert head["text"]["text"] == f"🔴 FIRING: {NO_HEALTHY_PEERS} · {T}"
+    text = all_text(msg)
+    for words in (
+        "*Cluster:* `prod-a`",
+        f"*Target:* `{T}`",
+        f"*Group/version:* `{GV}`",
+        "*Replica read:* `vc-0`",
+        "*Since:* 2024-05-01 10:02 UTC (12 min ago)",
+        f"*Now:* still broken: still no healthy peer for {GV}",
+        "*Likely cause:*",
+        "*Next step:*",
+        "*Guide:* _Monitor the proxy &gt; Alert starting points_",
+        "peers: healthy 0, quarantined 2, half_open 0",
+        "Live state read 10:13:30 UTC (30 s ago) from replica `vc-0`",
+    ):
+        assert words in text, words
+    assert msg.text == f"FIRING: {NO_HEALTHY_PEERS} on {T} (prod-a)"
+    assert limit_problems(msg.as_kwargs()) == []
+
+
+def test_evidence_is_shown_as_fields() -> None:
+    msg = alert_group_message(group(), NOW)
+    field_texts = [f["text"] for b in msg.blocks for f in b.get("fields", [])]
+    assert f"{GV}: peers: healthy 0, quarantined 2, half_open 0" in field_texts
+
+
+def test_live_state_unavailable_says_why() -> None:
+    view = group(alert(snap=None), live=LiveRead.missing("prod-a unreachable: timed out after 5 s"))
+    msg = alert_group_message(view, NOW)
+    context = [b for b in msg.blocks if b["type"] == "context"][-1]
+    assert (
+        context["elements"][0]["text"] == "⚠️ live state unavailable: prod-a unreachable: timed out after 5 s"
+    )
+    assert "the client cluster could not be read" in all_text(msg)
+
+
+def test_reading_another_replica_than_the_alerting_pod_is_said() -> None:
+    msg = alert_group_message(group(live=LiveRead.read(NOW, "vc-1")), NOW)
+    assert "*Replica read:* `vc-1` (not the alerting pod)" in all_text(msg)
+
+
+def test_buttons_carry_action_ids_and_only_a_validated_reference() -> None:
+    key = '{}:{alertname="ResourceProxyNoHealthyPeers"}'
+    found = buttons(alert_group_message(group(group_key=key), NOW))
+    assert [(b["text"]["text"], b["action_id"]) for b in found] == [
+        ("Probe now", ACTION_PROBE),
+        ("Path check", ACTION_PATH),
+        ("Silence 1h", ACTION_SILENCE),
+    ]
+    refs = {ActionRef.decode(b["value"]) for b in found}
+    assert refs == {ActionRef("prod-a", T, group_id(key))}
+
+
+def test_hostile_target_and_cluster_never_reach_a_button() -> None:
+    bad = alert(labels={"target": "<!channel>/../secrets", "group_version": GV})
+    found = buttons(alert_group_message(group(bad, cluster="prod a <x>"), NOW))
+    assert {json.loads(b["value"])["t"] for b in found} == {None}
+    assert {json.loads(b["value"])["c"] for b in found} == {None}
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["not json", "[]", '{"c":"a","t":"p/n"}', '{"c":"a","t":"../x","g":"0123456789abcdef"}',
+     '{"c":"a","t":"p/n","g":"nothex"}', '{"c":"<!x>","t":null,"g":"0123456789abcdef"}',
+     '{"c":"a","t":"p/n","g":"0123456789abcdef","x":1}'],
+)  # fmt: skip
+def test_tampered_button_values_are_refused(value: str) -> None:
+    with pytest.raises(InputError):
+        ActionRef.decode(value)
+
+
+def test_hostile_labels_and_annotations_are_inert_everywhere() -> None:
+    labels = {"target": HOSTILE[0], "group_version": HOSTILE[1], "pod": HOSTILE[2], "severity": "critical"}
+    alerts = (
+        alert(NO_HEALTHY_PEERS, labels, snap=snapshot(target=HOSTILE[0], gv=HOSTILE[1])),
+        alert(HOSTILE[1], {"foo": HOSTILE[3], HOSTILE[4]: "x"}, annotations={"summary": HOSTILE[0]}),
+    )
+    view = group(*alerts, cluster=HOSTILE[2], live=LiveRead.missing(HOSTILE[4]))
+    entries = tuple(StormEntry(a.name, a.severity, "g", a.target, HOSTILE[2]) for a in alerts)
+    findings = diagnose(snapshot(target=HOSTILE[0], gv=HOSTILE[1]))
+    messages = [
+        alert_group_message(view, NOW),
+        change_reply(GroupChange(view.group_key, NOW, new=alerts, resolved=alerts), NOW),
+        storm_group_line(view, NOW),
+        storm_message(StormView(entries, NOW), NOW),
+        findings_message(FindingsReport(HOSTILE[0], tuple(findings), view.live, notes=HOSTILE), NOW),
+    ]
+    for msg in messages:
+        texts = mrkdwn_texts(msg)
+        assert all("<" not in t and ">" not in t for t in texts), texts
+        assert all(not re.search(r"&(?!amp;|lt;|gt;)", t) for t in texts), texts
+        assert "&lt;!channel&gt;" in all_text(msg) or "&lt;https://evil" in all_text(msg)
+
+
+def test_unknown_alert_is_posted_plainly_with_its_labels_and_annotations() -> None:
+    odd = alert(
+        "KubeNodeNotReady", {"node": "n1", "severity": "warning"}, annotations={"summary": "node down"}
+    )
+    msg = alert_group_message(group(odd), NOW)
+    text = all_text(msg)
+    assert "🟠 FIRING: KubeNodeNotReady" in text
+    assert "Not one of the guide's proxy alerts" in text
+    assert "*Summary:* node down" in text
+    assert "*node*\\nn1" in text
+
+
+def test_every_guide_alert_gets_its_own_explanation() -> None:
+    seen = set()
+    for name in ALERTS:
+        msg = alert_group_message(group(alert(name, snap=snapshot())), NOW)
+        meaning = next(line for line in all_text(msg).split("\\n") if line.startswith("*What it means:*"))
+        seen.add(meaning)
+    assert len(seen) == len(ALERTS)
+
+
+def test_many_alerts_are_detailed_three_and_counted_beyond() -> None:
+    alerts = tuple(alert(labels={"target": f"p/t{i:03}", "group_version": GV}) for i in range(200))
+    msg = alert_group_message(group(*alerts), NOW)
+    text = all_text(msg)
+    assert text.count("*What it means:*") == 3
+    assert "… +185 more" in text  # 197 others, 12 listed
+    assert "`p/t000`, `p/t001`, `p/t002` +197 more" in text
+    assert limit_problems(msg.as_kwargs()) == []
+
+
+def test_truncated_alerts_are_mentioned() -> None:
+    msg = alert_group_message(group(truncated_alerts=7), NOW)
+    assert "Alertmanager left 7 more alerts out of this notification" in all_text(msg)
+
+
+def test_resolved_group_edits_into_resolved_after() -> None:
+    done = alert(status=GroupStatus.RESOLVED, snap=snapshot(healthy=2, quarantined=0))
+    msg = alert_group_message(group(done, status=GroupStatus.RESOLVED), NOW)
+    assert msg.blocks[0]["text"]["text"] == f"✅ RESOLVED: {NO_HEALTHY_PEERS} · {T}"
+    text = all_text(msg)
+    assert "*Resolved after 12 min* (2024-05-01 10:02 UTC → 2024-05-01 10:14 UTC)" in text
+    assert f"on `{T}` (`{GV}`): resolved after 12 min" in text
+    assert [b["action_id"] for b in buttons(msg)] == [ACTION_PROBE, ACTION_PATH]
+    assert msg.text == f"RESOLVED: {NO_HEALTHY_PEERS} on {T} (prod-a) after 12 min"
+
+
+def test_firing_group_with_some_resolved_counts_both() -> None:
+    msg = alert_group_message(group(alert(), alert(status=GroupStatus.RESOLVED)), NOW)
+    assert "*Alerts:* 1 firing, 1 resolved" in all_text(msg)
+
+
+# -- thread replies, command answers, storms -------------------------------------------------------
+
+
+def test_change_reply_lists_new_and_resolved() -> None:
+    change = GroupChange(
+        "k", NOW, new=(alert(DISCOVERY_DEGRADED),), resolved=(alert(),),
+        group_status=GroupStatus.RESOLVED, started_at=NOW - timedelta(minutes=30),
+    )  # fmt: skip
+    msg = change_reply(change, NOW)
+    lines = msg.blocks[0]["text"]["text"].split("\n")
+    assert lines[0].startswith(f"🟠 New: *{DISCOVERY_DEGRADED}* on `{T}`")
+    assert lines[1] == f"✅ Resolved: *{NO_HEALTHY_PEERS}* on `{T}` (`{GV}`)"
+    assert lines[2] == "All resolved after 30 min."
+    assert msg.text == "1 new, 1 resolved"
+
+
+def test_findings_answer_details_the_worst_and_lists_the_rest() -> None:
+    merged = {
+        name: {**snapshot().samples[name], **snapshot("shop/billing", healthy=3, quarantined=0).samples[name]}
+        for name in (PEERS, PEER_CACHE_SYNCED)
+    }
+    snap = ProxySnapshot(samples=merged)
+    report = FindingsReport("status", tuple(diagnose(snap)), LiveRead.read(NOW, "vc-0"), "prod-a", ("a <b>",))
+    msg = findings_message(report, NOW)
+    text = all_text(msg)
+    assert msg.blocks[0]["text"]["text"] == "🔴 status"
+    assert "1 critical" in text
+    assert "1 ok" in text
+    assert "✅ *shop/billing: healthy* (ok)" in text
+    assert "*Next step:*" in text
+    assert "a &lt;b&gt;" in text
+    assert "cluster `prod-a`" in text
+
+
+def storm(n: int, clusters: int) -> StormView:
+    entries = tuple(
+        StormEntry(
+            NO_HEALTHY_PEERS if i % 2 else DISCOVERY_DEGRADED,
+            Severity.CRITICAL if i % 2 else Severity.WARNING,
+            f"g{i}",
+            f"p/t{i % 500:03}",
+            f"c{i % clusters}",
+        )
+        for i in range(n)
+    )
+    return StormView(entries, NOW - timedelta(minutes=2))
+
+
+def test_storm_summary_counts_worst_first_with_more_and_cause() -> None:
+    msg = storm_message(storm(1000, 3), NOW)
+    text = all_text(msg)
+    assert msg.blocks[0]["text"]["text"] == "🌩️ Alert storm: 1000 alerts"
+    assert "*1000 alerts in 1000 groups on 500 targets across 3 clusters*" in text
+    by_alert = msg.blocks[2]["text"]["text"].split("\n")
+    assert by_alert[1:] == [
+        f"🔴 *{NO_HEALTHY_PEERS}*: 500 alerts on 250 targets",
+        f"🟠 *{DISCOVERY_DEGRADED}*: 500 alerts on 250 targets",
+    ]
+    by_target = msg.blocks[3]["text"]["text"].split("\n")
+    assert by_target[1].startswith("🔴 `p/t001`: 2 alerts")
+    assert by_target[-1] == "… +488 more"
+    assert "shared platform path" in text
+    assert limit_problems(msg.as_kwargs()) == []
+
+
+def test_storm_in_one_client_blames_that_client_and_ends() -> None:
+    over = storm(10, 1)
+    over = StormView(over.entries, over.started_at, NOW - timedelta(minutes=1))
+    msg = storm_message(over, NOW)
+    assert msg.blocks[0]["text"]["text"] == "🌤️ Alert storm over: 10 alerts"
+    assert "*Lasted:* 1 min" in all_text(msg)
+    assert "one client cluster" in all_text(msg)
+
+
+def test_storm_group_line_is_one_compact_line() -> None:
+    msg = storm_group_line(group(alert(snap=snapshot()), alert()), NOW)
+    assert msg.blocks == ()
+    assert msg.text.startswith(
+        f"🔴 *{NO_HEALTHY_PEERS}* on `{T}` (`{GV}`), since 12 min ago: still no healthy"
+    )
+    assert msg.text.endswith("(+1 more alert) · `prod-a`")
+
+
+def test_probe_alert_without_target_still_gets_buttons() -> None:
+    probe = alert(PROBE_FAILING, {"namespace": "vcluster-a", "cronjob": "proxy-probe"}, snap=snapshot())
+    found = buttons(alert_group_message(group(probe), NOW))
+    assert [ActionRef.decode(b["value"]).target for b in found] == [None, None, None]
+
+
+# -- against the fake Slack ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+_text = st.text(max_size=24)
+_huge = st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=12), st.integers(1, 2500))
+_value = st.one_of(_text, _huge, st.sampled_from(HOSTILE))
+_names = st.one_of(st.sampled_from(sorted(ALERTS)), _value)
+_storm_entries = st.builds(StormEntry, _names, st.sampled_from(Severity), _text, _value, _value)
+
+
+@st.composite
+def alert_views(draw: st.DrawFn) -> AlertView:
+    name = draw(_names)
+    labels = draw(
+        st.dictionaries(st.sampled_from(["target", "group_version", "pod", "severity", "x"]), _value)
+    )
+    labels |= draw(st.dictionaries(_text, _value, max_size=4))
+    read = draw(st.booleans())
+    snap = snapshot(labels.get("target", T), labels.get("group_version", GV)) if read else None
+    status = draw(st.sampled_from(GroupStatus))
+    notes = draw(st.dictionaries(st.sampled_from(["summary", "description"]), _value))
+    return alert(
+        name, labels, status=status, snap=snap, annotations=notes, minutes=draw(st.integers(0, 10**5))
+    )
+
+
+@st.composite
+def group_views(draw: st.DrawFn) -> AlertGroupView:
+    alerts = draw(st.lists(alert_views(), min_size=1, max_size=6))
+    alerts *= draw(st.sampled_from([1, 1, 40]))  # sometimes a huge group
+    live = draw(
+        st.one_of(st.builds(LiveRead.read, st.just(NOW), _value), st.builds(LiveRead.missing, _value))
+    )
+    return group(
+        *alerts,
+        live=live,
+        cluster=draw(_value),
+        group_key=draw(_value),
+        status=draw(st.sampled_from(GroupStatus)),
+        truncated_alerts=draw(st.integers(0, 10**6)),
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(view=group_views())
+def test_any_group_is_accepted_by_slack(slack: FakeSlack, view: AlertGroupView) -> None:
+    web = WebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
+    for msg in (alert_group_message(view, NOW), storm_group_line(view, NOW)):
+        assert limit_problems(msg.as_kwargs()) == []
+        assert all("<" not in t and ">" not in t for t in mrkdwn_texts(msg))
+        assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
+    change = GroupChange(view.group_key, NOW, new=view.alerts, resolved=view.alerts, started_at=NOW)
+    assert web.chat_postMessage(channel="C1", **change_reply(change, NOW).as_kwargs())["ok"]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(
+    entries=st.lists(_storm_entries, max_size=50),
+    times=st.integers(1, 60),
+    title=_value,
+    notes=st.lists(_value, max_size=30),
+)
+def test_any_storm_or_answer_is_accepted_by_slack(
+    slack: FakeSlack, entries: list[StormEntry], times: int, title: str, notes: list[str]
+) -> None:
+    web = WebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
+    findings = tuple(f for e in entries[:5] for f in diagnose(snapshot(e.target or T, e.alertname)))
+    for msg in (
+        storm_message(StormView(tuple(entries) * times, NOW), NOW),
+        findings_message(
+            FindingsReport(title, findings * times, LiveRead.missing(title), title, tuple(notes)), NOW
+        ),
+    ):
+        assert limit_problems(msg.as_kwargs()) == []
+        assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
+
+
+async def test_every_kind_of_message_posts_updates_and_threads(slack: FakeSlack) -> None:
+    web = AsyncWebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
+    firing = group(*(alert(labels={"target": f"p/t{i}", "group_version": GV}) for i in range(300)))
+    resolved = group(alert(status=GroupStatus.RESOLVED), status=GroupStatus.RESOLVED)
+    posted = await web.chat_postMessage(channel="C9", **alert_group_message(firing, NOW).as_kwargs())
+    await web.chat_update(channel="C9", ts=posted["ts"], **alert_group_message(resolved, NOW).as_kwargs())
+    replies = [
+        change_reply(GroupChange(firing.group_key, NOW, resolved=firing.alerts), NOW),
+        storm_group_line(firing, NOW),
+        findings_message(FindingsReport("status", tuple(diagnose(snapshot())), firing.live), NOW),
+    ]
+    for reply in replies:
+        await web.chat_postMessage(channel="C9", thread_ts=posted["ts"], **reply.as_kwargs())
+    await web.chat_postMessage(channel="C9", **storm_message(storm(1000, 4), NOW).as_kwargs())
+    [top, storm_top] = slack.top_level("C9")
+    assert top.text.startswith("RESOLVED")
+    assert len(top.versions) == 1
+    assert top.versions[0]["text"].startswith("FIRING")
+    assert len(slack.thread("C9", posted["ts"])) == 3
+    assert storm_top.text.startswith("🌩️ Alert storm: 1000 alerts")
