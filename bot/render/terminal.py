@@ -81,13 +81,24 @@ def wrap(text: str, width: int) -> list[str]:
     out: list[str] = []
     for raw in text.split("\n"):
         line = ""
-        for word in raw.split(" "):
+        for word in _split_long(raw.split(" "), width):
             if line and visible_len(line) + 1 + visible_len(word) > width:
                 out.append(line)
                 line = word
             else:
                 line = f"{line} {word}" if line else word
         out.append(line)
+    return out
+
+
+def _split_long(words: list[str], width: int) -> list[str]:
+    """Words longer than a line cut into line-sized pieces, as Slack wraps them (styled words stay whole)."""
+    out: list[str] = []
+    for word in words:
+        if len(word) <= width or _ANSI.search(word):
+            out.append(word)
+        else:
+            out.extend(word[i : i + width] for i in range(0, len(word), width))
     return out
 
 
