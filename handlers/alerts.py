@@ -1,0 +1,166 @@
+"""Alertmanager notifications: the worker that turns accepted notifications into Slack operations.
+
+The intake (`POST /alertmanager`) only stores a notification and calls `AlertWorker.wake`. The worker
+drains every pending notification, oldest first, when it starts (a restart finishes what was accepted
+before the crash) and whenever it is woken; between wake-ups it also ends storms that went quiet.
+One notification failing does not hold up the others: it is retried on a later pass, and set aside
+(logged, closed) after `max_failures` tries, since one that fails every time would block nothing but
+would be retried forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from bot.pipeline import AlertPipeline, LiveSource, Outbox, PipelineStore
+from bot.store.models import StoredNotification
+from bot.storm import StormPolicy
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class NotificationQueue(Protocol):
+    """The store's side of the worker (`bot.store.Store` is one)."""
+
+    async def pending(self, limit: int | None = None) -> list[StoredNotification]: ...
+
+    async def mark_processed(self, notification_id: int) -> bool: ...
+
+
+class AlertStore(PipelineStore, NotificationQueue, Protocol):
+    """Everything the alert side needs of the store (`bot.store.Store` is one)."""
+
+
+class Processor(Protocol):
+    """What the worker drives (`bot.pipeline.AlertPipeline` is one)."""
+
+    async def restore(self) -> None: ...
+
+    async def process(self, notification: StoredNotification) -> None: ...
+
+    async def expire_storms(self) -> list[str]: ...
+
+    def next_deadline(self) -> float | None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class AlertWorker:
+    """Runs the alert pipeline over pending notifications; `wake()` is the intake's `on_accepted`."""
+
+    def __init__(
+        self,
+        queue: NotificationQueue,
+        pipeline: Processor,
+        *,
+        batch: int = 200,
+        retry_seconds: float = 5.0,
+        max_failures: int = 5,
+        clock: Clock = time.time,
+    ) -> None:
+        self._queue = queue
+        self._pipeline = pipeline
+        self._batch = batch
+        self._retry_seconds = retry_seconds
+        self._max_failures = max_failures
+        self._clock = clock
+        self._wake = asyncio.Event()
+        self._failures: dict[int, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def wake(self) -> None:
+        """A notification was accepted: drain soon. Safe to call from the request path."""
+        self._wake.set()
+
+    def start(self) -> asyncio.Task[None]:
+        """Start `run()` as a task (once)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self.run(), name="proxybot-alert-worker")
+        return self._task
+
+    async def stop(self) -> None:
+        """Cancel the worker; what it had not closed stays pending for the next start."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._pipeline.aclose()
+
+    async def run(self) -> None:
+        """Drain, end quiet storms, sleep until woken (or a storm or retry is due); forever."""
+        await self._pipeline.restore()
+        while True:
+            self._wake.clear()
+            retry = await self.drain()
+            await self._pipeline.expire_storms()
+            await self._idle(retry)
+
+    async def drain(self) -> bool:
+        """Process every pending notification once, oldest first; True when some must be retried."""
+        skipped: set[int] = set()
+        while True:
+            batch = [n for n in await self._queue.pending(limit=self._batch) if n.id not in skipped]
+            if not batch:
+                return bool(skipped)
+            for notification in batch:
+                if not await self._process(notification):
+                    skipped.add(notification.id)
+
+    async def _process(self, notification: StoredNotification) -> bool:
+        try:
+            await self._pipeline.process(notification)
+        except Exception:
+            return await self._failed(notification)
+        self._failures.pop(notification.id, None)
+        return True
+
+    async def _failed(self, notification: StoredNotification) -> bool:
+        count = self._failures.get(notification.id, 0) + 1
+        group = notification.webhook.group_key
+        if count < self._max_failures:
+            self._failures[notification.id] = count
+            log.exception(
+                "notification %d of group %r failed (try %d), retrying", notification.id, group, count
+            )
+            return False
+        log.exception("notification %d of group %r failed %d times: set aside", notification.id, group, count)
+        self._failures.pop(notification.id, None)
+        await self._queue.mark_processed(notification.id)
+        return True
+
+    async def _idle(self, retry: bool) -> None:
+        waits = [self._retry_seconds] if retry else []
+        deadline = self._pipeline.next_deadline()
+        if deadline is not None:
+            waits.append(max(0.0, deadline - self._clock()))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(waits, default=None)):
+                await self._wake.wait()
+
+
+def register(
+    settings: Settings,
+    store: AlertStore,
+    outbox: Outbox,
+    live: LiveSource,
+    *,
+    storm: StormPolicy | None = None,
+    clock: Clock = time.time,
+) -> AlertWorker:
+    """Create the alert pipeline and start its worker (call inside the app's lifespan).
+
+    Pass `worker.wake` to the intake as `on_accepted`, and `await worker.stop()` on shutdown.
+    """
+    pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock)
+    worker = AlertWorker(store, pipeline, clock=clock)
+    worker.start()
+    return worker
