@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from dataclasses import dataclass
 
 from bot.domain.alerts import AlertmanagerWebhook, parse_webhook
 from bot.errors import InputError
@@ -25,9 +26,35 @@ WHERE processed_at IS NULL ORDER BY id LIMIT ?
 """
 
 
-def accept(
-    conn: sqlite3.Connection, raw: bytes, webhook: AlertmanagerWebhook, received_at: float
-) -> Accepted:
+@dataclass(slots=True)
+class Arrival:
+    """A notification waiting to be committed, and what became of it once its batch ran."""
+
+    raw: bytes
+    webhook: AlertmanagerWebhook
+    received_at: float
+    accepted: Accepted | None = None
+    error: BaseException | None = None
+
+
+def accept_batch(conn: sqlite3.Connection, arrivals: list[Arrival]) -> None:
+    """Commit several arrivals in one transaction (one WAL append, at most one fsync) and record outcomes.
+
+    A failure fails the whole batch: every arrival in it gets the error and its sender retries.
+    """
+    try:
+        with immediate(conn):
+            outcomes = [_insert(conn, arrival) for arrival in arrivals]
+    except BaseException as error:
+        for arrival in arrivals:
+            arrival.error = error
+        raise
+    for arrival, accepted in zip(arrivals, outcomes, strict=True):
+        arrival.accepted = accepted
+
+
+def _insert(conn: sqlite3.Connection, arrival: Arrival) -> Accepted:
+    webhook = arrival.webhook
     row = (
         webhook.identity(),
         webhook.group_key,
@@ -35,11 +62,10 @@ def accept(
         webhook.receiver,
         len(webhook.alerts),
         webhook.truncated_alerts,
-        received_at,
-        raw,
+        arrival.received_at,
+        arrival.raw,
     )
-    with immediate(conn):
-        notification_id, duplicates = conn.execute(_INSERT, row).fetchone()
+    notification_id, duplicates = conn.execute(_INSERT, row).fetchone()
     return Accepted(id=notification_id, duplicate=duplicates > 0)
 
 
