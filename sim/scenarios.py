@@ -56,14 +56,17 @@ def relay_fallback(world: World) -> None:
 
 
 def target_rolling_restart(world: World) -> None:
-    """At t=120 the target's only control-plane pod restarts and returns ~8 s later under a new hostname.
+    """At t=120 and again at t=240 the target's only control-plane pod restarts, back ~8 s later renamed.
 
-    Dials to the departed endpoint fail (peer_departed, then 5 s timeouts), it is quarantined and no peer
-    is selectable until the new list arrives (~t=129); then it self-heals.
-    Alerts: ResourceProxyTargetUnavailable fires at ~t=123 and clears ~10 minutes later (~t=730).
+    Each time, dials to the departed endpoint fail (peer_departed, then 5 s timeouts), it is quarantined
+    and no peer is selectable until the new list arrives; then it self-heals. The first restart's
+    all-quarantined transition is the counter's first event, so the series appears already counted and
+    `increase()` cannot see it (the guide: counters appear only after their first event); the second is seen.
+    Alerts: ResourceProxyTargetUnavailable fires at ~t=243 and clears ~10 minutes later (~t=850).
     ResourceProxyNoHealthyPeers does not fire (healthy is 0 for seconds, not 2 minutes).
     """
-    world.at(120.0, "target pod restarts", lambda w: w.restart_target_pod(TARGET, 0))
+    for at in (120.0, 240.0):
+        world.at(at, "target pod restarts", lambda w: w.restart_target_pod(TARGET, 0))
 
 
 def target_down(world: World) -> None:
