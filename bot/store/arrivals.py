@@ -4,7 +4,9 @@ committed together, so a storm costs one transaction per batch instead of one pe
 Each `accept()` appends its arrival to a shared queue and submits a job to the store thread. The first
 job to run takes every arrival queued by then and commits them in one transaction; the later jobs find
 their arrival already settled and only report it. Nothing waits for a batch to fill: with no
-contention every batch holds one arrival and the latency is that of a single commit.
+contention every batch holds one arrival and the latency is that of a single commit. An arrival whose
+caller was cancelled before its job ran stays queued and is committed with the next batch: its sender
+got no answer and will retry, finding a duplicate.
 """
 
 from __future__ import annotations

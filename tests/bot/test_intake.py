@@ -7,6 +7,7 @@ import base64
 import hmac
 import json
 import logging
+import socket
 import sqlite3
 from collections.abc import AsyncIterator, Mapping
 from contextlib import closing
@@ -15,16 +16,18 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
 from bot.domain.alerts import AlertmanagerWebhook
-from bot.intake import DEFAULT_MAX_BODY_BYTES, WebhookAuth, alertmanager_route
+from bot.intake import DEFAULT_MAX_BODY_BYTES, PARSE_INLINE_BYTES, WebhookAuth, alertmanager_route
 from bot.store import Accepted, Store, StoreError, open_store
 from config.settings import AlertmanagerSettings
 from tests.bot.domain import alertmanager_samples as samples
+from tests.harness.alertmanager import Alertmanager
 
 TOKEN = "am-webhook-token-7f3a"
 JSON = {"Content-Type": "application/json"}
@@ -310,6 +313,24 @@ async def test_the_default_body_limit_is_one_mebibyte() -> None:
     assert (await post(app_for(RecordingSink()), padded + b" ")).status_code == 413
 
 
+@pytest.mark.parametrize("declared", ["abc", "-1", "\u00b2", "1e3", ""])
+async def test_a_content_length_that_is_not_a_number_is_400(declared: str) -> None:
+    headers = {"Content-Length": declared}
+    response = await post(app_for(RecordingSink()), CountingBody(chunks=1), headers)
+    assert response.status_code == 400
+    assert response.json() == {"error": "Content-Length is not a number"}
+
+
+async def test_a_large_body_within_the_limit_is_parsed_and_stored() -> None:
+    payload = samples.as_dict(samples.FIRING)
+    payload["alerts"] = payload["alerts"] * 300
+    body = samples.encode(payload)
+    assert PARSE_INLINE_BYTES < len(body) < DEFAULT_MAX_BODY_BYTES
+    sink = RecordingSink()
+    assert (await post(app_for(sink), body)).status_code == 202
+    assert len(sink.accepted[0][1].alerts) == 600
+
+
 class CountingBody:
     """A request body streamed in chunks, counting how many the server pulled."""
 
@@ -439,3 +460,44 @@ def test_random_json_never_causes_a_5xx(value: Any) -> None:
 )
 def test_real_bodies_with_a_part_replaced_never_cause_a_5xx(path: tuple[str | int, ...], value: Any) -> None:
     assert_answered(_with(path, value))
+
+
+# -- a real Alertmanager ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_alertmanager_0_25_delivers_into_the_store_with_its_bearer_token(
+    store: Store, tmp_path: Path
+) -> None:
+    accepted = asyncio.Event()
+    app = Starlette(routes=[alertmanager_route(store, accepted.set, auth=WebhookAuth(token=TOKEN))])
+    # A socket bound up front: its port is known at once and connections wait in its backlog until
+    # uvicorn accepts them, so there is no start-up race to poll for.
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    config = uvicorn.Config(app, lifespan="off", ws="none", log_level="warning")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve(sockets=[listener]))
+    labels = {
+        "alertname": "ResourceProxyPeerCacheUnsynced",
+        "target": "team-b/ledger",
+        "severity": "critical",
+    }
+    try:
+        url = f"http://127.0.0.1:{port}/alertmanager"
+        with Alertmanager(tmp_path, url, bearer_token=TOKEN) as am:
+            await asyncio.to_thread(
+                am.post_alerts, [{"labels": {**labels, "group_version": "x.example.com/v1"}}]
+            )
+            await asyncio.wait_for(accepted.wait(), timeout=30)
+    finally:
+        server.should_exit = True
+        await serving
+        listener.close()
+    [stored] = await store.pending()
+    assert (
+        stored.webhook.group_key == '{}:{alertname="ResourceProxyPeerCacheUnsynced", target="team-b/ledger"}'
+    )
+    assert stored.webhook.alerts[0].labels["group_version"] == "x.example.com/v1"
+    assert stored.webhook.alerts[0].ends_at is None
+    assert stored.raw.startswith(b'{"receiver":"proxybot","status":"firing"')
