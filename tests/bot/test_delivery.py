@@ -1,0 +1,327 @@
+"""The delivery worker: planning on a hand-driven clock, and end to end against the fake Slack over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from bot.clients.slack import SlackClient
+from bot.delivery import Delivery, DeliveryPolicy, backoff, plan, post_key
+from bot.domain.alerts import AlertStatus
+from bot.render.blocks import Message, section
+from bot.store import AlertGroupState, OutboxItem, OutboxKind, OutboxState, Store, open_store
+from config.settings import SlackSettings
+from tests.fakes.slack_api import FakeSlack
+
+TOKEN = "xoxb-test-token"
+FAST = DeliveryPolicy(
+    posts_per_second=50, backoff_base=0.05, backoff_cap=0.2, wait_for_post=0.05, edit_interval=0.0
+)
+
+# -- planning (pure, hand-made rows and times) -----------------------------------------------------------
+
+
+def row(item_id: int, kind: OutboxKind, group: str = "g1", at: float = 0.0, text: str = "") -> OutboxItem:
+    payload = {"group_key": group, "text": text or f"{kind}-{item_id}"}
+    return OutboxItem(item_id, f"k{item_id}", "C1", kind, payload, OutboxState.PENDING, 0, at, 0.0)
+
+
+def test_due_edits_fold_into_the_newest() -> None:
+    rows = [row(1, OutboxKind.UPDATE), row(2, OutboxKind.UPDATE), row(3, OutboxKind.UPDATE)]
+    [step] = plan(rows, now=10).steps
+    assert step.item.id == 3
+    assert [i.id for i in step.superseded] == [1, 2]
+
+
+def test_a_post_not_sent_yet_carries_the_newest_edit() -> None:
+    rows = [row(1, OutboxKind.POST, text="first"), row(2, OutboxKind.UPDATE, text="newest")]
+    [step] = plan(rows, now=10).steps
+    assert (step.item.kind, step.payload["text"]) == (OutboxKind.POST, "newest")
+    assert [i.id for i in step.superseded] == [2]
+
+
+def test_a_row_waiting_for_retry_holds_only_its_own_message() -> None:
+    rows = [
+        row(1, OutboxKind.POST, "g1", at=50),
+        row(2, OutboxKind.REPLY, "g1"),
+        row(3, OutboxKind.POST, "g2"),
+        row(4, OutboxKind.REPLY, "g2"),
+    ]
+    planned = plan(rows, now=10)
+    assert [s.item.id for s in planned.steps] == [3, 4]
+    assert planned.next_at == 50
+
+
+def test_rows_are_planned_in_enqueue_order_whatever_their_due_times() -> None:
+    rows = [
+        row(3, OutboxKind.REPLY, "g2", at=5),
+        row(1, OutboxKind.POST, "g1", at=9),
+        row(2, OutboxKind.POST, "g2"),
+    ]
+    assert [s.item.id for s in plan(rows, now=10).steps] == [1, 2, 3]
+
+
+def test_an_edit_waits_for_its_message_edit_slot_and_says_when() -> None:
+    rows = [row(1, OutboxKind.UPDATE, "g1"), row(2, OutboxKind.REPLY, "g1")]
+    planned = plan(rows, now=10, edit_ready={"g1": 11.5})
+    assert [s.item.id for s in planned.steps] == [2]
+    assert planned.next_at == 11.5
+
+
+def test_backoff_doubles_with_jitter_and_is_capped() -> None:
+    policy = DeliveryPolicy(backoff_base=1.0, backoff_cap=60.0)
+    assert [backoff(n, policy, rand=1.0) for n in range(4)] == [1.0, 2.0, 4.0, 8.0]
+    assert backoff(2, policy, rand=0.0) == 2.0
+    assert backoff(50, policy, rand=1.0) == 60.0
+
+
+# -- the worker against the fake Slack (real HTTP, real time) ---------------------------------------------
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    with FakeSlack(bot_token=TOKEN) as slack:
+        yield slack
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'proxybot.db'}"
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    opened = await open_store(db_url)
+    yield opened
+    await opened.close()
+
+
+def slack_at(api_url: str, token: str = TOKEN) -> SlackClient:
+    return SlackClient.from_settings(SlackSettings(bot_token=token, api_url=api_url), timeout=2.0)
+
+
+@asynccontextmanager
+async def running(delivery: Delivery) -> AsyncIterator[Delivery]:
+    task = asyncio.create_task(delivery.run())
+    try:
+        yield delivery
+    finally:
+        await delivery.stop()
+        await task
+
+
+async def until(check: Callable[[], Awaitable[bool]], limit: float = 10.0) -> None:
+    """Poll until `check` holds; fails the test (not a timing assertion) if it never does."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, "the outbox never drained"
+        await asyncio.sleep(0.02)
+
+
+async def drained(store: Store) -> None:
+    async def empty() -> bool:
+        return await store.depth() == 0
+
+    await until(empty)
+
+
+def msg(text: str) -> Message:
+    return Message(text, (section(text),))
+
+
+async def test_post_then_edit_then_reply_is_one_message(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post("C1", "grp", msg("firing"))
+        await drained(store)
+        await delivery.update("C1", "grp", msg("resolved"), revision="n2")
+        await delivery.reply("C1", "grp", msg("resolved after 12 min"), revision="n2")
+        await drained(store)
+    [top] = fake.top_level()
+    assert (top.text, [v["text"] for v in top.versions]) == ("resolved", ["firing"])
+    assert [m.text for m in fake.thread("C1", top.ts)] == ["resolved after 12 min"]
+    group = await store.get_group("C1", "grp")
+    assert group is not None
+    assert group.ts == top.ts
+
+
+async def test_chart_is_uploaded_into_the_thread(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post("C1", "grp", msg("firing"))
+        await delivery.upload_png("C1", "grp", b"\x89PNG-1", filename="c.png", title="p99", revision="n1")
+        await drained(store)
+    [top] = fake.top_level()
+    [upload] = fake.uploads
+    assert (upload["content"], upload["thread_ts"], upload["title"]) == (b"\x89PNG-1", top.ts, "p99")
+
+
+async def test_429_waits_retry_after_then_delivers(fake: FakeSlack, store: Store) -> None:
+    fake.fail("chat.postMessage", status=429, retry_after=1)
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post("C1", "grp", msg("firing"))
+        await drained(store)
+    first, second = fake.calls_to("chat.postMessage")
+    assert second.at - first.at >= 0.9
+    assert len(fake.top_level()) == 1
+
+
+async def test_5xx_retries_with_backoff_and_delivers(fake: FakeSlack, store: Store) -> None:
+    fake.fail("chat.postMessage", status=500, retry_after=None, times=2)
+    fake.fail("chat.update", status=503, retry_after=None, times=2)
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post("C1", "grp", msg("firing"))
+        await drained(store)
+        await delivery.update("C1", "grp", msg("recovering"), revision="n2")
+        await drained(store)
+    assert len(fake.calls_to("chat.postMessage")) == 3
+    assert len(fake.calls_to("chat.update")) == 3
+    [top] = fake.top_level()
+    assert top.text == "recovering"
+    posted = await store.outbox_item(post_key("C1", "grp"))
+    assert posted is not None
+    assert posted.state is OutboxState.DONE
+    assert posted.attempts == 2
+
+
+async def test_rejected_message_is_given_up_with_the_reason(fake: FakeSlack, store: Store) -> None:
+    oversized = Message("x", ({"type": "header", "text": {"type": "plain_text", "text": "x" * 151}},))
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post("C1", "bad", oversized)
+        await delivery.update("C1", "bad", msg("later"), revision="n2")
+        await delivery.post("C1", "good", msg("fine"))
+        await drained(store)
+    posted = await store.outbox_item(post_key("C1", "bad"))
+    assert posted is not None
+    assert posted.state is OutboxState.FAILED
+    assert "invalid_blocks" in (posted.last_error or "")
+    edit = await store.outbox_item("update:C1:bad:n2")
+    assert edit is not None
+    assert edit.state is OutboxState.FAILED
+    assert [m.text for m in fake.top_level()] == ["fine"]
+
+
+async def test_bad_token_keeps_everything_pending(fake: FakeSlack, store: Store) -> None:
+    policy = DeliveryPolicy(backoff_cap=30.0)
+    async with running(Delivery(store, slack_at(fake.api_url, "xoxb-wrong"), policy=policy)) as delivery:
+        await delivery.post("C1", "grp", msg("firing"))
+        await delivery.post("C1", "other", msg("firing too"))
+
+        async def refused() -> bool:
+            item = await store.outbox_item(post_key("C1", "grp"))
+            return item is not None and item.attempts > 0
+
+        await until(refused)
+    item = await store.outbox_item(post_key("C1", "grp"))
+    assert item is not None
+    assert item.state is OutboxState.PENDING
+    assert "invalid_auth" in (item.last_error or "")
+    # The channel pauses: the second post is not hammered against the same refusal.
+    assert len(fake.calls_to("chat.postMessage")) == 1
+    assert await store.depth() == 2
+
+
+async def test_due_edits_of_one_message_become_one_chat_update(fake: FakeSlack, store: Store) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    async with running(delivery):
+        await delivery.post("C1", "grp", msg("firing"))
+        await drained(store)
+    for n in range(5):
+        await delivery.update("C1", "grp", msg(f"edit {n}"), revision=f"n{n}")
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)):
+        await drained(store)
+    [call] = fake.calls_to("chat.update")
+    assert call.params["text"] == "edit 4"
+    older = await store.outbox_item("update:C1:grp:n0")
+    assert older is not None
+    assert older.state is OutboxState.DONE
+    assert older.result == {"superseded_by": (await _id(store, "update:C1:grp:n4"))}
+
+
+async def _id(store: Store, key: str) -> int:
+    item = await store.outbox_item(key)
+    assert item is not None
+    return item.id
+
+
+async def test_posts_are_paced_per_channel_and_channels_run_concurrently(
+    fake: FakeSlack, store: Store
+) -> None:
+    policy = DeliveryPolicy(posts_per_second=20)
+    delivery = Delivery(store, slack_at(fake.api_url), policy=policy)
+    for n in range(10):
+        await delivery.post("CA", f"a{n}", msg(f"a{n}"))
+    await delivery.post("CB", "b0", msg("b0"))
+    async with running(delivery):
+        await drained(store)
+    calls = fake.calls_to("chat.postMessage")
+    in_a = [c.at for c in calls if c.params["channel"] == "CA"]
+    # Ten posts at 20/s take at least nine intervals (0.45 s); measured where they arrive, with slack
+    # for the network between the worker's clock and the server's.
+    assert len(in_a) == 10
+    assert in_a[-1] - in_a[0] >= 0.4
+    # CB does not queue behind CA's ten posts.
+    [b_at] = [c.at for c in calls if c.params["channel"] == "CB"]
+    assert b_at < in_a[-1]
+
+
+async def test_a_post_for_a_group_already_in_slack_becomes_an_edit(fake: FakeSlack, store: Store) -> None:
+    slack = slack_at(fake.api_url)
+    ts = await slack.post("C1", msg("posted before the crash"))
+    await store.save_group(AlertGroupState("C1", "grp", AlertStatus.FIRING, ts=ts))
+    async with running(Delivery(store, slack, policy=FAST)) as delivery:
+        await delivery.post("C1", "grp", msg("re-run after restart"))
+        await drained(store)
+    [top] = fake.top_level()
+    assert (top.ts, top.text) == (ts, "re-run after restart")
+
+
+async def test_restart_delivers_what_was_pending_once(fake: FakeSlack, db_url: str) -> None:
+    store = await open_store(db_url)
+    first = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    async with running(first):
+        await first.post("C1", "a", msg("a firing"))
+        await drained(store)
+    for group in ("a", "b", "c"):
+        await first.post("C1", group, msg(f"{group} firing"))
+        await first.update("C1", group, msg(f"{group} resolved"), revision="r")
+        await first.reply("C1", group, msg(f"{group} resolved after 1 min"), revision="r")
+    # Slack unreachable: the second worker only collects failed tries before it is stopped.
+    async with running(Delivery(store, slack_at("http://127.0.0.1:9/api/"), policy=FAST)):
+        await until(_tried(store, post_key("C1", "b")))
+    assert await store.depth() > 0
+    await store.close()
+
+    reopened = await open_store(db_url)
+    try:
+        async with running(Delivery(reopened, slack_at(fake.api_url), policy=FAST)):
+            await drained(reopened)
+    finally:
+        await reopened.close()
+    tops = fake.top_level("C1")
+    assert sorted(m.text for m in tops) == ["a resolved", "b resolved", "c resolved"]
+    for top in tops:
+        group = top.text.split()[0]
+        assert [m.text for m in fake.thread("C1", top.ts)] == [f"{group} resolved after 1 min"]
+
+
+def _tried(store: Store, key: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        item = await store.outbox_item(key)
+        return item is not None and item.attempts > 0
+
+    return check
+
+
+async def test_an_edit_of_a_message_never_posted_gives_up_eventually(fake: FakeSlack, store: Store) -> None:
+    policy = DeliveryPolicy(wait_for_post=0.01, orphan_attempts=3, edit_interval=0.0)
+    async with running(Delivery(store, slack_at(fake.api_url), policy=policy)) as delivery:
+        await delivery.update("C1", "ghost", msg("edit"), revision="n1")
+        await drained(store)
+    item = await store.outbox_item("update:C1:ghost:n1")
+    assert item is not None
+    assert item.state is OutboxState.FAILED
+    assert item.attempts == 3
+    assert fake.calls == []
