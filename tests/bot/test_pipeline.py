@@ -1,0 +1,450 @@
+"""The alert pipeline against a real SQLite store, the real delivery outbox API and a fake live source."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.delivery import Delivery
+from bot.domain.alerts import AlertmanagerWebhook
+from bot.domain.parser import parse_syncer
+from bot.live import ClusterRead
+from bot.pipeline import AlertPipeline
+from bot.render.blocks import Message
+from bot.store import OutboxItem, OutboxKind, Store, StoredNotification, open_store
+from bot.storm import StormPolicy
+from config.settings import Settings
+
+FIRING_END = "0001-01-01T00:00:00Z"
+PAGE = """# TYPE vcluster_proxy_peers gauge
+vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="healthy"} 0
+vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="quarantined"} 2
+vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="half_open"} 0
+vcluster_proxy_peer_cache_synced{target="team-a/db",group_version="example.com/v1"} 1
+"""
+
+
+def _cluster(name: str, channel: str | None) -> dict[str, Any]:
+    target = {
+        "name": f"{name}/db",
+        "group_versions": ["example.com/v1"],
+        "probe": {"group_version": "example.com/v1", "resource": "widgets"},
+    }
+    return {
+        "name": name,
+        "kubeconfig": "/etc/proxybot/kubeconfig",
+        "match": {"cluster": name},
+        "channel": channel or f"#{name}-alerts",
+        "targets": [target],
+    }
+
+
+def settings(timeout: float = 5.0, channel: str | None = None) -> Settings:
+    return Settings.model_validate(
+        {
+            "slack": {"default_channel": "#proxy-alerts"},
+            "clusters": [_cluster("alpha", channel), _cluster("beta", channel)],
+            "enrichment": {"timeout_seconds": timeout},
+        }
+    )
+
+
+class Clock:
+    """Wall clock moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeLive:
+    """Answers every read with one parsed page; can be held at a gate to look slow."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+        self.gate: asyncio.Event | None = None
+        self.snapshot = parse_syncer(PAGE)
+
+    async def read(self, cluster: str) -> ClusterRead:
+        self.reads.append(cluster)
+        if self.gate is not None:
+            await self.gate.wait()
+        return ClusterRead(cluster, 1_700_000_000.0, self.snapshot, None, None)
+
+
+class NoSlack:
+    """The delivery worker is never run in these tests: any Slack call is a test bug."""
+
+    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> str:
+        raise AssertionError("Slack called")
+
+    async def update(self, channel: str, ts: str, message: Message) -> None:
+        raise AssertionError("Slack called")
+
+    async def upload_png(self, channel: str, thread_ts: str, png: bytes, filename: str, title: str) -> None:
+        raise AssertionError("Slack called")
+
+
+def alert(
+    fingerprint: str,
+    name: str = "ResourceProxyNoHealthyPeers",
+    *,
+    cluster: str | None = "alpha",
+    target: str = "team-a/db",
+    resolved: bool = False,
+) -> dict[str, Any]:
+    labels = {"alertname": name, "target": target, "group_version": "example.com/v1", "severity": "critical"}
+    if cluster is not None:
+        labels["cluster"] = cluster
+    return {
+        "status": "resolved" if resolved else "firing",
+        "labels": labels,
+        "annotations": {"summary": f"{name} on {target}"},
+        "startsAt": "2023-11-14T22:00:00Z",
+        "endsAt": "2023-11-14T22:12:00Z" if resolved else FIRING_END,
+        "generatorURL": "http://prometheus/graph",
+        "fingerprint": fingerprint,
+    }
+
+
+def webhook(
+    alerts: list[dict[str, Any]], group: str = '{}:{alertname="ResourceProxyNoHealthyPeers"}'
+) -> bytes:
+    status = "firing" if any(a["status"] == "firing" for a in alerts) else "resolved"
+    body = {
+        "version": "4",
+        "groupKey": group,
+        "status": status,
+        "receiver": "proxybot",
+        "alerts": alerts,
+        "groupLabels": {},
+        "commonLabels": {},
+        "commonAnnotations": {},
+        "externalURL": "http://alertmanager",
+        "truncatedAlerts": 0,
+    }
+    return json.dumps(body).encode()
+
+
+class Harness:
+    """A store, the outbox API over it, the pipeline, and helpers to feed and inspect them."""
+
+    def __init__(self, store: Store, clock: Clock, live: FakeLive, config: Settings) -> None:
+        self.store = store
+        self.clock = clock
+        self.live = live
+        self.outbox = Delivery(store, NoSlack(), clock=clock)
+        self.pipeline = self.make_pipeline(config)
+
+    def make_pipeline(self, config: Settings, policy: StormPolicy | None = None) -> AlertPipeline:
+        return AlertPipeline(config, self.store, self.outbox, self.live, storm=policy, clock=self.clock)
+
+    async def accept(self, raw: bytes) -> None:
+        await self.store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), self.clock())
+
+    async def run(self, raw: bytes | None = None) -> None:
+        if raw is not None:
+            await self.accept(raw)
+        for notification in await self.store.pending():
+            await self.pipeline.process(notification)
+
+    async def items(self) -> list[OutboxItem]:
+        return await self.store.due(self.clock() + 10 * 86400, limit=10_000)
+
+    async def kinds(self) -> list[tuple[OutboxKind, str]]:
+        return [(i.kind, i.channel) for i in await self.items()]
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    clock = Clock()
+    store = await open_store(f"sqlite:///{tmp_path / 'proxybot.db'}", clock=clock)
+    h = Harness(store, clock, FakeLive(), settings())
+    yield h
+    await h.pipeline.aclose()
+    await store.close()
+
+
+def text_of(item: OutboxItem) -> str:
+    return json.dumps(item.payload)
+
+
+# -- lifecycle ---------------------------------------------------------------------------------------
+
+
+async def test_first_notification_is_one_enriched_post_in_the_clusters_channel(harness: Harness) -> None:
+    await harness.run(webhook([alert("a1")]))
+    items = await harness.items()
+    assert [(i.kind, i.channel) for i in items] == [(OutboxKind.POST, "#alpha-alerts")]
+    payload = items[0].payload
+    assert set(payload) == {"group_key", "text", "blocks"}
+    assert payload["group_key"] == '{}:{alertname="ResourceProxyNoHealthyPeers"}'
+    assert payload["text"].startswith("FIRING: ResourceProxyNoHealthyPeers")
+    assert "Live state read" in text_of(items[0])  # enriched, not "unavailable"
+    assert "peers: healthy 0, quarantined 2, half_open 0" in text_of(items[0])  # diagnosed live
+    assert harness.live.reads == ["alpha"]
+    assert await harness.store.pending_count() == 0
+
+
+async def test_a_new_alert_in_the_group_edits_in_place_and_replies(harness: Harness) -> None:
+    await harness.run(webhook([alert("a1")]))
+    await harness.run(webhook([alert("a1"), alert("a2", target="team-b/queue")]))
+    items = await harness.items()
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPDATE, OutboxKind.REPLY]
+    assert {i.payload["group_key"] for i in items} == {items[0].payload["group_key"]}
+    assert "2 firing" in text_of(items[1])
+    assert items[2].payload["text"] == "1 new"
+    assert "team-b/queue" in text_of(items[2])
+
+
+async def test_a_notification_without_added_or_resolved_alerts_edits_without_a_reply(
+    harness: Harness,
+) -> None:
+    await harness.run(webhook([alert("a1")]))
+    harness.clock.now += 3600
+    # The same alert with a new start (it flapped between evaluations): a new notification, same alerts.
+    await harness.run(webhook([{**alert("a1"), "startsAt": "2023-11-14T22:00:01Z"}]))
+    items = await harness.items()
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPDATE]
+    assert "updated 23:13:20 UTC" in text_of(items[1])
+
+
+async def test_all_resolved_turns_the_message_resolved_without_a_new_post(harness: Harness) -> None:
+    await harness.run(webhook([alert("a1"), alert("a2", target="team-b/queue")]))
+    await harness.run(
+        webhook([alert("a1", resolved=True), alert("a2", target="team-b/queue", resolved=True)])
+    )
+    items = await harness.items()
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPDATE, OutboxKind.REPLY]
+    assert items[1].payload["text"].startswith("RESOLVED")
+    assert "Resolved after 12 min" in text_of(items[1])
+    assert "2 resolved" in items[2].payload["text"]
+    state = await harness.store.get_group("#alpha-alerts", items[0].payload["group_key"])
+    assert state is not None
+    assert state.status.value == "resolved"
+    assert state.firing_fingerprints == frozenset()
+
+
+async def test_a_group_firing_again_after_resolving_is_edited_back_not_reposted(harness: Harness) -> None:
+    await harness.run(webhook([alert("a1")]))
+    await harness.run(webhook([alert("a1", resolved=True)]))
+    again = {**alert("a1"), "startsAt": "2023-11-15T08:00:00Z"}
+    await harness.run(webhook([again]))
+    kinds = [i.kind for i in await harness.items()]
+    assert kinds.count(OutboxKind.POST) == 1
+    assert kinds[-2:] == [OutboxKind.UPDATE, OutboxKind.REPLY]
+
+
+async def test_redelivery_of_the_same_notification_adds_nothing(harness: Harness) -> None:
+    raw = webhook([alert("a1")])
+    await harness.run(raw)
+    before = await harness.items()
+    await harness.run(raw)  # the intake's dedupe: already processed, nothing pending
+    stored = await harness.store.pending()
+    assert stored == []
+    # Even processing the stored notification again (a crash after Slack, before closing) adds nothing.
+    again = StoredNotification(
+        1,
+        AlertmanagerWebhook.model_validate_json(raw).identity(),
+        0.0,
+        raw,
+        AlertmanagerWebhook.model_validate_json(raw),
+    )
+    await harness.pipeline.process(again)
+    assert [(i.id, i.key) for i in await harness.items()] == [(i.id, i.key) for i in before]
+
+
+async def test_an_alert_of_no_cluster_goes_plainly_to_the_default_channel(harness: Harness) -> None:
+    await harness.run(webhook([alert("x1", "SomethingElse", cluster=None)], group="{}:other"))
+    items = await harness.items()
+    assert [(i.kind, i.channel) for i in items] == [(OutboxKind.POST, "#proxy-alerts")]
+    assert "no configured cluster matches" in text_of(items[0])
+    assert "SomethingElse" in items[0].payload["text"]
+    assert harness.live.reads == []
+
+
+async def test_one_group_spanning_two_clusters_is_one_message_in_each_channel(harness: Harness) -> None:
+    await harness.run(webhook([alert("a1", cluster="alpha"), alert("b1", cluster="beta")]))
+    assert sorted(await harness.kinds()) == [
+        (OutboxKind.POST, "#alpha-alerts"),
+        (OutboxKind.POST, "#beta-alerts"),
+    ]
+    assert sorted(harness.live.reads) == ["alpha", "beta"]
+
+
+async def test_late_enrichment_is_marked_unavailable_and_not_waited_for(harness: Harness) -> None:
+    harness.live.gate = asyncio.Event()  # never opened: the read hangs
+    harness.pipeline = harness.make_pipeline(settings(timeout=0.01))
+    await harness.run(webhook([alert("a1")]))
+    items = await harness.items()
+    assert [i.kind for i in items] == [OutboxKind.POST]
+    assert "live state unavailable: enrichment took longer than 0.01s" in text_of(items[0])
+    assert await harness.store.pending_count() == 0
+
+
+async def test_a_failed_cluster_read_names_the_reason(harness: Harness) -> None:
+    class Refusing(FakeLive):
+        async def read(self, cluster: str) -> ClusterRead:
+            return ClusterRead(cluster, 0.0, None, None, f"cluster {cluster}: 403 forbidden")
+
+    harness.live = Refusing()
+    harness.pipeline = harness.make_pipeline(settings())
+    await harness.run(webhook([alert("a1")]))
+    assert "live state unavailable: cluster alpha: 403 forbidden" in text_of((await harness.items())[0])
+
+
+# -- crash safety ------------------------------------------------------------------------------------
+
+
+class CrashingStore:
+    """The real store, except that one method raises once, like a process dying at that step."""
+
+    def __init__(self, store: Store, crash_in: str) -> None:
+        self._store = store
+        self._crash_in = crash_in
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._store, name)
+        if name != self._crash_in:
+            return method
+
+        async def crash(*args: Any, **kwargs: Any) -> Any:
+            self._crash_in = ""
+            raise RuntimeError(f"killed in {name}")
+
+        return crash
+
+
+@pytest.mark.parametrize("crash_in", ["save_group", "mark_processed"])
+async def test_a_crash_before_closing_then_a_rerun_adds_no_outbox_items(
+    harness: Harness, crash_in: str
+) -> None:
+    await harness.run(webhook([alert("a1")]))
+    raw = webhook([alert("a1"), alert("a2", target="team-b/queue")])
+    await harness.accept(raw)
+    crashing = CrashingStore(harness.store, crash_in)
+    doomed = AlertPipeline(settings(), crashing, harness.outbox, harness.live, clock=harness.clock)
+    [notification] = await harness.store.pending()
+    with pytest.raises(RuntimeError, match="killed"):
+        await doomed.process(notification)
+    after_crash = [(i.kind, i.key) for i in await harness.items()]
+    assert [k for k, _ in after_crash] == [OutboxKind.POST, OutboxKind.UPDATE, OutboxKind.REPLY]
+    await harness.run()  # a fresh pipeline's worker drains what is still pending
+    assert [(i.kind, i.key) for i in await harness.items()] == after_crash
+    assert await harness.store.pending_count() == 0
+
+
+async def test_a_crash_before_the_first_post_is_recorded_does_not_post_twice(harness: Harness) -> None:
+    await harness.accept(webhook([alert("a1")]))
+    doomed = AlertPipeline(
+        settings(),
+        CrashingStore(harness.store, "save_group"),
+        harness.outbox,
+        harness.live,
+        clock=harness.clock,
+    )
+    [notification] = await harness.store.pending()
+    with pytest.raises(RuntimeError):
+        await doomed.process(notification)
+    await harness.run()
+    assert [i.kind for i in await harness.items()] == [OutboxKind.POST]
+
+
+# -- storm mode --------------------------------------------------------------------------------------
+
+
+def storm_webhook(i: int, cluster: str = "alpha") -> bytes:
+    return webhook(
+        [alert(f"s{i}", cluster=cluster, target=f"team-{i}/db")], group=f'{{}}:{{target="team-{i}/db"}}'
+    )
+
+
+def lines_in(items: list[OutboxItem]) -> int:
+    replies = [i for i in items if i.kind is OutboxKind.REPLY]
+    return sum(len(i.payload["blocks"][0]["text"]["text"].splitlines()) for i in replies)
+
+
+async def test_thirty_new_groups_become_a_storm_summary_and_thread_lines(harness: Harness) -> None:
+    for i in range(30):
+        await harness.accept(storm_webhook(i, cluster="alpha" if i % 2 else "beta"))
+    # Both clusters post to one channel here, so the cause reads "several clients at once".
+    harness.pipeline = harness.make_pipeline(settings(channel="#fleet"))
+    await harness.run()
+    items = await harness.items()
+    posts = [i for i in items if i.kind is OutboxKind.POST]
+    storm_posts = [i for i in posts if i.payload["group_key"].startswith("storm:#fleet:")]
+    assert len(posts) == 11  # the ten groups before the storm was recognisable, and one summary
+    assert len(storm_posts) == 1
+    assert lines_in(items) == 20
+    replies = [i for i in items if i.kind is OutboxKind.REPLY]
+    assert len(replies) < 20  # lines are gathered, not one Slack call each
+    assert all(r.payload["group_key"] == storm_posts[0].payload["group_key"] for r in replies)
+    summaries = [i for i in items if i.kind is not OutboxKind.REPLY]
+    latest = [i for i in summaries if i.payload["group_key"] == storm_posts[0].payload["group_key"]][-1]
+    assert latest.kind is OutboxKind.UPDATE
+    assert "30 alerts" in latest.payload["text"]
+    assert "shared platform path" in latest.payload["text"]
+
+
+async def test_a_storm_ends_after_quiet_and_new_groups_post_again(harness: Harness) -> None:
+    policy = StormPolicy(groups=2, window_seconds=60, quiet_seconds=120)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(4):
+        await harness.run(storm_webhook(i))
+    storm_key = next(
+        i.payload["group_key"]
+        for i in await harness.items()
+        if i.kind is OutboxKind.POST and i.payload["group_key"].startswith("storm:")
+    )
+    assert harness.pipeline.next_deadline() == harness.clock.now + 120
+    harness.clock.now += 119
+    assert await harness.pipeline.expire_storms() == []
+    harness.clock.now += 1
+    assert await harness.pipeline.expire_storms() == [storm_key]
+    last = (await harness.items())[-1]
+    assert last.kind is OutboxKind.UPDATE
+    assert "storm over" in last.payload["text"]
+    state = await harness.store.get_group("#alpha-alerts", storm_key)
+    assert state is not None
+    assert state.status.value == "resolved"
+    await harness.run(storm_webhook(10))
+    assert (await harness.items())[-1].kind is OutboxKind.POST
+    assert (await harness.items())[-1].payload["group_key"] == '{}:{target="team-10/db"}'
+
+
+async def test_a_change_in_a_storm_group_goes_to_the_storm_thread(harness: Harness) -> None:
+    harness.pipeline = harness.make_pipeline(settings(), StormPolicy(groups=1))
+    await harness.run(storm_webhook(0))
+    await harness.run(storm_webhook(1))
+    before = len(await harness.items())
+    resolved = webhook([alert("s1", target="team-1/db", resolved=True)], group='{}:{target="team-1/db"}')
+    await harness.run(resolved)
+    new = (await harness.items())[before:]
+    assert {i.payload["group_key"] for i in new} == {n.payload["group_key"] for n in new[:1]}
+    assert new[0].payload["group_key"].startswith("storm:")
+    assert OutboxKind.POST not in [i.kind for i in new]
+
+
+async def test_a_storm_survives_a_restart(harness: Harness) -> None:
+    policy = StormPolicy(groups=1)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.run(storm_webhook(0))
+    await harness.run(storm_webhook(1))
+    restarted = harness.make_pipeline(settings(), policy)
+    await restarted.restore()
+    harness.pipeline = restarted
+    await harness.run(storm_webhook(2))
+    storm_posts = [
+        i
+        for i in await harness.items()
+        if i.kind is OutboxKind.POST and i.payload["group_key"].startswith("storm:")
+    ]
+    assert len(storm_posts) == 1
+    assert restarted.next_deadline() is not None
