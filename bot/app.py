@@ -1,0 +1,101 @@
+"""The HTTP app of `proxybot serve`: routes, and the workers that run for the app's lifetime.
+
+`create_app(deps, workers)` only wires what it is given: every client lives in `Deps`, built by
+`bot.cli` (or by a test with fakes), so nothing here builds its own client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from bot.intake import WebhookAuth, alertmanager_route
+from bot.metrics import BotMetrics
+from bot.store import Store
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# A long-running task of the app (pipeline, delivery, scheduler); it returns when cancelled.
+Worker = Callable[[], Coroutine[Any, Any, None]]
+ReadinessCheck = Callable[[], Awaitable[str | None]]  # None when ready, else why not
+
+
+@dataclass
+class Deps:
+    """Everything the app's routes and workers use, built once at startup."""
+
+    settings: Settings
+    store: Store
+    metrics: BotMetrics = field(default_factory=BotMetrics)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    readiness: list[ReadinessCheck] = field(default_factory=list)
+
+
+async def _healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+def _readyz(deps: Deps) -> Callable[[Request], Awaitable[Response]]:
+    async def readyz(request: Request) -> Response:
+        problems = [p for check in deps.readiness if (p := await _check(check)) is not None]
+        if problems:
+            return JSONResponse({"ready": False, "problems": problems}, status_code=503)
+        return JSONResponse({"ready": True})
+
+    return readyz
+
+
+async def _check(check: ReadinessCheck) -> str | None:
+    try:
+        async with asyncio.timeout(5):
+            return await check()
+    except Exception as err:  # a readiness probe reports, it never fails the request
+        return f"{type(err).__name__}: {err}"
+
+
+def _metrics(deps: Deps) -> Callable[[Request], Awaitable[Response]]:
+    async def metrics(request: Request) -> Response:
+        deps.metrics.outbox_depth.set(await deps.store.depth())
+        return Response(deps.metrics.exposition(), media_type="text/plain; version=0.0.4")
+
+    return metrics
+
+
+def routes(deps: Deps) -> list[BaseRoute]:
+    auth = WebhookAuth.from_settings(deps.settings.alertmanager)
+    if not auth.configured:
+        log.warning("POST /alertmanager accepts unauthenticated requests: set alertmanager.webhook_token")
+    return [
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/readyz", _readyz(deps), methods=["GET"]),
+        Route("/metrics", _metrics(deps), methods=["GET"]),
+        alertmanager_route(deps.store, deps.wake.set, auth=auth),
+    ]
+
+
+def create_app(deps: Deps, workers: Sequence[Worker] = (), extra: Sequence[BaseRoute] = ()) -> Starlette:
+    """The app: routes from `deps`, plus `workers` run as tasks between startup and shutdown."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        tasks: list[asyncio.Task[None]] = [
+            asyncio.create_task(work(), name=getattr(work, "__name__", "worker")) for work in workers
+        ]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    return Starlette(routes=[*routes(deps), *extra], lifespan=lifespan)

@@ -1,0 +1,42 @@
+"""The bot's own metrics, served on `GET /metrics`: one registry per app, no process globals."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+
+class BotMetrics:
+    """Counters and gauges about proxybot itself (not the proxy it watches)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.alerts_accepted = Counter(
+            "proxybot_notifications_accepted",
+            "Alertmanager notifications accepted, by whether they repeated an earlier one.",
+            ["duplicate"],
+            registry=self.registry,
+        )
+        self.slack_calls = Counter(
+            "proxybot_slack_calls",
+            "Slack Web API calls, by method and outcome.",
+            ["method", "outcome"],
+            registry=self.registry,
+        )
+        self.enrichment_seconds = Histogram(
+            "proxybot_enrichment_seconds",
+            "Time spent reading live state for one notification.",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10),
+            registry=self.registry,
+        )
+        self.outbox_depth = Gauge(
+            "proxybot_outbox_depth", "Slack operations waiting to be delivered.", registry=self.registry
+        )
+        self.command_seconds = Histogram(
+            "proxybot_command_seconds",
+            "Time from a slash command's arrival to its answer.",
+            ["command"],
+            registry=self.registry,
+        )
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,99 @@
+"""The serve app: health, readiness, own metrics, the webhook route wired to the store, worker lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bot.app import Deps, create_app
+from bot.store import open_store
+from config.loader import parse_config
+from config.settings import Settings
+from tests.bot.domain.alertmanager_samples import FIRING
+
+CONFIG = """
+slack: {default_channel: "#alerts"}
+alertmanager: {url: "http://127.0.0.1:9093", webhook_token: "s3cret-token-value"}
+clusters:
+  - name: team-a
+    kubeconfig: team-a.yaml
+    match: {cluster: team-a}
+    targets:
+      - name: platform/crd-store
+        group_versions: [example.com/v1]
+        probe: {group_version: example.com/v1, resource: widgets, namespace: default}
+"""
+
+
+def settings(tmp_path: Path) -> Settings:
+    return parse_config(CONFIG, base_dir=tmp_path, env={}, purpose="demo").settings
+
+
+@pytest.fixture
+async def deps(tmp_path: Path) -> AsyncIterator[Deps]:
+    store = await open_store(str(tmp_path / "bot.db"))
+    yield Deps(settings=settings(tmp_path), store=store)
+    await store.close()
+
+
+def client(app: object) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot")  # type: ignore[arg-type]
+
+
+async def test_health_and_metrics(deps: Deps) -> None:
+    async with client(create_app(deps)) as http:
+        assert (await http.get("/healthz")).text == "ok"
+        metrics = await http.get("/metrics")
+    assert metrics.status_code == 200
+    assert "proxybot_outbox_depth 0.0" in metrics.text
+
+
+async def test_readyz_names_what_is_not_ready(deps: Deps) -> None:
+    async def slack_auth() -> str | None:
+        return "slack auth.test failed: invalid_auth"
+
+    async def broken() -> str | None:
+        raise RuntimeError("store closed")
+
+    deps.readiness += [slack_auth, broken]
+    async with client(create_app(deps)) as http:
+        answer = await http.get("/readyz")
+    assert answer.status_code == 503
+    assert answer.json()["problems"] == ["slack auth.test failed: invalid_auth", "RuntimeError: store closed"]
+    deps.readiness.clear()
+    async with client(create_app(deps)) as http:
+        assert (await http.get("/readyz")).json() == {"ready": True}
+
+
+async def test_webhook_is_stored_and_wakes_the_worker(deps: Deps) -> None:
+    headers = {"Authorization": "Bearer s3cret-token-value", "Content-Type": "application/json"}
+    async with client(create_app(deps)) as http:
+        refused = await http.post("/alertmanager", content=FIRING, headers={**headers, "Authorization": "x"})
+        accepted = await http.post("/alertmanager", content=FIRING, headers=headers)
+    assert refused.status_code == 401
+    assert accepted.status_code == 202
+    assert deps.wake.is_set()
+    [pending] = await deps.store.pending()
+    assert json.loads(pending.raw) == json.loads(FIRING)
+
+
+async def test_workers_run_for_the_apps_lifetime(deps: Deps) -> None:
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def worker() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+
+    app = create_app(deps, [worker])
+    async with app.router.lifespan_context(app):
+        await asyncio.wait_for(started.wait(), 5)
+        assert not stopped.is_set()
+    assert stopped.is_set()
