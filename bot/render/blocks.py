@@ -36,6 +36,8 @@ MAX_MESSAGE_TEXT = 10_000
 MAX_FALLBACK_TEXT = 1000
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# A lone surrogate (JSON allows `"\ud800"`) cannot be encoded to send: it becomes U+FFFD.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SPACES = re.compile(r"\s+")
 
 
@@ -44,10 +46,14 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def clean(text: object) -> str:
+    """Text without control characters (newline and tab kept) or lone surrogates."""
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub("", str(text)))
+
+
 def esc(text: object) -> str:
     """Untrusted text made inert for mrkdwn: `&`, `<`, `>` escaped, control characters dropped."""
-    clean = _CONTROL.sub("", str(text))
-    return clean.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def code(text: object) -> str:
@@ -58,7 +64,7 @@ def code(text: object) -> str:
 
 def one_line(text: object) -> str:
     """Whitespace (newlines included) folded into single spaces, for plain-text places."""
-    return _SPACES.sub(" ", _CONTROL.sub("", str(text))).strip()
+    return _SPACES.sub(" ", clean(text)).strip()
 
 
 def truncate(text: str, limit: int) -> str:
@@ -126,7 +132,7 @@ def plain(text: object, limit: int) -> dict[str, Any]:
 
 
 def mrkdwn(text: str, limit: int) -> dict[str, Any]:
-    return {"type": "mrkdwn", "text": truncate(_nonempty(_CONTROL.sub("", text)), limit)}
+    return {"type": "mrkdwn", "text": truncate(_nonempty(clean(text)), limit)}
 
 
 def header(text: object) -> Block:
@@ -230,7 +236,7 @@ def message(fallback: str, body: Sequence[Block], tail: Sequence[Block] = ()) ->
     the end (the first one that does not fit is shrunk when it can be), and a context line says how
     many were dropped.
     """
-    text = truncate(_nonempty(_CONTROL.sub("", fallback)), MAX_FALLBACK_TEXT)
+    text = truncate(_nonempty(clean(fallback)), MAX_FALLBACK_TEXT)
     share = MAX_MESSAGE_TEXT // 3 // max(1, len(tail))
     tail = [b if block_units(b) <= share else _shrunk(b, share) or b for b in tail[: MAX_BLOCKS - 2]]
     budget = MAX_MESSAGE_TEXT - units(text) - sum(block_units(b) for b in tail) - 60

@@ -50,7 +50,7 @@ def _texts(block: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _u(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def limit_problems(kwargs: dict[str, Any]) -> list[str]:
@@ -113,6 +113,7 @@ def _actions_problems(block: dict[str, Any]) -> list[str]:
 def test_esc_neutralises_mentions_links_and_ampersands() -> None:
     assert esc("<!channel> & <https://evil|x>") == "&lt;!channel&gt; &amp; &lt;https://evil|x&gt;"
     assert esc("a\x00b\x1bc\nd\te") == "abc\nd\te"
+    assert esc("lone \ud800") == "lone \ufffd"
 
 
 def test_code_cannot_be_broken_out_of() -> None:

@@ -440,6 +440,14 @@ def test_any_storm_or_answer_is_accepted_by_slack(
         assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
 
 
+def test_lone_surrogates_from_json_labels_still_post(slack: FakeSlack) -> None:
+    odd = json.loads('"\\ud800 pod"')
+    view = group(alert("X\udfff", {"target": odd, "pod": odd}), live=LiveRead.missing(odd), cluster=odd)
+    web = WebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
+    assert web.chat_postMessage(channel="C2", **alert_group_message(view, NOW).as_kwargs())["ok"]
+    assert "\ufffd pod" in slack.top_level("C2")[-1].text
+
+
 async def test_every_kind_of_message_posts_updates_and_threads(slack: FakeSlack) -> None:
     web = AsyncWebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
     firing = group(*(alert(labels={"target": f"p/t{i}", "group_version": GV}) for i in range(300)))
