@@ -275,9 +275,16 @@ class Settings(StrictModel):
         return None
 
     def cluster_for_alert(self, labels: Mapping[str, str]) -> ClusterSettings | None:
-        """The cluster whose `match` fits the labels; the most specific wins, then the first listed."""
+        """The cluster whose `match` fits the labels; the most specific wins, then the first listed.
+
+        Rules that aggregate away the scrape labels (the guide's DiscoveryDegraded keeps only target and
+        group_version) carry no `match` label: then the cluster that configures the alert's target is it.
+        """
         fitting = [cluster for cluster in self.clusters if cluster.matches(labels)]
-        return max(fitting, key=lambda cluster: len(cluster.match), default=None)
+        if fitting:
+            return max(fitting, key=lambda cluster: len(cluster.match))
+        found = self.find_target(labels.get("target", ""))
+        return None if found is None else found[0]
 
     def alert_channel(self, cluster: ClusterSettings) -> str | None:
         return cluster.channel or self.slack.default_channel

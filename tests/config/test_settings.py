@@ -216,6 +216,15 @@ def test_the_most_specific_match_wins_then_the_first_listed() -> None:
     assert settings.cluster_for_alert({"env": "dev"}) is None
 
 
+def test_an_alert_without_match_labels_maps_by_its_target() -> None:
+    # The guide's DiscoveryDegraded sums by (target, group_version): no scrape labels survive.
+    a = cluster("a", match={"cluster": "a"}, targets=[target("p/a")])
+    b = cluster("b", match={"cluster": "b"}, targets=[target("p/b")])
+    settings = Settings.model_validate(config(clusters=[a, b]))
+    assert settings.cluster_for_alert({"target": "p/b", "group_version": "x.io/v1"}).name == "b"  # type: ignore[union-attr]
+    assert settings.cluster_for_alert({"target": "p/unknown"}) is None
+
+
 def test_targets_are_found_across_the_fleet() -> None:
     settings = Settings.model_validate(config(clusters=[cluster("a"), cluster("b")]))
     found = settings.find_target("b/ledger")
