@@ -158,14 +158,20 @@ async def test_chart_is_uploaded_into_the_thread(fake: FakeSlack, store: Store) 
     assert (upload["content"], upload["thread_ts"], upload["title"]) == (b"\x89PNG-1", top.ts, "p99")
 
 
-async def test_429_waits_retry_after_then_delivers(fake: FakeSlack, store: Store) -> None:
+async def test_429_pauses_the_channel_for_retry_after_then_delivers(fake: FakeSlack, store: Store) -> None:
     fake.fail("chat.postMessage", status=429, retry_after=1)
-    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
-        await delivery.post("C1", "grp", msg("firing"))
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    await delivery.post("C1", "grp", msg("firing"))
+    await delivery.post("C1", "other", msg("also firing"))
+    await delivery.post("C2", "elsewhere", msg("another channel"))
+    async with running(delivery):
         await drained(store)
-    first, second = fake.calls_to("chat.postMessage")
-    assert second.at - first.at >= 0.9
-    assert len(fake.top_level()) == 1
+    first, *rest = [c for c in fake.calls_to("chat.postMessage") if c.params["channel"] == "C1"]
+    # Nothing goes to the limited channel before Retry-After has passed, not even another group's post.
+    assert [c.at - first.at >= 0.9 for c in rest] == [True, True]
+    assert sorted(m.text for m in fake.top_level("C1")) == ["also firing", "firing"]
+    [other] = [c for c in fake.calls_to("chat.postMessage") if c.params["channel"] == "C2"]
+    assert other.at - first.at < 0.9
 
 
 async def test_5xx_retries_with_backoff_and_delivers(fake: FakeSlack, store: Store) -> None:
@@ -204,7 +210,7 @@ async def test_rejected_message_is_given_up_with_the_reason(fake: FakeSlack, sto
 
 
 async def test_bad_token_keeps_everything_pending(fake: FakeSlack, store: Store) -> None:
-    policy = DeliveryPolicy(backoff_cap=30.0)
+    policy = DeliveryPolicy(posts_per_second=50, backoff_cap=30.0)
     async with running(Delivery(store, slack_at(fake.api_url, "xoxb-wrong"), policy=policy)) as delivery:
         await delivery.post("C1", "grp", msg("firing"))
         await delivery.post("C1", "other", msg("firing too"))
@@ -214,6 +220,7 @@ async def test_bad_token_keeps_everything_pending(fake: FakeSlack, store: Store)
             return item is not None and item.attempts > 0
 
         await until(refused)
+        await asyncio.sleep(0.2)  # room for a wrong second call to show up
     item = await store.outbox_item(post_key("C1", "grp"))
     assert item is not None
     assert item.state is OutboxState.PENDING
