@@ -64,6 +64,7 @@ class AlertWorker:
         batch: int = 200,
         retry_seconds: float = 5.0,
         max_failures: int = 5,
+        wake: asyncio.Event | None = None,
         clock: Clock = time.time,
     ) -> None:
         self._queue = queue
@@ -72,7 +73,8 @@ class AlertWorker:
         self._retry_seconds = retry_seconds
         self._max_failures = max_failures
         self._clock = clock
-        self._wake = asyncio.Event()
+        # Shared with whoever signals new work (the app's `Deps.wake`, which the intake sets).
+        self._wake = wake if wake is not None else asyncio.Event()
         self._failures: dict[int, int] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -93,16 +95,18 @@ class AlertWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        await self._pipeline.aclose()
 
     async def run(self) -> None:
-        """Drain, end quiet storms, sleep until woken (or a storm or retry is due); forever."""
-        await self._pipeline.restore()
-        while True:
-            self._wake.clear()
-            retry = await self.drain()
-            await self._pipeline.expire_storms()
-            await self._idle(retry)
+        """Drain, end quiet storms, sleep until woken (or a storm or retry is due); until cancelled."""
+        try:
+            await self._pipeline.restore()
+            while True:
+                self._wake.clear()
+                retry = await self.drain()
+                await self._pipeline.expire_storms()
+                await self._idle(retry)
+        finally:
+            await self._pipeline.aclose()
 
     async def drain(self) -> bool:
         """Process every pending notification once, oldest first; True when some must be retried."""
@@ -153,14 +157,15 @@ def register(
     outbox: Outbox,
     live: LiveSource,
     *,
+    wake: asyncio.Event | None = None,
     storm: StormPolicy | None = None,
     clock: Clock = time.time,
 ) -> AlertWorker:
-    """Create the alert pipeline and start its worker (call inside the app's lifespan).
+    """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
-    Pass `worker.wake` to the intake as `on_accepted`, and `await worker.stop()` on shutdown.
+    In `proxybot serve`: `register(deps.settings, deps.store, delivery, live, wake=deps.wake)` and
+    `create_app(deps, workers=[worker.run, ...])`, whose lifespan runs and cancels it; the intake sets
+    `deps.wake` for every new notification. Elsewhere `worker.start()` / `await worker.stop()`.
     """
     pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock)
-    worker = AlertWorker(store, pipeline, clock=clock)
-    worker.start()
-    return worker
+    return AlertWorker(store, pipeline, wake=wake, clock=clock)
