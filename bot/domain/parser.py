@@ -12,6 +12,7 @@ match does a step-by-step reader go over the line again, to say precisely what i
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -80,11 +81,13 @@ class _HistogramParts:
     count: float | None = None
 
     def build(self, text: str) -> Histogram:
-        if self.count is None or self.sum is None:
-            missing = "_count" if self.count is None else "_sum"
-            raise _error(text, self.first, f"histogram series has no {missing} sample")
+        # OpenMetrics lets a histogram leave out `_sum` and `_count`; its `+Inf` bucket is the count
+        # then, and the sum is unknown (NaN) rather than a made-up zero.
+        count = self.buckets.get(math.inf) if self.count is None else self.count
+        if count is None:
+            raise _error(text, self.first, "histogram series has neither a _count sample nor a +Inf bucket")
         buckets = tuple(Bucket(le, c) for le, c in sorted(self.buckets.items()))
-        return Histogram(buckets=buckets, count=self.count, sum=self.sum)
+        return Histogram(buckets=buckets, count=count, sum=math.nan if self.sum is None else self.sum)
 
 
 def parse_syncer(text: str) -> ProxySnapshot:

@@ -230,6 +230,14 @@ def test_histogram_without_buckets_and_without_inf() -> None:
     assert not hists[(("target", "a/b"),)].has_inf
 
 
+def test_openmetrics_histogram_without_sum_and_count() -> None:
+    page = f'{DIAL_DURATION}_bucket{{le="1"}} 1\n{DIAL_DURATION}_bucket{{le="+Inf"}} 3\n# EOF\n'
+    (hist,) = parse_syncer(page).histograms[DIAL_DURATION].values()
+    assert hist.buckets == (Bucket(1.0, 1.0), Bucket(INF, 3.0))
+    assert hist.count == 3.0
+    assert math.isnan(hist.sum)
+
+
 NOISE = (
     "# HELP go_goroutines mentions vcluster_proxy_peers in its help\n"
     "# TYPE go_goroutines gauge\ngo_goroutines 42\n"
@@ -313,12 +321,17 @@ ERROR_CASES = [
         "dup",
     ),
     (
-        "histogram_without_count",
+        "histogram_without_count_or_inf",
         f'go_x 1\n{DIAL_DURATION}_bucket{{le="1"}} 1\n{DIAL_DURATION}_sum 1\n',
         2,
         "_count",
     ),
-    ("histogram_without_sum", f"go_x 1\n{DIAL_DURATION}_count 1\n", 2, "no _sum sample"),
+    (
+        "histogram_of_sum_only",
+        f"go_x 1\n{DIAL_DURATION}_sum 1\n",
+        2,
+        "neither a _count sample nor a +Inf bucket",
+    ),
     ("unknown_type", "go_x 1\n# TYPE vcluster_proxy_x countr\n", 2, "unknown metric type 'countr'"),
     ("type_without_type", "go_x 1\n# TYPE vcluster_proxy_x\n", 2, "TYPE line without a type"),
     (
