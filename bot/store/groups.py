@@ -17,7 +17,8 @@ _COLUMNS = (
 _UPSERT = f"""
 INSERT INTO alert_groups ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (channel, group_key) DO UPDATE SET
-    status = excluded.status, ts = excluded.ts, first_firing_at = excluded.first_firing_at,
+    status = excluded.status, ts = COALESCE(excluded.ts, alert_groups.ts),
+    first_firing_at = excluded.first_firing_at,
     resolved_at = excluded.resolved_at, firing_fingerprints = excluded.firing_fingerprints,
     details = excluded.details, updated_at = excluded.updated_at
 """  # noqa: S608 - column names are constants of this module, values are bound parameters
@@ -32,6 +33,8 @@ def get(conn: sqlite3.Connection, channel: str, group_key: str) -> AlertGroupSta
 
 
 def save(conn: sqlite3.Connection, state: AlertGroupState, now: float) -> AlertGroupState:
+    """Upsert a group. A message `ts` once stored is kept when `state.ts` is None: the pipeline may save
+    a state it read before the delivery worker stored the ts of the post it just made."""
     saved = AlertGroupState(
         channel=state.channel,
         group_key=state.group_key,
