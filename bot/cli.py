@@ -11,42 +11,16 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
 
+from bot.console import Command, Console
 from bot.errors import ConfigError
 from config.loader import config_path, load_config
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2  # also: the configuration is invalid
-
-
-@dataclass(frozen=True)
-class Console:
-    """What a command may touch besides its arguments: the environment and the two output streams."""
-
-    env: Mapping[str, str]
-    out: TextIO
-    err: TextIO
-
-    def say(self, line: str) -> None:
-        print(line, file=self.out)
-
-    def warn(self, line: str) -> None:
-        print(line, file=self.err)
-
-
-@dataclass(frozen=True)
-class Command:
-    """One `proxybot` subcommand."""
-
-    name: str
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace, Console], int]
 
 
 def _add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +77,25 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_config_argument(parser)
+    parser.add_argument("--host", help="address to listen on (default: server.host, 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: server.port, 8080)")
+
+
+def _serve(args: argparse.Namespace, console: Console) -> int:
+    """The bot: HTTP server (webhook, Slack, health, metrics) and its workers, until stopped."""
+    import logging
+
+    from bot.serve import run_serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    loaded = load_config(config_path(args.config, console.env), env=console.env, purpose="serve")
+    for warning in loaded.warnings:
+        console.warn(f"warning: {warning}")
+    return run_serve(loaded.settings, args.host, args.port)
+
+
 # `sim` is the simulator's own command: imported only when `proxybot sim` is used, so the bot itself
 # never depends on the simulator (STYLE.md's import direction).
 def _sim_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +116,12 @@ COMMANDS: tuple[Command, ...] = (
         help="validate the config and print every problem",
         add_arguments=_check_config_arguments,
         run=check_config,
+    ),
+    Command(
+        name="serve",
+        help="run the bot: webhook intake, Slack, health and metrics endpoints, workers",
+        add_arguments=_serve_arguments,
+        run=_serve,
     ),
     Command(
         name="sim",

@@ -37,5 +37,5 @@ export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff check";        ruff check .
 echo "== ruff format";       ruff format --check .
-echo "== mypy --strict";     mypy --strict bot handlers config sim
+echo "== mypy --strict";     mypy --strict bot handlers config sim bench
 echo "== pytest";            pytest "$@"

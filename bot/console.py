@@ -1,0 +1,33 @@
+"""What every `proxybot` command is given: its environment and output streams, and its own shape."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TextIO
+
+
+@dataclass(frozen=True)
+class Console:
+    """What a command may touch besides its arguments: the environment and the two output streams."""
+
+    env: Mapping[str, str]
+    out: TextIO
+    err: TextIO
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out)
+
+    def warn(self, line: str) -> None:
+        print(line, file=self.err)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One `proxybot` subcommand."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Console], int]

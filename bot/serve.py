@@ -1,0 +1,91 @@
+"""Assemble the running bot from its settings: store, cluster readers, Slack, the workers, the app.
+
+`Bot` owns everything it opened and closes it; `proxybot serve` and `proxybot demo` both run one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import uvicorn
+from starlette.applications import Starlette
+
+from bot.app import Deps, Worker, create_app
+from bot.clients.kube import KubeReader
+from bot.clients.slack import SlackClient, SlackError
+from bot.delivery import Delivery
+from bot.errors import ClusterError
+from bot.live import LiveState
+from bot.store import Store, open_store
+from config.settings import Settings
+from handlers import alerts
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Bot:
+    """The bot's parts, built once; `app` serves them, `close()` releases them."""
+
+    deps: Deps
+    app: Starlette
+    readers: list[KubeReader] = field(default_factory=list)
+
+    async def close(self) -> None:
+        for reader in self.readers:
+            await reader.close()
+        await self.deps.store.close()
+
+
+async def connect_readers(settings: Settings) -> list[KubeReader]:
+    """One reader per client cluster; a cluster whose kubeconfig fails is logged and left out."""
+    readers: list[KubeReader] = []
+    for cluster in settings.clusters:
+        try:
+            readers.append(await KubeReader.connect(cluster.name, cluster.kubeconfig, cluster.context))
+        except ClusterError as err:
+            log.error("%s (alerts for it are posted without live state)", err)
+    return readers
+
+
+async def build_bot(settings: Settings, store: Store | None = None) -> Bot:
+    """Everything `serve` runs, from the settings alone."""
+    store = store or await open_store(settings.store.url.get_secret_value())
+    readers = await connect_readers(settings)
+    live = LiveState({r.name: r for r in readers}, timeout=settings.enrichment.timeout_seconds)
+    slack = SlackClient.from_settings(settings.slack)
+    deps = Deps(settings=settings, store=store)
+    delivery = Delivery(store, slack)
+    worker = alerts.register(settings, store, delivery, live, wake=deps.wake)
+
+    async def slack_ready() -> str | None:
+        try:
+            await slack.auth_test()
+        except SlackError as err:
+            return f"Slack auth.test failed: {err}"
+        return None
+
+    deps.readiness.append(slack_ready)
+    workers: Sequence[Worker] = (worker.run, delivery.run)
+    return Bot(deps=deps, app=create_app(deps, workers), readers=readers)
+
+
+async def serve(bot: Bot, host: str, port: int) -> None:
+    """Serve HTTP until stopped (SIGINT/SIGTERM), then release everything."""
+    config = uvicorn.Config(bot.app, host=host, port=port, log_level="info", lifespan="on")
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        await bot.close()
+
+
+def run_serve(settings: Settings, host: str | None, port: int | None) -> int:
+    async def main() -> None:
+        bot = await build_bot(settings)
+        await serve(bot, host or settings.server.host, port or settings.server.port)
+
+    asyncio.run(main())
+    return 0
