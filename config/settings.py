@@ -128,6 +128,19 @@ class KubeAccess(StrictModel):
     context: str | None = None
 
 
+class ControlPlaneSettings(StrictModel):
+    """Where a tenant cluster's control plane runs, in the control plane cluster.
+
+    Read for the probe CronJob (`verify`) and the NetworkPolicies (`path`); the namespace and release
+    default to vCluster's conventions (`vcluster-<name>` and `<name>`).
+    """
+
+    kubeconfig: ConfigPath
+    context: str | None = None
+    namespace: DnsLabel | None = None
+    release: DnsLabel | None = None
+
+
 class TargetSettings(StrictModel):
     """One target tenant cluster that a client forwards custom resources to."""
 
@@ -136,6 +149,13 @@ class TargetSettings(StrictModel):
     probe: ProbeSettings
     # The target cluster itself, for path checks that compare against direct requests.
     direct: KubeAccess | None = None
+    # The target's control plane in the control plane cluster (its NetworkPolicies), for `path`.
+    control_plane: ControlPlaneSettings | None = None
+
+    @property
+    def tenant_name(self) -> str:
+        """The target's vCluster name: the `<name>` of `<project>/<name>`."""
+        return self.name.partition("/")[2]
 
     @_model_validator(mode="after")
     def _probe_is_proxied(self) -> Self:
@@ -161,6 +181,8 @@ class ClusterSettings(StrictModel):
     match: NonEmpty[dict[LabelName, str]]
     channel: SlackChannel | None = None
     targets: NonEmpty[tuple[TargetSettings, ...]]
+    # The client's control plane in the control plane cluster: its probe CronJob and NetworkPolicies.
+    control_plane: ControlPlaneSettings | None = None
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(key) == value for key, value in self.match.items())

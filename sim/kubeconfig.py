@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from sim.defaults import PROBE_NAMESPACE, PROBE_RESOURCE
+from sim.defaults import CONTROL_PLANE, PROBE_NAMESPACE, PROBE_RESOURCE
 
 if TYPE_CHECKING:
     from sim.server import SimServer
@@ -50,6 +50,15 @@ def write_kubeconfigs(srv: SimServer, directory: Path) -> dict[str, Path]:
 
 
 def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
+    def control_plane(namespace: str, release: str) -> dict[str, str]:
+        kubeconfig = f"{kube_dir}/{CONTROL_PLANE}.yaml"
+        return {
+            "kubeconfig": kubeconfig,
+            "context": CONTROL_PLANE,
+            "namespace": namespace,
+            "release": release,
+        }
+
     clusters = []
     for client in srv.world.platform.clients.values():
         targets = []
@@ -64,6 +73,7 @@ def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
                         "kubeconfig": f"{kube_dir}/{link.target.name}.yaml",
                         "context": link.target.name,
                     },
+                    "control_plane": control_plane(link.target.namespace, link.target.release),
                 }
             )
         clusters.append(
@@ -73,6 +83,7 @@ def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
                 "context": client.name,
                 "match": {"cluster": client.name},
                 "targets": targets,
+                "control_plane": control_plane(client.namespace, client.release),
             }
         )
     # Without a channel the config is refused; the demo renders to the terminal, so any name will do.
