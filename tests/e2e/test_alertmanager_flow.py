@@ -1,0 +1,133 @@
+"""A real Alertmanager (Debian's 0.25) delivering to `proxybot serve`, which posts to the fake Slack.
+
+One alert group is one Slack message: enriched with the simulator's live state when it is posted, edited
+in place (with a thread reply) when a second alert joins the group, and edited to resolved when the
+alerts end, never posted again. Wrong credentials reach nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.server import SimServer
+from sim.slack_api import FakeSlack, Message, iter_texts
+from tests.e2e.conftest import BotLauncher
+from tests.e2e.stack import (
+    CHANNEL,
+    TARGET,
+    WEBHOOK_TOKEN,
+    BotProcess,
+    StoreView,
+    now,
+    proxy_alert,
+    proxybot_command,
+    rfc3339,
+    summary_of,
+    wait_degraded,
+    wait_until,
+)
+from tests.harness.alertmanager import Alertmanager, Route
+
+pytestmark = pytest.mark.slow
+
+ROUTE = Route(group_by=("alertname", "cluster", "target"), group_wait="1s", group_interval="1s")
+DELIVERY_TIMEOUT = 30.0
+
+
+def am_alert(labels: Mapping[str, str], starts: str, ends: str | None = None) -> dict[str, Any]:
+    alert: dict[str, Any] = {"labels": dict(labels), "annotations": {"summary": summary_of(labels)}}
+    alert["startsAt"] = starts
+    if ends is not None:
+        alert["endsAt"] = ends
+    return alert
+
+
+def full_text(message: Message) -> str:
+    return "\n".join([message.text, *iter_texts(message.blocks)])
+
+
+def top_level_posts(slack: FakeSlack) -> int:
+    return sum(1 for call in slack.calls_to("chat.postMessage") if not call.params.get("thread_ts"))
+
+
+@pytest.fixture
+def bot(bots: BotLauncher) -> BotProcess:
+    # The console script, as an operator runs it.
+    return bots.start(command=proxybot_command())
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path, bot: BotProcess) -> Iterator[Alertmanager]:
+    workdir = tmp_path / "alertmanager"
+    workdir.mkdir()
+    with Alertmanager(workdir, f"{bot.url}/alertmanager", WEBHOOK_TOKEN, route=ROUTE) as am:
+        yield am
+
+
+def test_one_group_is_one_message_enriched_edited_and_resolved_in_place(
+    sim: SimServer, slack: FakeSlack, bot: BotProcess, alertmanager: Alertmanager
+) -> None:
+    pod = sim.pods("team-a")[0]
+    first = proxy_alert(pod=pod, group_version="example.com/v1")
+    second = proxy_alert(pod=pod, group_version="data.example.com/v1alpha1")
+    started = rfc3339(now() - timedelta(minutes=3))
+    wait_degraded(sim)
+
+    alertmanager.post_alerts([am_alert(first, started)])
+    wait_until(lambda: slack.top_level(CHANNEL), DELIVERY_TIMEOUT, "the group's message in Slack")
+    [message] = slack.top_level(CHANNEL)
+    text = full_text(message)
+    assert "ResourceProxyNoHealthyPeers" in text
+    assert TARGET in text
+    # Enriched from the simulator at delivery time: its peer gauges, read after the target went down.
+    assert "Live state read" in text
+    assert "example.com/v1: peers: healthy 0" in text
+
+    alertmanager.post_alerts([am_alert(first, started), am_alert(second, started)])
+    wait_until(
+        lambda: message.versions and slack.thread(CHANNEL, message.ts),
+        DELIVERY_TIMEOUT,
+        "the edit and the thread reply for the second alert",
+    )
+    assert "data.example.com/v1alpha1" in full_text(message)
+    assert "2 firing" in full_text(message)
+    replies = slack.thread(CHANNEL, message.ts)
+    assert any("data.example.com/v1alpha1" in full_text(r) for r in replies)
+    assert {c.params.get("ts") for c in slack.calls_to("chat.update")} == {message.ts}
+
+    ended = rfc3339(now() - timedelta(seconds=1))
+    alertmanager.post_alerts([am_alert(first, started, ended), am_alert(second, started, ended)])
+    wait_until(lambda: "RESOLVED" in message.text, DELIVERY_TIMEOUT, "the message edited to resolved")
+    wait_until(
+        lambda: any("All resolved" in full_text(r) for r in slack.thread(CHANNEL, message.ts)),
+        DELIVERY_TIMEOUT,
+        "the resolve reply in the thread",
+    )
+    assert "resolved after" in full_text(message)
+    assert slack.top_level() == [message]
+    assert top_level_posts(slack) == 1
+
+
+def test_wrong_bearer_token_is_refused_and_nothing_reaches_slack(
+    tmp_path: Path, bot: BotProcess, slack: FakeSlack
+) -> None:
+    workdir = tmp_path / "alertmanager-wrong-token"
+    workdir.mkdir()
+    with Alertmanager(workdir, f"{bot.url}/alertmanager", "not-the-token", route=ROUTE) as am:
+        am.post_alerts([am_alert(proxy_alert(), rfc3339(now()))])
+        wait_until(
+            lambda: '"POST /alertmanager HTTP/1.1" 401' in bot.log_text(),
+            DELIVERY_TIMEOUT,
+            "Alertmanager's delivery to be refused with 401",
+        )
+        wait_until(lambda: "401" in am.log_tail(), DELIVERY_TIMEOUT, "Alertmanager to log the 401")
+    assert "missing or wrong credentials" in bot.log_text()
+    assert "not-the-token" not in bot.log_text()
+    assert StoreView(tmp_path / "bot.db").notifications() == 0
+    assert slack.calls_to("chat.postMessage") == []
+    assert slack.calls_to("chat.update") == []
