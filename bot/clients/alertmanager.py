@@ -1,0 +1,224 @@
+"""A thin typed client of the Alertmanager v2 silences API (create, list, expire), over httpx.
+
+Every call has a timeout. Every failure (unreachable, timeout, a refusal, an answer that is not the API's
+shape) becomes an `UpstreamError` whose message says which operation failed and why, so a handler can
+answer a person with it as is. Request paths are module constants; the only variable part, a silence id,
+must parse as a UUID first, so nothing a user types can reach another path. The base URL comes from the
+configuration alone; its credentials (userinfo) are never shown in a message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from bot.errors import ConfigError, InputError, UpstreamError
+from config.settings import AlertmanagerSettings
+
+DEFAULT_TIMEOUT = 10.0
+SILENCES_PATH = "api/v2/silences"
+SILENCE_PATH = "api/v2/silence/"  # + a validated UUID
+# Alertmanager 0.25 group keys end in the group's labels as Go's LabelSet.String renders them.
+_LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_LABEL_SET = re.compile(rf"\{{(?:{_LABEL_NAME}={_QUOTED}(?:, {_LABEL_NAME}={_QUOTED})*)?\}}")
+_LABEL_PAIR = re.compile(rf"({_LABEL_NAME})=({_QUOTED})")
+MAX_ERROR_TEXT = 300
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One silence matcher; `is_regex` values are anchored by Alertmanager (RE2 syntax)."""
+
+    name: str
+    value: str
+    is_regex: bool = False
+    is_equal: bool = True
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "isRegex": self.is_regex, "isEqual": self.is_equal}
+
+    def __str__(self) -> str:
+        op = ("=~" if self.is_regex else "=") if self.is_equal else ("!~" if self.is_regex else "!=")
+        return f"{self.name}{op}{json.dumps(self.value)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Silence:
+    """A silence as Alertmanager reports it."""
+
+    id: str
+    state: str  # active, pending or expired
+    matchers: tuple[Matcher, ...]
+    starts_at: datetime
+    ends_at: datetime
+    created_by: str
+    comment: str
+
+
+def silence_id(value: str) -> str:
+    """`value` as a canonical silence id; raises InputError unless it is a UUID."""
+    try:
+        return str(uuid.UUID(value.strip()))
+    except (ValueError, AttributeError) as exc:
+        raise InputError(f"{value!r} is not a silence id (expected a UUID)") from exc
+
+
+def matchers_for(label_sets: Sequence[Mapping[str, str]], names: Iterable[str]) -> tuple[Matcher, ...]:
+    """Matchers covering exactly the given alerts' values of `names`.
+
+    A value shared by every alert is an equality matcher; values that differ become one anchored regex
+    alternation (an alert without the label matches it through the empty alternative). Names no alert
+    carries are left out.
+    """
+    found: list[Matcher] = []
+    for name in sorted(set(names)):
+        values = sorted({labels.get(name, "") for labels in label_sets})
+        if values in ([], [""]):
+            continue
+        if len(values) == 1:
+            found.append(Matcher(name, values[0]))
+        else:
+            found.append(Matcher(name, "|".join(_re2_literal(v) for v in values), is_regex=True))
+    return tuple(found)
+
+
+def _re2_literal(value: str) -> str:
+    # RE2 accepts a backslash before any ASCII punctuation (and only that), so escape exactly those.
+    return _PUNCTUATION.sub(r"\\\1", value)
+
+
+def group_labels_from_key(group_key: str) -> dict[str, str]:
+    """The labels Alertmanager grouped by, read from the end of its group key; raises InputError."""
+    for start in (m.start() + 1 for m in re.finditer(r":\{", group_key)):
+        if _LABEL_SET.fullmatch(group_key, start):
+            return {name: _go_unquote(quoted) for name, quoted in _LABEL_PAIR.findall(group_key[start:])}
+    raise InputError("the alert group's key carries no label set")
+
+
+def _go_unquote(quoted: str) -> str:
+    # Go's %q and JSON agree on every escape a printable label value produces (\" \\ \n \t \uXXXX).
+    try:
+        value = json.loads(quoted)
+    except ValueError as exc:
+        raise InputError("the alert group's key has a label value proxybot cannot read") from exc
+    return str(value)
+
+
+class AlertmanagerClient:
+    """Creates, lists and expires silences; every failure is an `UpstreamError` with a clear message."""
+
+    def __init__(self, http: httpx.AsyncClient, *, shown_as: str) -> None:
+        self._http = http
+        self._shown_as = shown_as
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: AlertmanagerSettings,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> AlertmanagerClient:
+        """A client of `alertmanager.url`; ConfigError when it is not set."""
+        if settings.url is None:
+            raise ConfigError(["alertmanager.url: required to create, list or expire silences"])
+        base = httpx.URL(settings.url)
+        http = httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(timeout), transport=transport)
+        return cls(http, shown_as=str(base.copy_with(username=None, password=None)))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def create_silence(
+        self,
+        matchers: Sequence[Matcher],
+        *,
+        starts_at: datetime,
+        ends_at: datetime,
+        created_by: str,
+        comment: str,
+    ) -> str:
+        """POST a silence; returns its id."""
+        if not matchers:
+            raise InputError("a silence needs at least one matcher")
+        body = {
+            "matchers": [m.as_json() for m in matchers],
+            "startsAt": _rfc3339(starts_at),
+            "endsAt": _rfc3339(ends_at),
+            "createdBy": created_by,
+            "comment": comment,
+        }
+        answer = await self._call("creating a silence", "POST", SILENCES_PATH, body)
+        if not isinstance(answer, dict) or not isinstance(answer.get("silenceID"), str):
+            raise self._error("creating a silence", "the answer carries no silenceID")
+        return str(answer["silenceID"])
+
+    async def silences(self) -> list[Silence]:
+        """Every silence Alertmanager knows (active, pending and recently expired)."""
+        answer = await self._call("listing silences", "GET", SILENCES_PATH)
+        if not isinstance(answer, list):
+            raise self._error("listing silences", "the answer is not a list")
+        try:
+            return [_silence(raw) for raw in answer]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._error("listing silences", f"unexpected silence shape ({exc})") from None
+
+    async def expire_silence(self, silence: str) -> None:
+        """Expire the silence with this id (InputError unless it is a UUID)."""
+        path = SILENCE_PATH + silence_id(silence)
+        await self._call(f"expiring silence {silence_id(silence)}", "DELETE", path)
+
+    async def _call(self, doing: str, method: str, path: str, body: Any = None) -> Any:
+        try:
+            response = await self._http.request(method, path, json=body)
+        except httpx.TimeoutException:
+            raise self._error(doing, "timed out") from None
+        except httpx.HTTPError as exc:
+            raise self._error(doing, f"could not connect ({type(exc).__name__})") from None
+        if response.status_code == 404 and method == "DELETE":
+            raise self._error(doing, "no such silence")
+        if not response.is_success:
+            raise self._error(doing, f"HTTP {response.status_code}: {_excerpt(response.text)}")
+        try:
+            return response.json() if response.content else None
+        except ValueError:
+            raise self._error(doing, "the answer is not JSON") from None
+
+    def _error(self, doing: str, why: str) -> UpstreamError:
+        return UpstreamError(f"Alertmanager at {self._shown_as} failed {doing}: {why}")
+
+
+def _rfc3339(at: datetime) -> str:
+    if at.tzinfo is None:
+        raise InputError("silence times must carry a time zone")
+    return at.isoformat()
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_ERROR_TEXT else flat[:MAX_ERROR_TEXT] + "…"
+
+
+def _silence(raw: Mapping[str, Any]) -> Silence:
+    matchers = tuple(
+        Matcher(str(m["name"]), str(m["value"]), bool(m["isRegex"]), bool(m.get("isEqual", True)))
+        for m in raw["matchers"]
+    )
+    return Silence(
+        id=str(raw["id"]),
+        state=str(raw["status"]["state"]),
+        matchers=matchers,
+        starts_at=datetime.fromisoformat(str(raw["startsAt"])),
+        ends_at=datetime.fromisoformat(str(raw["endsAt"])),
+        created_by=str(raw["createdBy"]),
+        comment=str(raw.get("comment", "")),
+    )

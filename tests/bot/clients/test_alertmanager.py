@@ -1,0 +1,235 @@
+"""AlertmanagerClient against a real Alertmanager 0.25 (create, list, expire), its failures, and matchers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from bot.clients.alertmanager import (
+    AlertmanagerClient,
+    Matcher,
+    group_labels_from_key,
+    matchers_for,
+    silence_id,
+)
+from bot.errors import ConfigError, InputError, UpstreamError
+from config.settings import AlertmanagerSettings
+from tests.harness.alertmanager import Alertmanager
+from tests.harness.process import free_port
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+TARGET = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store", "cluster": "team-a"}
+
+
+@pytest.fixture(scope="module")
+def alertmanager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Alertmanager]:
+    # Nothing is routed anywhere in these tests: the webhook URL only has to be well-formed.
+    workdir = tmp_path_factory.mktemp("alertmanager")
+    with Alertmanager(workdir, f"http://127.0.0.1:{free_port()}/alertmanager") as am:
+        yield am
+
+
+@pytest.fixture
+async def client(alertmanager: Alertmanager) -> AsyncIterator[AlertmanagerClient]:
+    am = AlertmanagerClient.from_settings(AlertmanagerSettings(url=alertmanager.url), timeout=5.0)
+    yield am
+    await am.aclose()
+
+
+def silenced_by(am: Alertmanager, labels: dict[str, str]) -> list[str] | None:
+    for alert in am.alerts():
+        if alert["labels"] == labels:
+            found: list[str] = alert["status"]["silencedBy"]
+            return found
+    return None
+
+
+async def wait_silenced_by(am: Alertmanager, labels: dict[str, str], silence: str) -> None:
+    # Alertmanager marks an alert silenced when it is next evaluated; give it a bounded while.
+    deadline = time.monotonic() + 20
+    while silence not in (await asyncio.to_thread(silenced_by, am, labels) or []):
+        assert time.monotonic() < deadline, f"alert {labels} never silenced by {silence}"
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.slow
+async def test_create_list_and_expire_a_silence(client: AlertmanagerClient) -> None:
+    now = datetime.now(UTC)
+    matchers = (Matcher("alertname", TARGET["alertname"]), Matcher("target", TARGET["target"]))
+    created = await client.create_silence(
+        matchers, starts_at=now, ends_at=now + timedelta(hours=1), created_by="alice (Slack U1)", comment="1h"
+    )
+    assert silence_id(created) == created
+    [listed] = [s for s in await client.silences() if s.id == created]
+    assert (listed.state, listed.created_by, listed.comment) == ("active", "alice (Slack U1)", "1h")
+    assert set(listed.matchers) == set(matchers)
+    assert listed.ends_at - listed.starts_at == pytest.approx(timedelta(hours=1), abs=timedelta(seconds=1))
+
+    await client.expire_silence(created.upper())  # any spelling of the UUID is the same silence
+    [expired] = [s for s in await client.silences() if s.id == created]
+    assert expired.state == "expired"
+
+
+@pytest.mark.slow
+async def test_regex_matchers_from_differing_labels_silence_exactly_those_alerts(
+    alertmanager: Alertmanager, client: AlertmanagerClient
+) -> None:
+    pods = [{**TARGET, "pod": "vc-team-a-0"}, {**TARGET, "pod": "vc-team-a-1.x+y"}]
+    other = {**TARGET, "pod": "vc-team-a-2"}
+    await asyncio.to_thread(alertmanager.post_alerts, [{"labels": labels} for labels in [*pods, other]])
+    matchers = matchers_for(pods, ["alertname", "target", "pod"])
+    assert [m.is_regex for m in matchers] == [False, True, False]
+    now = datetime.now(UTC)
+    created = await client.create_silence(
+        matchers, starts_at=now, ends_at=now + timedelta(minutes=5), created_by="t", comment="regex"
+    )
+    for labels in pods:
+        await wait_silenced_by(alertmanager, labels, created)
+    assert created not in (await asyncio.to_thread(silenced_by, alertmanager, other) or [])
+    await client.expire_silence(created)
+
+
+@pytest.mark.slow
+async def test_refusals_and_unknown_ids_are_clear_upstream_errors(client: AlertmanagerClient) -> None:
+    with pytest.raises(UpstreamError, match=r"failed creating a silence: HTTP 400: .*"):
+        await client.create_silence(
+            [Matcher("alertname", "X")],
+            starts_at=NOW,
+            ends_at=NOW - timedelta(hours=1),
+            created_by="t",
+            comment="",
+        )
+    with pytest.raises(UpstreamError, match="expiring silence 00000000-0000-4000-8000-000000000000"):
+        await client.expire_silence("00000000-0000-4000-8000-000000000000")
+
+
+class Recording(httpx.AsyncBaseTransport):
+    """A fake transport that records requests and answers each with `status` and `body`."""
+
+    def __init__(self, status: int = 200, body: bytes = b"[]") -> None:
+        self.status, self.body = status, body
+        self.requests: list[httpx.Request] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(self.status, content=self.body)
+
+
+def faked(
+    transport: httpx.AsyncBaseTransport, url: str = "http://am.example:9093/prefix"
+) -> AlertmanagerClient:
+    return AlertmanagerClient.from_settings(AlertmanagerSettings(url=url), transport=transport)
+
+
+@pytest.mark.parametrize(
+    "hostile", ["../alerts", "%2e%2e/status", "x?y", "0000/../../api/v2/status", "", "ab#c", "../../-/reload"]
+)
+async def test_an_id_that_is_no_uuid_never_reaches_a_path(hostile: str) -> None:
+    transport = Recording()
+    with pytest.raises(InputError, match="not a silence id"):
+        await faked(transport).expire_silence(hostile)
+    assert transport.requests == []
+
+
+async def test_paths_are_constants_under_the_configured_prefix() -> None:
+    transport = Recording()
+    am = faked(transport)
+    await am.expire_silence("6B0E2A1C-8F44-4C31-9E55-2A6F0E1D7C11")
+    await am.silences()
+    assert [(r.method, r.url.path) for r in transport.requests] == [
+        ("DELETE", "/prefix/api/v2/silence/6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"),
+        ("GET", "/prefix/api/v2/silences"),
+    ]
+
+
+async def test_answers_of_the_wrong_shape_are_upstream_errors() -> None:
+    with pytest.raises(UpstreamError, match="listing silences: the answer is not JSON"):
+        await faked(Recording(body=b"<html>")).silences()
+    with pytest.raises(UpstreamError, match="listing silences: unexpected silence shape"):
+        await faked(Recording(body=b'[{"id": "x"}]')).silences()
+    with pytest.raises(UpstreamError, match="creating a silence: the answer carries no silenceID"):
+        await faked(Recording(body=b"{}")).create_silence(
+            [Matcher("a", "b")], starts_at=NOW, ends_at=NOW, created_by="t", comment=""
+        )
+    with pytest.raises(UpstreamError, match=r"listing silences: HTTP 503: down for maintenance"):
+        await faked(Recording(503, b"down   for\nmaintenance")).silences()
+
+
+async def test_unreachable_alertmanager_is_named_without_its_credentials() -> None:
+    am = faked(httpx.AsyncHTTPTransport(), url=f"http://ops:hunter2@127.0.0.1:{free_port()}")
+    with pytest.raises(UpstreamError, match="could not connect") as caught:
+        await am.silences()
+    assert "hunter2" not in str(caught.value)
+    assert str(caught.value).startswith("Alertmanager at http://127.0.0.1:")
+
+
+async def test_a_hanging_alertmanager_times_out() -> None:
+    gave_up = asyncio.Event()
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            await reader.read()  # never answers; returns when the client gives up and closes
+        writer.close()
+        await writer.wait_closed()
+        gave_up.set()
+
+    server = await asyncio.start_server(hang, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    am = AlertmanagerClient.from_settings(AlertmanagerSettings(url=f"http://127.0.0.1:{port}"), timeout=0.2)
+    async with server:
+        with pytest.raises(UpstreamError, match="listing silences: timed out"):
+            await am.silences()
+        await am.aclose()
+        await asyncio.wait_for(gave_up.wait(), timeout=10)
+
+
+async def test_settings_without_url_and_empty_or_naive_silences_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"alertmanager\.url"):
+        AlertmanagerClient.from_settings(AlertmanagerSettings())
+    transport = Recording()
+    with pytest.raises(InputError, match="at least one matcher"):
+        await faked(transport).create_silence([], starts_at=NOW, ends_at=NOW, created_by="t", comment="")
+    naive = datetime(2026, 1, 1)
+    with pytest.raises(InputError, match="time zone"):
+        await faked(transport).create_silence(
+            [Matcher("a", "b")], starts_at=naive, ends_at=naive, created_by="t", comment=""
+        )
+    assert transport.requests == []
+
+
+# -- group keys and matchers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "labels"),
+    [
+        ('{}:{alertname="A", target="p/n"}', {"alertname": "A", "target": "p/n"}),
+        ('{}/{severity="critical"}:{alertname="A"}', {"alertname": "A"}),
+        ('{}:{alertname="A:{x=\\"y\\"}"}', {"alertname": 'A:{x="y"}'}),
+        ('{}:{note="tab\\tand\\\\slash"}', {"note": "tab\tand\\slash"}),
+        ("{}:{}", {}),
+    ],
+)
+def test_group_labels_are_read_from_the_end_of_the_group_key(key: str, labels: dict[str, str]) -> None:
+    assert group_labels_from_key(key) == labels
+
+
+@pytest.mark.parametrize("key", ["", "no labels", "{}:{a=unquoted}", '{}:{a="open}'])
+def test_a_group_key_without_a_label_set_is_refused(key: str) -> None:
+    with pytest.raises(InputError):
+        group_labels_from_key(key)
+
+
+def test_matchers_are_equal_when_shared_and_an_escaped_alternation_when_not() -> None:
+    found = matchers_for(
+        [{"target": "p/n", "pod": "a.b"}, {"target": "p/n", "pod": "c|d"}, {"target": "p/n"}],
+        ["pod", "target", "group_version"],
+    )
+    assert found == (Matcher("pod", r"|a\.b|c\|d", is_regex=True), Matcher("target", "p/n"))
+    assert [str(m) for m in found] == ['pod=~"|a\\\\.b|c\\\\|d"', 'target="p/n"']
