@@ -96,6 +96,32 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     return run_serve(loaded.settings, args.host, args.port)
 
 
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    from sim.scenarios import SCENARIOS
+
+    parser.add_argument(
+        "--scenario",
+        default="target-rolling-restart",
+        choices=sorted(SCENARIOS),
+        metavar="S",
+        help="simulated scenario (default: target-rolling-restart; `proxybot sim --list` describes them)",
+    )
+    parser.add_argument("--speed", type=float, default=20.0, help="simulated seconds per wall second")
+    parser.add_argument("--duration", type=float, default=70.0, help="wall seconds to run (default 70)")
+
+
+def _demo(args: argparse.Namespace, console: Console) -> int:
+    """The embedded default: simulated fleet + the real bot + Slack rendered in the terminal."""
+    from bot.demo import run_demo
+    from bot.render.terminal import Style, colour_enabled
+
+    if args.speed <= 0 or args.duration <= 0:
+        console.warn("--speed and --duration must be positive")
+        return EXIT_USAGE
+    style = Style(colour_enabled(console.out, console.env))
+    return run_demo(args.scenario, args.speed, args.duration, console.out, style)
+
+
 # `sim` is the simulator's own command: imported only when `proxybot sim` is used, so the bot itself
 # never depends on the simulator (STYLE.md's import direction).
 def _sim_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,6 +142,12 @@ COMMANDS: tuple[Command, ...] = (
         help="validate the config and print every problem",
         add_arguments=_check_config_arguments,
         run=check_config,
+    ),
+    Command(
+        name="demo",
+        help="run everything on this machine: simulated clusters, the bot, Slack shown in the terminal",
+        add_arguments=_demo_arguments,
+        run=_demo,
     ),
     Command(
         name="serve",

@@ -105,6 +105,16 @@ class LiveState:
             return ClusterRead(cluster, now, None, None, str(err))
         return ClusterRead(cluster, now, snapshot, self._remember(cluster, snapshot), None)
 
+    async def keep_warm(self, interval: float) -> None:
+        """Read every cluster every `interval` seconds, so the first alert already has a window.
+
+        Without earlier reads an alert's reason counts could only be "since the proxy started"; with
+        them they cover the last minutes. Runs until cancelled (a worker of the app).
+        """
+        while True:
+            await asyncio.gather(*(self.read(cluster) for cluster in self._readers))
+            await asyncio.sleep(interval)
+
     def _remember(self, cluster: str, snapshot: ProxySnapshot) -> ProxyDelta | None:
         """Store the snapshot; return the delta from the oldest one still inside the window."""
         now = self._monotonic()

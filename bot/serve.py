@@ -51,8 +51,11 @@ async def connect_readers(settings: Settings) -> list[KubeReader]:
     return readers
 
 
-async def build_bot(settings: Settings, store: Store | None = None) -> Bot:
-    """Everything `serve` runs, from the settings alone."""
+async def build_bot(settings: Settings, store: Store | None = None, *, warm_interval: float = 60.0) -> Bot:
+    """Everything `serve` runs, from the settings alone.
+
+    `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts.
+    """
     store = store or await open_store(settings.store.url.get_secret_value())
     readers = await connect_readers(settings)
     live = LiveState({r.name: r for r in readers}, timeout=settings.enrichment.timeout_seconds)
@@ -69,7 +72,7 @@ async def build_bot(settings: Settings, store: Store | None = None) -> Bot:
         return None
 
     deps.readiness.append(slack_ready)
-    workers: Sequence[Worker] = (worker.run, delivery.run)
+    workers: Sequence[Worker] = (worker.run, delivery.run, lambda: live.keep_warm(warm_interval))
     return Bot(deps=deps, app=create_app(deps, workers), readers=readers)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bot.domain.snapshot import REQUESTS
 from bot.errors import ClusterError
 from bot.live import LiveState
@@ -99,3 +101,17 @@ async def test_malformed_page_is_a_reason() -> None:
     read = await LiveState({"c1": Broken()}, monotonic=Clock()).read("c1")
     assert read.unavailable is not None
     assert "line 1" in read.unavailable
+
+
+async def test_keep_warm_reads_every_cluster_until_cancelled() -> None:
+    clusters = {"c1": FakeCluster(), "c2": FakeCluster()}
+    live = LiveState(clusters, ttl=0)
+    task = asyncio.create_task(live.keep_warm(0.01))
+    while clusters["c2"].reads < 3:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert clusters["c1"].reads >= 3
+    read = await live.read("c1")
+    assert read.window is not None
