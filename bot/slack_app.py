@@ -1,0 +1,168 @@
+"""Slack inbound: the bolt app, its `POST /slack/events` route (HTTP mode) or its Socket Mode worker.
+
+    slack_routes_and_workers(settings, deps)  ->  ([Route POST /slack/events], [...])   HTTP mode
+                                              ->  ([], [socket mode worker, ...])       slack.app_token set
+
+Bolt verifies every HTTP request's signature (`v0:timestamp:body`, HMAC-SHA256 with the signing secret,
+5-minute window) and answers 401 otherwise. Its Web API client honours `slack.api_url`. Handler modules
+register their listeners explicitly in `build_slack_app`; listeners ack at once and work afterwards
+(`process_before_response=False`). No token is logged: bolt and slack_sdk keep them out of their logs,
+and this module only ever names which setting is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable, Sequence
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.starlette.async_handler import to_async_bolt_request, to_starlette_response
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from bot.app import Deps, Worker
+from bot.clients.alertmanager import AlertmanagerClient
+from bot.errors import ConfigError
+from config.settings import Settings
+from handlers import actions
+from handlers.actions import ActionDeps, ButtonChecks, Silencer
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+# Interaction payloads carry the whole message they came from (≤ 50 blocks): a few hundred KB at most.
+MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_TIMEOUT = 10.0
+
+# A handler module's registration, bound to its dependencies: `lambda app: actions.register(app, deps)`.
+Registration = Callable[[AsyncApp], None]
+
+
+def web_client(settings: Settings, *, timeout: float = DEFAULT_TIMEOUT) -> AsyncWebClient:
+    """The Web API client listeners get as `client`: bot token, `slack.api_url`, a timeout, no retries."""
+    if settings.slack.bot_token is None:
+        raise ConfigError(["slack.bot_token: required to answer Slack commands and buttons"])
+    return AsyncWebClient(
+        token=settings.slack.bot_token.get_secret_value(),
+        base_url=str(settings.slack.api_url),
+        timeout=math.ceil(timeout),
+        retry_handlers=[],
+    )
+
+
+def build_slack_app(
+    settings: Settings, registrations: Sequence[Registration], *, client: AsyncWebClient | None = None
+) -> AsyncApp:
+    """The bolt app with every given handler module registered; ConfigError names a missing secret."""
+    secret = settings.slack.signing_secret
+    if secret is None and settings.slack.app_token is None:
+        raise ConfigError(
+            ["slack.signing_secret: required for POST /slack/events (or set slack.app_token for Socket Mode)"]
+        )
+    app = AsyncApp(
+        # Socket Mode requests are not signed (the socket is authenticated by the app token instead).
+        signing_secret=secret.get_secret_value() if secret is not None else "",
+        client=client or web_client(settings),
+        process_before_response=False,
+    )
+    for register in registrations:
+        register(app)
+    return app
+
+
+def events_route(app: AsyncApp, path: str = EVENTS_PATH) -> Route:
+    """`POST /slack/events` dispatched to bolt as its Starlette adapter does; oversized or non-UTF-8
+    bodies are refused (413/400) first, since the adapter would fail on them with a 500."""
+
+    async def slack_events(request: Request) -> Response:
+        body = await _read_body(request)
+        if isinstance(body, Response):
+            return body
+        answer = await app.async_dispatch(to_async_bolt_request(request, body))
+        return to_starlette_response(answer)
+
+    return Route(path, slack_events, methods=["POST"])
+
+
+async def _read_body(request: Request) -> bytes | Response:
+    """The body within the limit and valid UTF-8, else the response refusing it."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return PlainTextResponse("request body too large", status_code=413)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return PlainTextResponse("request body too large", status_code=413)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        return PlainTextResponse("client disconnected", status_code=400)
+    body = b"".join(chunks)
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return PlainTextResponse("request body is not UTF-8", status_code=400)
+    return body
+
+
+def socket_mode_worker(app: AsyncApp, app_token: str) -> Worker:
+    """A worker that keeps a Socket Mode connection for the app's lifetime (bolt reconnects it)."""
+
+    async def slack_socket_mode() -> None:
+        handler = AsyncSocketModeHandler(app, app_token)
+        try:
+            await handler.connect_async()  # type: ignore[no-untyped-call]  # bolt leaves it bare
+            log.info("Slack Socket Mode connected")
+            await asyncio.Event().wait()  # until the app stops and cancels this worker
+        finally:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+
+    return slack_socket_mode
+
+
+def _closing(client: AlertmanagerClient) -> Worker:
+    async def alertmanager_client_lifetime() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await client.aclose()
+
+    return alertmanager_client_lifetime
+
+
+def slack_routes_and_workers(
+    settings: Settings,
+    deps: Deps,
+    *,
+    checks: ButtonChecks | None = None,
+    silencer: Silencer | None = None,
+    client: AsyncWebClient | None = None,
+    registrations: Sequence[Registration] = (),
+) -> tuple[list[BaseRoute], list[Worker]]:
+    """Slack inbound for `create_app(deps, workers, extra=routes)`.
+
+    HTTP mode gives the `/slack/events` route; Socket Mode (`slack.app_token` set) gives a worker instead.
+    The buttons silence through `silencer`, else through an Alertmanager client built from
+    `alertmanager.url` (and closed when the app stops); `checks` back *Probe now* and *Path check*.
+    `registrations` add further handler modules (the slash commands).
+    """
+    workers: list[Worker] = []
+    if silencer is None and settings.alertmanager.url is not None:
+        am = AlertmanagerClient.from_settings(settings.alertmanager)
+        silencer = am
+        workers.append(_closing(am))
+    button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks())
+    app = build_slack_app(
+        settings, [lambda app: actions.register(app, button_deps), *registrations], client=client
+    )
+    if settings.slack.app_token is not None:
+        workers.append(socket_mode_worker(app, settings.slack.app_token.get_secret_value()))
+        return [], workers
+    return [events_route(app)], workers

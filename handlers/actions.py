@@ -1,0 +1,325 @@
+"""The buttons on alert messages: *Silence 1h*, and *Probe now* / *Path check* when their checks are given.
+
+Each button is acknowledged at once (bolt's `ack` listener) and its work runs after, as a bolt lazy
+listener, so a slow Alertmanager or cluster never delays the ack. Every outcome is answered: refusals and
+failures ephemerally to the person who pressed (through `response_url`), results in the alert's thread.
+A failure is a sentence naming what failed, never a stack trace and never silence.
+
+The button value is an `ActionRef` (validated cluster, target and group id); nothing else from the payload
+is trusted beyond the Slack user and channel ids that bolt has verified with the request's signature.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
+from bot.domain.alerts import AlertStatus
+from bot.domain.messages import ActionRef, group_id
+from bot.errors import InputError, ProxybotError
+from bot.render.blocks import Message, code, esc
+from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
+from bot.store.models import AlertGroupState
+from config.settings import ClusterSettings, Requester, Settings, TargetSettings
+
+log = logging.getLogger(__name__)
+
+SILENCE_DURATION = timedelta(hours=1)
+# The labels that say which alert a silence is about; a cluster's `match` labels are added to them.
+IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
+# Where the alert pipeline may keep the labels of a group's alerts (a list of label maps). Without it,
+# the group's labels are read back from its Alertmanager group key.
+DETAILS_ALERT_LABELS = "alert_labels"
+_SLACK_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+# A button's check: runs against one configured target of one cluster, returns the answer to post.
+Check = Callable[[ClusterSettings, TargetSettings], Awaitable[Message]]
+
+
+@dataclass(frozen=True)
+class ButtonChecks:
+    """The checks behind *Probe now* and *Path check*; a button is only registered when its check is."""
+
+    probe: Check | None = None
+    path: Check | None = None
+
+
+class GroupSource(Protocol):
+    """The store's side of the buttons (`bot.store.Store` is one)."""
+
+    async def groups(
+        self, channel: str | None = None, status: AlertStatus | None = None
+    ) -> list[AlertGroupState]: ...
+
+
+class Silencer(Protocol):
+    """What *Silence 1h* needs of Alertmanager (`bot.clients.alertmanager.AlertmanagerClient` is one)."""
+
+    async def create_silence(
+        self,
+        matchers: Sequence[Matcher],
+        *,
+        starts_at: datetime,
+        ends_at: datetime,
+        created_by: str,
+        comment: str,
+    ) -> str: ...
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class ActionDeps:
+    """What the buttons use; `silencer` is None when `alertmanager.url` is not configured."""
+
+    settings: Settings
+    groups: GroupSource
+    silencer: Silencer | None
+    checks: ButtonChecks = field(default_factory=ButtonChecks)
+    now: Callable[[], datetime] = _utc_now
+
+
+class Refused(ProxybotError):
+    """The person who pressed may not do this, or it cannot be done for this alert; says why."""
+
+
+def register(app: AsyncApp, deps: ActionDeps) -> None:
+    """Add the buttons' listeners to `app`: always *Silence 1h*, the checks only when given."""
+    app.action(ACTION_SILENCE)(ack=_ack, lazy=[_silence_listener(deps)])
+    for action_id, verb, check in (
+        (ACTION_PROBE, "Probing", deps.checks.probe),
+        (ACTION_PATH, "Checking the path to", deps.checks.path),
+    ):
+        if check is not None:
+            app.action(action_id)(ack=_ack, lazy=[_check_listener(deps, verb, check)])
+
+
+async def _ack(ack: AsyncAck) -> None:
+    await ack()
+
+
+# -- the pressed button --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pressed:
+    """A button press as the handlers use it: who, where, which alert, and its thread."""
+
+    action_id: str
+    ref: ActionRef
+    who: Requester
+    user_name: str
+    channel: str
+    thread_ts: str | None
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Pressed:
+        """Read a `block_actions` payload; InputError when it is not one of our buttons' shape."""
+        try:
+            action = body["actions"][0]
+            user, channel = body["user"], body["channel"]
+            who = Requester(
+                user=str(user["id"]),
+                channel_id=str(channel["id"]),
+                channel_name=channel.get("name"),
+                direct_message=channel.get("name") == "directmessage" or str(channel["id"]).startswith("D"),
+            )
+            name = str(user.get("username") or user.get("name") or user["id"])
+            ref = ActionRef.decode(str(action["value"]))
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise InputError("the button press is missing fields") from exc
+        return cls(str(action["action_id"]), ref, who, name, who.channel_id, _thread_of(body))
+
+
+def _thread_of(body: Mapping[str, Any]) -> str | None:
+    message = body.get("message") or {}
+    container = body.get("container") or {}
+    found = message.get("thread_ts") or message.get("ts") or container.get("thread_ts")
+    found = found or container.get("message_ts")
+    return str(found) if found else None
+
+
+def _mention(user: str) -> str:
+    return f"<@{user}>" if _SLACK_ID.fullmatch(user) else esc(user)
+
+
+# -- Silence 1h ----------------------------------------------------------------------------------------
+
+
+def _silence_listener(deps: ActionDeps) -> Callable[..., Awaitable[None]]:
+    async def silence_alert_group(
+        body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await _answering(respond, "silence", lambda pressed: _silence(deps, pressed, respond, client), body)
+
+    return silence_alert_group
+
+
+async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond, client: AsyncWebClient) -> None:
+    cluster = _silence_allowed(deps, pressed)
+    if deps.silencer is None:
+        raise Refused("proxybot cannot silence: `alertmanager.url` is not set in its configuration.")
+    group = await _find_group(deps.groups, pressed.ref.group)
+    matchers = silence_matchers(group, pressed.ref, cluster)
+    now = deps.now()
+    silence = await deps.silencer.create_silence(
+        matchers,
+        starts_at=now,
+        ends_at=now + SILENCE_DURATION,
+        created_by=f"{pressed.user_name} (Slack {pressed.who.user})",
+        comment=f"Silence 1h from proxybot's alert message (group {pressed.ref.group}).",
+    )
+    log.info("silence %s created by %s for group %s", silence, pressed.who.user, pressed.ref.group)
+    shown = ", ".join(code(m) for m in matchers)
+    text = f"Silenced for 1h by {_mention(pressed.who.user)} (silence {code(silence)}): {shown}"
+    await _in_thread(client, respond, pressed, Message(text))
+
+
+def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
+    name = pressed.ref.cluster
+    cluster = None if name is None else deps.settings.cluster(name)
+    if cluster is None:
+        raise Refused(
+            "This alert group is not tied to one configured cluster, so proxybot cannot check who may "
+            "silence it: silence it in Alertmanager instead."
+        )
+    if not deps.settings.may_silence(cluster.name, pressed.who):
+        raise Refused(_silence_refusal(deps.settings, cluster.name, pressed.who))
+    return cluster
+
+
+def _silence_refusal(settings: Settings, cluster: str, who: Requester) -> str:
+    if who.user not in settings.access.silencers:
+        why = "you are not in `access.silencers` of proxybot's configuration"
+    else:
+        why = f"this channel may not query cluster {code(cluster)} (see `access` in the configuration)"
+    return f"You may not silence alerts of cluster {code(cluster)}: {why}."
+
+
+async def _find_group(groups: GroupSource, wanted: str) -> AlertGroupState:
+    # Group ids are hashes of group keys, so the store is scanned; it holds one row per live group.
+    found = next((g for g in await groups.groups() if group_id(g.group_key) == wanted), None)
+    if found is None:
+        raise Refused(
+            "proxybot no longer knows this alert group (it was cleaned up): silence it in Alertmanager."
+        )
+    return found
+
+
+def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSettings) -> tuple[Matcher, ...]:
+    """Matchers for the group's alerts: from their stored labels, else from the group key and the button.
+
+    Refused when they would not name the target or the cluster: such a silence would mute the alert on
+    every cluster of the fleet.
+    """
+    stored = _stored_label_sets(group.details)
+    if stored:
+        names = {*IDENTIFYING_LABELS, *cluster.match}
+        found = matchers_for(stored, names)
+    else:
+        labels = group_labels_from_key(group.group_key)
+        if ref.target is not None:
+            labels.setdefault("target", ref.target)
+        found = matchers_for([labels], labels)
+    if not {m.name for m in found} & {"target", *cluster.match}:
+        raise Refused(
+            "This alert group's labels name neither its target nor its cluster, so a silence would mute it "
+            "everywhere: silence it in Alertmanager with narrower matchers."
+        )
+    return found
+
+
+def _stored_label_sets(details: Mapping[str, Any]) -> list[dict[str, str]]:
+    raw = details.get(DETAILS_ALERT_LABELS)
+    if not isinstance(raw, list):
+        return []
+    return [{str(k): str(v) for k, v in item.items()} for item in raw if isinstance(item, dict)]
+
+
+# -- Probe now / Path check ----------------------------------------------------------------------------
+
+
+def _check_listener(deps: ActionDeps, verb: str, check: Check) -> Callable[..., Awaitable[None]]:
+    async def run_button_check(body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+        async def run(pressed: Pressed) -> None:
+            cluster, target = _check_allowed(deps.settings, pressed)
+            await _ephemeral(respond, f"{verb} {code(target.name)}…")
+            await _in_thread(client, respond, pressed, await check(cluster, target))
+
+        await _answering(respond, "check", run, body)
+
+    return run_button_check
+
+
+def _check_allowed(settings: Settings, pressed: Pressed) -> tuple[ClusterSettings, TargetSettings]:
+    ref = pressed.ref
+    if ref.target is None or ref.cluster is None:
+        raise Refused(
+            "This alert group spans several targets or clusters: use `/proxy` with a target instead."
+        )
+    cluster = settings.cluster(ref.cluster)
+    target = None if cluster is None else cluster.target(ref.target)
+    if cluster is None or target is None:
+        raise Refused(
+            f"Target {code(ref.target)} of cluster {code(ref.cluster)} is not in proxybot's configuration."
+        )
+    if not settings.may_query(cluster.name, pressed.who):
+        raise Refused(
+            f"This channel may not query cluster {code(cluster.name)} (see `access` in the configuration)."
+        )
+    return cluster, target
+
+
+# -- answering -----------------------------------------------------------------------------------------
+
+
+async def _answering(
+    respond: AsyncRespond, what: str, work: Callable[[Pressed], Awaitable[None]], body: Mapping[str, Any]
+) -> None:
+    """Run a button's work; every way it can end is answered to the person who pressed."""
+    try:
+        pressed = Pressed.from_body(body)
+        await work(pressed)
+    except Refused as refusal:
+        user = (body.get("user") or {}).get("id")
+        log.info("refused %s by %s in %s: %s", what, user, (body.get("channel") or {}).get("id"), refusal)
+        await _ephemeral(respond, str(refusal))
+    except InputError as err:
+        log.warning("rejected %s button press: %s", what, err)
+        await _ephemeral(respond, f"This button cannot be used: {esc(err)}.")
+    except ProxybotError as err:
+        log.error("%s button failed: %s", what, err)
+        await _ephemeral(respond, f"The {what} failed: {esc(err)}")
+    except Exception:
+        log.exception("%s button failed unexpectedly", what)
+        await _ephemeral(respond, f"The {what} failed on proxybot's side; the error is in its log.")
+
+
+async def _ephemeral(respond: AsyncRespond, text: str) -> None:
+    try:
+        await respond(text=text, response_type="ephemeral", replace_original=False)
+    except Exception as err:  # the person's answer channel itself failed: all that is left is the log
+        log.error("could not answer through response_url: %s", type(err).__name__)
+
+
+async def _in_thread(
+    client: AsyncWebClient, respond: AsyncRespond, pressed: Pressed, message: Message
+) -> None:
+    """Post in the alert's thread; when Slack refuses, give the answer to the person instead."""
+    try:
+        await client.chat_postMessage(
+            channel=pressed.channel, thread_ts=pressed.thread_ts, **message.as_kwargs()
+        )
+    except Exception as err:
+        log.error("could not post in the alert's thread in %s: %s", pressed.channel, type(err).__name__)
+        await _ephemeral(respond, f"{message.text}\n(proxybot could not post this in the alert's thread.)")
