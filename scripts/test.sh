@@ -18,22 +18,7 @@ if [ ${#need_debs[@]} -gt 0 ]; then
   fi
 fi
 
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  echo "== creating .venv"
-  "$PY" -m venv .venv
-fi
-stamp=.venv/.installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
-  echo "== installing Python packages"
-  if ! .venv/bin/pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]' \
-      >.venv/pip.log 2>&1; then
-    cat .venv/pip.log >&2
-    exit 1
-  fi
-  touch "$stamp"
-fi
-export PATH="$PWD/.venv/bin:$PATH"
+source scripts/venv.sh
 
 echo "== ruff check";        ruff check .
 echo "== ruff format";       ruff format --check .
