@@ -1,0 +1,349 @@
+"""Live state per target (`status`, `peers`) and the outcome-reason breakdown (`reasons`).
+
+Both read the client tenant cluster's `/metrics/syncer` through the cluster's configured context. Behind
+a load-balanced Service the replica that answered is unknown (the page carries no `pod` label), and the
+result says so; a per-replica context pins one.
+
+`reasons` counts over a window when Prometheus is configured (`increase(...[window])`, the same queries
+alert enrichment uses) and otherwise shows totals since the proxy started, labelled as such: two reads
+`window` apart are impractical for a command. Each reason carries its meaning from the guide's table and
+whose side it is; the check fails when a proxy-fault reason counted in what is shown.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bot.checks.context import CheckContext, TargetRef, resolve_target
+from bot.clients.prometheus import PrometheusClient
+from bot.domain.diagnosis import diagnose
+from bot.domain.findings import Finding, Severity, finding_key, worst
+from bot.domain.reasons import OutcomeReason, ReasonKind, reason_info
+from bot.domain.snapshot import (
+    DIAL_FAILURES,
+    DISCOVERY_FALLBACKS,
+    REQUESTS,
+    TERMINATIONS,
+    PeerCounts,
+    ProxySnapshot,
+    make_labels,
+)
+from bot.errors import InputError, UpstreamError
+from bot.live import ClusterRead
+from bot.prom_queries import WindowAsk, counters_query, window_from
+from config.settings import ClusterSettings, Settings
+
+REPLICA_UNKNOWN = "not pinned: the client cluster's Service chose one replica"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVersionState:
+    """One group/version's peer cache as the proxy reports it now."""
+
+    group_version: str
+    peers: PeerCounts | None
+    cache_synced: bool | None
+    peer_list_age: float | None  # not a staleness signal (the guide): shown, never judged
+
+
+@dataclass(frozen=True, slots=True)
+class TargetStatus:
+    """A configured target: its peer caches and the diagnosis, or why the client could not be read."""
+
+    target: str
+    cluster: str
+    group_versions: tuple[GroupVersionState, ...]
+    findings: tuple[Finding, ...]
+    unavailable: str | None = None
+
+    @property
+    def severity(self) -> Severity:
+        return worst(self.findings)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterReadInfo:
+    """When a client cluster was read and which replica answered (None: not known)."""
+
+    cluster: str
+    read_at: float
+    replica: str | None
+    unavailable: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StatusResult:
+    """Live state of one or every configured target."""
+
+    targets: tuple[TargetStatus, ...]
+    reads: tuple[ClusterReadInfo, ...]
+
+    @property
+    def severity(self) -> Severity:
+        return max((t.severity for t in self.targets), default=Severity.OK)
+
+    @property
+    def passed(self) -> bool:
+        return self.severity < Severity.WARNING
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": "status",
+            "passed": self.passed,
+            "verdict": self.severity.label,
+            "reads": [_read_dict(r) for r in self.reads],
+            "targets": [_target_dict(t) for t in self.targets],
+        }
+
+
+def _read_dict(r: ClusterReadInfo) -> dict[str, Any]:
+    return {"cluster": r.cluster, "read_at": r.read_at, "replica": r.replica, "unavailable": r.unavailable}
+
+
+def _target_dict(t: TargetStatus) -> dict[str, Any]:
+    return {
+        "target": t.target,
+        "cluster": t.cluster,
+        "severity": t.severity.label,
+        "unavailable": t.unavailable,
+        "group_versions": [
+            {
+                "group_version": g.group_version,
+                "peers": None
+                if g.peers is None
+                else {
+                    "healthy": g.peers.healthy,
+                    "quarantined": g.peers.quarantined,
+                    "half_open": g.peers.half_open,
+                },
+                "cache_synced": g.cache_synced,
+                "peer_list_age_seconds": g.peer_list_age,
+            }
+            for g in t.group_versions
+        ],
+        "findings": [
+            {
+                "severity": f.severity.label,
+                "kind": f.kind,
+                "title": f.title,
+                "evidence": list(f.evidence),
+                "cause": f.cause,
+                "next_step": f.next_step,
+                "group_version": f.group_version,
+            }
+            for f in t.findings
+        ],
+    }
+
+
+def _refs(settings: Settings, target: str | None) -> list[TargetRef]:
+    if target is not None:
+        return [resolve_target(settings, target)]
+    return [TargetRef(c, t) for c in settings.clusters for t in c.targets]
+
+
+async def run_status(ctx: CheckContext, target: str | None = None) -> StatusResult:
+    """Live state of `target` (or every configured target): peers per group/version and the diagnosis."""
+    refs = _refs(ctx.settings, target)
+    live = await ctx.live()
+    reads: dict[str, ClusterRead] = {}
+    for ref in refs:
+        if ref.cluster.name not in reads:
+            reads[ref.cluster.name] = await live.read(ref.cluster.name)
+    statuses = tuple(_target_status(ref, reads[ref.cluster.name]) for ref in refs)
+    infos = tuple(_read_info(ctx.settings.cluster(name), read) for name, read in reads.items())
+    return StatusResult(statuses, infos)
+
+
+def _read_info(cluster: ClusterSettings | None, read: ClusterRead) -> ClusterReadInfo:
+    return ClusterReadInfo(read.cluster, read.read_at, pinned_replica(cluster), read.unavailable)
+
+
+def pinned_replica(cluster: ClusterSettings | None) -> str | None:
+    """The replica a context pins, when its name says so (`<cluster>-<n>`, as vCluster names pods)."""
+    if cluster is None or cluster.context is None:
+        return None
+    return cluster.context if re.fullmatch(rf"{re.escape(cluster.name)}-\d+", cluster.context) else None
+
+
+def _target_status(ref: TargetRef, read: ClusterRead) -> TargetStatus:
+    if read.snapshot is None:
+        why = read.unavailable or "not read"
+        return TargetStatus(ref.name, ref.cluster.name, (), (_unreadable(ref, why),), why)
+    snapshot = read.snapshot
+    gvs = list(dict.fromkeys([*ref.target.group_versions, *snapshot.group_versions(ref.name)]))
+    states = tuple(_gv_state(snapshot, ref.name, gv) for gv in gvs)
+    findings = tuple(diagnose(snapshot, read.window, target=ref.name))
+    return TargetStatus(ref.name, ref.cluster.name, states, findings)
+
+
+def _unreadable(ref: TargetRef, why: str) -> Finding:
+    # No live state is no proof of health: a warning, so that the command exits non-zero.
+    return Finding(
+        severity=Severity.WARNING,
+        kind="live_state_unavailable",
+        key=finding_key("live_state_unavailable", ref.name),
+        title=f"{ref.name}: the client cluster {ref.cluster.name} could not be read",
+        evidence=(why,),
+        cause="The bot could not read /metrics/syncer on the client tenant cluster (see the evidence).",
+        next_step="Check the bot's kubeconfig and RBAC for this cluster (get on /metrics/syncer); a 404 "
+        "there means a vCluster older than v0.37.",
+        guide_section="Monitor the proxy > Scrape proxy metrics",
+        target=ref.name,
+    )
+
+
+def _gv_state(snapshot: ProxySnapshot, target: str, gv: str) -> GroupVersionState:
+    return GroupVersionState(
+        gv, snapshot.peers(target, gv), snapshot.cache_synced(target, gv), snapshot.peer_list_age(target, gv)
+    )
+
+
+# -- reasons ------------------------------------------------------------------------------------------
+
+# The four counter families that carry a `reason`, with the words the breakdown uses for them.
+REASON_FAMILIES = (
+    (REQUESTS, "request"),
+    (TERMINATIONS, "termination"),
+    (DIAL_FAILURES, "dial failure"),
+    (DISCOVERY_FALLBACKS, "discovery fallback"),
+)
+SINCE_START = "since the proxy started"
+_DURATION = re.compile(r"(\d+)([smhd])")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MIN_WINDOW = 60
+MAX_WINDOW = 7 * 86400
+
+
+def parse_window(text: str) -> int:
+    """`15m`, `1h30m`, `90s`, `2d` in seconds; between a minute and a week."""
+    parts = _DURATION.findall(text)
+    if not text or "".join(n + u for n, u in parts) != text:
+        raise InputError(f"--window: {text[:40]!r} is not a duration like 15m, 1h or 1h30m")
+    seconds = sum(int(n) * _UNIT[u] for n, u in parts)
+    if not MIN_WINDOW <= seconds <= MAX_WINDOW:
+        raise InputError(f"--window: {text!r} is outside 1m..7d")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonCount:
+    """How often one reason was counted by one family, and what it means."""
+
+    family: str  # request, termination, dial failure, discovery fallback
+    reason: str
+    count: float
+    info: OutcomeReason
+
+    @property
+    def is_fault(self) -> bool:
+        return self.info.kind is ReasonKind.PROXY_FAULT
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonsResult:
+    """The outcome reasons of one target, over a window (Prometheus) or since the proxy started."""
+
+    target: str
+    cluster: str
+    scope: str  # "in the last 15m (Prometheus)" or "since the proxy started"
+    window_seconds: int | None  # None: totals since the proxy started
+    counts: tuple[ReasonCount, ...]
+    notes: tuple[str, ...] = ()
+    unavailable: str | None = None
+
+    @property
+    def faults(self) -> tuple[ReasonCount, ...]:
+        return tuple(c for c in self.counts if c.is_fault)
+
+    @property
+    def passed(self) -> bool:
+        return self.unavailable is None and not self.faults
+
+    @property
+    def verdict(self) -> str:
+        if self.unavailable is not None:
+            return "unknown"
+        return "proxy_faults" if self.faults else "no_proxy_faults"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": "reasons",
+            "passed": self.passed,
+            "verdict": self.verdict,
+            "target": self.target,
+            "cluster": self.cluster,
+            "scope": self.scope,
+            "window_seconds": self.window_seconds,
+            "unavailable": self.unavailable,
+            "notes": list(self.notes),
+            "reasons": [
+                {
+                    "family": c.family,
+                    "reason": c.reason,
+                    "count": c.count,
+                    "kind": c.info.kind.value,
+                    "fault": c.is_fault,
+                    "meaning": c.info.meaning,
+                    "next_step": c.info.next_step,
+                }
+                for c in self.counts
+            ],
+        }
+
+
+def reason_counts(source: ProxySnapshot, target: str) -> tuple[ReasonCount, ...]:
+    """Every positive (family, reason) count of one target, faults first, then largest."""
+    found = [
+        ReasonCount(words, reason, value, reason_info(reason))
+        for family, words in REASON_FAMILIES
+        for reason, value in source.breakdown(family, "reason", target=target).items()
+        if value > 0
+    ]
+    return tuple(sorted(found, key=lambda c: (not c.is_fault, -c.count, c.family, c.reason)))
+
+
+async def run_reasons(
+    ctx: CheckContext,
+    target: str,
+    *,
+    window: int | None = None,
+    prometheus: PrometheusClient | None = None,
+) -> ReasonsResult:
+    """The reason breakdown: from Prometheus over `window` when a client is given, else since start."""
+    ref = resolve_target(ctx.settings, target)
+    notes: list[str] = []
+    if prometheus is not None and window is not None:
+        try:
+            return await _from_prometheus(ref, window, prometheus)
+        except UpstreamError as err:
+            notes.append(f"Prometheus could not be read ({err}); showing totals {SINCE_START} instead")
+    elif window is not None:
+        notes.append(f"prometheus.url is not configured: --window cannot apply; totals {SINCE_START}")
+    read = await (await ctx.live()).read(ref.cluster.name)
+    if read.snapshot is None:
+        return ReasonsResult(
+            ref.name, ref.cluster.name, SINCE_START, None, (), tuple(notes), read.unavailable
+        )
+    counts = reason_counts(read.snapshot, ref.name)
+    return ReasonsResult(ref.name, ref.cluster.name, SINCE_START, None, counts, tuple(notes))
+
+
+async def _from_prometheus(ref: TargetRef, window: int, prometheus: PrometheusClient) -> ReasonsResult:
+    match = make_labels(ref.cluster.match.items())
+    ask = WindowAsk("", ref.cluster.name, match, ref.name, None, window)
+    samples = await prometheus.query(counters_query(ask))
+    increase = window_from(ask, time.time(), samples, [], []).delta.increase
+    scope = f"in the last {_fmt_window(window)} (Prometheus increase())"
+    counts = reason_counts(increase, ref.name)
+    return ReasonsResult(ref.name, ref.cluster.name, scope, window, counts)
+
+
+def _fmt_window(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

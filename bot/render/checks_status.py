@@ -1,0 +1,98 @@
+"""`status`, `peers` and `reasons` as Slack messages (the CLI shows the same messages in the terminal).
+
+Status reuses the alert renderer's findings layout, so a command's answer reads like an alert's live
+state; the peer caches per group/version go first, in the notes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bot.checks.status import (
+    REPLICA_UNKNOWN,
+    GroupVersionState,
+    ReasonCount,
+    ReasonsResult,
+    StatusResult,
+    TargetStatus,
+)
+from bot.domain.diagnosis_readings import describe_peers, fmt_count, fmt_duration
+from bot.domain.messages import FindingsReport, LiveRead
+from bot.domain.reasons import ReasonKind
+from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
+from bot.render.slack import findings_message
+
+# Whose side each kind of reason is, in the words of the breakdown.
+KIND_WORDS = {
+    ReasonKind.PROXY_FAULT: "fault: proxy path",
+    ReasonKind.TARGET_SIDE: "target side",
+    ReasonKind.CALLER_SIDE: "caller side, not a proxy fault",
+    ReasonKind.ISOLATION: "isolation working as intended",
+    ReasonKind.UNKNOWN: "unknown reason",
+}
+
+
+def _cache_line(target: str, g: GroupVersionState) -> str:
+    peers = describe_peers(g.peers) if g.peers is not None else "no peer gauge"
+    synced = {True: "synced", False: "NOT synced", None: "sync not reported"}[g.cache_synced]
+    age = "" if g.peer_list_age is None else f", list published {fmt_duration(g.peer_list_age)} ago"
+    return f"{target} {g.group_version}: {peers}; cache {synced}{age}"
+
+
+def _target_notes(t: TargetStatus) -> list[str]:
+    return [_cache_line(t.target, g) for g in t.group_versions]
+
+
+def _live(result: StatusResult) -> LiveRead:
+    ok = [r for r in result.reads if r.unavailable is None]
+    if not ok:
+        why = "; ".join(r.unavailable or "" for r in result.reads) or "nothing read"
+        return LiveRead.missing(why)
+    latest = max(ok, key=lambda r: r.read_at)
+    return LiveRead.read(datetime.fromtimestamp(latest.read_at, UTC), latest.replica)
+
+
+def status_message(result: StatusResult, now: datetime, *, title: str | None = None) -> Message:
+    """Every target's peer caches, then the diagnosis findings, then when and where state was read."""
+    names = [t.target for t in result.targets]
+    notes = [line for t in result.targets for line in _target_notes(t)]
+    notes += [f"replica of {r.cluster}: {r.replica or REPLICA_UNKNOWN}" for r in result.reads]
+    clusters = sorted({t.cluster for t in result.targets})
+    report = FindingsReport(
+        title=title or (f"Status of {names[0]}" if len(names) == 1 else f"Status of {len(names)} targets"),
+        findings=tuple(f for t in result.targets for f in t.findings),
+        live=_live(result),
+        cluster=clusters[0] if len(clusters) == 1 else None,
+        notes=tuple(notes),
+    )
+    return findings_message(report, now)
+
+
+def _reason_lines(c: ReasonCount) -> list[str]:
+    mark = "🔴" if c.is_fault else "•"
+    return [
+        f"{mark} *{esc(c.family)}* {code(c.reason)}: {fmt_count(c.count)} — _{KIND_WORDS[c.info.kind]}_",
+        f"    {esc(c.info.meaning)}",
+    ]
+
+
+def reasons_message(result: ReasonsResult) -> Message:
+    """The breakdown per counter family and reason, each with its meaning and whose side it is."""
+    if result.unavailable is not None:
+        verdict = "unknown"
+    else:
+        verdict = f"{len(result.faults)} proxy-fault reasons" if result.faults else "no proxy faults"
+    body: list[Block] = [header(f"Outcome reasons of {result.target} {result.scope}: {verdict}")]
+    if result.unavailable is not None:
+        body.append(section(f"⚠️ live state unavailable: {esc(result.unavailable)}"))
+    elif not result.counts:
+        body.append(section(f"No reason was counted {esc(result.scope)} (a missing counter means zero)."))
+    else:
+        body.append(section_lines([line for c in result.counts for line in _reason_lines(c)]))
+    faults = list(dict.fromkeys(c.reason for c in result.faults))
+    for reason in faults[:3]:
+        step = next(c.info.next_step for c in result.faults if c.reason == reason)
+        body.append(section(f"*Next step for {code(reason)}:* {esc(step)}"))
+    notes = [esc(n) for n in result.notes]
+    tail = [context([f"cluster {code(result.cluster)}", f"counts {esc(result.scope)}", *notes])]
+    return message(f"Outcome reasons of {result.target} {result.scope}: {verdict}", body, tail)
