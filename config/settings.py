@@ -353,16 +353,10 @@ def _duplicate_names(clusters: tuple[ClusterSettings, ...]) -> list[tuple[Loc, s
 
 
 def _unrouted_channels(settings: Settings) -> list[tuple[Loc, str]]:
+    # Alerts that match no configured cluster are still posted, never dropped: they need somewhere to go.
     if settings.slack.default_channel is not None:
         return []
-    problems: list[tuple[Loc, str]] = [
-        (("clusters", index, "channel"), "no channel here and no slack.default_channel to fall back to")
-        for index, cluster in enumerate(settings.clusters)
-        if cluster.channel is None
-    ]
-    if settings.digest.enabled and settings.digest.channel is None:
-        problems.append((("digest", "channel"), "no channel here and no slack.default_channel either"))
-    return problems
+    return [(("slack", "default_channel"), "required: alerts that match no cluster are posted there")]
 
 
 def _unknown_cluster_refs(settings: Settings) -> list[tuple[Loc, str]]:

@@ -248,11 +248,13 @@ def test_relative_paths_resolve_against_the_base_dir_from_the_context(tmp_path: 
     assert settings.store.sqlite_path == tmp_path / "proxybot.db"
 
 
-def test_a_cluster_needs_a_channel_or_a_default_one() -> None:
-    data = config(slack={}, clusters=[cluster(), cluster("b", channel="C0123ABCD", match={"c": "b"})])
-    assert locations(data) == {("clusters", 0, "channel"), ("digest", "channel")}
-    data["digest"] = {"enabled": False}
-    assert locations(data) == {("clusters", 0, "channel")}
+def test_a_default_channel_is_required_for_alerts_matching_no_cluster() -> None:
+    # Even when every cluster names its channel: an alert matching none is posted, never dropped.
+    clusters = [cluster(channel="C0123ABCE"), cluster("b", channel="C0123ABCD", match={"c": "b"})]
+    data = config(slack={}, clusters=clusters, digest={"enabled": False})
+    assert locations(data) == {("slack", "default_channel")}
+    data["slack"] = {"default_channel": "#alerts"}
+    assert Settings.model_validate(data).slack.default_channel == "#alerts"
 
 
 @pytest.mark.parametrize("channel", ["ops", "#Ops", "#a b", "c0123abcd", "X0123ABCD"])
