@@ -20,6 +20,7 @@ from bot.delivery import Delivery
 from bot.errors import ClusterError
 from bot.live import LiveState
 from bot.store import Store, open_store
+from bot.storm import StormPolicy
 from config.settings import Settings
 from handlers import alerts
 
@@ -62,7 +63,12 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
     slack = SlackClient.from_settings(settings.slack)
     deps = Deps(settings=settings, store=store)
     delivery = Delivery(store, slack)
-    worker = alerts.register(settings, store, delivery, live, wake=deps.wake)
+    storm = StormPolicy(
+        groups=settings.storm.groups,
+        window_seconds=settings.storm.window_seconds,
+        quiet_seconds=settings.storm.quiet_seconds,
+    )
+    worker = alerts.register(settings, store, delivery, live, wake=deps.wake, storm=storm)
 
     async def slack_ready() -> str | None:
         try:

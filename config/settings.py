@@ -237,6 +237,14 @@ class EnrichmentSettings(StrictModel):
     timeout_seconds: float = Field(default=5.0, gt=0, le=60)
 
 
+class StormSettings(StrictModel):
+    """Storm mode: many new alert groups in one channel become one summary with a thread of lines."""
+
+    groups: int = Field(default=10, ge=1)  # more new groups than this ...
+    window_seconds: float = Field(default=60.0, gt=0)  # ... within this many seconds start a storm
+    quiet_seconds: float = Field(default=120.0, gt=0)  # a storm ends after this long without a new group
+
+
 class ServerSettings(StrictModel):
     """Where `proxybot serve` listens."""
 
@@ -276,6 +284,7 @@ class Settings(StrictModel):
     digest: DigestSettings = DigestSettings()
     access: AccessSettings = AccessSettings()
     enrichment: EnrichmentSettings = EnrichmentSettings()
+    storm: StormSettings = StormSettings()
     server: ServerSettings = ServerSettings()
 
     @_model_validator(mode="after")
