@@ -30,6 +30,7 @@ from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
 from bot.domain.messages import AlertGroupView, AlertView, GroupChange, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot
 from bot.live import ClusterRead
+from bot.prom_enrich import PromEnricher, PromRound, chart_subject, with_prometheus
 from bot.render.blocks import Message
 from bot.render.slack import alert_group_message, change_reply
 from bot.store.models import AlertGroupState, Enqueued, StoredNotification
@@ -62,6 +63,10 @@ class Outbox(Protocol):
     async def update(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued: ...
 
     async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued: ...
+
+    async def upload_png(
+        self, channel: str, group_key: str, png: bytes, *, filename: str, title: str, revision: str
+    ) -> Enqueued: ...
 
     def notify(self) -> None: ...
 
@@ -104,8 +109,10 @@ class AlertPipeline:
         *,
         storm: StormPolicy | None = None,
         clock: Clock = time.time,
+        prometheus: PromEnricher | None = None,
     ) -> None:
         self._settings = settings
+        self._prometheus = prometheus
         self._store = store
         self._outbox = outbox
         self._live = live
@@ -124,9 +131,11 @@ class AlertPipeline:
         webhook = notification.webhook
         routes = self._route(webhook)
         clusters = {r.cluster for routed in routes.values() for r in routed if r.cluster is not None}
-        readings = await self._enrich(clusters)
+        prom = PromRound(self._prometheus, self._settings)
+        prom.start((r.alert.alertname, r.alert.labels, r.cluster) for rs in routes.values() for r in rs)
+        readings = await self._enrich(clusters, prom)
         for channel, routed in routes.items():
-            group = _build(webhook, channel, routed, readings)
+            group = _build(webhook, channel, routed, readings, prom)
             await self._apply(notification.identity, group)
         await self._store.mark_processed(notification.id)
 
@@ -143,6 +152,8 @@ class AlertPipeline:
         for task in list(self._late):
             task.cancel()
         await asyncio.gather(*self._late, return_exceptions=True)
+        if self._prometheus is not None:
+            await self._prometheus.cancel_pending()
 
     # -- routing and enrichment ----------------------------------------------------------------------
     def _route(self, webhook: AlertmanagerWebhook) -> dict[str, list[_Routed]]:
@@ -163,11 +174,13 @@ class AlertPipeline:
             routes.setdefault(channel, []).append(_Routed(alert, None if cluster is None else cluster.name))
         return routes
 
-    async def _enrich(self, clusters: Iterable[str]) -> dict[str, _Reading]:
+    async def _enrich(self, clusters: Iterable[str], prom: PromRound) -> dict[str, _Reading]:
         tasks = {name: self._start_read(name) for name in sorted(clusters)}
-        if tasks:
+        waiting = [*tasks.values(), *prom.tasks]
+        if waiting:
             # asyncio.wait neither raises on the deadline nor cancels what is late.
-            await asyncio.wait(tasks.values(), timeout=self._budget)
+            await asyncio.wait(waiting, timeout=self._budget)
+        prom.collect()
         return {name: _reading(task, self._budget) for name, task in tasks.items()}
 
     def _start_read(self, cluster: str) -> asyncio.Task[ClusterRead]:
@@ -188,10 +201,13 @@ class AlertPipeline:
             storm = await self._storms.place(channel, view, identity)
             if storm is None:
                 await self._outbox.post(channel, view.group_key, self._render(view))
+                await self._chart(identity, channel, view)
         elif isinstance(storm, str):
             await self._storms.report(channel, storm, view, identity)
         elif not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
             await self._edit(identity, group, view, prev)
+            if prev.status is AlertStatus.RESOLVED:
+                await self._chart(identity, channel, view)  # firing again: a new episode, a new chart
         await self._save(identity, group, view, prev, storm if isinstance(storm, str) else None)
 
     async def _edit(self, identity: str, group: _Group, view: AlertGroupView, prev: AlertGroupState) -> None:
@@ -209,6 +225,23 @@ class AlertPipeline:
         if change.meaningful:
             await self._outbox.reply(
                 group.channel, view.group_key, change_reply(change, self._now()), identity
+            )
+
+    async def _chart(self, identity: str, channel: str, view: AlertGroupView) -> None:
+        """The key series of the group's worst alert over the last hour, into its thread."""
+        if self._prometheus is None or view.status is not GroupStatus.FIRING:
+            return
+        ask = chart_subject(view.firing, self._settings)
+        image = None if ask is None else await self._prometheus.try_chart(ask, self._budget)
+        if image is not None:
+            # Keyed by the notification that opened the episode: a re-run after a crash uploads nothing new.
+            await self._outbox.upload_png(
+                channel,
+                view.group_key,
+                image.png,
+                filename=image.filename,
+                title=image.title,
+                revision=f"chart:{identity}",
             )
 
     async def _save(
@@ -276,14 +309,18 @@ def _reading(task: asyncio.Task[ClusterRead], budget: float) -> _Reading:
 
 
 def _build(
-    webhook: AlertmanagerWebhook, channel: str, routed: list[_Routed], readings: Mapping[str, _Reading]
+    webhook: AlertmanagerWebhook,
+    channel: str,
+    routed: list[_Routed],
+    readings: Mapping[str, _Reading],
+    prom: PromRound,
 ) -> _Group:
     unmatched = _Reading(None, None, LiveRead.missing(NO_CLUSTER))
     memo: dict[tuple[Any, ...], AlertDiagnosis] = {}
     views: dict[str, AlertView] = {}
     for r in routed:
         reading = unmatched if r.cluster is None else readings[r.cluster]
-        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, reading, memo))
+        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, reading, prom, memo))
     clusters = {r.cluster for r in routed}
     cluster = next(iter(clusters)) if len(clusters) == 1 else None
     live = _merge_live([unmatched if c is None else readings[c] for c in sorted(clusters, key=str)])
@@ -309,13 +346,19 @@ def _build(
     )
 
 
-def _diagnosis(r: _Routed, reading: _Reading, memo: dict[tuple[Any, ...], AlertDiagnosis]) -> AlertDiagnosis:
+def _diagnosis(
+    r: _Routed, reading: _Reading, prom: PromRound, memo: dict[tuple[Any, ...], AlertDiagnosis]
+) -> AlertDiagnosis:
     # A storm repeats the same alert on many HA replicas and group/versions: explain each shape once.
     labels = r.alert.labels
     shape = tuple(labels.get(k) for k in ("alertname", "target", "group_version", "pod", "severity"))
     key = (r.cluster, *shape)
     if key not in memo:
-        memo[key] = diagnose_alert(r.alert.alertname, labels, reading.snapshot, reading.window)
+        # Prometheus' window, when it answered in time, is preferred to the delta of our own two reads.
+        outcome = prom.outcome(r.alert.alertname, labels, r.cluster)
+        window = outcome.window.delta if outcome and outcome.window else reading.window
+        found = diagnose_alert(r.alert.alertname, labels, reading.snapshot, window)
+        memo[key] = with_prometheus(found, outcome)
     return memo[key]
 
 

@@ -332,7 +332,7 @@ def with_prometheus(diagnosis: AlertDiagnosis, outcome: PromOutcome | None) -> A
         return diagnosis
     if outcome.window is None:
         scope = scope_label(outcome.ask.seconds)
-        line = f"Prometheus ({scope}): unavailable: {outcome.unavailable or 'no answer'}"
+        line = f"Window counts ({scope}): unavailable: {outcome.unavailable or 'no answer'}"
         return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, line))
     lines = evidence_lines(outcome.window, diagnosis.group_version)
     return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, *lines))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from bot.pipeline import AlertPipeline, LiveSource, Outbox, PipelineStore
+from bot.prom_enrich import PromEnricher
 from bot.store.models import StoredNotification
 from bot.storm import StormPolicy
 from config.settings import Settings
@@ -160,12 +161,15 @@ def register(
     wake: asyncio.Event | None = None,
     storm: StormPolicy | None = None,
     clock: Clock = time.time,
+    prometheus: PromEnricher | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
     In `proxybot serve`: `register(deps.settings, deps.store, delivery, live, wake=deps.wake)` and
     `create_app(deps, workers=[worker.run, ...])`, whose lifespan runs and cancels it; the intake sets
     `deps.wake` for every new notification. Elsewhere `worker.start()` / `await worker.stop()`.
+    With `prometheus`, alerts are also enriched with Prometheus' windowed counts and p99s, and each new
+    group gets a chart of its key series in its thread.
     """
-    pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock)
+    pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus)
     return AlertWorker(store, pipeline, wake=wake, clock=clock)

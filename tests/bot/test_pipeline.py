@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,11 +11,15 @@ from typing import Any
 
 import pytest
 
+from bot.clients.prometheus import Sample, Series
 from bot.delivery import Delivery
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.domain.parser import parse_syncer
+from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from bot.pipeline import AlertPipeline
+from bot.prom_enrich import PromEnricher
+from bot.prom_queries import FAMILY
 from bot.render.blocks import Message
 from bot.store import OutboxItem, OutboxKind, Store, StoredNotification, open_store
 from bot.storm import StormPolicy
@@ -448,3 +453,170 @@ async def test_a_storm_survives_a_restart(harness: Harness) -> None:
     ]
     assert len(storm_posts) == 1
     assert restarted.next_deadline() is not None
+
+
+# -- Prometheus enrichment and the chart ------------------------------------------------------------
+
+REQUESTS_METRIC = "vcluster_proxy_request_total"
+
+
+class FakePrometheus:
+    """Answers the enrichment's queries from fixed numbers; can be held at a gate or made to refuse."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+        self.ranges: list[str] = []
+        self.gate: asyncio.Event | None = None
+        self.refuse: str | None = None
+
+    async def _wait(self, expr: str) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.refuse is not None:
+            raise UpstreamError(self.refuse)
+
+    async def query(
+        self, expr: str, *, at: float | None = None, timeout: float | None = None
+    ) -> list[Sample]:
+        self.queries.append(expr)
+        await self._wait(expr)
+        when = at or 0.0
+        if "histogram_quantile" in expr:
+            return [Sample({FAMILY: "vcluster_proxy_request_duration_seconds"}, 0.23, when)]
+        if "_bucket" in expr:
+            family = "vcluster_proxy_request_duration_seconds"
+            return [
+                Sample({FAMILY: family, "le": le, "verb": "get"}, n, when)
+                for le, n in (("0.1", 80.0), ("0.25", 120.0), ("+Inf", 120.0))
+            ]
+        labels = {FAMILY: REQUESTS_METRIC, "group_version": "example.com/v1", "verb": "get", "code": "503"}
+        return [Sample({**labels, "reason": "no_peer"}, 42.0, when)]
+
+    async def query_range(
+        self, expr: str, *, start: float, end: float, step: float, timeout: float | None = None
+    ) -> list[Series]:
+        self.ranges.append(expr)
+        await self._wait(expr)
+        points = tuple((start + i * step, 2.0 if i < 60 else 0.0) for i in range(int((end - start) / step)))
+        return [Series({"group_version": "example.com/v1"}, points)]
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture
+async def prom_harness(harness: Harness) -> AsyncIterator[tuple[Harness, FakePrometheus]]:
+    fake = FakePrometheus()
+    enricher = PromEnricher(fake, clock=harness.clock)
+    harness.pipeline = AlertPipeline(
+        settings(),
+        harness.store,
+        harness.outbox,
+        harness.live,
+        clock=harness.clock,
+        prometheus=enricher,
+    )
+    yield harness, fake
+    await enricher.aclose()
+
+
+async def test_prometheus_counts_and_p99_join_the_live_state(
+    prom_harness: tuple[Harness, FakePrometheus],
+) -> None:
+    harness, fake = prom_harness
+    await harness.run(webhook([alert("a1")]))
+    post = (await harness.items())[0]
+    text = text_of(post)
+    assert "Live state read" in text
+    assert "peers: healthy 0, quarantined 2, half_open 0" in text
+    assert "Requests by reason (last 15m, from Prometheus): no_peer 42" in text
+    assert "p99 (last 15m, from Prometheus): requests 230 ms (120); dials: too few to tell (0)" in text
+    # The diagnosis counted Prometheus' window, not totals since the proxy started.
+    assert "42 requests" in text
+    assert "since the proxy started" not in text
+    # The series are the alert's target in the configured cluster (match labels), never anything else.
+    assert all('cluster="alpha"' in q and 'target="team-a/db"' in q for q in fake.queries)
+
+
+async def test_the_first_post_gets_one_chart_in_its_thread(
+    prom_harness: tuple[Harness, FakePrometheus],
+) -> None:
+    harness, fake = prom_harness
+    await harness.run(webhook([alert("a1")]))
+    items = await harness.items()
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPLOAD]
+    upload = items[1]
+    assert upload.key.startswith('upload:#alpha-alerts:{}:{alertname="ResourceProxyNoHealthyPeers"}:chart:')
+    assert base64.b64decode(upload.payload["png"]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert upload.payload["filename"] == "team-a-db-healthy-peers.png"
+    assert upload.payload["title"] == "team-a/db: healthy peers per group/version, last hour"
+    assert fake.ranges == [
+        'min by (group_version) (vcluster_proxy_peers{cluster="alpha",target="team-a/db",state="healthy"})'
+    ]
+
+
+async def test_later_notifications_and_redeliveries_add_no_chart(
+    prom_harness: tuple[Harness, FakePrometheus],
+) -> None:
+    harness, fake = prom_harness
+    first = webhook([alert("a1")])
+    await harness.run(first)
+    await harness.run(first)
+    await harness.run(webhook([alert("a1"), alert("a2", target="team-b/queue")]))
+    kinds = [i.kind for i in await harness.items()]
+    assert kinds.count(OutboxKind.UPLOAD) == 1
+    assert len(fake.ranges) == 1
+
+
+async def test_firing_again_after_resolving_is_a_new_episode_with_a_new_chart(
+    prom_harness: tuple[Harness, FakePrometheus],
+) -> None:
+    harness, _ = prom_harness
+    await harness.run(webhook([alert("a1")]))
+    await harness.run(webhook([alert("a1", resolved=True)]))
+    await harness.run(webhook([alert("a1"), alert("a3")]))
+    uploads = [i for i in await harness.items() if i.kind is OutboxKind.UPLOAD]
+    assert len(uploads) == 2
+    assert len({u.key for u in uploads}) == 2
+
+
+async def test_late_prometheus_is_marked_unavailable_within_the_budget(harness: Harness) -> None:
+    fake = FakePrometheus()
+    fake.gate = asyncio.Event()
+    enricher = PromEnricher(fake, clock=harness.clock)
+    harness.pipeline = AlertPipeline(
+        settings(timeout=0.2),
+        harness.store,
+        harness.outbox,
+        harness.live,
+        clock=harness.clock,
+        prometheus=enricher,
+    )
+    await harness.run(webhook([alert("a1")]))
+    items = await harness.items()
+    text = text_of(items[0])
+    assert "Window counts (last 15m, from Prometheus): unavailable: took longer than 0.2s" in text
+    assert "Live state read" in text  # the live read was on time and is used
+    assert [i.kind for i in items] == [OutboxKind.POST]  # the chart was late too: not uploaded
+    fake.gate.set()
+    await enricher.aclose()
+
+
+async def test_prometheus_refusing_names_the_reason_and_posts_anyway(
+    prom_harness: tuple[Harness, FakePrometheus],
+) -> None:
+    harness, fake = prom_harness
+    fake.refuse = "Prometheus http://prom /api/v1/query: refused (bad_data): parse error"
+    await harness.run(webhook([alert("a1")]))
+    items = await harness.items()
+    assert [i.kind for i in items] == [OutboxKind.POST]
+    assert "unavailable: Prometheus http://prom /api/v1/query: refused (bad_data)" in text_of(items[0])
+
+
+async def test_an_alert_of_no_cluster_asks_prometheus_nothing(
+    prom_harness: tuple[Harness, FakePrometheus],
+) -> None:
+    harness, fake = prom_harness
+    await harness.run(webhook([alert("x1", cluster=None, target="nobody/knows")]))
+    assert fake.queries == []
+    assert fake.ranges == []
