@@ -1,0 +1,218 @@
+"""The path check: NetworkPolicy semantics on crafted policies, the dial step, the simulator's verdicts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.checks.context import CheckContext, resolve_target
+from bot.checks.netpol_read import (
+    ControlPlanePods,
+    Direction,
+    RuleState,
+    judge_end,
+    network_policies_path,
+    selector_matches,
+)
+from bot.checks.path import PathResult, PathVerdict, check_path, dial_reading
+from bot.domain.snapshot import DIAL_DURATION, Bucket, Histogram, ProxySnapshot, make_labels
+from bot.errors import InputError
+from config.loader import load_settings
+from sim.server import SimServer
+
+TARGET = "platform/crd-store"
+CLIENT = ControlPlanePods("vcluster-team-a", "team-a")
+TARGET_PODS = ControlPlanePods("vcluster-crd-store", "crd-store")
+
+
+def _peer(pods: ControlPlanePods) -> dict[str, Any]:
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": pods.namespace}},
+        "podSelector": {"matchLabels": {"app": "vcluster", "release": pods.release}},
+    }
+
+
+def _policy(
+    name: str, pods: ControlPlanePods, egress: list[Any] | None = None, ingress: list[Any] | None = None
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"podSelector": {"matchLabels": {"app": "vcluster", "release": pods.release}}}
+    types: list[str] = []
+    if ingress is not None:
+        spec["ingress"], types = ingress, [*types, "Ingress"]
+    if egress is not None:
+        spec["egress"], types = egress, [*types, "Egress"]
+    spec["policyTypes"] = types
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+GENERATED_EGRESS = [{"ports": [{"protocol": "TCP", "port": p} for p in (443, 8443, 6443)]}]
+UDP_TO_TARGET = {"to": [_peer(TARGET_PODS)], "ports": [{"protocol": "UDP"}]}
+
+
+def _egress(policies: list[dict[str, Any]], same_cluster: bool = True) -> RuleState:
+    return judge_end(policies, Direction.EGRESS, CLIENT, TARGET_PODS, same_cluster=same_cluster).state
+
+
+def test_generated_policy_alone_blocks_the_udp_egress() -> None:
+    assert _egress([_policy("generated", CLIENT, egress=GENERATED_EGRESS)]) is RuleState.MISSING
+
+
+def test_policies_are_additive_a_second_policy_allows_it() -> None:
+    policies = [
+        _policy("generated", CLIENT, egress=GENERATED_EGRESS),
+        _policy("udp", CLIENT, egress=[UDP_TO_TARGET]),
+    ]
+    verdict = judge_end(policies, Direction.EGRESS, CLIENT, TARGET_PODS, same_cluster=True)
+    assert verdict.state is RuleState.ALLOWED
+    assert verdict.allowing is not None
+    assert verdict.allowing.startswith("udp: egress rule 1")
+
+
+def test_no_policy_selecting_the_pods_allows_everything() -> None:
+    other = _policy("someone-else", ControlPlanePods("vcluster-team-a", "other"), egress=GENERATED_EGRESS)
+    verdict = judge_end([other], Direction.EGRESS, CLIENT, TARGET_PODS, same_cluster=True)
+    assert verdict.state is RuleState.UNRESTRICTED
+    assert verdict.permits is True
+
+
+def test_an_ingress_only_policy_does_not_isolate_egress() -> None:
+    assert _egress([_policy("in", CLIENT, ingress=[])]) is RuleState.UNRESTRICTED
+
+
+def test_a_pinned_udp_port_does_not_count_and_says_why() -> None:
+    pinned = {"to": [_peer(TARGET_PODS)], "ports": [{"protocol": "UDP", "port": 41641}]}
+    verdict = judge_end(
+        [_policy("p", CLIENT, egress=[pinned])], Direction.EGRESS, CLIENT, TARGET_PODS, same_cluster=True
+    )
+    assert verdict.state is RuleState.MISSING
+    assert "pinned to port 41641" in verdict.detail
+
+
+def test_a_rule_for_another_release_does_not_count() -> None:
+    wrong = {"to": [_peer(ControlPlanePods("vcluster-crd-store", "other"))], "ports": [{"protocol": "UDP"}]}
+    assert _egress([_policy("p", CLIENT, egress=[wrong])]) is RuleState.MISSING
+
+
+def test_ip_block_counts_and_selectors_do_not_cross_clusters() -> None:
+    ip_block = {"to": [{"ipBlock": {"cidr": "10.8.0.0/16"}}], "ports": [{"protocol": "UDP"}]}
+    assert _egress([_policy("p", CLIENT, egress=[ip_block])], same_cluster=False) is RuleState.ALLOWED
+    assert _egress([_policy("p", CLIENT, egress=[UDP_TO_TARGET])], same_cluster=False) is RuleState.MISSING
+
+
+def test_target_ingress_from_the_client() -> None:
+    rule = {"from": [_peer(CLIENT)], "ports": [{"protocol": "UDP"}]}
+    allowed = judge_end(
+        [_policy("t", TARGET_PODS, ingress=[rule])], Direction.INGRESS, TARGET_PODS, CLIENT, same_cluster=True
+    )
+    blocked = judge_end(
+        [_policy("t", TARGET_PODS, ingress=[])], Direction.INGRESS, TARGET_PODS, CLIENT, same_cluster=True
+    )
+    assert (allowed.state, blocked.state) == (RuleState.ALLOWED, RuleState.MISSING)
+
+
+def test_match_expressions() -> None:
+    selector = {
+        "matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["vcluster"]},
+            {"key": "x", "operator": "DoesNotExist"},
+        ]
+    }
+    assert selector_matches(selector, {"app": "vcluster"})
+    assert not selector_matches(selector, {"app": "vcluster", "x": "1"})
+    assert not selector_matches(
+        {"matchExpressions": [{"key": "app", "operator": "Bogus"}]}, {"app": "vcluster"}
+    )
+
+
+@pytest.mark.parametrize("namespace", ["../secrets", "a/b", "x?y", "%2e%2e", ""])
+def test_network_policies_path_refuses_non_names(namespace: str) -> None:
+    with pytest.raises(InputError):
+        network_policies_path(namespace)
+
+
+def _snapshot(counts: tuple[float, ...]) -> ProxySnapshot:
+    bounds = (0.01, 0.1, 0.25, float("inf"))
+    histogram = Histogram(tuple(Bucket(le, c) for le, c in zip(bounds, counts, strict=True)), counts[-1], 0.0)
+    return ProxySnapshot(histograms={DIAL_DURATION: {make_labels([("target", TARGET)]): histogram}})
+
+
+def test_dial_step_is_seen_when_recent_dials_are_slower() -> None:
+    before = _snapshot((100, 100, 100, 100))
+    after = _snapshot((100, 100, 150, 150))  # 50 new dials, all between 100 and 250 ms
+    reading = dial_reading(before, after, 3.0, TARGET)
+    assert reading.step is True
+    assert reading.recent_dials == 50
+    assert reading.recent_p50 is not None
+    assert reading.recent_p50 > 0.1
+
+
+def test_no_step_when_recent_dials_look_like_before_and_none_without_dials() -> None:
+    before = _snapshot((100, 100, 100, 100))
+    assert dial_reading(before, _snapshot((150, 150, 150, 150)), 3.0, TARGET).step is False
+    assert dial_reading(before, before, 3.0, TARGET).step is None
+    assert (
+        dial_reading("cluster team-a: forbidden", before, 3.0, TARGET).unavailable
+        == "cluster team-a: forbidden"
+    )
+
+
+# -- against the simulator ---------------------------------------------------------------------------------
+
+
+def _run(scenario: str, at: float, tmp: Path) -> Iterator[PathResult]:
+    # Slow enough that the relay's floor is tens of wall milliseconds; the world jumps straight to `at`.
+    with SimServer(scenario=scenario, speed=2) as srv:
+        with srv.lock:
+            srv.world.advance_to(at)
+        settings = load_settings(srv.write_config(tmp / "proxybot.yaml"), env={}, purpose="demo")
+
+        async def main() -> PathResult:
+            ctx = CheckContext(settings)
+            try:
+                return await check_path(ctx, resolve_target(settings, TARGET), samples=5, dial_window=0.5)
+            finally:
+                await ctx.aclose()
+
+        yield asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PathResult]:
+    yield from _run("healthy", 120.0, tmp_path_factory.mktemp("healthy"))
+
+
+@pytest.fixture(scope="module")
+def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PathResult]:
+    # relay-fallback redeploys the target without its UDP ingress rule at t=60.
+    yield from _run("relay-fallback", 90.0, tmp_path_factory.mktemp("relay"))
+
+
+def test_healthy_is_likely_direct(healthy: PathResult) -> None:
+    assert healthy.verdict is PathVerdict.LIKELY_DIRECT
+    assert healthy.passed
+    assert healthy.netpol.egress.state is RuleState.ALLOWED
+    assert healthy.netpol.ingress.state is RuleState.ALLOWED
+    assert healthy.netpol.same_cluster
+    assert len(healthy.client.seconds) == 5
+    assert healthy.direct is not None
+    assert len(healthy.direct.seconds) == 5
+    assert healthy.dial.step is False
+    assert healthy.fix == ()
+
+
+def test_relay_fallback_is_likely_relayed_with_the_fix(relayed: PathResult) -> None:
+    assert relayed.verdict is PathVerdict.LIKELY_RELAYED
+    assert not relayed.passed
+    assert relayed.netpol.egress.state is RuleState.ALLOWED
+    assert relayed.netpol.ingress.state is RuleState.MISSING
+    assert "vc-crd-store-control-plane" in relayed.netpol.ingress.selecting
+    # The dials made during the check went over the relay; most dials before it were direct.
+    assert relayed.dial.step is True
+    assert any(
+        "proxybot netpol --client vcluster-team-a/team-a --target vcluster-crd-store/crd-store" in f
+        for f in relayed.fix
+    )
