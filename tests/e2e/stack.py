@@ -179,6 +179,18 @@ class StoreView:
     def outbox_failed(self) -> int:
         return self._one("SELECT count(*) FROM outbox WHERE state = 'failed'")
 
+    def storm_entries(self) -> dict[str, list[Any]]:
+        """The alerts each group contributed to the storms on record (group key -> entries)."""
+        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5.0)
+        try:
+            rows = conn.execute("SELECT details FROM alert_groups WHERE group_key LIKE 'storm:%'").fetchall()
+        finally:
+            conn.close()
+        entries: dict[str, list[Any]] = {}
+        for (details,) in rows:
+            entries.update(json.loads(details).get("entries", {}))
+        return entries
+
 
 def healthy_peers(sim: SimServer, cluster: str = CLIENT) -> list[float]:
     """The simulator's `vcluster_proxy_peers{state="healthy"}` values, read like the bot reads them."""
