@@ -262,12 +262,10 @@ def judge_scrape(
             down.append(t.last_error or f"up={shown}")
     if down:
         fix = "fix the scrape: " + "; ".join(sorted(set(down)))[:500]
-        return VerifyLine(
-            "scrape", cluster.name, Outcome.FAIL, "scraped, but not every target is up", tuple(evidence), fix
-        )
-    return VerifyLine(
-        "scrape", cluster.name, Outcome.PASS, f"scraped, up == 1 ({len(targets)} target(s))", tuple(evidence)
-    )
+        summary = "scraped, but not every target is up"
+        return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, tuple(shown_targets), fix)
+    summary = f"scraped, up == 1 ({len(targets)} target(s))"
+    return VerifyLine("scrape", cluster.name, Outcome.PASS, summary, tuple(shown_targets))
 
 
 # -- the probe CronJob ---------------------------------------------------------------------------------

@@ -1,0 +1,246 @@
+"""The verify check against real Prometheus scraping the simulator, with and without the shipped rules."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.checks.context import CheckContext
+from bot.checks.verify import (
+    CLUSTER_ROLE_FIX,
+    GUIDE_ALERTS,
+    Outcome,
+    VerifyLine,
+    VerifyResult,
+    check_verify,
+    is_syncer_scrape,
+    judge_cronjob,
+    judge_scrape,
+    open_prometheus,
+    schedule_interval,
+)
+from bot.clients.prometheus import Sample, ScrapeTarget
+from config.loader import load_settings, parse_config
+from config.settings import Settings
+from sim.defaults import CLIENT
+from sim.server import KSM_PATH, METRICS_PATH, SimServer
+from tests.harness.prometheus import Prometheus, ScrapeJob
+
+RULES = Path(__file__).resolve().parents[3] / "config" / "rules" / "proxy-alerts.yaml"
+NOW = 1_800_000_000.0
+
+
+def _settings(srv: SimServer, directory: Path, **changes: Any) -> Settings:
+    """The simulator's config, with `prometheus.url` and cluster fields changed as asked."""
+    path = srv.write_config(directory / "proxybot.yaml")
+    data = yaml.safe_load(path.read_text())
+    if "prometheus" in changes:
+        data["prometheus"] = {"url": changes["prometheus"]}
+    if "context" in changes:
+        data["clusters"][0]["context"] = changes["context"]
+    path.write_text(yaml.safe_dump(data))
+    return load_settings(path, env={}, purpose="demo")
+
+
+def _jobs(srv: SimServer) -> list[ScrapeJob]:
+    """Each client replica's /metrics/syncer with the cluster's `match` labels, and kube-state-metrics."""
+    address = f"{srv.host}:{srv.port}"
+    syncers = [
+        ScrapeJob(
+            f"syncer-{pod}",
+            address,
+            f"/clusters/{CLIENT}/pods/{pod}{METRICS_PATH}",
+            "https",
+            srv.token,
+            srv.ca_path,
+            labels={"cluster": CLIENT, "pod": pod},
+        )
+        for pod in srv.pods(CLIENT)
+    ]
+    return [*syncers, ScrapeJob("kube-state-metrics", address, KSM_PATH, "https", srv.token, srv.ca_path)]
+
+
+def _verify(settings: Settings, with_prometheus: bool = True) -> VerifyResult:
+    async def main() -> VerifyResult:
+        ctx = CheckContext(settings)
+        prometheus = open_prometheus(settings) if with_prometheus else None
+        try:
+            return await check_verify(ctx, prometheus)
+        finally:
+            await ctx.aclose()
+            if prometheus is not None:
+                await prometheus.aclose()
+
+    return asyncio.run(main())
+
+
+def _line(result: VerifyResult, key: str) -> VerifyLine:
+    (found,) = [line for line in result.lines if line.key == key]
+    return found
+
+
+@dataclass
+class Runs:
+    with_rules: VerifyResult
+    without_rules: VerifyResult
+
+
+def _scraped(prom: Prometheus) -> bool | None:
+    return bool(prom.query('kube_cronjob_created{cronjob="proxy-probe"}')) or None
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    tmp = tmp_path_factory.mktemp("verify")
+    with SimServer(scenario="healthy", speed=5) as srv:
+        (tmp / "a").mkdir()
+        (tmp / "b").mkdir()
+        rules = {"proxy-alerts.yaml": RULES.read_text()}
+        with Prometheus(tmp / "a", _jobs(srv), rules) as ruled, Prometheus(tmp / "b", _jobs(srv)) as bare:
+            for prom in (ruled, bare):
+                prom.wait_for_scrapes()
+                prom.wait_until(_scraped, 20, "kube_cronjob_created to be scraped")
+            yield Runs(
+                _verify(_settings(srv, tmp / "a", prometheus=ruled.url)),
+                _verify(_settings(srv, tmp / "b", prometheus=bare.url)),
+            )
+
+
+def test_everything_passes_with_the_shipped_rules(runs: Runs) -> None:
+    result = runs.with_rules
+    assert [(line.key, line.outcome) for line in result.lines] == [
+        ("rules", Outcome.PASS),
+        ("scrape", Outcome.PASS),
+        ("probe-cronjob", Outcome.PASS),
+        ("probe-series", Outcome.PASS),
+        ("syncer", Outcome.PASS),
+    ]
+    assert result.passed
+    assert "syncer-team-a-0" in _line(result, "scrape").evidence[0]
+
+
+def test_without_rules_only_the_rules_line_fails(runs: Runs) -> None:
+    result = runs.without_rules
+    rules = _line(result, "rules")
+    assert rules.outcome is Outcome.FAIL
+    assert rules.fix is not None
+    assert "promtool check rules" in rules.fix
+    assert all(name in " ".join(rules.evidence) for name in GUIDE_ALERTS)
+    assert {line.key for line in result.lines if line.outcome is not Outcome.PASS} == {"rules"}
+    assert result.outcome is Outcome.FAIL
+
+
+@pytest.fixture(scope="module")
+def probe_failing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VerifyResult, VerifyResult]]:
+    tmp = tmp_path_factory.mktemp("probe-failing")
+    with SimServer(scenario="probe-failing", speed=5) as srv:
+        (tmp / "m").mkdir()
+        yield (
+            _verify(_settings(srv, tmp), False),
+            _verify(_settings(srv, tmp / "m", context=f"{CLIENT}-no-metrics"), False),
+        )
+
+
+def test_a_probe_that_never_succeeds_fails_the_cronjob_line(
+    probe_failing: tuple[VerifyResult, VerifyResult],
+) -> None:
+    result, _ = probe_failing
+    line = _line(result, "probe-cronjob")
+    assert line.outcome is Outcome.FAIL
+    assert "no successful run within 900 s" in line.summary
+    assert "last succeeded: never" in line.evidence
+    assert _line(result, "syncer").outcome is Outcome.PASS
+
+
+def test_without_prometheus_lines_are_not_checked_and_nothing_passes_silently(
+    probe_failing: tuple[VerifyResult, VerifyResult],
+) -> None:
+    result, _ = probe_failing
+    skipped = {line.key for line in result.lines if line.outcome is Outcome.NOT_CHECKED}
+    assert skipped == {"rules", "scrape", "probe-series"}
+    assert all("no prometheus.url" in line.summary for line in result.lines if line.key in skipped)
+    assert not result.passed
+
+
+def test_no_metrics_identity_fails_the_syncer_line_with_the_cluster_role(
+    probe_failing: tuple[VerifyResult, VerifyResult],
+) -> None:
+    _, limited = probe_failing
+    line = _line(limited, "syncer")
+    assert line.outcome is Outcome.FAIL
+    assert line.fix == CLUSTER_ROLE_FIX
+    assert "forbidden" in line.summary
+
+
+# -- the pure judgements ---------------------------------------------------------------------------------
+
+
+def _cronjob(schedule: str = "*/5 * * * *", suspend: bool = False, **status: str) -> dict[str, Any]:
+    return {"spec": {"schedule": schedule, "suspend": suspend}, "status": status}
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+def test_cronjob_freshness_rules() -> None:
+    fresh = _cronjob(lastScheduleTime=_iso(NOW - 100), lastSuccessfulTime=_iso(NOW - 100))
+    assert judge_cronjob("team-a", "vcluster-team-a", fresh, NOW).outcome is Outcome.PASS
+    stale = _cronjob(lastScheduleTime=_iso(NOW - 1000), lastSuccessfulTime=_iso(NOW - 1000))
+    line = judge_cronjob("team-a", "vcluster-team-a", stale, NOW)
+    assert line.summary == "not scheduled within 3 intervals; no successful run within 900 s"
+    suspended = _cronjob(suspend=True, lastScheduleTime=_iso(NOW), lastSuccessfulTime=_iso(NOW))
+    assert judge_cronjob("team-a", "vcluster-team-a", suspended, NOW).summary == "the CronJob is suspended"
+    hourly = _cronjob("0 * * * *", lastScheduleTime=_iso(NOW - 3000), lastSuccessfulTime=_iso(NOW - 300))
+    assert judge_cronjob("team-a", "vcluster-team-a", hourly, NOW).outcome is Outcome.PASS
+
+
+def test_schedule_interval() -> None:
+    assert schedule_interval("*/5 * * * *", NOW) == 300
+    assert schedule_interval("0 3 * * *", NOW) == 86_400
+    assert schedule_interval("not a schedule", NOW) is None
+
+
+CONFIG = """
+slack: {default_channel: "#ops"}
+clusters:
+  - name: team-a
+    kubeconfig: team-a.yaml
+    match: {cluster: team-a}
+    targets:
+      - name: platform/crd-store
+        group_versions: [example.com/v1]
+        probe: {group_version: example.com/v1, resource: widgets}
+"""
+
+
+def _target(labels: dict[str, str], url: str, health: str = "up") -> ScrapeTarget:
+    return ScrapeTarget(labels, labels.get("job", ""), url, health, None)
+
+
+def _up(job: str, value: float) -> Sample:
+    return Sample({"job": job, "instance": "10.0.0.1:443", "cluster": "team-a"}, value, NOW)
+
+
+def test_judge_scrape_needs_the_cluster_labels_and_up_1(tmp_path: Path) -> None:
+    cluster = parse_config(CONFIG, base_dir=tmp_path, env={}, purpose="demo").settings.clusters[0]
+    syncer = "https://10.0.0.1:443/metrics/syncer"
+    labelled = {"job": "syncer", "instance": "10.0.0.1:443", "cluster": "team-a"}
+    other = {"job": "syncer", "instance": "10.0.0.1:443", "cluster": "team-b"}
+    assert not is_syncer_scrape(_target(other, syncer), cluster.match)
+    assert not is_syncer_scrape(_target(labelled, "https://10.0.0.1:443/metrics"), cluster.match)
+    assert is_syncer_scrape(_target({**labelled, "job": "vcluster-cp"}, "https://x/metrics"), cluster.match)
+    absent = judge_scrape(cluster, [], [])
+    assert absent.outcome is Outcome.FAIL
+    assert "indistinguishable from a healthy proxy" in absent.summary
+    assert judge_scrape(cluster, [_target(labelled, syncer)], [_up("syncer", 1.0)]).outcome is Outcome.PASS
+    down = judge_scrape(cluster, [_target(labelled, syncer, "down")], [_up("syncer", 0.0)])
+    assert down.outcome is Outcome.FAIL
+    assert down.evidence == ("syncer https://10.0.0.1:443/metrics/syncer: up=0, health down",)
