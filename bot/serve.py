@@ -15,10 +15,12 @@ from starlette.applications import Starlette
 
 from bot.app import Deps, Worker, create_app
 from bot.clients.kube import KubeReader
+from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient, SlackError
 from bot.delivery import Delivery
 from bot.errors import ClusterError
 from bot.live import LiveState
+from bot.prom_enrich import PromEnricher
 from bot.store import Store, open_store
 from bot.storm import StormPolicy
 from config.settings import Settings
@@ -34,8 +36,11 @@ class Bot:
     deps: Deps
     app: Starlette
     readers: list[KubeReader] = field(default_factory=list)
+    prometheus: PromEnricher | None = None
 
     async def close(self) -> None:
+        if self.prometheus is not None:
+            await self.prometheus.aclose()
         for reader in self.readers:
             await reader.close()
         await self.deps.store.close()
@@ -68,7 +73,13 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
         window_seconds=settings.storm.window_seconds,
         quiet_seconds=settings.storm.quiet_seconds,
     )
-    worker = alerts.register(settings, store, delivery, live, wake=deps.wake, storm=storm)
+    prometheus = None
+    if settings.prometheus.url is not None:
+        client = PrometheusClient(str(settings.prometheus.url), timeout=settings.enrichment.timeout_seconds)
+        prometheus = PromEnricher(client, timeout=settings.enrichment.timeout_seconds)
+    worker = alerts.register(
+        settings, store, delivery, live, wake=deps.wake, storm=storm, prometheus=prometheus
+    )
 
     async def slack_ready() -> str | None:
         try:
@@ -79,7 +90,7 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
 
     deps.readiness.append(slack_ready)
     workers: Sequence[Worker] = (worker.run, delivery.run, lambda: live.keep_warm(warm_interval))
-    return Bot(deps=deps, app=create_app(deps, workers), readers=readers)
+    return Bot(deps=deps, app=create_app(deps, workers), readers=readers, prometheus=prometheus)
 
 
 async def serve(bot: Bot, host: str, port: int) -> None:
