@@ -24,7 +24,7 @@ import asyncio
 import json
 import statistics
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -151,24 +151,8 @@ class ProbeResult:
             "summary": self.summary,
             "evidence": list(self.evidence),
             "next_step": self.next_step,
-            "latency_seconds": None
-            if self.latency is None
-            else {
-                "count": self.latency.count,
-                "min": self.latency.min,
-                "p50": self.latency.p50,
-                "max": self.latency.max,
-            },
-            "attempts": [
-                {
-                    "outcome": a.outcome.value,
-                    "status": a.status,
-                    "seconds": a.seconds,
-                    "retry_after": a.retry_after,
-                    "message": a.message,
-                }
-                for a in self.attempts
-            ],
+            "latency_seconds": None if self.latency is None else asdict(self.latency),
+            "attempts": [asdict(a) for a in self.attempts],
         }
 
 
@@ -398,7 +382,7 @@ def _explain(
 ) -> Explanation:
     if failed is None:
         return _ok(request, attempts)
-    explain = _EXPLAIN.get(failed.outcome, _other)
+    explain = _EXPLAIN.get(failed.outcome, _plain)
     summary, step, extra = explain(request, failed, evidence)
     if failed.message:
         extra = [f"answer: {failed.message}", *extra]
@@ -476,33 +460,32 @@ def _forbidden(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str])
     return summary, step, []
 
 
-def _timeout(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    summary = f"no answer within {PROBE_TIMEOUT:g} s: the path to {request.target} is degraded"
-    step = (
-        "A slow or relayed path, or a hung target: run the path check (direct vs relay) and look at "
-        "dial latency; the live peer state shows whether the proxy still sees healthy peers."
-    )
-    return summary, step, []
+# Outcomes whose explanation needs no evidence: (summary, next step), formatted with the request.
+_PLAIN: dict[ProbeOutcome, tuple[str, str]] = {
+    ProbeOutcome.TIMEOUT: (
+        f"no answer within {PROBE_TIMEOUT:g} s: the path to {{r.target}} is degraded",
+        "A slow or relayed path, or a hung target: run the path check (direct vs relay) and look at dial "
+        "latency; the live peer state shows whether the proxy still sees healthy peers.",
+    ),
+    ProbeOutcome.UPGRADE_REJECTED: (
+        "501: the proxy rejected a connection upgrade for a plain list",
+        "Something between the bot and the proxy turned the GET into an upgrade: check proxies in front.",
+    ),
+    ProbeOutcome.UNREACHABLE: (
+        "the client cluster {r.cluster} could not be reached: nothing is known about the proxy",
+        "Check the bot's kubeconfig for this cluster and the network between the bot and its API server.",
+    ),
+    ProbeOutcome.HTTP_ERROR: (
+        "unexpected answer {a.status} from the probe",
+        "Read the answer's message; 5xx other than 503 usually come from the target or the aggregation "
+        "layer.",
+    ),
+}
 
 
-def _upgrade(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    summary = "501: the proxy rejected a connection upgrade for a plain list"
-    step = "Something between the bot and the proxy turned the GET into an upgrade: check proxies in front."
-    return summary, step, []
-
-
-def _unreachable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    summary = f"the client cluster {request.cluster} could not be reached: nothing is known about the proxy"
-    step = "Check the bot's kubeconfig for this cluster and the network between the bot and its API server."
-    return summary, step, []
-
-
-def _other(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    summary = f"unexpected answer {failed.status} from the probe"
-    step = (
-        "Read the answer's message; 5xx other than 503 usually come from the target or the aggregation layer."
-    )
-    return summary, step, []
+def _plain(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
+    summary, step = _PLAIN[failed.outcome]
+    return summary.format(r=request, a=failed), step, []
 
 
 _EXPLAIN: dict[ProbeOutcome, Callable[[ProbeRequest, ProbeAttempt, list[str]], Explanation]] = {
@@ -510,7 +493,4 @@ _EXPLAIN: dict[ProbeOutcome, Callable[[ProbeRequest, ProbeAttempt, list[str]], E
     ProbeOutcome.NOT_SERVED: _not_served,
     ProbeOutcome.UNAUTHORIZED: _unauthorized,
     ProbeOutcome.FORBIDDEN: _forbidden,
-    ProbeOutcome.TIMEOUT: _timeout,
-    ProbeOutcome.UPGRADE_REJECTED: _upgrade,
-    ProbeOutcome.UNREACHABLE: _unreachable,
 }

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+import io
+import json
+from pathlib import Path
 
-from tests.bot.commands.conftest import Sim, run_json
+import pytest
+import yaml
+
+from bot.commands.probe import with_progress
+from bot.console import Console
+from tests.bot.commands.conftest import Sim, run_cli, run_json
 
 TARGET = "platform/crd-store"
 PROBE = "/clusters/team-a/apis/example.com/v1/namespaces/default/widgets"
@@ -113,3 +121,30 @@ def test_hostile_arguments_are_named_in_plain_text(healthy: Sim) -> None:
     assert code == 2
     assert out == ""
     assert "error: --gv: 'example.com/v2' is not proxied to platform/crd-store" in err
+
+
+def test_rejected_credentials_are_named_as_the_bots_own(healthy: Sim, tmp_path: Path) -> None:
+    config = yaml.safe_load(healthy.config.read_text())
+    kube_path = healthy.config.parent / config["clusters"][0]["kubeconfig"]
+    kube = yaml.safe_load(kube_path.read_text())
+    for user in kube["users"]:
+        user["user"]["token"] = "not-a-valid-token"
+    (tmp_path / "team-a.yaml").write_text(yaml.safe_dump(kube))
+    config["clusters"][0]["kubeconfig"] = str(tmp_path / "team-a.yaml")
+    (tmp_path / "proxybot.yaml").write_text(yaml.safe_dump(config))
+    before = len(healthy.server.requests)
+    code, out, _ = run_cli("probe", TARGET, "--json", "--config", str(tmp_path / "proxybot.yaml"))
+    report = json.loads(out)
+    assert code == 1
+    assert report["verdict"] == "unauthorized"
+    assert "rejects the bot's own credentials" in report["summary"]
+    assert [path for _, path, _ in healthy.server.requests[before:]] == [PROBE, DISCOVERY]
+
+
+async def test_progress_line_only_for_slow_work() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console({}, out, err)
+    assert await with_progress(asyncio.sleep(0, "done"), console, "probing…", after=10) == "done"
+    assert err.getvalue() == ""
+    assert await with_progress(asyncio.sleep(0.05, "slow"), console, "probing…", after=0) == "slow"
+    assert err.getvalue() == "probing…\n"
