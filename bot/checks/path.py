@@ -349,6 +349,7 @@ def _evidence(result: PathResult, floor: float | None, thresholds: PathThreshold
     else:
         relayed = floor >= thresholds.floor
         word = "consistent with the relay" if relayed else "no relay floor"
+        word += " (the direct requests were the slower ones)" if floor < 0 else ""
         out.append(
             f"latency floor {_ms(floor)} (client min - direct min; from {_ms(thresholds.floor)} it reads "
             f"as the relay): {word}"
