@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from bot.commands import netpol, path, probe, status, verify
 from bot.console import Command, Console
 from bot.errors import ConfigError
 from config.loader import config_path, load_config
@@ -136,7 +137,7 @@ def _sim(args: argparse.Namespace, console: Console) -> int:
     return sim_cli.run(args)
 
 
-COMMANDS: tuple[Command, ...] = (
+_OWN_COMMANDS: tuple[Command, ...] = (
     Command(
         name="check-config",
         help="validate the config and print every problem",
@@ -161,6 +162,17 @@ COMMANDS: tuple[Command, ...] = (
         add_arguments=_sim_arguments,
         run=_sim,
     ),
+)
+
+
+# The checks' commands live with their checks (bot/commands/); this is the one place that lists them.
+COMMANDS: tuple[Command, ...] = (
+    *_OWN_COMMANDS,
+    *status.COMMANDS,
+    *probe.COMMANDS,
+    *netpol.COMMANDS,
+    *path.COMMANDS,
+    *verify.COMMANDS,
 )
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -138,9 +139,14 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 
 def test_every_command_in_the_table_is_reachable() -> None:
     parser = build_parser()
+    [subparsers] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     for command in COMMANDS:
-        args = parser.parse_args([command.name])
-        assert args.run is command.run
+        assert subparsers.choices[command.name].get_default("run") is command.run
+    names = [c.name for c in COMMANDS]
+    assert len(names) == len(set(names))
+    for name in ("check-config", "demo", "serve", "sim", "status", "peers", "reasons", "probe", "path"):
+        assert name in names
+    assert {"verify", "netpol"} <= set(names)
 
 
 def test_python_dash_m_bot_runs_check_config() -> None:
