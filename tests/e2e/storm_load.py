@@ -46,20 +46,26 @@ class Sent:
     offset: float
     status: int
     seconds: float
+    error: str = ""
 
 
 async def _timed(client: httpx.AsyncClient, request: httpx.Request, offset: float) -> Sent:
     started = time.perf_counter()
     try:
         response = await client.send(request)
-        status = response.status_code
-    except httpx.HTTPError:
-        status = 0  # never answered: counted as a failure by every caller
-    return Sent(offset, status, time.perf_counter() - started)
+    except httpx.HTTPError as error:
+        # Never answered: status 0, a failure for every caller.
+        return Sent(offset, 0, time.perf_counter() - started, f"{type(error).__name__}: {error}")
+    return Sent(offset, response.status_code, time.perf_counter() - started)
 
 
 async def fire(
-    url: str, bodies: Sequence[bytes], *, seconds: float = 2.0, probe_path: str | None = None
+    url: str,
+    bodies: Sequence[bytes],
+    *,
+    seconds: float = 2.0,
+    probe_path: str | None = None,
+    timeout: float = 60.0,
 ) -> tuple[list[Sent], list[Sent]]:
     """POST every body to `url` + `/alertmanager`, evenly over `seconds`, concurrently.
 
@@ -68,7 +74,7 @@ async def fire(
     """
     headers = {**auth(), "Content-Type": "application/json"}
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-    async with httpx.AsyncClient(base_url=url, timeout=30.0, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
         webhooks: list[asyncio.Task[Sent]] = []
         probes: list[asyncio.Task[Sent]] = []
         start = time.perf_counter()

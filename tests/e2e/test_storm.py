@@ -1,0 +1,85 @@
+"""An alert storm through the running server: 1 000 alerts over 500 targets as webhooks within ~2 s.
+
+Every webhook is answered 2xx, every notification is stored and processed, every group is counted in
+one storm summary, and Slack sees a number of top-level messages and calls bounded by the channel, not
+by the alerts. (Speed is measured by bench/storm.py, not asserted here.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sim.slack_api import FakeSlack
+from tests.e2e.conftest import BotLauncher
+from tests.e2e.stack import CHANNEL, StoreView, auth, wait_until
+from tests.e2e.storm_load import fire, storm_bodies
+
+TARGETS = 500
+ALERTS = 2 * TARGETS
+STORM_TITLE = "🌩️ Alert storm"
+# StormPolicy's default: this many groups are posted on their own before a storm starts.
+POSTED_ALONE = 10
+# Processing 1 000 notifications is slow today (see the report); this only bounds a hang.
+PROCESSING_TIMEOUT = 100.0
+
+
+def slack_calls(slack: FakeSlack) -> int:
+    return sum(1 for call in slack.calls if call.method != "auth.test")
+
+
+async def test_a_storm_is_accepted_whole_and_summarised_with_calls_bounded_by_channel(
+    tmp_path: Path, bots: BotLauncher, slack: FakeSlack
+) -> None:
+    bot = bots.start()
+    store = StoreView(tmp_path / "bot.db")
+
+    webhooks, _ = await fire(bot.url, storm_bodies(TARGETS), seconds=2.0)
+
+    assert len(webhooks) == ALERTS
+    assert {sent.status for sent in webhooks} == {202}
+    assert store.notifications() == ALERTS  # each one durable before its 202
+    await asyncio.to_thread(
+        wait_until, lambda: store.unprocessed() == 0, PROCESSING_TIMEOUT, "every notification to be processed"
+    )
+
+    entries = store.storm_entries()
+    assert len(entries) == TARGETS  # every group is in the storm, the first ones too
+    top = slack.top_level(CHANNEL)
+    storms = [m for m in top if m.text.startswith(STORM_TITLE)]
+    assert len(storms) == 1, [m.text for m in top]
+    assert len(top) <= POSTED_ALONE + 1
+    assert slack_calls(slack) < 100
+    if store.outbox_failed():
+        # Known bug (see the report): bot/delivery.py `_wait_for_post` gives a storm's first thread-lines
+        # reply up after 30 looks while the summary's post is still queued behind the paced posts.
+        pytest.xfail("delivery gave up storm thread lines whose summary post was still pending")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bot/pipeline.py: a group posted alone before its channel's storm began takes the edit path for "
+    "later notifications and never updates its storm entries, so the summary undercounts its alerts",
+)
+async def test_the_storm_summary_counts_later_alerts_of_the_groups_that_started_it(
+    tmp_path: Path, bots: BotLauncher
+) -> None:
+    bot = bots.start()
+    store = StoreView(tmp_path / "bot.db")
+    targets = POSTED_ALONE + 2
+    bodies = storm_bodies(targets)  # firsts (one alert each), then updates (two alerts each)
+    async with httpx.AsyncClient(base_url=bot.url, headers=auth(), timeout=60.0) as client:
+        for body in bodies:
+            response = await client.post(
+                "/alertmanager", content=body, headers={"Content-Type": "application/json"}
+            )
+            assert response.status_code == 202
+    await asyncio.to_thread(
+        wait_until, lambda: store.unprocessed() == 0, PROCESSING_TIMEOUT, "every notification to be processed"
+    )
+    entries = store.storm_entries()
+    assert len(entries) == targets
+    assert sum(len(alerts) for alerts in entries.values()) == 2 * targets
