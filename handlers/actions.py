@@ -201,6 +201,8 @@ def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
 def _silence_refusal(settings: Settings, cluster: str, who: Requester) -> str:
     if who.user not in settings.access.silencers:
         why = "you are not in `access.silencers` of proxybot's configuration"
+    elif who.direct_message:
+        why = f"direct messages may not query cluster {code(cluster)} (see `access.direct_messages`)"
     else:
         why = f"this channel may not query cluster {code(cluster)} (see `access` in the configuration)"
     return f"You may not silence alerts of cluster {code(cluster)}: {why}."

@@ -1,0 +1,399 @@
+"""The alert buttons: signed presses through the real route and bolt's dispatch, answers at the fake Slack."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from bot.app import Deps, create_app
+from bot.clients.alertmanager import AlertmanagerClient, Matcher
+from bot.domain.alerts import AlertStatus
+from bot.errors import ClusterError, UpstreamError
+from bot.render.blocks import Message, section
+from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
+from bot.slack_app import slack_routes_and_workers
+from bot.store import AlertGroupState, Store
+from config.settings import ClusterSettings, TargetSettings
+from handlers.actions import DETAILS_ALERT_LABELS, ButtonChecks, Silencer
+from tests.bot.test_slack_app import (
+    ALERTS,
+    ALICE,
+    BOB,
+    GROUP_KEY,
+    asgi,
+    button_body,
+    eventually,
+    fake,
+    make_settings,
+    ref_value,
+    signed,
+    store,
+)
+from tests.fakes.slack_api import FakeSlack
+from tests.harness.alertmanager import Alertmanager
+from tests.harness.process import free_port
+
+__all__ = ["fake", "store"]  # fixtures shared with the Slack app tests
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+MESSAGE_TS = "1700000001.000100"
+
+
+@dataclass
+class FakeSilencer:
+    """Alertmanager's silences as the buttons see them: records each silence, or fails with `error`."""
+
+    error: Exception | None = None
+    created: list[dict[str, Any]] = field(default_factory=list)
+
+    async def create_silence(
+        self,
+        matchers: Sequence[Matcher],
+        *,
+        starts_at: datetime,
+        ends_at: datetime,
+        created_by: str,
+        comment: str,
+    ) -> str:
+        if self.error is not None:
+            raise self.error
+        self.created.append(
+            {
+                "matchers": tuple(matchers),
+                "span": ends_at - starts_at,
+                "created_by": created_by,
+                "comment": comment,
+            }
+        )
+        return "6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
+
+
+@dataclass
+class FakeChecks:
+    """Checks that record what they were asked and answer with a fixed message, or fail."""
+
+    error: Exception | None = None
+    asked: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def check(self, kind: str) -> Any:
+        async def run(cluster: ClusterSettings, target: TargetSettings) -> Message:
+            self.asked.append((kind, cluster.name, target.name))
+            if self.error is not None:
+                raise self.error
+            return Message(f"{kind} of {target.name}: healthy", (section(f"*{kind}* {target.name} ok"),))
+
+        return run
+
+    def buttons(self) -> ButtonChecks:
+        return ButtonChecks(probe=self.check("probe"), path=self.check("path"))
+
+
+async def save_group(store: Store, details: dict[str, Any] | None = None) -> None:
+    await store.save_group(
+        AlertGroupState(
+            channel="#alerts",
+            group_key=GROUP_KEY,
+            status=AlertStatus.FIRING,
+            ts=MESSAGE_TS,
+            details=details or {},
+        )
+    )
+
+
+async def app_for(
+    tmp_path: Path,
+    fake: FakeSlack,
+    store: Store,
+    silencer: Silencer | None,
+    checks: ButtonChecks | None = None,
+) -> Starlette:
+    settings = make_settings(tmp_path, fake.api_url)
+    if silencer is None:  # as when alertmanager.url is not configured
+        settings = settings.model_copy(
+            update={"alertmanager": settings.alertmanager.model_copy(update={"url": None})}
+        )
+    deps = Deps(settings=settings, store=store)
+    routes, workers = slack_routes_and_workers(settings, deps, checks=checks, silencer=silencer)
+    return create_app(deps, workers, extra=routes)
+
+
+async def press(http: httpx.AsyncClient, body: str) -> httpx.Response:
+    answer = await http.post("/slack/events", content=body, headers=signed(body))
+    assert (answer.status_code, answer.text) == (200, ""), "every press is acked at once, with an empty body"
+    return answer
+
+
+def thread_replies(fake: FakeSlack) -> list[Any]:
+    return fake.thread(ALERTS, MESSAGE_TS)
+
+
+# -- Silence 1h ----------------------------------------------------------------------------------------
+
+
+async def test_silence_creates_a_1h_silence_and_says_so_in_the_thread(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    silencer = FakeSilencer()
+    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        [reply] = await eventually(lambda: thread_replies(fake), "the thread reply")
+    assert reply.text.startswith(
+        f"Silenced for 1h by <@{ALICE}> (silence `6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11`)"
+    )
+    assert '`alertname="ResourceProxyNoHealthyPeers"`' in reply.text
+    [created] = silencer.created
+    assert created["matchers"] == (
+        Matcher("alertname", "ResourceProxyNoHealthyPeers"),
+        Matcher("target", "platform/crd-store"),
+    )
+    assert created["span"] == timedelta(hours=1)
+    assert created["created_by"] == f"alice (Slack {ALICE})"
+    assert fake.responses == []
+
+
+async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    common = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store", "cluster": "team-a"}
+    alerts = [
+        {**common, "group_version": "example.com/v1", "pod": "vc-0", "severity": "critical"},
+        {**common, "group_version": "example.com/v1", "pod": "vc-1", "severity": "critical"},
+    ]
+    await save_group(store, {DETAILS_ALERT_LABELS: alerts})
+    silencer = FakeSilencer()
+    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        await eventually(lambda: thread_replies(fake), "the thread reply")
+    [created] = silencer.created
+    assert created["matchers"] == (
+        Matcher("alertname", "ResourceProxyNoHealthyPeers"),
+        Matcher("cluster", "team-a"),
+        Matcher("group_version", "example.com/v1"),
+        Matcher("pod", r"vc\-0|vc\-1", is_regex=True),
+        Matcher("target", "platform/crd-store"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("user", "channel", "channel_name", "why"),
+    [
+        (BOB, ALERTS, "alerts", "you are not in `access.silencers`"),
+        (ALICE, "C0OTHER01", "random", "this channel may not query cluster `team-a`"),
+        (ALICE, "D0DIRECT1", "directmessage", "direct messages may not query cluster `team-a`"),
+    ],
+)
+async def test_silence_refusals_say_what_and_why_and_are_logged(
+    tmp_path: Path,
+    fake: FakeSlack,
+    store: Store,
+    caplog: pytest.LogCaptureFixture,
+    user: str,
+    channel: str,
+    channel_name: str,
+    why: str,
+) -> None:
+    caplog.set_level(logging.INFO, logger="handlers.actions")
+    await save_group(store)
+    silencer = FakeSilencer()
+    body = button_body(
+        ACTION_SILENCE,
+        ref_value(),
+        fake.response_url("k1"),
+        user=user,
+        channel=channel,
+        channel_name=channel_name,
+    )
+    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, body)
+        [response] = await eventually(lambda: fake.responses, "the refusal")
+    assert response["text"].startswith(f"You may not silence alerts of cluster `team-a`: {why}")
+    assert (response["response_type"], response["replace_original"]) == ("ephemeral", False)
+    assert silencer.created == []
+    assert fake.calls_to("chat.postMessage") == []
+    assert any("refused silence" in r.getMessage() and user in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("value", "saved", "answer"),
+    [
+        (ref_value(), False, "proxybot no longer knows this alert group"),
+        (ref_value(cluster=None), True, "not tied to one configured cluster"),
+        (ref_value(cluster="team-z"), True, "not tied to one configured cluster"),
+        ('{"c":"team-a","t":"../../etc","g":"0123456789abcdef"}', True, "This button cannot be used"),
+        ("not json", True, "This button cannot be used: button value is not JSON."),
+    ],
+)
+async def test_silence_of_unknown_or_hostile_references_is_answered(
+    tmp_path: Path, fake: FakeSlack, store: Store, value: str, saved: bool, answer: str
+) -> None:
+    if saved:
+        await save_group(store)
+    silencer = FakeSilencer()
+    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1")))
+        [response] = await eventually(lambda: fake.responses, "the answer")
+    assert answer in response["text"]
+    assert silencer.created == []
+
+
+async def test_a_group_key_naming_neither_target_nor_cluster_is_not_silenced_fleet_wide(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    key = '{}:{alertname="ResourceProxyProbeFailing"}'
+    await store.save_group(AlertGroupState(channel="#alerts", group_key=key, status=AlertStatus.FIRING))
+    from bot.domain.messages import ActionRef
+
+    value = ActionRef.for_group("team-a", None, key).encode()
+    silencer = FakeSilencer()
+    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1")))
+        [response] = await eventually(lambda: fake.responses, "the refusal")
+    assert "a silence would mute it everywhere" in response["text"]
+    assert silencer.created == []
+
+
+async def test_alertmanager_failing_or_unconfigured_is_a_clear_answer(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    failing = FakeSilencer(
+        error=UpstreamError("Alertmanager at http://am:9093 failed creating a silence: timed out")
+    )
+    async with asgi(await app_for(tmp_path, fake, store, failing)) as http:
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        [response] = await eventually(lambda: fake.responses, "the failure")
+    assert response["text"] == (
+        "The silence failed: Alertmanager at http://am:9093 failed creating a silence: timed out"
+    )
+    async with asgi(await app_for(tmp_path, fake, store, None)) as http:
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k2")))
+        await eventually(lambda: len(fake.responses) == 2, "the second answer")
+    assert "`alertmanager.url` is not set" in fake.responses[1]["text"]
+    assert thread_replies(fake) == []
+
+
+async def test_an_unexpected_error_is_answered_without_a_traceback(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    broken = FakeSilencer(error=RuntimeError("boom at /srv/secret/path.py line 3"))
+    async with asgi(await app_for(tmp_path, fake, store, broken)) as http:
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        [response] = await eventually(lambda: fake.responses, "the answer")
+    assert response["text"] == "The silence failed on proxybot's side; the error is in its log."
+
+
+async def test_when_the_thread_post_fails_the_presser_still_gets_the_silence_id(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    fake.fail("chat.postMessage", status=200, error="not_in_channel", retry_after=None)
+    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        [response] = await eventually(lambda: fake.responses, "the fallback answer")
+    assert "silence `6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11`" in response["text"]
+    assert "could not post this in the alert's thread" in response["text"]
+
+
+@pytest.mark.slow
+async def test_silence_button_against_real_alertmanager(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    with Alertmanager(tmp_path, f"http://127.0.0.1:{free_port()}/alertmanager") as am:
+        settings = make_settings(tmp_path, fake.api_url)
+        settings = settings.model_copy(
+            update={"alertmanager": settings.alertmanager.model_copy(update={"url": am.url})}
+        )
+        deps = Deps(settings=settings, store=store)
+        routes, workers = slack_routes_and_workers(settings, deps)  # builds its own client
+        app = create_app(deps, workers, extra=routes)
+        # The lifespan runs the workers; one of them closes the Alertmanager client when the app stops.
+        async with app.router.lifespan_context(app), asgi(app) as http:
+            await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+            [reply] = await eventually(lambda: thread_replies(fake), "the thread reply", timeout=20)
+        reader = AlertmanagerClient.from_settings(settings.alertmanager)
+        [silence] = await reader.silences()
+        await reader.aclose()
+    assert f"(silence `{silence.id}`)" in reply.text
+    assert silence.state == "active"
+    assert silence.created_by == f"alice (Slack {ALICE})"
+    assert {(m.name, m.value) for m in silence.matchers} == {
+        ("alertname", "ResourceProxyNoHealthyPeers"),
+        ("target", "platform/crd-store"),
+    }
+    assert silence.ends_at - silence.starts_at == pytest.approx(timedelta(hours=1), abs=timedelta(seconds=1))
+
+
+# -- Probe now / Path check ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("action", "kind", "first"),
+    [(ACTION_PROBE, "probe", "Probing"), (ACTION_PATH, "path", "Checking the path to")],
+)
+async def test_an_injected_check_runs_for_the_buttons_target_and_answers_in_the_thread(
+    tmp_path: Path, fake: FakeSlack, store: Store, action: str, kind: str, first: str
+) -> None:
+    checks = FakeChecks()
+    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+        await press(http, button_body(action, ref_value(), fake.response_url("k1")))
+        [reply] = await eventually(lambda: thread_replies(fake), "the check's answer")
+    assert checks.asked == [(kind, "team-a", "platform/crd-store")]
+    assert reply.text == f"{kind} of platform/crd-store: healthy"
+    assert reply.blocks == [section(f"*{kind}* platform/crd-store ok")]
+    [progress] = fake.responses
+    assert progress["text"] == f"{first} `platform/crd-store`…"
+
+
+async def test_check_buttons_are_not_registered_without_checks(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
+        body = button_body(ACTION_PROBE, ref_value(), fake.response_url("k1"))
+        answer = await http.post("/slack/events", content=body, headers=signed(body))
+    assert answer.status_code == 404  # bolt's answer for an action nobody listens to
+
+
+@pytest.mark.parametrize(
+    ("value", "channel", "answer"),
+    [
+        (ref_value(), "C0OTHER01", "This channel may not query cluster `team-a`"),
+        (ref_value(target=None), ALERTS, "spans several targets or clusters"),
+        (
+            ref_value(target="platform/unknown"),
+            ALERTS,
+            "Target `platform/unknown` of cluster `team-a` is not",
+        ),
+    ],
+)
+async def test_check_refusals_run_nothing(
+    tmp_path: Path, fake: FakeSlack, store: Store, value: str, channel: str, answer: str
+) -> None:
+    checks = FakeChecks()
+    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+        body = button_body(
+            ACTION_PROBE, value, fake.response_url("k1"), channel=channel, channel_name="random"
+        )
+        await press(http, body)
+        [response] = await eventually(lambda: fake.responses, "the refusal")
+    assert answer in response["text"]
+    assert checks.asked == []
+
+
+async def test_a_failing_check_is_a_clear_answer(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
+    checks = FakeChecks(error=ClusterError("team-a", "unreachable", "connection refused"))
+    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+        await press(http, button_body(ACTION_PATH, ref_value(), fake.response_url("k1")))
+        await eventually(lambda: len(fake.responses) == 2, "the progress line and the failure")
+    assert fake.responses[1]["text"] == "The check failed: cluster team-a: connection refused"
+    assert thread_replies(fake) == []
