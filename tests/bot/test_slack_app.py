@@ -296,8 +296,9 @@ class SocketSlack:
 
 
 async def test_socket_mode_connects_with_the_app_token_and_acks_envelopes(
-    tmp_path: Path, store: Store
+    tmp_path: Path, store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     slack = SocketSlack()
     runner = web.AppRunner(slack.app())
     await runner.setup()
@@ -306,6 +307,10 @@ async def test_socket_mode_connects_with_the_app_token_and_acks_envelopes(
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     slack.base_url = f"http://127.0.0.1:{port}"
     settings = make_settings(tmp_path, f"{slack.base_url}/api/", app_token=APP_TOKEN)
+    # Socket Mode requests are not signed: the signing secret is not needed there.
+    settings = settings.model_copy(
+        update={"slack": settings.slack.model_copy(update={"signing_secret": None})}
+    )
     routes, workers = slack_routes_and_workers(settings, Deps(settings, store))
     assert routes == []
     tasks = [asyncio.create_task(work()) for work in workers]
@@ -332,3 +337,5 @@ async def test_socket_mode_connects_with_the_app_token_and_acks_envelopes(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await runner.cleanup()
+    for secret in (APP_TOKEN, BOT_TOKEN):
+        assert secret not in caplog.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class FakeSilencer:
 
     error: Exception | None = None
     created: list[dict[str, Any]] = field(default_factory=list)
+    gate: asyncio.Event | None = None  # when set up, each silence waits for it: Alertmanager being slow
 
     async def create_silence(
         self,
@@ -63,6 +65,8 @@ class FakeSilencer:
         created_by: str,
         comment: str,
     ) -> str:
+        if self.gate is not None:
+            await self.gate.wait()
         if self.error is not None:
             raise self.error
         self.created.append(
@@ -158,6 +162,20 @@ async def test_silence_creates_a_1h_silence_and_says_so_in_the_thread(
     assert created["span"] == timedelta(hours=1)
     assert created["created_by"] == f"alice (Slack {ALICE})"
     assert fake.responses == []
+
+
+async def test_the_ack_does_not_wait_for_alertmanager(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
+    await save_group(store)
+    gate = asyncio.Event()
+    silencer = FakeSilencer(gate=gate)
+    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+        # Acked with 200 while the silence is still waiting on Alertmanager: the work runs after the ack.
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        assert silencer.created == []
+        assert thread_replies(fake) == []
+        gate.set()
+        await eventually(lambda: thread_replies(fake), "the thread reply once Alertmanager answered")
+    assert len(silencer.created) == 1
 
 
 async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
