@@ -59,6 +59,25 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX outbox_due ON outbox (next_attempt_at, id) WHERE state = 'pending';
     """,
+    # 2: fleet digests: one row per digest period (so a restart never posts a period twice, and the
+    # next digest knows what changed), and small fleet samples for the digest's chart.
+    """
+    CREATE TABLE digest_runs (
+        period TEXT PRIMARY KEY,
+        state TEXT NOT NULL CHECK (state IN ('started', 'posted')),
+        started_at REAL NOT NULL,
+        posted_at REAL,
+        summary TEXT
+    );
+    CREATE INDEX digest_runs_posted ON digest_runs (posted_at) WHERE state = 'posted';
+
+    CREATE TABLE digest_samples (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        sample TEXT NOT NULL
+    );
+    CREATE INDEX digest_samples_at ON digest_samples (at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -20,10 +20,12 @@ from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.store import digests as digest_sql
 from bot.store import groups as group_sql
 from bot.store import notifications as notification_sql
 from bot.store import outbox as outbox_sql
 from bot.store.arrivals import ArrivalQueue
+from bot.store.digests import DigestRun, FleetSample
 from bot.store.errors import StoreError
 from bot.store.models import (
     Accepted,
@@ -139,6 +141,31 @@ class Store:
     async def depth(self) -> int:
         """Pending operations, due or not."""
         return await self._thread.run(outbox_sql.depth)
+
+    # -- digests -------------------------------------------------------------------------------------
+    async def claim_digest(self, period: str) -> bool:
+        """Start the digest of `period`; False when that period was already posted."""
+        now = self._clock()
+        return await self._thread.run(lambda conn: digest_sql.claim(conn, period, now))
+
+    async def finish_digest(self, period: str, summary: Mapping[str, Any]) -> None:
+        """Record `period` as posted, with the summary the next digest compares against."""
+        now = self._clock()
+        await self._thread.run(lambda conn: digest_sql.finish(conn, period, summary, now))
+
+    async def digest_run(self, period: str) -> DigestRun | None:
+        return await self._thread.run(lambda conn: digest_sql.get(conn, period))
+
+    async def last_digest(self, other_than: str | None = None) -> DigestRun | None:
+        """The most recently posted digest, other than `other_than`."""
+        return await self._thread.run(lambda conn: digest_sql.last_posted(conn, other_than))
+
+    async def add_fleet_sample(self, sample: FleetSample, keep_after: float) -> None:
+        """Store a fleet sample for digest charts; older samples than `keep_after` are dropped."""
+        await self._thread.run(lambda conn: digest_sql.add_sample(conn, sample, keep_after))
+
+    async def fleet_samples(self, since: float) -> list[FleetSample]:
+        return await self._thread.run(lambda conn: digest_sql.samples(conn, since))
 
     # -- housekeeping --------------------------------------------------------------------------------
     async def prune(self, before: float) -> int:

@@ -1,0 +1,194 @@
+"""The fleet digest as a Slack message (worst first; a short line when all is well), in the terminal, as PNGs.
+
+Layout: a header with the headline, then degraded targets with their finding and next step, unreachable
+clusters with their targets, what changed since the last digest, the probe CronJobs, and the outcome reasons
+that moved. A quiet digest is the header and one context line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from bot.digest import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
+from bot.digest_history import DigestChart
+from bot.domain.diagnosis_readings import fmt_count
+from bot.render.blocks import (
+    Block,
+    Message,
+    code,
+    context,
+    esc,
+    fmt_span,
+    fmt_time,
+    header,
+    message,
+    section_lines,
+)
+from bot.render.chart import render_chart
+from bot.render.slack import SEVERITY_MARK
+from bot.render.terminal import Style, show
+
+DETAILED = 15  # degraded targets shown with finding and next step; the rest one line each
+LIST_LINES = 12
+HEALTH_MARK = {Health.UNREACHABLE: "⚫", Health.DEGRADED: "🟠", Health.HEALTHY: "✅"}
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
+    return [*lines[:n], f"… +{len(lines) - n} more"] if len(lines) > n else list(lines)
+
+
+def headline(d: Digest) -> str:
+    total = len(d.targets)
+    if d.quiet:
+        return f"Proxy fleet digest: all {_n(total, 'target')} healthy"
+    parts = [f"{d.count(Health.DEGRADED)} degraded", f"{d.count(Health.UNREACHABLE)} unreachable"]
+    return f"Proxy fleet digest: {', '.join(parts)}, {d.count(Health.HEALTHY)} of {total} healthy"
+
+
+def _mark(d: Digest) -> str:
+    return "✅" if d.quiet else SEVERITY_MARK[d.severity]
+
+
+def _degraded_lines(t: TargetDigest) -> list[str]:
+    worst = t.findings[0]
+    more = f" (+{len(t.findings) - 1} more findings)" if len(t.findings) > 1 else ""
+    return [
+        f"{SEVERITY_MARK[worst.severity]} *{code(t.target)}* on {code(t.cluster)}: {esc(worst.title)}{more}",
+        f"    _Next:_ {esc(worst.next_step)}",
+    ]
+
+
+def _degraded_blocks(targets: Sequence[TargetDigest]) -> list[Block]:
+    if not targets:
+        return []
+    lines = ["*Degraded, worst first*"]
+    for t in targets[:DETAILED]:
+        lines += _degraded_lines(t)
+    rest = [f"• {code(t.target)}: {esc(t.findings[0].title)}" for t in targets[DETAILED:]]
+    return [section_lines([*lines, *_top(rest)])]
+
+
+def _unreachable_blocks(targets: Sequence[TargetDigest]) -> list[Block]:
+    if not targets:
+        return []
+    by_cluster: dict[str, list[TargetDigest]] = {}
+    for t in targets:
+        by_cluster.setdefault(t.cluster, []).append(t)
+    lines = [
+        f"⚫ {code(cluster)} ({_n(len(ts), 'target')}): {esc(ts[0].unavailable or 'not read')}"
+        for cluster, ts in sorted(by_cluster.items())
+    ]
+    return [section_lines(["*Unreachable client clusters*", *_top(lines)])]
+
+
+def _change_line(c: Change) -> str:
+    before = c.before.value if c.before is not None else "new"
+    return f"{HEALTH_MARK[c.after]} {code(c.target)}: {before} → *{c.after.value}*"
+
+
+def _changes_blocks(d: Digest) -> list[Block]:
+    if not d.changes:
+        return []
+    since = "" if d.previous_at is None else f" ({fmt_time(_dt(d.previous_at))})"
+    return [
+        section_lines(
+            [f"*Changed since the last digest{since}*", *_top([_change_line(c) for c in d.changes])]
+        )
+    ]
+
+
+def _probe_line(p: ProbeRun) -> str:
+    age = (
+        "never succeeded"
+        if p.last_success_age is None
+        else f"last success {fmt_span(p.last_success_age)} ago"
+    )
+    mark = "✅" if p.ok else "🔴"
+    return f"{mark} {code(p.cluster)}: {age}" + ("" if p.ok else f" — {esc(p.summary)}")
+
+
+def _probe_blocks(probes: Sequence[ProbeRun]) -> list[Block]:
+    failing = [p for p in probes if not p.ok]
+    if not failing:
+        return []
+    return [section_lines(["*Probe CronJobs not succeeding*", *_top([_probe_line(p) for p in failing])])]
+
+
+def _move_line(m: ReasonMove) -> str:
+    scope = (
+        "since the last digest" if m.since_last_digest else f"in the last {fmt_span(m.window_seconds or 0)}"
+    )
+    return f"• {code(m.target)} {esc(m.family)} {code(m.reason)}: +{fmt_count(m.count)} {scope}"
+
+
+def _moved_blocks(moved: Sequence[ReasonMove]) -> list[Block]:
+    if not moved:
+        return []
+    return [section_lines(["*Proxy-fault reasons that moved*", *_top([_move_line(m) for m in moved])])]
+
+
+def _context(d: Digest, notes: Sequence[str]) -> Block:
+    items = [f"{_n(len(d.cluster_seconds), 'client cluster')} read {fmt_time(_dt(d.at))}"]
+    ok = [p for p in d.probes if p.ok]
+    if ok:
+        oldest = fmt_span(max(p.last_success_age or 0.0 for p in ok))
+        items.append(f"probe CronJobs succeeding: {len(ok)} of {len(d.probes)} (oldest success {oldest} ago)")
+    if d.previous_at is None:
+        items.append("first digest: no earlier one to compare with")
+    return context([*items, *(esc(n) for n in notes)])
+
+
+def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
+    """The digest for Slack: worst first; a quiet digest is only its header and a context line."""
+    title = f"{_mark(d)} {headline(d)}"
+    if d.quiet:
+        return message(title, [header(title)], [_context(d, notes)])
+    body: list[Block] = [header(title)]
+    body += _degraded_blocks(d.of(Health.DEGRADED))
+    body += _unreachable_blocks(d.of(Health.UNREACHABLE))
+    body += _changes_blocks(d)
+    body += _probe_blocks(d.probes)
+    body += _moved_blocks(d.moved)
+    return message(title, body, [_context(d, notes)])
+
+
+def digest_text(d: Digest, notes: Sequence[str] = (), style: Style | None = None) -> str:
+    """The same digest as the terminal shows it."""
+    return show(digest_message(d, notes), style=style)
+
+
+def _dt(unix: float) -> datetime:
+    return datetime.fromtimestamp(unix, UTC)
+
+
+# -- charts ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChartPng:
+    """One rendered chart, ready for `files_upload_v2`."""
+
+    filename: str
+    title: str
+    png: bytes
+
+
+def chart_pngs(charts: Sequence[DigestChart]) -> list[ChartPng]:
+    """Each chart as a PNG (matplotlib, no display), named after the chart."""
+    out = []
+    for chart in charts:
+        png = render_chart(
+            chart.lines,
+            chart.title,
+            _dt(chart.end),
+            y_label=chart.y_label,
+            span=timedelta(seconds=chart.span),
+        )
+        out.append(ChartPng(f"digest-{chart.key}.png", chart.title, png))
+    return out
