@@ -33,7 +33,7 @@ class MetricsSource(Protocol):
 class ClusterRead:
     """One read of a cluster's proxy metrics, or why there is none."""
 
-    cluster: str
+    cluster: str  # the source: a cluster name, or `cluster/pod` for one addressable replica
     read_at: float  # wall-clock seconds
     snapshot: ProxySnapshot | None
     window: ProxyDelta | None
@@ -42,6 +42,11 @@ class ClusterRead:
     @property
     def ok(self) -> bool:
         return self.snapshot is not None
+
+    @property
+    def replica(self) -> str | None:
+        """The pod that was read, when the source pins one (names are DNS labels: `/` is unambiguous)."""
+        return self.cluster.partition("/")[2] or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,6 +84,7 @@ class _Reading:
 class _Routed:
     alert: Alert
     cluster: str | None
+    source: str | None = None  # live-state source: the cluster, or the alerting replica when addressable
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class AlertPipeline:
         """Enqueue the notification's Slack operations, save the groups' state, close the notification."""
         webhook = notification.webhook
         routes = self._route(webhook)
-        clusters = {r.cluster for routed in routes.values() for r in routed if r.cluster is not None}
+        clusters = {r.source for routed in routes.values() for r in routed if r.source is not None}
         prom = PromRound(self._prometheus, self._settings)
         prom.start((r.alert.alertname, r.alert.labels, r.cluster) for rs in routes.values() for r in rs)
         readings = await self._enrich(clusters, prom)
@@ -171,7 +172,10 @@ class AlertPipeline:
                     webhook.group_key,
                 )
                 continue
-            routes.setdefault(channel, []).append(_Routed(alert, None if cluster is None else cluster.name))
+            routed = _Routed(alert, None, None)
+            if cluster is not None:
+                routed = _Routed(alert, cluster.name, cluster.source(alert.labels.get("pod")))
+            routes.setdefault(channel, []).append(routed)
         return routes
 
     async def _enrich(self, clusters: Iterable[str], prom: PromRound) -> dict[str, _Reading]:
@@ -305,7 +309,8 @@ def _reading(task: asyncio.Task[ClusterRead], budget: float) -> _Reading:
     read = task.result()
     if read.snapshot is None:
         return _Reading(None, None, LiveRead.missing(read.unavailable or "no live state"))
-    return _Reading(read.snapshot, read.window, LiveRead.read(datetime.fromtimestamp(read.read_at, UTC)))
+    at = datetime.fromtimestamp(read.read_at, UTC)
+    return _Reading(read.snapshot, read.window, LiveRead.read(at, read.replica))
 
 
 def _build(
@@ -319,11 +324,12 @@ def _build(
     memo: dict[tuple[Any, ...], AlertDiagnosis] = {}
     views: dict[str, AlertView] = {}
     for r in routed:
-        reading = unmatched if r.cluster is None else readings[r.cluster]
+        reading = unmatched if r.source is None else readings[r.source]
         views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, reading, prom, memo))
     clusters = {r.cluster for r in routed}
     cluster = next(iter(clusters)) if len(clusters) == 1 else None
-    live = _merge_live([unmatched if c is None else readings[c] for c in sorted(clusters, key=str)])
+    sources = {r.source for r in routed}
+    live = _merge_live([unmatched if c is None else readings[c] for c in sorted(sources, key=str)])
     alerts = tuple(views.values())
     firing = any(a.status is GroupStatus.FIRING for a in alerts)
     ended = [a.ends_at for a in alerts if a.ends_at is not None]

@@ -23,7 +23,7 @@ from bot.live import LiveState
 from bot.prom_enrich import PromEnricher
 from bot.store import Store, open_store
 from bot.storm import StormPolicy
-from config.settings import Settings
+from config.settings import Settings, replica_source
 from handlers import alerts
 
 log = logging.getLogger(__name__)
@@ -46,14 +46,20 @@ class Bot:
         await self.deps.store.close()
 
 
-async def connect_readers(settings: Settings) -> list[KubeReader]:
-    """One reader per client cluster; a cluster whose kubeconfig fails is logged and left out."""
-    readers: list[KubeReader] = []
+async def connect_readers(settings: Settings) -> dict[str, KubeReader]:
+    """Live-state sources: one reader per client cluster and per addressable replica (`replicas`).
+
+    A source whose kubeconfig fails is logged and left out (its alerts are posted without live state).
+    """
+    readers: dict[str, KubeReader] = {}
     for cluster in settings.clusters:
-        try:
-            readers.append(await KubeReader.connect(cluster.name, cluster.kubeconfig, cluster.context))
-        except ClusterError as err:
-            log.error("%s (alerts for it are posted without live state)", err)
+        contexts = {cluster.name: cluster.context}
+        contexts.update({replica_source(cluster.name, pod): ctx for pod, ctx in cluster.replicas.items()})
+        for source, context in contexts.items():
+            try:
+                readers[source] = await KubeReader.connect(source, cluster.kubeconfig, context)
+            except ClusterError as err:
+                log.error("%s (alerts for it are posted without live state)", err)
     return readers
 
 
@@ -64,7 +70,7 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
     """
     store = store or await open_store(settings.store.url.get_secret_value())
     readers = await connect_readers(settings)
-    live = LiveState({r.name: r for r in readers}, timeout=settings.enrichment.timeout_seconds)
+    live = LiveState(readers, timeout=settings.enrichment.timeout_seconds)
     slack = SlackClient.from_settings(settings.slack)
     deps = Deps(settings=settings, store=store)
     delivery = Delivery(store, slack)
@@ -90,7 +96,8 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
 
     deps.readiness.append(slack_ready)
     workers: Sequence[Worker] = (worker.run, delivery.run, lambda: live.keep_warm(warm_interval))
-    return Bot(deps=deps, app=create_app(deps, workers), readers=readers, prometheus=prometheus)
+    app = create_app(deps, workers)
+    return Bot(deps=deps, app=app, readers=list(readers.values()), prometheus=prometheus)
 
 
 async def serve(bot: Bot, host: str, port: int) -> None:

@@ -171,6 +171,11 @@ class TargetSettings(StrictModel):
         return self
 
 
+def replica_source(cluster: str, pod: str) -> str:
+    """The live-state source name of one addressable replica of a cluster."""
+    return f"{cluster}/{pod}"
+
+
 class ClusterSettings(StrictModel):
     """One client tenant cluster: how to read it, which alerts are its, where they go."""
 
@@ -183,6 +188,14 @@ class ClusterSettings(StrictModel):
     targets: NonEmpty[tuple[TargetSettings, ...]]
     # The client's control plane in the control plane cluster: its probe CronJob and NetworkPolicies.
     control_plane: ControlPlaneSettings | None = None
+    # HA replicas that can be read one by one: pod name -> context of `kubeconfig` reaching that replica.
+    # Each replica keeps its own peer caches, so an alert carrying `pod` is enriched from that pod when
+    # it is listed here; otherwise from whichever replica the cluster's Service answers with.
+    replicas: dict[DnsLabel, str] = Field(default_factory=dict)
+
+    def source(self, pod: str | None) -> str:
+        """The live-state source for an alert's `pod`: that replica when addressable, else the cluster."""
+        return replica_source(self.name, pod) if pod is not None and pod in self.replicas else self.name
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(key) == value for key, value in self.match.items())

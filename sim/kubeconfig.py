@@ -84,6 +84,8 @@ def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
                 "match": {"cluster": client.name},
                 "targets": targets,
                 "control_plane": control_plane(client.namespace, client.release),
+                # Each replica has its own context in the kubeconfig (pinned to that pod).
+                "replicas": {r.pod: r.pod for r in client.replicas},
             }
         )
     # Without a channel the config is refused; the demo renders to the terminal, so any name will do.

@@ -620,3 +620,27 @@ async def test_an_alert_of_no_cluster_asks_prometheus_nothing(
     await harness.run(webhook([alert("x1", cluster=None, target="nobody/knows")]))
     assert fake.queries == []
     assert fake.ranges == []
+
+
+# -- HA replicas -------------------------------------------------------------------------------------
+
+
+async def test_an_alert_from_an_addressable_replica_is_enriched_from_that_replica(
+    harness: Harness,
+) -> None:
+    alpha = {**_cluster("alpha", None), "replicas": {"alpha-0": "alpha-0-context"}}
+    data = {"slack": {"default_channel": "#proxy-alerts"}, "clusters": [alpha, _cluster("beta", None)]}
+    pipeline = harness.make_pipeline(Settings.model_validate(data))
+    pinned = alert("a1")
+    pinned["labels"]["pod"] = "alpha-0"
+    elsewhere = alert("a2", cluster="beta")
+    elsewhere["labels"]["pod"] = "beta-1"  # beta lists no replicas: read through its Service
+    await harness.accept(webhook([pinned, elsewhere]))
+    for notification in await harness.store.pending():
+        await pipeline.process(notification)
+    await pipeline.aclose()
+    assert sorted(harness.live.reads) == ["alpha/alpha-0", "beta"]
+    by_channel = {i.channel: json.dumps(i.payload, ensure_ascii=False) for i in await harness.items()}
+    assert "Replica read:* `alpha-0`" in by_channel["#alpha-alerts"]
+    assert "from replica `alpha-0`" in by_channel["#alpha-alerts"]
+    assert "Replica read:* —" in by_channel["#beta-alerts"]
