@@ -1,0 +1,214 @@
+"""One fleet digest, end to end: collect, judge, chart, post, and record the period so it is posted once.
+
+`DigestRunner.run_period(period)` claims the period in the store before building and records it as posted
+afterwards (with the summary the next digest compares against); a period already posted is skipped. Runs
+never overlap (one lock for scheduled, caught-up and on-demand digests). `OutboxPoster` posts through the
+durable outbox keyed `digest:<period>`, so a crash between the post and the record re-enqueues a duplicate
+that the outbox ignores; `DirectPoster` posts straight to Slack (the CLI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from bot.delivery import Delivery, SlackSender
+from bot.digest import (
+    DEFAULT_CLUSTER_TIMEOUT,
+    DEFAULT_CONCURRENCY,
+    Clock,
+    CronJobSource,
+    Digest,
+    ReadCluster,
+    build_digest,
+    probe_runs,
+    read_fleet,
+)
+from bot.digest_history import RangeQueries, digest_charts
+from bot.render.blocks import Message
+from bot.render.digest import ChartPng, chart_pngs, digest_message
+from bot.store import Store
+from bot.store.digests import FleetSample
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RETENTION = 8 * 86400.0
+DEFAULT_SPAN = 86400.0  # the first digest's charts, with no earlier digest to start from
+MIN_SPAN, MAX_SPAN = 3600.0, 7 * 86400.0
+
+
+def chart_span(previous_at: float | None, now: float) -> float:
+    """The charts cover the time since the last digest, within an hour and a week."""
+    span = DEFAULT_SPAN if previous_at is None else now - previous_at
+    return min(MAX_SPAN, max(MIN_SPAN, span))
+
+
+# -- posting ---------------------------------------------------------------------------------------------
+
+
+class DigestPoster(Protocol):
+    """Posts a digest and uploads its charts into the digest's thread."""
+
+    async def post_digest(
+        self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
+    ) -> None: ...
+
+
+@dataclass
+class OutboxPoster:
+    """Through the durable outbox (serve): retried, paced, and at most one post per period."""
+
+    delivery: Delivery
+
+    async def post_digest(
+        self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
+    ) -> None:
+        group = f"digest:{period}"
+        await self.delivery.post(channel, group, message)
+        for chart in charts:
+            await self.delivery.upload_png(
+                channel, group, chart.png, filename=chart.filename, title=chart.title, revision=chart.filename
+            )
+
+
+@dataclass
+class DirectPoster:
+    """Straight to Slack (the CLI's `--post`): one post, then the charts in its thread; errors propagate."""
+
+    slack: SlackSender
+
+    async def post_digest(
+        self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
+    ) -> None:
+        ts = await self.slack.post(channel, message)
+        for chart in charts:
+            await self.slack.upload_png(channel, ts, chart.png, chart.filename, chart.title)
+
+
+# -- one digest ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DigestSources:
+    """Where a digest reads from: the clusters' live state, the probe CronJobs, Prometheus."""
+
+    read: ReadCluster
+    cronjobs: CronJobSource | None = None
+    prometheus: RangeQueries | None = None
+
+
+@dataclass(frozen=True)
+class BuiltDigest:
+    """A digest with its message and charts."""
+
+    digest: Digest
+    message: Message
+    charts: tuple[ChartPng, ...]
+
+
+class DigestRunner:
+    """Builds digests and posts them at most once per period; runs never overlap."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        sources: DigestSources,
+        poster: DigestPoster | None,
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = DEFAULT_CLUSTER_TIMEOUT,
+        clock: Clock = time.time,
+    ) -> None:
+        self.settings = settings
+        self._store = store
+        self._sources = sources
+        self._poster = poster
+        self._concurrency = concurrency
+        self._timeout = timeout
+        self._clock = clock
+        self._lock = asyncio.Lock()
+
+    async def collect(self, period: str, previous_period: str | None = None) -> Digest:
+        """Read the fleet and judge it against the last posted digest (other than `previous_period`)."""
+        settings, now = self.settings, self._clock()
+        names = [c.name for c in settings.clusters]
+        reads, probes = await asyncio.gather(
+            read_fleet(names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout),
+            probe_runs(
+                settings.clusters,
+                self._sources.cronjobs,
+                now,
+                concurrency=self._concurrency,
+                timeout=self._timeout,
+            ),
+        )
+        last = await self._store.last_digest(other_than=previous_period)
+        return build_digest(
+            settings,
+            reads,
+            period=period,
+            at=now,
+            probes=probes,
+            previous=None if last is None else last.summary,
+            previous_at=None if last is None else last.posted_at,
+        )
+
+    async def build(self, period: str, *, record_sample: bool = True) -> BuiltDigest:
+        """The digest of `period` with its charts; `record_sample` keeps its fleet sample for later charts."""
+        digest = await self.collect(period, previous_period=period)
+        sample = FleetSample(digest.at, digest.sample())
+        if record_sample:
+            await self._store.add_fleet_sample(sample, keep_after=digest.at - SAMPLE_RETENTION)
+        span = chart_span(digest.previous_at, digest.at)
+        samples = await self._store.fleet_samples(since=digest.at - span)
+        if not record_sample:
+            samples.append(sample)
+        charts, note = await digest_charts(digest, samples, span, self._sources.prometheus)
+        pngs = await asyncio.to_thread(chart_pngs, charts)
+        return BuiltDigest(digest, digest_message(digest, [note] if note else []), tuple(pngs))
+
+    async def run_period(self, period: str) -> bool:
+        """Post the digest of `period` unless it was already posted; True when posted now."""
+        async with self._lock:
+            if not await self._store.claim_digest(period):
+                log.info("digest %s was already posted: skipped", period)
+                return False
+            built = await self.build(period)
+            await self._post(period, built)
+            await self._store.finish_digest(period, built.digest.summary())
+            return True
+
+    async def post_now(self) -> BuiltDigest:
+        """An on-demand digest (`/proxy digest`, `proxybot digest --post`): always posted, recorded."""
+        async with self._lock:
+            period = "manual:" + datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="seconds")
+            await self._store.claim_digest(period)
+            built = await self.build(period)
+            await self._post(period, built)
+            await self._store.finish_digest(period, built.digest.summary())
+            return built
+
+    async def sample(self) -> None:
+        """Store a fleet sample between digests, so the charts have points to draw without Prometheus."""
+        names = [c.name for c in self.settings.clusters]
+        reads = await read_fleet(
+            names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout
+        )
+        now = self._clock()
+        digest = build_digest(self.settings, reads, period="sample", at=now)
+        await self._store.add_fleet_sample(
+            FleetSample(now, digest.sample()), keep_after=now - SAMPLE_RETENTION
+        )
+
+    async def _post(self, period: str, built: BuiltDigest) -> None:
+        channel = self.settings.digest_channel()
+        if self._poster is None or channel is None:
+            raise RuntimeError("digest: no poster or no channel (digest.channel / slack.default_channel)")
+        await self._poster.post_digest(channel, period, built.message, built.charts)

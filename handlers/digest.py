@@ -1,0 +1,164 @@
+"""The scheduled fleet digest: APScheduler's `AsyncIOScheduler` for the app's lifetime (runs: digest_runner).
+
+Scheduling decisions (all pure functions here, tested without a scheduler):
+- The job fires on `digest.cron` in `digest.timezone` (`settings.digest.cron_trigger()`, cron's weekdays).
+- Late still goes out: `misfire_grace_time` is an hour, `coalesce=True` (several missed runs become one).
+  APScheduler's default grace of one second would silently drop a digest whose loop was busy. A run
+  missed while proxybot was down is caught up at start when its fire time is within the same grace.
+- Never overlapping: `max_instances=1` for the job, and a lock around every run (the job, the catch-up and
+  on-demand digests share it).
+- Never twice: each scheduled run has a period key, its fire time in the digest's time zone. The store
+  records the period before posting (`claim_digest`) and as posted afterwards (`finish_digest`); a period
+  already posted is skipped. Posting goes through the outbox keyed `digest:<period>`, so a crash between
+  the post and the record re-enqueues a duplicate, which the outbox ignores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.base import BaseTrigger
+
+from bot.delivery import Delivery
+from bot.digest import Clock, CronJobSource, ReadCluster
+from bot.digest_history import RangeQueries
+from bot.digest_runner import DigestRunner, DigestSources, OutboxPoster
+from bot.store import Store
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+JOB_ID = "proxybot-digest"
+MISFIRE_GRACE_SECONDS = 3600
+SAMPLE_INTERVAL = 1800.0
+
+
+# -- scheduling decisions --------------------------------------------------------------------------------
+
+
+def next_run(trigger: BaseTrigger, now: datetime) -> datetime | None:
+    """When the trigger fires next, strictly after `now` (aware, in the trigger's time zone)."""
+    fire: datetime | None = trigger.get_next_fire_time(None, now + timedelta(microseconds=1))
+    return fire
+
+
+def latest_fire(trigger: BaseTrigger, now: datetime, lookback: float) -> datetime | None:
+    """The last fire time in `(now - lookback, now]`, or None when the trigger did not fire in it."""
+    fire: datetime | None = trigger.get_next_fire_time(None, now - timedelta(seconds=lookback))
+    found = None
+    while fire is not None and fire <= now:
+        found = fire
+        fire = trigger.get_next_fire_time(fire, fire + timedelta(microseconds=1))
+    return found
+
+
+def within_grace(scheduled: datetime, now: datetime, grace: float) -> bool:
+    """Whether a run scheduled at `scheduled` still goes out at `now` (APScheduler's misfire rule)."""
+    late = (now - scheduled).total_seconds()
+    return 0 <= late <= grace
+
+
+def period_key(fire: datetime) -> str:
+    """The period a scheduled run stands for: its fire time, in the digest's time zone."""
+    return fire.isoformat(timespec="seconds")
+
+
+# -- the scheduler ---------------------------------------------------------------------------------------
+
+
+class DigestScheduler:
+    """Runs `runner` on the trigger inside an `AsyncIOScheduler`, for as long as `run()` is not cancelled."""
+
+    def __init__(
+        self,
+        runner: DigestRunner,
+        trigger: BaseTrigger,
+        timezone: ZoneInfo,
+        *,
+        grace: int = MISFIRE_GRACE_SECONDS,
+        sample_interval: float | None = SAMPLE_INTERVAL,
+        enabled: bool = True,
+        clock: Clock = time.time,
+    ) -> None:
+        self.runner = runner
+        self._enabled = enabled
+        self._trigger = trigger
+        self._timezone = timezone
+        self._grace = grace
+        self._sample_interval = sample_interval
+        self._clock = clock
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), self._timezone)
+
+    async def fire(self) -> None:
+        """The job: the digest of the latest fire time (a late run keeps its own period)."""
+        now = self._now()
+        scheduled = latest_fire(self._trigger, now, self._grace + 60) or now
+        try:
+            await self.runner.run_period(period_key(scheduled))
+        except Exception:  # one failed digest must not stop the schedule; the next period tries again
+            log.exception("digest %s failed", period_key(scheduled))
+
+    async def catch_up(self) -> None:
+        """At start: post the run missed while proxybot was down, when still within the grace."""
+        now = self._now()
+        missed = latest_fire(self._trigger, now, self._grace)
+        if missed is not None and within_grace(missed, now, self._grace):
+            await self.fire()
+
+    def add_job(self, scheduler: AsyncIOScheduler) -> None:
+        scheduler.add_job(
+            self.fire,
+            trigger=self._trigger,
+            id=JOB_ID,
+            coalesce=True,
+            misfire_grace_time=self._grace,
+            max_instances=1,
+            replace_existing=True,
+        )
+
+    async def run(self) -> None:
+        """The app worker: the scheduler in the running loop and sampling between digests, until cancelled."""
+        if not self._enabled:
+            await self._sample_forever()
+            return
+        scheduler = AsyncIOScheduler(timezone=self._timezone)
+        self.add_job(scheduler)
+        scheduler.start()
+        try:
+            await self.catch_up()
+            await self._sample_forever()
+        finally:
+            scheduler.shutdown(wait=False)
+
+    async def _sample_forever(self) -> None:
+        if self._sample_interval is None:
+            await asyncio.Event().wait()
+            return
+        while True:
+            await asyncio.sleep(self._sample_interval)
+            try:
+                await self.runner.sample()
+            except Exception:  # a failed sample leaves a gap in a chart, nothing worse
+                log.exception("digest: fleet sample failed")
+
+
+def register(
+    settings: Settings,
+    store: Store,
+    delivery: Delivery,
+    read: ReadCluster,
+    *,
+    cronjobs: CronJobSource | None = None,
+    prometheus: RangeQueries | None = None,
+) -> DigestScheduler:
+    """The digest for `serve`: `.run` is the app worker, `.runner.post_now()` answers `/proxy digest`."""
+    runner = DigestRunner(settings, store, DigestSources(read, cronjobs, prometheus), OutboxPoster(delivery))
+    zone = ZoneInfo(settings.digest.timezone)
+    return DigestScheduler(runner, settings.digest.cron_trigger(), zone, enabled=settings.digest.enabled)
