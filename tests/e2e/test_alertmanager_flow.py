@@ -56,7 +56,9 @@ def top_level_posts(slack: FakeSlack) -> int:
 
 
 @pytest.fixture
-def bot(bots: BotLauncher) -> BotProcess:
+def bot(sim: SimServer, bots: BotLauncher) -> BotProcess:
+    # Degraded before the bot starts, so no read it caches (for a few seconds) predates the fault.
+    wait_degraded(sim)
     # The console script, as an operator runs it.
     return bots.start(command=proxybot_command())
 
@@ -76,7 +78,6 @@ def test_one_group_is_one_message_enriched_edited_and_resolved_in_place(
     first = proxy_alert(pod=pod, group_version="example.com/v1")
     second = proxy_alert(pod=pod, group_version="data.example.com/v1alpha1")
     started = rfc3339(now() - timedelta(minutes=3))
-    wait_degraded(sim)
 
     alertmanager.post_alerts([am_alert(first, started)])
     wait_until(lambda: slack.top_level(CHANNEL), DELIVERY_TIMEOUT, "the group's message in Slack")
