@@ -71,7 +71,13 @@ class TerminalSlack:
 def demo_settings(sim_config: Path, slack: FakeSlack, webhook_token: str, workdir: Path) -> Settings:
     """The simulator's config plus a Slack pointing at the fake, a webhook token and a scratch store."""
     data = yaml.safe_load(sim_config.read_text())
-    data["slack"] = {"bot_token": slack.bot_token, "api_url": slack.api_url, "default_channel": CHANNEL}
+    data["slack"] = {
+        "bot_token": slack.bot_token,
+        # Nothing sends Slack events to the demo; /slack/events still verifies them like in production.
+        "signing_secret": secrets.token_hex(16),
+        "api_url": slack.api_url,
+        "default_channel": CHANNEL,
+    }
     data["alertmanager"] = {"url": "http://127.0.0.1:9/", "webhook_token": webhook_token}
     data["store"] = {"url": f"sqlite:///{workdir / 'demo.db'}"}
     data.setdefault("digest", {})["enabled"] = False

@@ -39,6 +39,9 @@ from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# Group details key holding the firing alerts' labels (read by the Silence button).
+ALERT_LABELS = "alert_labels"
+
 Clock = Callable[[], float]
 NO_CLUSTER = "no configured cluster matches this alert's labels"
 
@@ -265,6 +268,10 @@ class AlertPipeline:
         details: dict[str, Any] = {**(current.details if current else {}), "last_notification": identity}
         if storm is not None:
             details["storm"] = storm
+        # The labels of the firing alerts, for the Silence button's matchers (bounded: a group can be big).
+        firing_labels = [dict(a.labels) for a in view.alerts if a.status is GroupStatus.FIRING][:50]
+        if firing_labels:
+            details[ALERT_LABELS] = firing_labels
         await self._store.save_group(
             AlertGroupState(
                 channel=group.channel,

@@ -21,6 +21,7 @@ from bot.delivery import Delivery
 from bot.errors import ClusterError
 from bot.live import LiveState
 from bot.prom_enrich import PromEnricher
+from bot.slack_app import slack_routes_and_workers
 from bot.store import Store, open_store
 from bot.storm import StormPolicy
 from config.settings import Settings, replica_source
@@ -96,7 +97,8 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
 
     deps.readiness.append(slack_ready)
     workers: Sequence[Worker] = (worker.run, delivery.run, lambda: live.keep_warm(warm_interval))
-    app = create_app(deps, workers)
+    routes, slack_workers = slack_routes_and_workers(settings, deps)
+    app = create_app(deps, [*workers, *slack_workers], extra=routes)
     return Bot(deps=deps, app=app, readers=list(readers.values()), prometheus=prometheus)
 
 

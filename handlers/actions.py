@@ -25,6 +25,7 @@ from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_fo
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, ProxybotError
+from bot.pipeline import ALERT_LABELS
 from bot.render.blocks import Message, code, esc
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store.models import AlertGroupState
@@ -37,7 +38,6 @@ SILENCE_DURATION = timedelta(hours=1)
 IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
 # Where the alert pipeline may keep the labels of a group's alerts (a list of label maps). Without it,
 # the group's labels are read back from its Alertmanager group key.
-DETAILS_ALERT_LABELS = "alert_labels"
 _SLACK_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 # A button's check: runs against one configured target of one cluster, returns the answer to post.
@@ -242,7 +242,7 @@ def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSet
 
 
 def _stored_label_sets(details: Mapping[str, Any]) -> list[dict[str, str]]:
-    raw = details.get(DETAILS_ALERT_LABELS)
+    raw = details.get(ALERT_LABELS)
     if not isinstance(raw, list):
         return []
     return [{str(k): str(v) for k, v in item.items()} for item in raw if isinstance(item, dict)]

@@ -18,12 +18,13 @@ from bot.app import Deps, create_app
 from bot.clients.alertmanager import AlertmanagerClient, Matcher
 from bot.domain.alerts import AlertStatus
 from bot.errors import ClusterError, UpstreamError
+from bot.pipeline import ALERT_LABELS
 from bot.render.blocks import Message, section
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.slack_app import slack_routes_and_workers
 from bot.store import AlertGroupState, Store
 from config.settings import ClusterSettings, TargetSettings
-from handlers.actions import DETAILS_ALERT_LABELS, ButtonChecks, Silencer
+from handlers.actions import ButtonChecks, Silencer
 from tests.bot.test_slack_app import (
     ALERTS,
     ALICE,
@@ -186,7 +187,7 @@ async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
         {**common, "group_version": "example.com/v1", "pod": "vc-0", "severity": "critical"},
         {**common, "group_version": "example.com/v1", "pod": "vc-1", "severity": "critical"},
     ]
-    await save_group(store, {DETAILS_ALERT_LABELS: alerts})
+    await save_group(store, {ALERT_LABELS: alerts})
     silencer = FakeSilencer()
     async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
