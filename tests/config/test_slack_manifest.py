@@ -1,0 +1,100 @@
+"""The shipped Slack app manifests (HTTP mode and Socket Mode): `/proxy` with a usage hint naming exactly the
+subcommands Slack answers, the three scopes and no more, interactivity on, request URLs on /slack/events."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.cli import COMMANDS
+from bot.slack_app import EVENTS_PATH
+
+SLACK = Path(__file__).resolve().parents[2] / "config" / "slack"
+HTTP_MODE = SLACK / "manifest.yaml"
+SOCKET_MODE = SLACK / "manifest.socket-mode.yaml"
+MANIFESTS = [HTTP_MODE, SOCKET_MODE]
+SCOPES = {"commands", "chat:write", "files:write"}
+# CLI commands that only make sense on the operator's machine, never in a Slack channel.
+LOCAL_ONLY = {"check-config", "demo", "serve", "sim"}
+SLACK_ONLY = {"help", "silence"}
+
+Json = dict[str, Any]
+
+
+def load(path: Path) -> Json:
+    loaded: Json = yaml.safe_load(path.read_text())
+    return loaded
+
+
+def slash_command(manifest: Json) -> Json:
+    (command,) = manifest["features"]["slash_commands"]
+    return dict(command)
+
+
+def hinted_subcommands(hint: str) -> set[str]:
+    """`status [TARGET] | peers TARGET | help` -> {status, peers, help}: each alternative's first word."""
+    return {alternative.split()[0] for alternative in hint.split("|")}
+
+
+def slack_subcommands() -> set[str]:
+    return {command.name for command in COMMANDS} - LOCAL_ONLY | SLACK_ONLY
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_one_slash_command_proxy_with_a_bot_user(path: Path) -> None:
+    manifest = load(path)
+    assert slash_command(manifest)["command"] == "/proxy"
+    assert manifest["features"]["bot_user"]["display_name"]
+    assert len(manifest["display_information"]["description"]) <= 140  # Slack's limit
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_usage_hint_names_exactly_what_slack_answers(path: Path) -> None:
+    hint = slash_command(load(path))["usage_hint"]
+    assert hinted_subcommands(hint) == slack_subcommands()
+    assert len(hint) <= 1000  # Slack's limit
+
+
+def test_hint_parser_reads_alternatives() -> None:
+    assert hinted_subcommands("status [TARGET] | peers TARGET|help") == {"status", "peers", "help"}
+    assert "serve" not in slack_subcommands()
+    assert {"status", "probe", "help", "silence"} <= slack_subcommands()
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_scopes_are_exactly_the_three_the_bot_uses(path: Path) -> None:
+    scopes = load(path)["oauth_config"]["scopes"]
+    assert set(scopes) == {"bot"}  # no user scopes at all
+    assert set(scopes["bot"]) == SCOPES
+    assert len(scopes["bot"]) == len(SCOPES)
+
+
+def test_http_mode_sends_commands_and_buttons_to_slack_events() -> None:
+    manifest = load(HTTP_MODE)
+    settings = manifest["settings"]
+    assert settings["socket_mode_enabled"] is False
+    assert settings["interactivity"]["is_enabled"] is True
+    for url in (slash_command(manifest)["url"], settings["interactivity"]["request_url"]):
+        assert re.fullmatch(r"https://[^/\s]+" + re.escape(EVENTS_PATH), url), url
+
+
+def test_socket_mode_has_no_request_urls() -> None:
+    manifest = load(SOCKET_MODE)
+    settings = manifest["settings"]
+    assert settings["socket_mode_enabled"] is True
+    assert settings["interactivity"]["is_enabled"] is True
+    assert "url" not in slash_command(manifest)
+    assert "request_url" not in settings["interactivity"]
+
+
+def test_the_two_variants_differ_only_in_transport() -> None:
+    http, socket = load(HTTP_MODE), load(SOCKET_MODE)
+    for manifest in (http, socket):
+        manifest["features"]["slash_commands"][0].pop("url", None)
+        manifest["settings"]["interactivity"].pop("request_url", None)
+        manifest["settings"].pop("socket_mode_enabled")
+    assert http == socket
