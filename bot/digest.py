@@ -37,7 +37,7 @@ from config.settings import ClusterSettings, Settings, TargetSettings
 Clock = Callable[[], float]
 ReadCluster = Callable[[str], Awaitable[ClusterRead]]
 DEFAULT_CONCURRENCY = 20
-DEFAULT_CLUSTER_TIMEOUT = 10.0
+DEFAULT_CLUSTER_TIMEOUT = 4.0  # below the 5 s budget a whole digest of a big fleet is held to
 REQUEST_FAMILY = "request"  # the words status.py's REASON_FAMILIES use for vcluster_proxy_request_total
 
 
