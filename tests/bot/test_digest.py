@@ -62,7 +62,9 @@ def settings(*clusters: tuple[str, list[str]]) -> Settings:
 class FakeReads:
     """`LiveState.read` for a fleet: a snapshot per cluster, or a cluster that never answers."""
 
-    def __init__(self, snapshots: dict[str, ProxySnapshot | None], hung: set[str] = frozenset()) -> None:
+    def __init__(
+        self, snapshots: dict[str, ProxySnapshot | None], hung: frozenset[str] = frozenset()
+    ) -> None:
         self.snapshots, self.hung = snapshots, hung
         self.active = self.peak = 0
 
@@ -81,7 +83,7 @@ class FakeReads:
 
 
 async def test_a_hung_cluster_costs_its_timeout_and_is_unreachable() -> None:
-    reads = FakeReads({"a": snapshot("p/a", 2), "b": snapshot("p/b", 2)}, hung={"b"})
+    reads = FakeReads({"a": snapshot("p/a", 2), "b": snapshot("p/b", 2)}, hung=frozenset({"b"}))
     outcomes = await read_fleet(["a", "b"], reads.read, timeout=0.05)
     assert outcomes["a"].read.ok
     assert not outcomes["a"].timed_out

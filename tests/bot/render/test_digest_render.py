@@ -1,0 +1,116 @@
+"""The digest message (worst first, quiet when all is well, within Slack's limits) and its chart PNGs."""
+
+from __future__ import annotations
+
+import struct
+
+from bot.digest import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
+from bot.digest_history import PEERS_CHART, DigestChart, charts_from_samples
+from bot.domain.findings import Finding, Severity
+from bot.prom_queries import TimeSeries
+from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_units
+from bot.render.digest import chart_pngs, digest_message, digest_text
+from bot.store.digests import FleetSample
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def finding(target: str) -> Finding:
+    return Finding(
+        severity=Severity.CRITICAL,
+        kind="no_healthy_peers",
+        key=f"no_healthy_peers:{target}",
+        title=f"{target}: no healthy peers",
+        evidence=(),
+        cause="every peer is quarantined",
+        next_step="Check the target's control plane pods.",
+        guide_section="x",
+        target=target,
+    )
+
+
+def healthy(name: str) -> TargetDigest:
+    return TargetDigest(name, "c1", Health.HEALTHY, healthy_peers=2.0)
+
+
+def test_a_healthy_fleet_gets_a_short_quiet_digest() -> None:
+    d = Digest("p", 1000.0, tuple(healthy(f"p/t{i}") for i in range(500)), cluster_seconds={"c1": 0.1})
+    message = digest_message(d)
+    assert len(message.blocks) == 2  # header and one context line, not a wall of green
+    assert "all 500 targets healthy" in message.text
+
+
+def test_degraded_first_with_finding_next_step_changes_probes_and_reasons() -> None:
+    down = TargetDigest("p/down", "c1", Health.DEGRADED, (finding("p/down"),), healthy_peers=0.0)
+    gone = TargetDigest("p/gone", "c2", Health.UNREACHABLE, unavailable="cluster c2: timed out")
+    d = Digest(
+        "p",
+        1000.0,
+        (gone, down, healthy("p/ok")),
+        changes=(Change("p/down", Health.HEALTHY, Health.DEGRADED),),
+        moved=(ReasonMove("p/down", "request", "all_quarantined", 12.0, True),),
+        probes=(ProbeRun("c1", False, 1800.0, "no successful run within 900 s"),),
+        previous_at=900.0,
+        cluster_seconds={"c1": 0.1, "c2": 4.0},
+    )
+    text = digest_text(d)
+    assert "1 degraded, 1 unreachable, 1 of 3 healthy" in text
+    assert text.index("Degraded") < text.index("Unreachable") < text.index("Changed since")
+    assert "Check the target's control plane pods." in text
+    assert "healthy → degraded" in text
+    assert "last success 30 min ago" in text
+    assert "`all_quarantined`: +12 since the last digest" in text
+
+
+def test_a_huge_degraded_fleet_stays_within_slacks_limits() -> None:
+    targets = tuple(
+        TargetDigest(f"p/t{i}", f"c{i}", Health.DEGRADED, (finding(f"p/t{i}"),)) for i in range(1000)
+    )
+    message = digest_message(Digest("p", 1.0, targets))
+    assert len(message.blocks) <= MAX_BLOCKS
+    assert sum(block_units(b) for b in message.blocks) <= MAX_MESSAGE_TEXT
+    assert "more" in digest_text(Digest("p", 1.0, targets))
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def test_charts_are_valid_pngs_of_sane_size() -> None:
+    samples = [
+        FleetSample(
+            1000.0 + 600 * i,
+            {
+                "targets": {"p/down": {"h": float(max(0, 2 - i)), "s": "degraded"}},
+                "faults": {"timeout": 5.0 * i},
+            },
+        )
+        for i in range(6)
+    ]
+    down = TargetDigest("p/down", "c1", Health.DEGRADED, (finding("p/down"),), healthy_peers=0.0)
+    charts = charts_from_samples(Digest("p", 4000.0, (down,)), samples, 3600.0)
+    assert [c.key for c in charts] == [PEERS_CHART, "failing-reasons"]
+    assert charts[0].lines[0].name == "p/down"
+    assert [v for _, v in charts[1].lines[0].points] == [0.5] * 5  # 5 more failures every 10 minutes
+    for png in chart_pngs(charts):
+        assert png.png.startswith(PNG_SIGNATURE)
+        assert 5_000 < len(png.png) < 300_000
+        assert _png_size(png.png) == (800, 400)
+
+
+def test_an_all_healthy_chart_is_one_line_not_a_wall() -> None:
+    samples = [
+        FleetSample(float(i), {"targets": {f"p/t{n}": {"h": 2.0, "s": "healthy"} for n in range(50)}})
+        for i in range(3)
+    ]
+    charts = charts_from_samples(
+        Digest("p", 3.0, tuple(healthy(f"p/t{n}") for n in range(50))), samples, 3600.0
+    )
+    assert [line.name for line in charts[0].lines] == ["healthy targets"]
+    assert charts[0].lines[0].points[0] == (0.0, 50.0)
+
+
+def test_an_empty_chart_still_renders() -> None:
+    chart = DigestChart("x", "nothing yet", "y", (TimeSeries("a", ()),), 3600.0, 1000.0)
+    assert chart_pngs([chart])[0].png.startswith(PNG_SIGNATURE)

@@ -1,0 +1,164 @@
+"""Scheduling decisions as pure functions, one real AsyncIOScheduler run, no overlap, no double post."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from apscheduler.triggers.cron import CronTrigger
+
+from bot.digest_runner import DigestRunner, DigestSources, chart_span
+from bot.live import ClusterRead
+from bot.render.blocks import Message
+from bot.render.digest import ChartPng
+from bot.store import open_store
+from config.settings import DigestSettings, Settings
+from handlers.digest import DigestScheduler, latest_fire, next_run, period_key, within_grace
+
+BERLIN = ZoneInfo("Europe/Berlin")
+GV = "example.com/v1"
+
+
+def settings() -> Settings:
+    target = {"name": "p/x", "group_versions": [GV], "probe": {"group_version": GV, "resource": "things"}}
+    cluster = {"name": "a", "kubeconfig": "/nonexistent", "match": {"cluster": "a"}, "targets": [target]}
+    return Settings.model_validate({"slack": {"default_channel": "#fleet"}, "clusters": [cluster]})
+
+
+# -- pure decisions ----------------------------------------------------------------------------------
+
+
+def test_next_run_keeps_crons_weekdays_in_the_digest_time_zone() -> None:
+    trigger = DigestSettings(cron="0 8 * * 1-5", timezone="Europe/Berlin").cron_trigger()
+    saturday = datetime(2025, 3, 29, 12, 0, tzinfo=BERLIN)
+    assert next_run(trigger, saturday) == datetime(2025, 3, 31, 8, 0, tzinfo=BERLIN)  # Monday, after DST
+    sunday_cron = DigestSettings(cron="30 9 * * 0", timezone="Europe/Berlin").cron_trigger()
+    assert next_run(sunday_cron, saturday) == datetime(2025, 3, 30, 9, 30, tzinfo=BERLIN)
+
+
+def test_next_run_is_strictly_after_now() -> None:
+    trigger = DigestSettings(cron="0 8 * * *", timezone="UTC").cron_trigger()
+    at_eight = datetime(2025, 1, 1, 8, 0, tzinfo=ZoneInfo("UTC"))
+    assert next_run(trigger, at_eight) == at_eight + timedelta(days=1)
+
+
+def test_latest_fire_finds_the_run_a_late_job_stands_for() -> None:
+    trigger = DigestSettings(cron="0 8 * * *", timezone="Europe/Berlin").cron_trigger()
+    late = datetime(2025, 6, 2, 8, 40, tzinfo=BERLIN)
+    assert latest_fire(trigger, late, 3600) == datetime(2025, 6, 2, 8, 0, tzinfo=BERLIN)
+    assert latest_fire(trigger, late + timedelta(hours=2), 3600) is None
+
+
+def test_misfire_grace_is_an_hour_not_a_second() -> None:
+    scheduled = datetime(2025, 6, 2, 8, 0, tzinfo=BERLIN)
+    assert within_grace(scheduled, scheduled + timedelta(minutes=59), 3600)
+    assert not within_grace(scheduled, scheduled + timedelta(minutes=61), 3600)
+    assert not within_grace(scheduled, scheduled - timedelta(seconds=1), 3600)
+
+
+def test_period_key_is_the_fire_time_in_the_time_zone() -> None:
+    assert period_key(datetime(2025, 6, 2, 8, 0, tzinfo=BERLIN)) == "2025-06-02T08:00:00+02:00"
+
+
+def test_chart_span_covers_the_time_since_the_last_digest_within_bounds() -> None:
+    assert chart_span(None, 10_000.0) == 86400.0
+    assert chart_span(0.0, 3 * 86400.0) == 3 * 86400.0
+    assert chart_span(0.0, 60.0) == 3600.0
+    assert chart_span(0.0, 30 * 86400.0) == 7 * 86400.0
+
+
+# -- runs ----------------------------------------------------------------------------------------------
+
+
+class RecordingPoster:
+    """Records every digest posted; optionally slow, to overlap runs."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.posts: list[tuple[str, str, Message, int]] = []
+        self.delay = delay
+        self.active = self.peak = 0
+
+    async def post_digest(
+        self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
+    ) -> None:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            await asyncio.sleep(self.delay)
+            self.posts.append((channel, period, message, len(charts)))
+        finally:
+            self.active -= 1
+
+
+async def unreadable(cluster: str) -> ClusterRead:
+    return ClusterRead(cluster, 0.0, None, None, f"cluster {cluster}: forbidden")
+
+
+async def test_a_restart_does_not_post_a_period_twice(tmp_path: Path) -> None:
+    poster = RecordingPoster()
+    for _ in range(2):  # two lives of the bot on the same store file
+        store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+        runner = DigestRunner(settings(), store, DigestSources(unreadable), poster, clock=lambda: 1000.0)
+        await runner.run_period("2025-06-02T08:00:00+02:00")
+        await store.close()
+    assert [p[1] for p in poster.posts] == ["2025-06-02T08:00:00+02:00"]
+    assert poster.posts[0][0] == "#fleet"
+    assert poster.posts[0][3] == 2  # both charts, into the thread
+
+
+async def test_a_slow_digest_and_a_second_trigger_make_one_run(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+    poster = RecordingPoster(delay=0.2)
+    runner = DigestRunner(settings(), store, DigestSources(unreadable), poster)
+    done = await asyncio.gather(runner.run_period("p"), runner.run_period("p"))
+    await store.close()
+    assert sorted(done) == [False, True]
+    assert len(poster.posts) == 1
+    assert poster.peak == 1
+
+
+async def test_the_next_digest_compares_with_the_last_posted_one(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}", clock=lambda: 5000.0)
+    runner = DigestRunner(
+        settings(), store, DigestSources(unreadable), RecordingPoster(), clock=lambda: 5000.0
+    )
+    await runner.run_period("first")
+    second = await runner.collect("second")
+    await store.close()
+    assert second.previous_at == 5000.0
+    assert second.changes == ()  # unreachable then, unreachable now
+
+
+async def test_a_run_missed_while_down_is_caught_up_within_the_grace(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+    poster = RecordingPoster()
+    fired_at = datetime(2025, 6, 2, 8, 0, tzinfo=BERLIN)
+    clock = [(fired_at + timedelta(minutes=20)).timestamp()]
+    runner = DigestRunner(settings(), store, DigestSources(unreadable), poster, clock=lambda: clock[0])
+    trigger = DigestSettings(cron="0 8 * * *", timezone="Europe/Berlin").cron_trigger()
+    schedule = DigestScheduler(runner, trigger, BERLIN, clock=lambda: clock[0])
+    await schedule.catch_up()
+    await schedule.catch_up()  # a second restart: already posted
+    clock[0] = (fired_at + timedelta(hours=2)).timestamp()
+    await schedule.catch_up()  # too late for the grace, and posted anyway
+    await store.close()
+    assert [p[1] for p in poster.posts] == [period_key(fired_at)]
+
+
+async def test_the_real_scheduler_fires_and_never_overlaps(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+    poster = RecordingPoster(delay=1.5)  # slower than the per-second trigger
+    runner = DigestRunner(settings(), store, DigestSources(unreadable), poster)
+    schedule = DigestScheduler(runner, CronTrigger(second="*", timezone=BERLIN), BERLIN, sample_interval=None)
+    task = asyncio.create_task(schedule.run())
+    while len(poster.posts) < 2:
+        await asyncio.sleep(0.05)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await store.close()
+    assert poster.peak == 1
+    periods = [p[1] for p in poster.posts]
+    assert len(set(periods)) == len(periods)
