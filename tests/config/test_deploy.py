@@ -68,10 +68,11 @@ def shipped_settings(tmp_path: Path) -> Settings:
     data = one("ConfigMap", "proxybot-config")["data"]
     (tmp_path / "in-cluster.kubeconfig.yaml").write_text(data["in-cluster.kubeconfig.yaml"])
     config = yaml.safe_load(data["proxybot.yaml"])
-    (tmp_path / "kubeconfigs").mkdir()
     for cluster in config["clusters"]:
         for access in [cluster, *(t["direct"] for t in cluster["targets"] if "direct" in t)]:
-            (tmp_path / access["kubeconfig"]).write_text("apiVersion: v1\nkind: Config\ncontexts: []\n")
+            kubeconfig = tmp_path / access["kubeconfig"]
+            kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+            kubeconfig.write_text("apiVersion: v1\nkind: Config\ncontexts: []\n")
     env = {"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-1-2-realish", "PROXYBOT_SLACK_SIGNING_SECRET": "a1b2c3d4"}
     env["PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"] = "f00dfeed"
     return parse_config(data["proxybot.yaml"], base_dir=tmp_path, env=env, purpose="serve").settings
@@ -177,15 +178,22 @@ def test_store_lives_on_the_persistent_volume(tmp_path: Path) -> None:
     assert "emptyDir" in volumes[next(n for n, p in mounts.items() if p == "/tmp")]
 
 
-def test_config_map_is_the_file_the_pod_reads(tmp_path: Path) -> None:
-    env = {e["name"]: e.get("value") for e in container()["env"]}
-    mounts = {m["name"]: m["mountPath"] for m in container()["volumeMounts"]}
-    volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
-    config_volume = next(
-        n for n, v in volumes.items() if v.get("configMap", {}).get("name") == "proxybot-config"
+def test_config_and_kubeconfigs_share_the_directory_the_pod_reads(tmp_path: Path) -> None:
+    config_dir = posixpath.dirname(
+        next(e["value"] for e in container()["env"] if e["name"] == "PROXYBOT_CONFIG")
     )
-    assert env["PROXYBOT_CONFIG"] == posixpath.join(mounts[config_volume], "proxybot.yaml")
-    assert shipped_settings(tmp_path).clusters  # loads with serve's rules, given the Secret's values
+    volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
+    (mount,) = [m for m in container()["volumeMounts"] if m["mountPath"] == config_dir]
+    sources = volumes[mount["name"]]["projected"]["sources"]
+    assert {"configMap": {"name": "proxybot-config"}} in sources
+    assert {"secret": {"name": "proxybot-kubeconfigs"}} in sources
+    assert not [m for m in container()["volumeMounts"] if m["mountPath"].startswith(config_dir + "/")]
+    settings = shipped_settings(tmp_path)  # loads with serve's rules, given the Secret's values
+    in_config_map = set(one("ConfigMap", "proxybot-config")["data"])
+    for cluster in settings.clusters:
+        assert cluster.kubeconfig.parent == tmp_path  # a file of the kubeconfigs Secret, beside the config
+        planes = [cluster.control_plane, *(t.control_plane for t in cluster.targets)]
+        assert all(p.kubeconfig.name in in_config_map for p in planes if p is not None)
 
 
 def test_every_environment_secret_comes_from_the_tokens_secret() -> None:
