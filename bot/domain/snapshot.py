@@ -149,6 +149,15 @@ class ProxySnapshot:
     samples: Mapping[str, Mapping[Labels, float]] = field(default_factory=dict)
     histograms: Mapping[str, Mapping[Labels, Histogram]] = field(default_factory=dict)
 
+    # Lookups are answered from a per-target index and remembered: a snapshot never changes, and the
+    # diagnosis asks the same questions of thousands of series (a full scan per question was the cost).
+    _by_target: dict[str, dict[str | None, dict[Labels, float]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _answers: dict[tuple[str, tuple[tuple[str, str], ...]], dict[Labels, float]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "samples", _freeze_samples(self.samples))
         object.__setattr__(self, "histograms", _freeze_histograms(self.histograms))
@@ -156,8 +165,30 @@ class ProxySnapshot:
     # -- generic access ---------------------------------------------------------------------------
 
     def series(self, name: str, **match: str) -> dict[Labels, float]:
-        """Every series of one sample name whose labels include `match`."""
-        return {k: v for k, v in self.samples.get(name, {}).items() if matches(k, match)}
+        """Every series of one sample name whose labels include `match` (a new dict: callers may keep it)."""
+        key = (name, tuple(sorted(match.items())))
+        found = self._answers.get(key)
+        if found is None:
+            found = self._find(name, match)
+            self._answers[key] = found
+        return dict(found)
+
+    def _find(self, name: str, match: dict[str, str]) -> dict[Labels, float]:
+        target = match.pop("target", None)
+        if target is None:
+            candidates: Mapping[Labels, float] = self.samples.get(name, {})
+        else:
+            candidates = self._target_index(name).get(target, {})
+        return {k: v for k, v in candidates.items() if matches(k, match)}
+
+    def _target_index(self, name: str) -> dict[str | None, dict[Labels, float]]:
+        index = self._by_target.get(name)
+        if index is None:
+            index = {}
+            for labels, value in self.samples.get(name, {}).items():
+                index.setdefault(label(labels, "target"), {})[labels] = value
+            self._by_target[name] = index
+        return index
 
     def value(self, name: str, **match: str) -> float:
         """The sum over matching series; 0.0 when none (absent counter = zero)."""
