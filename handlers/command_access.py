@@ -1,0 +1,91 @@
+"""Who may run which `/proxy` command from where: `access` in the configuration, and nothing else.
+
+A channel may query the clusters it is granted under `access.channels` (and a cluster's alert channel
+that cluster, unless `access.alert_channels_may_query` is off). A direct message follows
+`access.direct_messages`: only the users listed there, only for the clusters listed there; nobody by
+default. Silencing also needs `access.silencers`. Refusals say what is refused and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.checks.context import TargetRef
+from bot.errors import InputError
+from bot.render.blocks import code, esc
+from config.settings import ClusterSettings, Requester, Settings
+from handlers.actions import Refused
+from handlers.command_args import shown
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who typed the command, from where, as bolt verified it."""
+
+    who: Requester
+    user_name: str
+    where: str  # the channel as shown in answers
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Asker:
+        channel_id = str(body.get("channel_id") or "")
+        channel_name = body.get("channel_name")
+        direct = channel_name == "directmessage" or channel_id.startswith("D")
+        user = str(body.get("user_id") or "")
+        who = Requester(user, channel_id, str(channel_name) if channel_name else None, direct)
+        where = "this direct message" if direct else f"#{channel_name}" if channel_name else channel_id
+        return cls(who, str(body.get("user_name") or user), where)
+
+
+def queryable(settings: Settings, who: Requester) -> tuple[ClusterSettings, ...]:
+    return tuple(c for c in settings.clusters if settings.may_query(c.name, who))
+
+
+def allowed_subcommands(
+    settings: Settings, who: Requester, *, silences: bool, digest: bool
+) -> frozenset[str]:
+    """What `who` may run from where they ask (what `help` lists), given what this bot can do."""
+    clusters = queryable(settings, who)
+    if not clusters:
+        return frozenset({"help"})
+    found = {"help", "status", "peers", "reasons", "probe", "path", "verify", "netpol"}
+    if silences and any(settings.may_silence(c.name, who) for c in clusters):
+        found.add("silence")
+    if digest and len(clusters) == len(settings.clusters):
+        found.add("digest")
+    return frozenset(found)
+
+
+def query_refusal(cluster: str, asker: Asker) -> Refused:
+    if asker.who.direct_message:
+        why = "direct messages may query only the clusters `access.direct_messages` grants, to its users"
+    else:
+        why = f"{esc(asker.where)} is not granted it under `access` in proxybot's configuration"
+    return Refused(f"You may not query cluster {code(cluster)} from here: {why}.")
+
+
+def granted(settings: Settings, asker: Asker, sub: str) -> tuple[ClusterSettings, ...]:
+    """The clusters the asker may query; Refused when none (every subcommand but help needs one)."""
+    clusters = queryable(settings, asker.who)
+    if not clusters:
+        place = "direct messages" if asker.who.direct_message else esc(asker.where)
+        raise Refused(
+            f"You may not run `/proxy {sub}` here: {place} is granted no cluster under `access` in "
+            "proxybot's configuration."
+        )
+    return clusters
+
+
+def target_for(settings: Settings, asker: Asker, name: str) -> TargetRef:
+    """A configured target the asker may query; unknown names list only targets they may see."""
+    found = settings.find_target(name)
+    if found is None:
+        visible = [t.name for c in queryable(settings, asker.who) for t in c.targets]
+        known = ", ".join(sorted(visible)) or "none you may query"
+        raise InputError(f"TARGET: {shown(name, 80)} is not a configured target (configured: {known})")
+    ref = TargetRef(*found)
+    if not settings.may_query(ref.cluster.name, asker.who):
+        raise query_refusal(ref.cluster.name, asker)
+    return ref

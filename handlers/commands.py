@@ -1,0 +1,386 @@
+"""`/proxy <sub> [args]`: the slash command, acknowledged at once and answered through `response_url`.
+
+The ack listener only acks (an empty 200, within milliseconds); everything else runs afterwards as a bolt
+lazy listener, so neither a hung cluster nor an alert storm delays an ack. Flow of one command:
+
+    parse (handlers.command_args) -> authorize + validate (a `Plan`) -> [progress note] -> check -> answer
+
+Authorization comes from `access` alone (`Settings.may_query` / `may_silence`): a channel may query the
+clusters it is granted (and a cluster's alert channel that cluster); a direct message follows
+`access.direct_messages` — only the users listed there, only for the clusters listed there, nobody by
+default. Silencing also needs `access.silencers`. Every subcommand but `help` needs a grant; `status` and
+`verify` without arguments cover only the clusters the asker may query, and `digest` (the whole fleet)
+needs every cluster. Refusals say what and why, go only to the asker, and are logged.
+
+Arguments are validated by the checks' own validators before any request, and TARGET must be a
+configured target, so nothing typed can reach an API path other than the probe path it names. Answers
+are ephemeral unless `public` is given; a failure is a sentence, never a stack trace, never silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+
+from bot.checks.context import CheckContext, TargetRef
+from bot.checks.netpol import (
+    ANYWHERE_V4,
+    DEFAULT_STUN_PORT,
+    CrossCluster,
+    netpol,
+    parse_cidr,
+    parse_endpoint,
+    parse_port,
+)
+from bot.checks.path import DEFAULT_SAMPLES, check_path
+from bot.checks.probe import ProbeRequest, check_repeat, probe_request, run_probe
+from bot.checks.status import parse_window, run_reasons, run_status
+from bot.checks.verify import check_verify, open_prometheus
+from bot.commands.path import check_samples
+from bot.commands.verify import chosen_clusters
+from bot.digest_runner import BuiltDigest
+from bot.errors import InputError, ProxybotError
+from bot.render.blocks import Message, esc
+from bot.render.checks_netpol import netpol_message
+from bot.render.checks_path import path_message
+from bot.render.checks_probe import probe_message
+from bot.render.checks_status import reasons_message, status_message
+from bot.render.checks_verify import verify_message
+from bot.render.help import help_message
+from config.settings import ClusterSettings, Settings, TargetSettings
+from handlers.actions import ButtonChecks, Refused
+from handlers.command_access import (
+    Asker,
+    allowed_subcommands,
+    granted,
+    query_refusal,
+    queryable,
+    target_for,
+)
+from handlers.command_args import Invocation, parse_invocation, whole_number
+from handlers.command_silence import Silences, plan_silence
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/proxy"
+PROGRESS_AFTER = 1.0  # quick reads say "reading …" only when they turn out slow
+BUTTON_PATH_SAMPLES = 5
+ContextFactory = Callable[[Settings], CheckContext]
+DigestNow = Callable[[], Awaitable[BuiltDigest]]
+Work = Callable[[], Awaitable[Message]]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class CommandDeps:
+    """What `/proxy` uses. `contexts` opens fresh cluster readers per command (closed afterwards)."""
+
+    settings: Settings
+    contexts: ContextFactory = CheckContext
+    silences: Silences | None = None  # None: `alertmanager.url` is not configured
+    digest: DigestNow | None = None  # None: no digest runner in this bot
+    path_dial_window: float = 3.0
+    now: Callable[[], datetime] = _utc_now
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated, authorized command: its work, and the note to give first when it takes long."""
+
+    work: Work
+    progress: str | None = None
+    at_once: bool = False  # give the note before starting (work known to take seconds)
+
+
+def register(app: AsyncApp, deps: CommandDeps) -> None:
+    """Add `/proxy` to `app` (HTTP and Socket Mode alike): ack at once, the work as a lazy listener."""
+    app.command(COMMAND)(ack=_ack, lazy=[_listener(deps)])
+
+
+async def _ack(ack: AsyncAck) -> None:
+    await ack()
+
+
+def _listener(deps: CommandDeps) -> Callable[..., Awaitable[None]]:
+    async def answer_proxy_command(body: dict[str, Any], respond: AsyncRespond) -> None:
+        await answer(deps, body, respond)
+
+    return answer_proxy_command
+
+
+async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespond) -> None:
+    """Run one `/proxy` command; every way it can end is answered to the person who typed it."""
+    asker = Asker.from_body(body)
+    text = str(body.get("text") or "")
+    public = False
+    try:
+        invocation = parse_invocation(text)
+        public = invocation.public
+        plan = plan_for(deps, invocation, asker)
+        result = await _run(plan, respond)
+    except Refused as refusal:
+        log.info("refused %s %r by %s in %s: %s", COMMAND, text[:200], asker.who.user, asker.where, refusal)
+        await _say(respond, Message(str(refusal)))
+    except InputError as err:
+        log.info("rejected %s %r by %s: %s", COMMAND, text[:200], asker.who.user, err)
+        await _say(respond, Message(f"That command cannot run: {esc(err)}. See `/proxy help`."))
+    except ProxybotError as err:
+        log.error("%s %r failed: %s", COMMAND, text[:200], err)
+        await _say(respond, Message(f"The check failed: {esc(err)}"))
+    except Exception:
+        log.exception("%s %r failed unexpectedly", COMMAND, text[:200])
+        await _say(respond, Message("The check failed on proxybot's side; the error is in its log."))
+    else:
+        await _say(respond, result, public=public)
+
+
+async def _run(plan: Plan, respond: AsyncRespond) -> Message:
+    if plan.progress is None:
+        return await plan.work()
+    if plan.at_once:
+        await _say(respond, Message(plan.progress))
+        return await plan.work()
+    task = asyncio.ensure_future(plan.work())
+    done, _ = await asyncio.wait({task}, timeout=PROGRESS_AFTER)
+    if not done:
+        await _say(respond, Message(plan.progress))
+    return await task
+
+
+async def _say(respond: AsyncRespond, message: Message, *, public: bool = False) -> None:
+    kind = "in_channel" if public else "ephemeral"
+    try:
+        await respond(**message.as_kwargs(), response_type=kind, replace_original=False)
+    except Exception as err:  # response_url expired or used up, or Slack down: only the log is left
+        log.error("could not answer through response_url: %s", type(err).__name__)
+
+
+# -- authorization ----------------------------------------------------------------------------------
+def _target_arg(inv: Invocation) -> str:
+    name = inv.arg(0)
+    if name is None:  # parse_invocation guarantees it for subcommands that need one
+        raise InputError(f"{inv.sub}: TARGET is missing")
+    return name
+
+
+# -- plans per subcommand ---------------------------------------------------------------------------
+
+
+def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    """Validate and authorize one command (no request made yet); Refused or InputError say why not."""
+    if inv.sub == "help":
+        return _plan_help(deps, inv, asker)
+    clusters = granted(deps.settings, asker, inv.sub)
+    if inv.sub == "silence":
+        return Plan(plan_silence(deps.settings, deps.silences, inv, asker.who, asker.user_name, deps.now))
+    if inv.sub == "digest":
+        return _plan_digest(deps, asker, clusters)
+    planner = _PLANNERS[inv.sub]
+    return planner(deps, inv, asker)
+
+
+def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    allowed = allowed_subcommands(
+        deps.settings, asker.who, silences=deps.silences is not None, digest=deps.digest is not None
+    )
+    focus = inv.arg(0)
+    message = help_message(allowed, channel=asker.where, focus=focus.lower() if focus else None)
+
+    async def work() -> Message:
+        return message
+
+    return Plan(work)
+
+
+async def _in_context(
+    deps: CommandDeps, settings: Settings, check: Callable[[CheckContext], Awaitable[Message]]
+) -> Message:
+    ctx = deps.contexts(settings)
+    try:
+        return await check(ctx)
+    finally:
+        await ctx.aclose()
+
+
+def _visible(settings: Settings, clusters: tuple[ClusterSettings, ...]) -> Settings:
+    """The settings with only the clusters the asker may query (what `status` reads)."""
+    return settings.model_copy(update={"clusters": clusters})
+
+
+def _plan_status(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    name = inv.arg(0)
+    title = None
+    if name is not None:
+        ref = target_for(deps.settings, asker, name)
+        settings, what = _visible(deps.settings, (ref.cluster,)), ref.name
+        title = f"Peers of {ref.name}" if inv.sub == "peers" else None
+    else:
+        settings, what = _visible(deps.settings, queryable(deps.settings, asker.who)), "every target"
+    target = None if name is None else ref.name
+
+    async def check(ctx: CheckContext) -> Message:
+        return status_message(await run_status(ctx, target), deps.now(), title=title)
+
+    return Plan(lambda: _in_context(deps, settings, check), f"reading the live state of {what}…")
+
+
+def _plan_reasons(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    ref = target_for(deps.settings, asker, _target_arg(inv))
+    window = parse_window(inv.one("--window") or "15m")
+
+    async def check(ctx: CheckContext) -> Message:
+        prometheus = open_prometheus(deps.settings, ctx.timeout)
+        try:
+            return reasons_message(await run_reasons(ctx, ref.name, window=window, prometheus=prometheus))
+        finally:
+            if prometheus is not None:
+                await prometheus.aclose()
+
+    return Plan(lambda: _in_context(deps, deps.settings, check), f"reading the reasons of {ref.name}…")
+
+
+def _plan_probe(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    ref = target_for(deps.settings, asker, _target_arg(inv))
+    request = probe_request(
+        deps.settings,
+        ref.name,
+        group_version=inv.one("--gv"),
+        resource=inv.one("--resource"),
+        namespace=inv.one("--namespace"),
+    )
+    repeat = check_repeat(whole_number("--repeat", inv.one("--repeat") or "1"))
+    times = "" if repeat == 1 else f" {repeat} times"
+    return Plan(lambda: _probe(deps, request, repeat), f"probing {ref.name}{times}…", at_once=True)
+
+
+async def _probe(deps: CommandDeps, request: ProbeRequest, repeat: int) -> Message:
+    async def check(ctx: CheckContext) -> Message:
+        return probe_message(await run_probe(ctx, request, repeat=repeat))
+
+    return await _in_context(deps, deps.settings, check)
+
+
+def _plan_path(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    ref = target_for(deps.settings, asker, _target_arg(inv))
+    samples = check_samples(whole_number("--samples", inv.one("--samples") or str(DEFAULT_SAMPLES)))
+    note = f"checking the path to {ref.name} ({samples} samples each way, dial latency, NetworkPolicies)…"
+    return Plan(lambda: _path(deps, ref, samples), note, at_once=True)
+
+
+async def _path(deps: CommandDeps, ref: TargetRef, samples: int) -> Message:
+    async def check(ctx: CheckContext) -> Message:
+        result = await check_path(ctx, ref, samples=samples, dial_window=deps.path_dial_window)
+        return path_message(result)
+
+    return await _in_context(deps, deps.settings, check)
+
+
+def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    clusters = chosen_clusters(deps.settings, inv.one("--cluster"))
+    refused = next((c for c in clusters if not deps.settings.may_query(c.name, asker.who)), None)
+    if refused is not None and inv.one("--cluster") is not None:
+        raise query_refusal(refused.name, asker)
+    clusters = tuple(c for c in clusters if deps.settings.may_query(c.name, asker.who))
+
+    async def check(ctx: CheckContext) -> Message:
+        prometheus = open_prometheus(deps.settings, ctx.timeout)
+        try:
+            return verify_message(await check_verify(ctx, prometheus, clusters=clusters))
+        finally:
+            if prometheus is not None:
+                await prometheus.aclose()
+
+    note = "verifying the monitoring (Prometheus, probe CronJobs, /metrics/syncer)…"
+    return Plan(lambda: _in_context(deps, deps.settings, check), note, at_once=True)
+
+
+def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    given = {name: inv.one(name) for name in ("--client", "--target")}
+    missing = [name for name, value in given.items() if value is None]
+    if missing:
+        raise InputError(f"netpol: {' and '.join(missing)} NS/RELEASE required")
+    client = parse_endpoint("--client", given["--client"] or "")
+    target = parse_endpoint("--target", given["--target"] or "")
+    message = netpol_message(netpol(client, target, _cross(inv)))
+
+    async def work() -> Message:
+        return message
+
+    return Plan(work)
+
+
+def _cross(inv: Invocation) -> CrossCluster | None:
+    stun, ports = inv.many("--stun"), inv.many("--stun-port")
+    if not inv.many("--cross-cluster"):
+        if stun or ports:
+            raise InputError(
+                "--stun/--stun-port: only with --cross-cluster (same cluster needs no STUN rule)"
+            )
+        return None
+    peers = tuple(parse_cidr("--cross-cluster", c) for c in inv.many("--cross-cluster"))
+    stun_cidrs = tuple(parse_cidr("--stun", c) for c in stun or (ANYWHERE_V4,))
+    stun_ports = tuple(parse_port(p) for p in ports or (str(DEFAULT_STUN_PORT),))
+    return CrossCluster(peers, stun_cidrs, stun_ports, stun_given=bool(stun))
+
+
+def _plan_digest(deps: CommandDeps, asker: Asker, clusters: tuple[ClusterSettings, ...]) -> Plan:
+    digest = deps.digest
+    if digest is None:
+        raise Refused("proxybot cannot post a digest here: its digest runner is not part of this bot.")
+    if len(clusters) != len(deps.settings.clusters):
+        raise Refused(
+            "You may not post the fleet digest from here: it covers every cluster, and "
+            f"{esc(asker.where)} may not query all of them (see `access` in the configuration)."
+        )
+    channel = deps.settings.digest_channel() or "the digest channel"
+
+    async def work() -> Message:
+        built = await digest()
+        return Message(f"Digest posted to {esc(channel)}: {built.message.text}")
+
+    return Plan(work, "building the fleet digest (reading every cluster)…", at_once=True)
+
+
+_PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], Plan]] = {
+    "status": _plan_status,
+    "peers": _plan_status,
+    "reasons": _plan_reasons,
+    "probe": _plan_probe,
+    "path": _plan_path,
+    "verify": _plan_verify,
+    "netpol": _plan_netpol,
+}
+
+
+# -- the alert buttons ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ButtonRuns:
+    deps: CommandDeps
+    samples: int = field(default=BUTTON_PATH_SAMPLES)
+
+    async def probe(self, cluster: ClusterSettings, target: TargetSettings) -> Message:
+        probe = target.probe
+        request = ProbeRequest(
+            TargetRef(cluster, target), probe.group_version, probe.resource, probe.namespace
+        )
+        return await _probe(self.deps, request, 1)
+
+    async def path(self, cluster: ClusterSettings, target: TargetSettings) -> Message:
+        return await _path(self.deps, TargetRef(cluster, target), self.samples)
+
+
+def button_checks(deps: CommandDeps, *, path_samples: int = BUTTON_PATH_SAMPLES) -> ButtonChecks:
+    """*Probe now* and *Path check* on alert messages: the same probe and path check as the commands."""
+    runs = _ButtonRuns(deps, check_samples(path_samples))
+    return ButtonChecks(probe=runs.probe, path=runs.path)
