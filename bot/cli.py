@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bot.commands import netpol, path, probe, status, verify
+from bot.commands import digest, netpol, path, probe, status, verify
 from bot.console import Command, Console
 from bot.errors import ConfigError
 from config.loader import config_path, load_config
@@ -173,6 +173,7 @@ COMMANDS: tuple[Command, ...] = (
     *netpol.COMMANDS,
     *path.COMMANDS,
     *verify.COMMANDS,
+    *digest.COMMANDS,
 )
 
 

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import uvicorn
 from starlette.applications import Starlette
 
-from bot.app import Deps, Worker, create_app
+from bot.app import Deps, ReadinessCheck, Worker, create_app
+from bot.checks.context import CheckContext
 from bot.clients.kube import KubeReader
 from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient, SlackError
 from bot.delivery import Delivery
+from bot.digest import ContextCronJobs
 from bot.errors import ClusterError
 from bot.live import LiveState
 from bot.prom_enrich import PromEnricher
@@ -25,7 +26,7 @@ from bot.slack_app import slack_routes_and_workers
 from bot.store import Store, open_store
 from bot.storm import StormPolicy
 from config.settings import Settings, replica_source
-from handlers import alerts
+from handlers import alerts, digest
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +38,14 @@ class Bot:
     deps: Deps
     app: Starlette
     readers: list[KubeReader] = field(default_factory=list)
-    prometheus: PromEnricher | None = None
+    prometheus: PromEnricher | None = None  # owns the Prometheus client the digest shares
+    checks: CheckContext | None = None
 
     async def close(self) -> None:
         if self.prometheus is not None:
             await self.prometheus.aclose()
+        if self.checks is not None:
+            await self.checks.aclose()
         for reader in self.readers:
             await reader.close()
         await self.deps.store.close()
@@ -64,6 +68,25 @@ async def connect_readers(settings: Settings) -> dict[str, KubeReader]:
     return readers
 
 
+def storm_policy(settings: Settings) -> StormPolicy:
+    return StormPolicy(
+        groups=settings.storm.groups,
+        window_seconds=settings.storm.window_seconds,
+        quiet_seconds=settings.storm.quiet_seconds,
+    )
+
+
+def slack_readiness(slack: SlackClient) -> ReadinessCheck:
+    async def slack_ready() -> str | None:
+        try:
+            await slack.auth_test()
+        except SlackError as err:
+            return f"Slack auth.test failed: {err}"
+        return None
+
+    return slack_ready
+
+
 async def build_bot(settings: Settings, store: Store | None = None, *, warm_interval: float = 60.0) -> Bot:
     """Everything `serve` runs, from the settings alone.
 
@@ -73,33 +96,29 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
     readers = await connect_readers(settings)
     live = LiveState(readers, timeout=settings.enrichment.timeout_seconds)
     slack = SlackClient.from_settings(settings.slack)
-    deps = Deps(settings=settings, store=store)
+    deps = Deps(settings=settings, store=store, readiness=[slack_readiness(slack)])
     delivery = Delivery(store, slack)
-    storm = StormPolicy(
-        groups=settings.storm.groups,
-        window_seconds=settings.storm.window_seconds,
-        quiet_seconds=settings.storm.quiet_seconds,
+    checks = CheckContext(settings, timeout=settings.enrichment.timeout_seconds)
+    budget = settings.enrichment.timeout_seconds
+    prom_client = (
+        PrometheusClient(str(settings.prometheus.url), timeout=budget) if settings.prometheus.url else None
     )
-    prometheus = None
-    if settings.prometheus.url is not None:
-        client = PrometheusClient(str(settings.prometheus.url), timeout=settings.enrichment.timeout_seconds)
-        prometheus = PromEnricher(client, timeout=settings.enrichment.timeout_seconds)
-    worker = alerts.register(
-        settings, store, delivery, live, wake=deps.wake, storm=storm, prometheus=prometheus
+    enricher = PromEnricher(prom_client, timeout=budget) if prom_client else None
+    alert_worker = alerts.register(
+        settings, store, delivery, live, wake=deps.wake, storm=storm_policy(settings), prometheus=enricher
     )
-
-    async def slack_ready() -> str | None:
-        try:
-            await slack.auth_test()
-        except SlackError as err:
-            return f"Slack auth.test failed: {err}"
-        return None
-
-    deps.readiness.append(slack_ready)
-    workers: Sequence[Worker] = (worker.run, delivery.run, lambda: live.keep_warm(warm_interval))
+    digests = digest.register(
+        settings, store, delivery, live.read, cronjobs=ContextCronJobs(checks), prometheus=prom_client
+    )
+    workers: list[Worker] = [
+        alert_worker.run,
+        delivery.run,
+        digests.run,
+        lambda: live.keep_warm(warm_interval),
+    ]
     routes, slack_workers = slack_routes_and_workers(settings, deps)
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
-    return Bot(deps=deps, app=app, readers=list(readers.values()), prometheus=prometheus)
+    return Bot(deps, app, list(readers.values()), enricher, checks)
 
 
 async def serve(bot: Bot, host: str, port: int) -> None:
