@@ -70,11 +70,11 @@ def granted(settings: Settings, asker: Asker, sub: str) -> tuple[ClusterSettings
     """The clusters the asker may query; Refused when none (every subcommand but help needs one)."""
     clusters = queryable(settings, asker.who)
     if not clusters:
-        place = "direct messages" if asker.who.direct_message else esc(asker.where)
-        raise Refused(
-            f"You may not run `/proxy {sub}` here: {place} is granted no cluster under `access` in "
-            "proxybot's configuration."
-        )
+        if asker.who.direct_message:
+            why = "your direct messages are granted no cluster (see `access.direct_messages`)"
+        else:
+            why = f"{esc(asker.where)} is granted no cluster under `access` in proxybot's configuration"
+        raise Refused(f"You may not run `/proxy {sub}` here: {why}.")
     return clusters
 
 

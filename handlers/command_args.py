@@ -24,7 +24,7 @@ PUBLIC = "public"
 # Straight quotes, and the typographic ones Slack clients substitute while typing.
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u2018": "\u2019", "\u2019": "\u2019"}
 _ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
-_DURATION = re.compile(r"(\d{1,6})([smhd])")
+_DURATION = re.compile(r"([0-9]{1,6})([smhd])")  # not \d: it takes every script's digits
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 

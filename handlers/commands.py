@@ -121,10 +121,10 @@ async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespo
     """Run one `/proxy` command; every way it can end is answered to the person who typed it."""
     asker = Asker.from_body(body)
     text = str(body.get("text") or "")
-    public = False
+    public, sub = False, "command"
     try:
         invocation = parse_invocation(text)
-        public = invocation.public
+        public, sub = invocation.public, invocation.sub
         plan = plan_for(deps, invocation, asker)
         result = await _run(plan, respond)
     except Refused as refusal:
@@ -135,10 +135,10 @@ async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespo
         await _say(respond, Message(f"That command cannot run: {esc(err)}. See `/proxy help`."))
     except ProxybotError as err:
         log.error("%s %r failed: %s", COMMAND, text[:200], err)
-        await _say(respond, Message(f"The check failed: {esc(err)}"))
+        await _say(respond, Message(f"`/proxy {sub}` failed: {esc(err)}"))
     except Exception:
         log.exception("%s %r failed unexpectedly", COMMAND, text[:200])
-        await _say(respond, Message("The check failed on proxybot's side; the error is in its log."))
+        await _say(respond, Message(f"`/proxy {sub}` failed on proxybot's side; the error is in its log."))
     else:
         await _say(respond, result, public=public)
 

@@ -1,0 +1,771 @@
+"""`/proxy` through signed requests, the real Starlette route and bolt's dispatch, against the simulator.
+
+Answers are read where Slack would receive them: the fake Slack's `response_url`s (and its Web API for
+the buttons' thread replies). Requests reaching the simulator are recorded, so a test can say exactly
+which API paths a command touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.app import Deps, create_app
+from bot.checks.context import CheckContext
+from bot.clients.alertmanager import Matcher, Silence
+from bot.digest_runner import BuiltDigest, DigestRunner, DigestSources
+from bot.domain.messages import ActionRef
+from bot.errors import InputError, UpstreamError
+from bot.render.blocks import Message
+from bot.render.slack import ACTION_PATH, ACTION_PROBE
+from bot.slack_app import slack_routes_and_workers
+from bot.store import Store, open_store
+from config.loader import parse_config
+from config.settings import Settings
+from handlers import commands
+from handlers.command_args import USAGES, parse_duration, parse_invocation, split_words
+from handlers.commands import CommandDeps, DigestNow, button_checks
+from sim.slack_api import FakeSlack, iter_texts
+from tests.bot.commands.conftest import RecordingSimServer
+from tests.handlers.slack_requests import (
+    BOT_TOKEN,
+    SIGNING_SECRET,
+    asgi,
+    button_body,
+    command_body,
+    eventually,
+    signed,
+)
+
+TARGET = "platform/crd-store"
+ALICE, BOB = "U0ALICE01", "U0BOB0001"  # Alice may silence and use DMs; Bob may only query from #ops
+OPS, ALERTS, RANDOM, DM = "C0OPS0001", "C0ALERTS1", "C0RANDOM1", "D0DIRECT1"
+CHANNEL_NAMES = {OPS: "ops", ALERTS: "alerts", RANDOM: "random", DM: "directmessage"}
+PROBE = "/clusters/team-a/apis/example.com/v1/namespaces/default/widgets"
+METRICS = "/clusters/team-a/metrics/syncer"
+SILENCE_ID = "6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
+_keys = itertools.count()
+
+
+# -- the simulator, one per scenario --------------------------------------------------------------------
+
+
+@dataclass
+class Sim:
+    server: RecordingSimServer
+    settings: Settings
+
+    def since(self, mark: int) -> list[tuple[str, str, str]]:
+        return self.server.requests[mark:]
+
+
+def settings_for(config: Path, **extra: Any) -> Settings:
+    raw = yaml.safe_load(config.read_text())
+    raw["slack"] = {
+        "bot_token": BOT_TOKEN,
+        "signing_secret": SIGNING_SECRET,
+        "api_url": "http://127.0.0.1:9/api/",  # replaced per test with the fake Slack's
+        "default_channel": "#alerts",
+    }
+    raw["digest"] = {"enabled": False, "channel": "#digest"}
+    raw["access"] = {
+        "channels": [{"channel": "#ops", "clusters": ["*"]}],
+        "silencers": [ALICE],
+        "direct_messages": {"users": [ALICE], "clusters": ["team-a"]},
+    }
+    raw.update(extra)
+    return parse_config(yaml.safe_dump(raw), base_dir=config.parent, env={}).settings
+
+
+def _sim(tmp: pytest.TempPathFactory, scenario: str, speed: float, at: float) -> Iterator[Sim]:
+    server = RecordingSimServer(scenario=scenario, speed=speed)
+    with server:
+        with server.lock:
+            server.world.advance_to(at)  # straight into the scenario's fault
+        config = server.write_config(tmp.mktemp(scenario) / "proxybot.yaml")
+        yield Sim(server, settings_for(config))
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from _sim(tmp_path_factory, "healthy", 10, 120.0)
+
+
+@pytest.fixture(scope="module")
+def target_down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from _sim(tmp_path_factory, "target-down", 20, 240.0)
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from _sim(tmp_path_factory, "relay-fallback", 2, 90.0)
+
+
+@pytest.fixture(scope="module")
+def masked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from _sim(tmp_path_factory, "ownership-masked", 10, 120.0)
+
+
+SCENARIOS = ["healthy", "target_down", "relay", "masked"]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    with FakeSlack(bot_token=BOT_TOKEN) as slack:
+        yield slack
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await open_store(str(tmp_path / "bot.db"))
+    yield opened
+    await opened.close()
+
+
+# -- fakes ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeSilences:
+    """Alertmanager's silences API: keeps what is created and expired, or fails with `error`."""
+
+    error: Exception | None = None
+    gate: asyncio.Event | None = None
+    created: list[dict[str, Any]] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+    known: list[Silence] = field(default_factory=list)
+
+    async def _wait_or_fail(self) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.error is not None:
+            raise self.error
+
+    async def create_silence(
+        self,
+        matchers: Sequence[Matcher],
+        *,
+        starts_at: datetime,
+        ends_at: datetime,
+        created_by: str,
+        comment: str,
+    ) -> str:
+        await self._wait_or_fail()
+        self.created.append({"matchers": tuple(matchers), "span": ends_at - starts_at, "by": created_by})
+        self.created[-1]["comment"] = comment
+        return SILENCE_ID
+
+    async def silences(self) -> list[Silence]:
+        await self._wait_or_fail()
+        return list(self.known)
+
+    async def expire_silence(self, silence: str) -> None:
+        await self._wait_or_fail()
+        self.expired.append(silence)
+
+
+def a_silence(target: str = TARGET, state: str = "active", silence_id: str = SILENCE_ID) -> Silence:
+    at = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    return Silence(silence_id, state, (Matcher("target", target),), at, at, "alice", "upgrade")
+
+
+# -- the bot --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Bot:
+    http: httpx.AsyncClient
+    fake: FakeSlack
+    sim: Sim
+
+    async def ask(self, text: str, *, user: str = ALICE, channel: str = OPS, public: bool = False) -> Any:
+        """Post `/proxy text`; the answers through its response_url, once the final one arrived."""
+        key = f"k{next(_keys)}"
+        body = command_body(
+            text + (" public" if public else ""),
+            self.fake.response_url(key),
+            user=user,
+            channel=channel,
+            channel_name=CHANNEL_NAMES[channel],
+        )
+        answer = await self.http.post("/slack/events", content=body, headers=signed(body))
+        assert (answer.status_code, answer.text) == (200, ""), "acked at once with an empty 200"
+        return await eventually(lambda: _answered(self.fake, key), f"the answer to {text!r}", timeout=40)
+
+
+def _answered(fake: FakeSlack, key: str) -> list[dict[str, Any]] | None:
+    mine = [r for r in fake.responses if r["key"] == key]
+    return mine if mine and not _is_progress(mine[-1]) else None
+
+
+def _is_progress(response: dict[str, Any]) -> bool:
+    return "blocks" not in response and str(response["text"]).endswith("…")
+
+
+def shown(response: dict[str, Any]) -> str:
+    """Everything a person sees in one answer: its fallback text and the text of its blocks."""
+    return "\n".join([str(response["text"]), *iter_texts(response.get("blocks") or [])])
+
+
+async def run_digest_with(settings: Settings, store: Store) -> DigestNow:
+    posted: list[str] = []
+
+    class Poster:
+        async def post_digest(self, channel: str, period: str, message: Message, charts: Any) -> None:
+            posted.append(channel)
+
+    async def now() -> BuiltDigest:
+        ctx = CheckContext(settings)
+        try:
+            live = await ctx.live()
+            runner = DigestRunner(settings, store, DigestSources(live.read), Poster())
+            return await runner.post_now()
+        finally:
+            await ctx.aclose()
+
+    return now
+
+
+@pytest.fixture
+async def bots(fake: FakeSlack, store: Store) -> AsyncIterator[Any]:
+    opened: list[httpx.AsyncClient] = []
+
+    async def make(
+        sim: Sim, silences: FakeSilences | None = None, *, digest: bool = False, **update: Any
+    ) -> Bot:
+        settings = sim.settings.model_copy(
+            update={"slack": sim.settings.slack.model_copy(update={"api_url": fake.api_url}), **update}
+        )
+        deps = CommandDeps(
+            settings,
+            silences=silences,
+            digest=await run_digest_with(settings, store) if digest else None,
+            path_dial_window=1.0,
+        )
+        routes, workers = slack_routes_and_workers(
+            settings,
+            Deps(settings=settings, store=store),
+            checks=button_checks(deps, path_samples=3),
+            silencer=silences,
+            registrations=[lambda app: commands.register(app, deps)],
+        )
+        http = asgi(create_app(Deps(settings=settings, store=store), workers, extra=routes))
+        opened.append(http)
+        return Bot(http, fake, sim)
+
+    yield make
+    for http in opened:
+        await http.aclose()
+
+
+def sim_named(request: pytest.FixtureRequest, name: str) -> Sim:
+    found: Sim = request.getfixturevalue(name)
+    return found
+
+
+# -- every subcommand on every scenario -----------------------------------------------------------------
+
+POLICIES = "/clusters/control-plane/apis/networking.k8s.io/v1/namespaces/"
+DIRECT = "/clusters/crd-store/apis/example.com/v1/namespaces/default/widgets"
+CRONJOB = "/clusters/control-plane/apis/batch/v1/namespaces/vcluster-team-a/cronjobs/proxy-probe"
+NETPOL = "netpol --client vcluster-team-a/team-a --target vcluster-crd-store/crd-store"
+
+# subcommand -> (text, paths it may read, what each scenario's answer says)
+EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
+    "help": ("help", set(), {key: ["`/proxy probe TARGET", "`/proxy silence TARGET"] for key in SCENARIOS}),
+    "status": (
+        "status",
+        {METRICS},
+        {
+            "healthy": ["Status of platform/crd-store", "platform/crd-store: healthy"],
+            "target_down": ["no healthy peers", "requests fail with 503"],
+            "relay": ["platform/crd-store: healthy"],
+            "masked": ["ownership_masked", "isolation working"],
+        },
+    ),
+    "peers": (
+        f"peers {TARGET}",
+        {METRICS},
+        {
+            "healthy": ["Peers of platform/crd-store", "example.com/v1: peers: healthy 1"],
+            "target_down": ["Peers of platform/crd-store", "no healthy peers"],
+            "relay": ["Peers of platform/crd-store", "example.com/v1: peers: healthy 1"],
+            "masked": ["Peers of platform/crd-store", "ownership_masked"],
+        },
+    ),
+    "reasons": (
+        f"reasons {TARGET} --window 30m",
+        {METRICS},
+        {
+            "healthy": ["no proxy faults", "`upstream`"],
+            "target_down": ["proxy-fault reasons", "`all_quarantined`", "fault: proxy path"],
+            "relay": ["no proxy faults"],
+            "masked": ["`ownership_masked`", "isolation working as intended"],
+        },
+    ),
+    "probe": (
+        f"probe {TARGET}",
+        {PROBE, METRICS},
+        {
+            "healthy": ["Probe platform/crd-store: passed", "answers: 200 x1"],
+            "target_down": ["failed (unavailable)", "Retry-After: 1", "peers: healthy 0"],
+            "relay": ["Probe platform/crd-store: passed"],
+            "masked": ["Probe platform/crd-store: passed"],  # lists are never masked
+        },
+    ),
+    "path": (
+        f"path {TARGET} --samples 3",
+        {PROBE, DIRECT, METRICS, f"{POLICIES}vcluster-team-a/networkpolicies"}
+        | {f"{POLICIES}vcluster-crd-store/networkpolicies"},
+        {
+            "healthy": ["Path platform/crd-store: likely direct"],
+            "target_down": ["Path platform/crd-store:", "evidence, not certainty"],
+            "relay": ["Path platform/crd-store: likely relayed", "proxybot netpol --client"],
+            "masked": ["Path platform/crd-store: likely direct"],
+        },
+    ),
+    "verify": (
+        "verify",
+        {METRICS, CRONJOB},
+        {
+            key: ["Verify: not fully verified", "*/metrics/syncer readable* (team-a): pass"]
+            for key in SCENARIOS
+        },
+    ),
+    "netpol": (
+        NETPOL,
+        set(),
+        {key: ['kubernetes.io/metadata.name: "vcluster-crd-store"'] for key in SCENARIOS},
+    ),
+    "silence": (
+        f"silence {TARGET} 2h --reason target upgrade",
+        set(),
+        {key: ['Silenced `target="platform/crd-store"`', "reason: target upgrade"] for key in SCENARIOS},
+    ),
+    "silence list": ("silence list", set(), {key: [f"`{SILENCE_ID}` active"] for key in SCENARIOS}),
+    "silence expire": (
+        f"silence expire {SILENCE_ID}",
+        set(),
+        {key: [f"Expired silence `{SILENCE_ID}`"] for key in SCENARIOS},
+    ),
+}
+LONG = {"probe", "path", "verify"}  # say they are working first
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("sub", list(EXPECTED))
+async def test_every_subcommand_answers_on_every_scenario(
+    request: pytest.FixtureRequest, bots: Any, scenario: str, sub: str
+) -> None:
+    sim = sim_named(request, scenario)
+    silences = FakeSilences(known=[a_silence()])
+    bot = await bots(sim, silences)
+    text, may_read, expected = EXPECTED[sub]
+    mark = len(sim.server.requests)
+    answers = await bot.ask(text)
+    final = shown(answers[-1])
+    for words in expected[scenario]:
+        assert words in final, final
+    assert answers[-1]["response_type"] == "ephemeral"
+    if sub in LONG:  # the note first, then the answer: two of response_url's five uses
+        assert len(answers) == 2
+        assert answers[0]["text"].endswith("…")
+    seen = sim.since(mark)
+    assert {method for method, _, _ in seen} <= {"GET"}, "the bot only reads clusters"
+    assert {path for _, path, _ in seen} <= may_read
+    if sub in ("probe", "path"):
+        assert ("GET", PROBE, "limit=1") in seen
+
+
+async def test_silence_details_reach_alertmanager(healthy: Sim, bots: Any) -> None:
+    silences = FakeSilences()
+    bot = await bots(healthy, silences)
+    await bot.ask(f"silence {TARGET} 90m --reason “target upgrade”", user=ALICE)
+    [made] = silences.created
+    assert made["matchers"] == (Matcher("target", TARGET),)
+    assert made["span"].total_seconds() == 90 * 60
+    assert made["by"] == f"someone (Slack {ALICE})"
+    assert made["comment"] == "target upgrade"
+    await bot.ask(f"silence {TARGET}")
+    assert silences.created[-1]["span"].total_seconds() == 3600  # the default: one hour
+
+
+async def test_expired_or_foreign_silences_are_not_expired(healthy: Sim, bots: Any) -> None:
+    other = "0f0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
+    silences = FakeSilences(known=[a_silence(state="expired"), a_silence("other/target", silence_id=other)])
+    bot = await bots(healthy, silences)
+    [already] = await bot.ask(f"silence expire {SILENCE_ID}")
+    [foreign] = await bot.ask(f"silence expire {other}")
+    [listed] = await bot.ask("silence list")
+    assert "is already expired" in already["text"]
+    assert f"no silence {other} concerns a cluster you may query" in foreign["text"]
+    assert "No active or pending silence" in listed["text"]
+    assert silences.expired == []
+
+
+async def test_digest_is_posted_on_demand_and_listed_in_help(healthy: Sim, bots: Any) -> None:
+    bot = await bots(healthy, digest=True)
+    [help_answer] = await bot.ask("help")
+    assert "`/proxy digest`" in shown(help_answer)
+    answers = await bot.ask("digest")
+    assert answers[0]["text"].startswith("building the fleet digest")
+    assert answers[-1]["text"].startswith("Digest posted to #digest:")
+
+
+async def test_digest_without_a_runner_is_refused_and_not_in_help(healthy: Sim, bots: Any) -> None:
+    bot = await bots(healthy)
+    [help_answer] = await bot.ask("help")
+    assert "digest" not in shown(help_answer)
+    assert "silence" not in shown(help_answer)  # no Alertmanager configured either
+    [answer] = await bot.ask("digest")
+    assert "cannot post a digest" in answer["text"]
+
+
+async def test_public_answers_go_to_the_channel(healthy: Sim, bots: Any) -> None:
+    bot = await bots(healthy)
+    answers = await bot.ask(f"probe {TARGET}", public=True)
+    assert answers[0]["response_type"] == "ephemeral"  # the progress note stays private
+    assert answers[-1]["response_type"] == "in_channel"
+    assert answers[-1]["replace_original"] is False
+
+
+# -- who may ask what --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "user", "channel", "refusal"),
+    [
+        ("status", ALICE, RANDOM, "You may not run `/proxy status` here: #random is granted no cluster"),
+        (f"probe {TARGET}", ALICE, RANDOM, "You may not run `/proxy probe` here: #random"),
+        (
+            f"probe {TARGET}",
+            BOB,
+            DM,
+            "You may not run `/proxy probe` here: your direct messages are granted no",
+        ),
+        (f"silence {TARGET}", BOB, OPS, "You may not silence alerts of cluster `team-a`: you are not in"),
+        (f"silence expire {SILENCE_ID}", BOB, OPS, "You may not silence alerts of cluster `team-a`: you"),
+        ("digest", ALICE, RANDOM, "You may not run `/proxy digest` here"),
+    ],
+)
+async def test_refusals_say_what_and_why_and_are_logged(
+    healthy: Sim,
+    bots: Any,
+    caplog: pytest.LogCaptureFixture,
+    text: str,
+    user: str,
+    channel: str,
+    refusal: str,
+) -> None:
+    caplog.set_level(logging.INFO, logger="handlers.commands")
+    silences = FakeSilences(known=[a_silence()])
+    bot = await bots(healthy, silences)
+    mark = len(healthy.server.requests)
+    [answer] = await bot.ask(text, user=user, channel=channel, public=True)
+    assert answer["text"].startswith(refusal), answer["text"]
+    assert answer["response_type"] == "ephemeral", "a refusal is never shown to the channel"
+    assert healthy.since(mark) == []
+    assert silences.created == []
+    assert silences.expired == []
+    assert any("refused /proxy" in r.getMessage() and user in r.getMessage() for r in caplog.records)
+
+
+async def test_grants_by_alert_channel_and_direct_message_rule(healthy: Sim, bots: Any) -> None:
+    bot = await bots(healthy, FakeSilences())
+    # #alerts is team-a's alert channel (the default channel); Alice may use DMs for team-a.
+    for user, channel in ((BOB, ALERTS), (ALICE, DM)):
+        answers = await bot.ask(f"peers {TARGET}", user=user, channel=channel)
+        assert "Peers of platform/crd-store" in shown(answers[-1])
+    [dm_silence] = await bot.ask(f"silence {TARGET}", user=ALICE, channel=DM)
+    assert dm_silence["text"].startswith("Silenced")
+
+
+async def test_help_lists_only_what_the_asker_may_run(healthy: Sim, bots: Any) -> None:
+    bot = await bots(healthy, FakeSilences())
+    [alice] = await bot.ask("help", user=ALICE)
+    [bob] = await bot.ask("", user=BOB)  # no text at all: help
+    [nowhere] = await bot.ask("help", user=ALICE, channel=RANDOM)
+    assert "`/proxy silence TARGET" in shown(alice)
+    assert "`/proxy probe TARGET" in shown(bob)
+    assert "silence" not in shown(bob)
+    assert "answers nothing in #random for you" in shown(nowhere)
+    assert "/proxy probe" not in shown(nowhere)
+
+
+# -- hostile arguments -------------------------------------------------------------------------------------
+
+HOSTILE = [
+    "probe ../",
+    "probe platform/crd-store/../../api/v1/secrets",
+    "probe %2e%2e/crd-store",
+    "probe /api/v1/secrets",
+    "probe platform/unknown",
+    "probe platform/crd\u2010store",  # a Unicode hyphen
+    "probe \uff50latform/crd-store",  # a full-width letter
+    "probe " + "a" * 300,
+    f"probe {TARGET} --gv ../v1",
+    f"probe {TARGET} --gv example.com/v1/../../../api/v1/secrets",
+    f"probe {TARGET} --gv example.com%2fv1",
+    f"probe {TARGET} --gv example.com/v1?watch=1",
+    f"probe {TARGET} --gv example.com/v1#x",
+    f"probe {TARGET} --gv example.com/v2",
+    f"probe {TARGET} --resource ../secrets",
+    f"probe {TARGET} --resource %2e%2e",
+    f"probe {TARGET} --resource widgets?watch=true",
+    f"probe {TARGET} --resource widgets#frag",
+    f"probe {TARGET} --resource /api/v1/secrets",
+    f'probe {TARGET} --resource "widgets secrets"',
+    f"probe {TARGET} --namespace ..",
+    f"probe {TARGET} --namespace %2e",
+    f"probe {TARGET} --namespace default/../../api/v1/secrets",
+    f"probe {TARGET} --namespace default?x=1",
+    f"probe {TARGET} --repeat 11",
+    f"probe {TARGET} --repeat 1_0",
+    f"probe {TARGET} --repeat \u0661",  # an Arabic-Indic digit one
+    f"probe {TARGET} --path /api/v1/secrets",
+    f"probe {TARGET} extra",
+    "status ../",
+    "status /api/v1/secrets",
+    "peers platform/crd-store?x",
+    "peers platform/crd-store#x",
+    "reasons %2e%2e",
+    f"reasons {TARGET} --window 15m?x",
+    f"reasons {TARGET} --window 0s",
+    f"path {TARGET} --samples 51",
+    f"path {TARGET} --samples -1",
+    "path ../../api/v1/secrets",
+    "verify --cluster ../x",
+    "verify --cluster team-a?x",
+    "netpol --client ../x --target a/b",
+    "netpol --client a/b --target c/d --cross-cluster 10.0.0.1/8",
+    "netpol --client a/b",
+    f"silence {TARGET} 5y",
+    "silence ../../api/v2/status",
+    "silence expire ../../api/v2/status",
+    f"silence expire {SILENCE_ID}/../x",
+    "bogus",
+    "probe &lt;!channel&gt;",
+    "x" * 1001,
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+async def test_hostile_arguments_are_refused_before_any_request(healthy: Sim, bots: Any, text: str) -> None:
+    silences = FakeSilences(known=[a_silence()])
+    bot = await bots(healthy, silences)
+    mark = len(healthy.server.requests)
+    [answer] = await bot.ask(text)
+    assert answer["text"].startswith("That command cannot run: "), answer["text"]
+    assert "<!channel>" not in answer["text"]
+    assert healthy.since(mark) == [], "nothing reached the cluster"
+    assert silences.created == []
+    assert silences.expired == []
+
+
+@pytest.mark.parametrize("headers", [{"secret": "not-the-signing-secret"}, {"skew": -310}, {"skew": 310}])
+async def test_bad_signature_and_stale_timestamp_are_401(
+    healthy: Sim, bots: Any, fake: FakeSlack, headers: dict[str, Any]
+) -> None:
+    bot = await bots(healthy)
+    mark = len(healthy.server.requests)
+    body = command_body(
+        f"probe {TARGET}", fake.response_url("k"), user=ALICE, channel=OPS, channel_name="ops"
+    )
+    answer = await bot.http.post("/slack/events", content=body, headers=signed(body, **headers))
+    tampered = await bot.http.post("/slack/events", content=body.replace("ops", "opz"), headers=signed(body))
+    assert (answer.status_code, tampered.status_code) == (401, 401)
+    await asyncio.sleep(0.2)  # nothing was started that could answer late
+    assert fake.responses == []
+    assert healthy.since(mark) == []
+
+
+# -- dependencies failing ----------------------------------------------------------------------------------
+
+
+def unreachable(sim: Sim, tmp_path: Path) -> dict[str, Any]:
+    """Settings changes that point team-a's kubeconfig at a port where nothing listens."""
+    cluster = sim.settings.clusters[0]
+    doc = yaml.safe_load(cluster.kubeconfig.read_text())
+    for entry in doc["clusters"]:
+        entry["cluster"]["server"] = "https://127.0.0.1:9"
+    dead = tmp_path / "dead.yaml"
+    dead.write_text(yaml.safe_dump(doc))
+    return {"clusters": (cluster.model_copy(update={"kubeconfig": dead}),)}
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (f"probe {TARGET}", "the client cluster team-a could not be reached"),
+        (f"status {TARGET}", "unavailable"),
+        # The path check still weighs the NetworkPolicies, and says why the client side has no samples.
+        (f"path {TARGET} --samples 1", "0 answered, 1 failed (cluster team-a: GET"),
+    ],
+)
+async def test_an_unreachable_cluster_is_a_clear_answer(
+    healthy: Sim, bots: Any, tmp_path: Path, text: str, says: str
+) -> None:
+    bot = await bots(healthy, **unreachable(healthy, tmp_path))
+    answers = await bot.ask(text)
+    assert says in shown(answers[-1]), shown(answers[-1])
+    assert "Traceback" not in shown(answers[-1])
+
+
+async def test_prometheus_down_is_a_clear_answer(healthy: Sim, bots: Any) -> None:
+    down = healthy.settings.prometheus.model_copy(update={"url": "http://127.0.0.1:9"})
+    bot = await bots(healthy, prometheus=down)
+    verify = shown((await bot.ask("verify"))[-1])
+    reasons = shown((await bot.ask(f"reasons {TARGET}"))[-1])
+    assert "Verify: monitoring is not working" in verify or "not fully verified" in verify
+    assert "Prometheus" in verify
+    assert "127.0.0.1:9" in verify
+    assert "Prometheus could not be read" in reasons
+    assert "no proxy faults" in reasons  # the totals still answer
+
+
+async def test_alertmanager_refusing_is_a_clear_answer(healthy: Sim, bots: Any) -> None:
+    error = UpstreamError("Alertmanager at http://am:9093 failed creating a silence: HTTP 400: bad matcher")
+    bot = await bots(healthy, FakeSilences(error=error))
+    [made] = await bot.ask(f"silence {TARGET}")
+    [listed] = await bot.ask("silence list")
+    assert made["text"] == f"`/proxy silence` failed: {error}"
+    assert "failed creating a silence" in made["text"]
+    assert listed["text"].startswith("`/proxy silence` failed: Alertmanager at")
+
+
+async def test_the_ack_does_not_wait_for_the_work(healthy: Sim, bots: Any, fake: FakeSlack) -> None:
+    gate = asyncio.Event()
+    bot = await bots(healthy, FakeSilences(gate=gate, known=[a_silence()]))
+    body = command_body(
+        "silence list", fake.response_url("slow"), user=ALICE, channel=OPS, channel_name="ops"
+    )
+    answer = await bot.http.post("/slack/events", content=body, headers=signed(body))
+    assert (answer.status_code, answer.text) == (200, "")
+    assert fake.responses == [], "acked while Alertmanager has not answered yet"
+    gate.set()
+    [listed] = await eventually(lambda: fake.responses, "the answer once Alertmanager answered")
+    assert SILENCE_ID in shown(listed)
+
+
+# -- the alert buttons, on the real checks ---------------------------------------------------------------
+
+MESSAGE_TS = "1700000001.000100"
+GROUP_KEY = '{}:{alertname="ResourceProxyNoHealthyPeers", target="platform/crd-store"}'
+
+
+@pytest.mark.parametrize(
+    ("scenario", "action", "says"),
+    [
+        ("healthy", ACTION_PROBE, "Probe platform/crd-store: passed"),
+        ("target_down", ACTION_PROBE, "Probe platform/crd-store: failed (unavailable)"),
+        ("healthy", ACTION_PATH, "Path platform/crd-store: likely direct"),
+        ("relay", ACTION_PATH, "Path platform/crd-store: likely relayed"),
+    ],
+)
+async def test_buttons_run_the_real_checks_and_answer_in_the_thread(
+    request: pytest.FixtureRequest, bots: Any, fake: FakeSlack, scenario: str, action: str, says: str
+) -> None:
+    sim = sim_named(request, scenario)
+    bot = await bots(sim)
+    value = ActionRef.for_group("team-a", TARGET, GROUP_KEY).encode()
+    body = button_body(
+        action,
+        value,
+        fake.response_url("b"),
+        user=BOB,
+        channel=ALERTS,
+        channel_name="alerts",
+        message_ts=MESSAGE_TS,
+    )
+    answer = await bot.http.post("/slack/events", content=body, headers=signed(body))
+    assert (answer.status_code, answer.text) == (200, "")
+    [reply] = await eventually(lambda: fake.thread(ALERTS, MESSAGE_TS), "the thread reply", timeout=40)
+    assert reply.text.startswith(says)
+    [note] = fake.responses  # "Probing …" / "Checking the path to …", to the person who pressed
+    assert note["response_type"] == "ephemeral"
+
+
+# -- the argument parser -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("probe  a/b\t--gv x/v1", ["probe", "a/b", "--gv", "x/v1"]),
+        ('silence a/b --reason "two words"', ["silence", "a/b", "--reason", "two words"]),
+        ("silence a/b --reason \u201ctwo words\u201d", ["silence", "a/b", "--reason", "two words"]),
+        ("silence a/b --reason 'it''s'", ["silence", "a/b", "--reason", "its"]),
+        ('probe "unclosed quote', ["probe", "unclosed quote"]),
+        ('probe ""', ["probe", ""]),
+        ("", []),
+    ],
+)
+def test_words_split_like_a_shell_without_raising(text: str, words: list[str]) -> None:
+    assert split_words(text) == words
+
+
+def test_invocations_read_options_public_and_slack_escapes() -> None:
+    inv = parse_invocation("PROBE platform/x --gv=a.io/v1 --repeat 3 public")
+    assert (inv.sub, inv.args, inv.public) == ("probe", ("platform/x",), True)
+    assert (inv.one("--gv"), inv.one("--repeat")) == ("a.io/v1", "3")
+    net = parse_invocation(
+        "netpol --client a/b --target c/d --cross-cluster 10.0.0.0/8 10.1.0.0/16 --stun 1.2.3.4/32"
+    )
+    assert net.many("--cross-cluster") == ("10.0.0.0/8", "10.1.0.0/16")
+    assert net.many("--stun") == ("1.2.3.4/32",)
+    assert (
+        parse_invocation("silence a/b 2h --reason target &amp; upgrade").one("--reason") == "target & upgrade"
+    )
+    assert parse_invocation("   ").sub == "help"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("frobnicate", "'frobnicate' is not a subcommand"),
+        ("probe", "probe: TARGET is missing"),
+        ("probe a/b c/d", "probe: unexpected 'c/d'"),
+        ("probe a/b --gv", "probe: --gv needs a value"),
+        ("probe a/b --gv= ", "probe: --gv needs a value"),
+        ("probe a/b --gv x/v1 --gv y/v1", "probe: --gv takes one value"),
+        ("probe a/b --watch", "'--watch' is not an option of probe"),
+        ("status " + "x" * 254, "is longer than 253 characters"),
+        (" ".join(["status"] * 41), "at most 40 are accepted"),
+    ],
+)
+def test_bad_invocations_say_what_is_wrong(text: str, problem: str) -> None:
+    with pytest.raises(InputError, match=re.escape(problem)):
+        parse_invocation(text)
+
+
+@given(st.text(max_size=300))
+def test_any_text_parses_or_is_refused_with_an_input_error(text: str) -> None:
+    try:
+        inv = parse_invocation(text)
+    except InputError:
+        return
+    assert inv.sub in USAGES
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("30m", 1800), ("2h", 7200), ("1h30m", 5400), ("1d", 86400)])
+def test_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2", "30x", "5y", "0m", "15d", "1h 30m", "-1h", "\u0661h"])
+def test_bad_durations_are_refused(text: str) -> None:
+    with pytest.raises(InputError, match="DURATION"):
+        parse_duration(text)
