@@ -143,6 +143,11 @@ class FakeSlack:
         with self._lock:
             self._faults.setdefault(method, []).append(Fault(status, retry_after, times, error))
 
+    def heal(self, method: str) -> None:
+        """Drop every fault still queued for `method`: it answers normally again."""
+        with self._lock:
+            self._faults.pop(method, None)
+
     def calls_to(self, method: str) -> list[SlackCall]:
         with self._lock:
             return [c for c in self.calls if c.method == method]

@@ -34,11 +34,6 @@ TIMEOUT = 30.0
 SAMPLE_TARGET = "team-a/billing"  # the captured 0.25 bodies' target; no configured cluster matches it
 
 
-def heal(slack: FakeSlack, method: str) -> None:
-    # FakeSlack has no public way to cancel injected faults; "Slack recovers" is dropping them.
-    slack._faults.pop(method, None)
-
-
 def send(bot: BotProcess, body: bytes) -> httpx.Response:
     headers = {**auth(), "Content-Type": "application/json"}
     return httpx.post(f"{bot.url}/alertmanager", content=body, headers=headers, timeout=10.0)
@@ -92,7 +87,7 @@ def test_accepted_alerts_survive_sigkill_and_are_delivered_once(
     bot.kill()
     assert store.outbox_pending() > 0  # accepted, not delivered: only the store has it now
     assert messages_about(slack, "platform/search") == []
-    heal(slack, "chat.postMessage")
+    slack.heal("chat.postMessage")
 
     restarted = bots.start()
     wait_until(lambda: store.outbox_pending() == 0, 60.0, "the restarted bot to empty its outbox")
