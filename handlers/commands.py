@@ -24,28 +24,26 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.checks.context import CheckContext, TargetRef
 from bot.checks.netpol import (
-    ANYWHERE_V4,
-    DEFAULT_STUN_PORT,
-    CrossCluster,
     netpol,
-    parse_cidr,
     parse_endpoint,
-    parse_port,
 )
 from bot.checks.path import DEFAULT_SAMPLES, check_path
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request, run_probe
-from bot.checks.status import parse_window, run_reasons, run_status
+from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
 from bot.checks.verify import check_verify, open_prometheus
+from bot.clients.kube import KubeReader
 from bot.commands.path import check_samples
 from bot.commands.verify import chosen_clusters
 from bot.digest_runner import BuiltDigest
 from bot.errors import InputError, ProxybotError
+from bot.live import LiveState
 from bot.render.blocks import Message, esc
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
@@ -63,7 +61,7 @@ from handlers.command_access import (
     queryable,
     target_for,
 )
-from handlers.command_args import Invocation, parse_invocation, whole_number
+from handlers.command_args import Invocation, cross_cluster, parse_invocation, whole_number
 from handlers.command_silence import Silences, plan_silence
 
 log = logging.getLogger(__name__)
@@ -71,7 +69,6 @@ log = logging.getLogger(__name__)
 COMMAND = "/proxy"
 PROGRESS_AFTER = 1.0  # quick reads say "reading …" only when they turn out slow
 BUTTON_PATH_SAMPLES = 5
-ContextFactory = Callable[[Settings], CheckContext]
 DigestNow = Callable[[], Awaitable[BuiltDigest]]
 Work = Callable[[], Awaitable[Message]]
 
@@ -80,16 +77,46 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass
+class SharedContext(CheckContext):
+    """The running bot's one `CheckContext`: each reader opened once, under a lock, for every command.
+
+    Opening a reader costs milliseconds of CPU (kubeconfig, TLS context) and a fresh connection a TLS
+    handshake; shared readers keep that off the event loop's hot path during a storm of commands.
+    """
+
+    _opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _starting_live: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def reader(self, name: str, kubeconfig: Path, context: str | None) -> KubeReader:
+        async with self._opening:  # two commands at once must not open (and leak) the same reader twice
+            return await super().reader(name, kubeconfig, context)
+
+    async def live(self) -> LiveState:
+        async with self._starting_live:
+            return await super().live()
+
+
 @dataclass(frozen=True)
 class CommandDeps:
-    """What `/proxy` uses. `contexts` opens fresh cluster readers per command (closed afterwards)."""
+    """What `/proxy` uses; `ctx` lives as long as the bot (`aclose()` it at shutdown)."""
 
     settings: Settings
-    contexts: ContextFactory = CheckContext
+    ctx: CheckContext
     silences: Silences | None = None  # None: `alertmanager.url` is not configured
     digest: DigestNow | None = None  # None: no digest runner in this bot
     path_dial_window: float = 3.0
     now: Callable[[], datetime] = _utc_now
+
+    @classmethod
+    def for_settings(
+        cls, settings: Settings, *, silences: Silences | None = None, digest: DigestNow | None = None
+    ) -> CommandDeps:
+        """The commands' dependencies with a fresh shared context over `settings`."""
+        return cls(settings, SharedContext(settings), silences, digest)
+
+    async def aclose(self) -> None:
+        await self.ctx.aclose()
 
 
 @dataclass(frozen=True)
@@ -201,43 +228,44 @@ def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     return Plan(work)
 
 
-async def _in_context(
-    deps: CommandDeps, settings: Settings, check: Callable[[CheckContext], Awaitable[Message]]
-) -> Message:
-    ctx = deps.contexts(settings)
-    try:
-        return await check(ctx)
-    finally:
-        await ctx.aclose()
-
-
-def _visible(settings: Settings, clusters: tuple[ClusterSettings, ...]) -> Settings:
-    """The settings with only the clusters the asker may query (what `status` reads)."""
-    return settings.model_copy(update={"clusters": clusters})
-
-
 def _plan_status(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     name = inv.arg(0)
-    title = None
+    title: str | None = None
+    targets: tuple[str, ...] | None = None
     if name is not None:
         ref = target_for(deps.settings, asker, name)
-        settings, what = _visible(deps.settings, (ref.cluster,)), ref.name
+        targets, what = (ref.name,), ref.name
         title = f"Peers of {ref.name}" if inv.sub == "peers" else None
     else:
-        settings, what = _visible(deps.settings, queryable(deps.settings, asker.who)), "every target"
-    target = None if name is None else ref.name
+        clusters = queryable(deps.settings, asker.who)
+        targets = None if clusters == deps.settings.clusters else _names(clusters)
+        what = "every target"
 
-    async def check(ctx: CheckContext) -> Message:
-        return status_message(await run_status(ctx, target), deps.now(), title=title)
+    async def work() -> Message:
+        return status_message(await _status(deps.ctx, targets), deps.now(), title=title)
 
-    return Plan(lambda: _in_context(deps, settings, check), f"reading the live state of {what}…")
+    return Plan(work, f"reading the live state of {what}…")
+
+
+def _names(clusters: tuple[ClusterSettings, ...]) -> tuple[str, ...]:
+    return tuple(t.name for c in clusters for t in c.targets)
+
+
+async def _status(ctx: CheckContext, targets: tuple[str, ...] | None) -> StatusResult:
+    """Every configured target (None), or only these: the ones the asker may query."""
+    if targets is None:
+        return await run_status(ctx)
+    results = [await run_status(ctx, name) for name in targets]
+    reads = {read.cluster: read for result in results for read in result.reads}
+    return StatusResult(tuple(t for result in results for t in result.targets), tuple(reads.values()))
 
 
 def _plan_reasons(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     ref = target_for(deps.settings, asker, _target_arg(inv))
     window = parse_window(inv.one("--window") or "15m")
 
-    async def check(ctx: CheckContext) -> Message:
+    async def work() -> Message:
+        ctx = deps.ctx
         prometheus = open_prometheus(deps.settings, ctx.timeout)
         try:
             return reasons_message(await run_reasons(ctx, ref.name, window=window, prometheus=prometheus))
@@ -245,7 +273,7 @@ def _plan_reasons(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
             if prometheus is not None:
                 await prometheus.aclose()
 
-    return Plan(lambda: _in_context(deps, deps.settings, check), f"reading the reasons of {ref.name}…")
+    return Plan(work, f"reading the reasons of {ref.name}…")
 
 
 def _plan_probe(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
@@ -263,10 +291,7 @@ def _plan_probe(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
 
 
 async def _probe(deps: CommandDeps, request: ProbeRequest, repeat: int) -> Message:
-    async def check(ctx: CheckContext) -> Message:
-        return probe_message(await run_probe(ctx, request, repeat=repeat))
-
-    return await _in_context(deps, deps.settings, check)
+    return probe_message(await run_probe(deps.ctx, request, repeat=repeat))
 
 
 def _plan_path(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
@@ -277,11 +302,8 @@ def _plan_path(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
 
 
 async def _path(deps: CommandDeps, ref: TargetRef, samples: int) -> Message:
-    async def check(ctx: CheckContext) -> Message:
-        result = await check_path(ctx, ref, samples=samples, dial_window=deps.path_dial_window)
-        return path_message(result)
-
-    return await _in_context(deps, deps.settings, check)
+    result = await check_path(deps.ctx, ref, samples=samples, dial_window=deps.path_dial_window)
+    return path_message(result)
 
 
 def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
@@ -291,16 +313,16 @@ def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
         raise query_refusal(refused.name, asker)
     clusters = tuple(c for c in clusters if deps.settings.may_query(c.name, asker.who))
 
-    async def check(ctx: CheckContext) -> Message:
-        prometheus = open_prometheus(deps.settings, ctx.timeout)
+    async def work() -> Message:
+        prometheus = open_prometheus(deps.settings, deps.ctx.timeout)
         try:
-            return verify_message(await check_verify(ctx, prometheus, clusters=clusters))
+            return verify_message(await check_verify(deps.ctx, prometheus, clusters=clusters))
         finally:
             if prometheus is not None:
                 await prometheus.aclose()
 
     note = "verifying the monitoring (Prometheus, probe CronJobs, /metrics/syncer)…"
-    return Plan(lambda: _in_context(deps, deps.settings, check), note, at_once=True)
+    return Plan(work, note, at_once=True)
 
 
 def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
@@ -310,26 +332,12 @@ def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
         raise InputError(f"netpol: {' and '.join(missing)} NS/RELEASE required")
     client = parse_endpoint("--client", given["--client"] or "")
     target = parse_endpoint("--target", given["--target"] or "")
-    message = netpol_message(netpol(client, target, _cross(inv)))
+    message = netpol_message(netpol(client, target, cross_cluster(inv)))
 
     async def work() -> Message:
         return message
 
     return Plan(work)
-
-
-def _cross(inv: Invocation) -> CrossCluster | None:
-    stun, ports = inv.many("--stun"), inv.many("--stun-port")
-    if not inv.many("--cross-cluster"):
-        if stun or ports:
-            raise InputError(
-                "--stun/--stun-port: only with --cross-cluster (same cluster needs no STUN rule)"
-            )
-        return None
-    peers = tuple(parse_cidr("--cross-cluster", c) for c in inv.many("--cross-cluster"))
-    stun_cidrs = tuple(parse_cidr("--stun", c) for c in stun or (ANYWHERE_V4,))
-    stun_ports = tuple(parse_port(p) for p in ports or (str(DEFAULT_STUN_PORT),))
-    return CrossCluster(peers, stun_cidrs, stun_ports, stun_given=bool(stun))
 
 
 def _plan_digest(deps: CommandDeps, asker: Asker, clusters: tuple[ClusterSettings, ...]) -> Plan:

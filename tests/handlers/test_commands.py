@@ -12,7 +12,7 @@ import itertools
 import logging
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -242,6 +242,7 @@ async def run_digest_with(settings: Settings, store: Store) -> DigestNow:
 @pytest.fixture
 async def bots(fake: FakeSlack, store: Store) -> AsyncIterator[Any]:
     opened: list[httpx.AsyncClient] = []
+    contexts: list[CommandDeps] = []
 
     async def make(
         sim: Sim, silences: FakeSilences | None = None, *, digest: bool = False, **update: Any
@@ -249,12 +250,10 @@ async def bots(fake: FakeSlack, store: Store) -> AsyncIterator[Any]:
         settings = sim.settings.model_copy(
             update={"slack": sim.settings.slack.model_copy(update={"api_url": fake.api_url}), **update}
         )
-        deps = CommandDeps(
-            settings,
-            silences=silences,
-            digest=await run_digest_with(settings, store) if digest else None,
-            path_dial_window=1.0,
-        )
+        digest_now = await run_digest_with(settings, store) if digest else None
+        deps = CommandDeps.for_settings(settings, silences=silences, digest=digest_now)
+        deps = replace(deps, path_dial_window=1.0)  # the dial step needs only a short window here
+        contexts.append(deps)
         routes, workers = slack_routes_and_workers(
             settings,
             Deps(settings=settings, store=store),
@@ -269,6 +268,8 @@ async def bots(fake: FakeSlack, store: Store) -> AsyncIterator[Any]:
     yield make
     for http in opened:
         await http.aclose()
+    for deps in contexts:
+        await deps.aclose()
 
 
 def sim_named(request: pytest.FixtureRequest, name: str) -> Sim:
