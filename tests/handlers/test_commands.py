@@ -16,12 +16,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
 import yaml
+from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import SecretStr
 
 from bot.app import Deps, create_app
 from bot.checks.context import CheckContext
@@ -40,6 +43,7 @@ from handlers.command_args import USAGES, parse_duration, parse_invocation, spli
 from handlers.commands import CommandDeps, DigestNow, button_checks
 from sim.slack_api import FakeSlack, iter_texts
 from tests.bot.commands.conftest import RecordingSimServer
+from tests.bot.test_slack_app import SocketSlack
 from tests.handlers.slack_requests import (
     BOT_TOKEN,
     SIGNING_SECRET,
@@ -770,3 +774,55 @@ def test_durations(text: str, seconds: int) -> None:
 def test_bad_durations_are_refused(text: str) -> None:
     with pytest.raises(InputError, match="DURATION"):
         parse_duration(text)
+
+
+# -- Socket Mode: the same registration ------------------------------------------------------------------
+
+
+async def test_socket_mode_answers_the_same_command(healthy: Sim, store: Store) -> None:
+    slack = SocketSlack()
+    runner = web.AppRunner(slack.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    slack.base_url = f"http://127.0.0.1:{port}"
+    app_token = "xapp-1-A0TEST-123-socketsecret"
+    socket_slack = healthy.settings.slack.model_copy(
+        update={
+            "api_url": f"{slack.base_url}/api/",
+            "app_token": SecretStr(app_token),
+            "signing_secret": None,
+        }
+    )
+    settings = healthy.settings.model_copy(update={"slack": socket_slack})
+    deps = CommandDeps.for_settings(settings)
+    routes, workers = slack_routes_and_workers(
+        settings, Deps(settings, store), registrations=[lambda app: commands.register(app, deps)]
+    )
+    assert routes == []
+    tasks = [asyncio.create_task(work()) for work in workers]
+    try:
+        await asyncio.wait_for(slack.connected.wait(), timeout=10)
+        body = command_body(
+            f"peers {TARGET}", f"{slack.base_url}/response/k1", user=BOB, channel=OPS, channel_name="ops"
+        )
+        assert slack.socket is not None
+        await slack.socket.send_json(
+            {
+                "envelope_id": "env-1",
+                "type": "slash_commands",
+                "payload": dict(parse_qsl(body)),
+                "accepts_response_payload": True,
+            }
+        )
+        ack = await asyncio.wait_for(slack.acks.get(), timeout=10)
+        assert ack["envelope_id"] == "env-1"
+        [answer] = await eventually(lambda: slack.responses, "the answer over response_url")
+        assert "Peers of platform/crd-store" in shown(dict(answer))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await runner.cleanup()
+        await deps.aclose()
