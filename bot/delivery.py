@@ -67,8 +67,15 @@ class DeliveryPolicy:
     edit_interval: float = 1.0
     # An edit or reply whose message has not been posted yet looks again this soon.
     wait_for_post: float = 1.0
-    # ... and gives up after this many looks when no post for its message was ever enqueued.
+    # ... and gives up after this many looks when no post for its message was ever enqueued (while the
+    # post is queued it waits however long that takes: in a storm the pacing queue can be long).
     orphan_attempts: int = 30
+    # Paced calls (posts, replies) one lane makes before the channel is planned afresh, so an edit
+    # enqueued meanwhile (a storm summary's) does not wait behind a long run of paced replies.
+    paced_per_lane: int = 2
+    # The outbox is read at most this often however often `notify()` is called (in a storm it is called
+    # for every enqueued row, and every read lists every pending row).
+    dispatch_gap: float = 0.1
     # How many pending rows one pass reads.
     batch: int = 1000
     # Look at the store this often even when nobody calls `notify()`.
@@ -116,7 +123,8 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
 
     A message's rows after one that is not due yet wait behind it. Of a message's due edits only the
     newest is sent, and not before `edit_ready[group]` (edits of one message are spaced); when the
-    message's post is due too, the post carries the newest content and no edit is sent.
+    message's post is due too, the post carries the newest content and no edit is sent. Edits go
+    before the paced calls (posts, replies): they are not paced, and must not wait behind them.
     """
     runnable, later = _runnable(items, now)
     ready = edit_ready or {}
@@ -139,11 +147,20 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
             later.append(ready[group])
         else:
             steps.append(Step(item, item.payload, tuple(newer[:-1])))
+    # Stable: edits (not paced), then posts (a storm summary before the lines of its thread), then the
+    # rest; a message's post goes before its replies, and an edit is only planned once its post is done.
+    steps.sort(key=lambda step: _RANK.get(step.item.kind, 2))
     return Plan(steps, min(later, default=None))
 
 
+_RANK = {OutboxKind.UPDATE: 0, OutboxKind.POST: 1}
+
+
 def _runnable(items: Sequence[OutboxItem], now: float) -> tuple[list[OutboxItem], list[float]]:
-    """Due rows not queued behind a waiting row of their message; and the times the waiting ones are due."""
+    """Due rows not queued behind a waiting row of their message; and the times the waiting ones are due.
+
+    A post is never held back: a row of its message that waits can only be waiting for the post.
+    """
     runnable: list[OutboxItem] = []
     later: list[float] = []
     waiting: set[str] = set()
@@ -151,7 +168,7 @@ def _runnable(items: Sequence[OutboxItem], now: float) -> tuple[list[OutboxItem]
         if item.next_attempt_at > now:
             later.append(item.next_attempt_at)
             waiting.add(group_of(item))
-        elif group_of(item) not in waiting:
+        elif item.kind is OutboxKind.POST or group_of(item) not in waiting:
             runnable.append(item)
     return runnable, later
 
@@ -193,6 +210,7 @@ class Delivery:
         self._paused_until: dict[str, float] = {}
         self._next_post_at: dict[str, float] = {}
         self._next_edit_at: dict[tuple[str, str], float] = {}
+        self._dispatched_at = float("-inf")
 
     # -- enqueueing ----------------------------------------------------------------------------------
     async def post(self, channel: str, group_key: str, message: Message) -> Enqueued:
@@ -247,6 +265,7 @@ class Delivery:
         """Deliver until `stop()`; store failures are logged and retried, never end the loop."""
         try:
             while not self._stopping:
+                await self._spaced()
                 self._wake.clear()
                 try:
                     wake_at = await self._dispatch()
@@ -273,6 +292,12 @@ class Delivery:
                 lane.cancel()
         await asyncio.gather(*lanes, return_exceptions=True)
         self._lanes.clear()
+
+    async def _spaced(self) -> None:
+        gap = self._dispatched_at + self._policy.dispatch_gap - self._clock()
+        if gap > 0 and not self._stopping:
+            await self._sleep(gap)
+        self._dispatched_at = self._clock()
 
     async def _idle_until(self, wake_at: float) -> None:
         delay = min(wake_at - self._clock(), self._policy.idle_poll)
@@ -308,10 +333,14 @@ class Delivery:
 
     async def _lane(self, channel: str, steps: list[Step]) -> None:
         held: set[str] = set()
+        paced = 0
         try:
             for step in steps:
                 if self._stopping or self._paused_until.get(channel, 0.0) > self._clock():
                     break
+                if paced >= self._policy.paced_per_lane and _is_paced(step):
+                    break  # the rest is planned again, after any edit enqueued meanwhile
+                paced += _is_paced(step)
                 if step.group_key not in held and not await self._attempt(channel, step):
                     held.add(step.group_key)
         except StoreError as error:
@@ -347,6 +376,8 @@ class Delivery:
             delay = backoff(item.attempts, self._policy, self._rand())
             await self._store.retry_later(item.id, self._clock() + delay, f"unexpected: {error!r}")
             return False
+        if result is None:
+            return True  # the row was completed by someone else meanwhile (a storm folded the post)
         if item.kind in (OutboxKind.POST, OutboxKind.UPDATE):
             self._next_edit_at[(channel, step.group_key)] = self._clock() + self._policy.edit_interval
         await self._store.complete(item.id, result)
@@ -366,15 +397,18 @@ class Delivery:
         return False
 
     async def _wait_for_post(self, item: OutboxItem, error: str) -> bool:
-        if item.attempts + 1 >= self._policy.orphan_attempts:
+        # Only an orphan gives up: while its message's post is queued (pending) it is on its way.
+        posted = await self._store.outbox_item(post_key(item.channel, group_of(item)))
+        orphan = posted is None or posted.state is OutboxState.FAILED
+        if orphan and item.attempts + 1 >= self._policy.orphan_attempts:
             return await self._give_up(item, f"{error}, and no post for it arrived")
         await self._store.retry_later(item.id, self._clock() + self._policy.wait_for_post, error)
         return False
 
-    async def _execute(self, channel: str, step: Step) -> dict[str, Any]:
+    async def _execute(self, channel: str, step: Step) -> dict[str, Any] | None:
         kind, payload, group = step.item.kind, step.payload, step.group_key
         if kind is OutboxKind.POST:
-            return await self._post(channel, group, payload)
+            return await self._post(step)
         ts = await self._message_ts(channel, group)
         if kind is OutboxKind.UPDATE:
             await self._slack.update(channel, ts, _message(payload))
@@ -386,16 +420,26 @@ class Delivery:
         await self._slack.upload_png(channel, ts, png, filename, title)
         return {"thread_ts": ts}
 
-    async def _post(self, channel: str, group: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    async def _post(self, step: Step) -> dict[str, Any] | None:
+        channel, group, payload = step.item.channel, step.group_key, step.payload
         state = await self._store.get_group(channel, group)
         if state is not None and state.ts is not None:
             # Slack already has this message (we died after posting): edit it, never post a second one.
             await self._slack.update(channel, state.ts, _message(payload))
             return {"ts": state.ts, "edited": True}
+        # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
+        if not await self._still_pending(step.item):
+            return None
         await self._paced(channel)
+        if not await self._still_pending(step.item):
+            return None
         ts = await self._slack.post(channel, _message(payload))
         await self._remember_ts(channel, group, state, ts)
         return {"ts": ts}
+
+    async def _still_pending(self, item: OutboxItem) -> bool:
+        current = await self._store.outbox_item(item.key)
+        return current is not None and current.state is OutboxState.PENDING
 
     async def _remember_ts(self, channel: str, group: str, state: AlertGroupState | None, ts: str) -> None:
         # Re-read: the alert side may have saved the group while the post was in flight.
@@ -414,6 +458,9 @@ class Delivery:
             return str(posted.result["ts"])
         if posted is not None and posted.state is OutboxState.FAILED:
             raise _Unsendable(f"the message of group {group} was never posted: {posted.last_error}")
+        if posted is not None and posted.state is OutboxState.DONE:
+            # Completed without a message: folded into a storm's thread before it went out.
+            raise _Unsendable(f"the message of group {group} was not posted: {posted.result}")
         raise _NotPostedYet(f"the message of group {group} is not posted yet")
 
     async def _paced(self, channel: str) -> None:
@@ -424,6 +471,10 @@ class Delivery:
         self._next_post_at[channel] = slot + interval
         if slot > now:
             await self._sleep(slot - now)
+
+
+def _is_paced(step: Step) -> bool:
+    return step.item.kind in (OutboxKind.POST, OutboxKind.REPLY)
 
 
 def _message(payload: Mapping[str, Any]) -> Message:

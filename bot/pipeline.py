@@ -34,7 +34,15 @@ from bot.prom_enrich import PromEnricher, PromRound, chart_subject, with_prometh
 from bot.render.blocks import Message
 from bot.render.slack import alert_group_message, change_reply
 from bot.store.models import AlertGroupState, Enqueued, StoredNotification
-from bot.storm import StormDesk, StormPolicy, StormStore
+from bot.storm import (
+    IN_STORM,
+    STORM_COUNT,
+    StormDesk,
+    StormPolicy,
+    StormStore,
+    entries_of,
+    storm_count_details,
+)
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -130,8 +138,12 @@ class AlertPipeline:
         """Pick up state kept in the store (storms in progress) after a restart."""
         await self._storms.restore()
 
-    async def process(self, notification: StoredNotification) -> None:
-        """Enqueue the notification's Slack operations, save the groups' state, close the notification."""
+    async def process(self, notification: StoredNotification, *, settle: bool = False) -> None:
+        """Enqueue the notification's Slack operations, save the groups' state, close the notification.
+
+        Storm summaries changed by it are sent when their linger is over, or before the notification is
+        closed when `settle` is set (the worker sets it when the queue is empty after this one).
+        """
         webhook = notification.webhook
         routes = self._route(webhook)
         clusters = {r.source for routed in routes.values() for r in routed if r.source is not None}
@@ -141,10 +153,12 @@ class AlertPipeline:
         for channel, routed in routes.items():
             group = _build(webhook, channel, routed, readings, prom)
             await self._apply(notification.identity, group)
+        await self._storms.flush(force=settle)
         await self._store.mark_processed(notification.id)
 
     async def expire_storms(self) -> list[str]:
-        """End storms that have been quiet long enough (their summaries say so); their keys."""
+        """Send storm summaries whose linger is over; end storms quiet long enough (their keys)."""
+        await self._storms.flush()
         return await self._storms.expire()
 
     def next_deadline(self) -> float | None:
@@ -203,19 +217,25 @@ class AlertPipeline:
         if prev is not None and prev.details.get("last_notification") == identity:
             return  # applied before a crash; its operations are already queued
         view = _with_history(view, prev)
-        storm = None if prev is None else prev.details.get("storm")
+        in_storm = None if prev is None else prev.details.get(IN_STORM)
+        counted: str | None = None  # the storm this group is counted in, if any
         if prev is None:
-            storm = await self._storms.place(channel, view, identity)
-            if storm is None:
+            in_storm = counted = await self._storms.place(channel, view)
+            if in_storm is None:
                 await self._outbox.post(channel, view.group_key, self._render(view))
                 await self._chart(identity, channel, view)
-        elif isinstance(storm, str):
-            await self._storms.report(channel, storm, view, identity)
-        elif not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
-            await self._edit(identity, group, view, prev)
-            if prev.status is AlertStatus.RESOLVED:
+        elif isinstance(in_storm, str):
+            await self._storms.report(channel, in_storm, view)
+            counted = in_storm
+        else:
+            # A group that started a storm has its own message, and its alerts still count in the storm.
+            counted = self._storms.recount(channel, view)
+            if not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
+                await self._edit(identity, group, view, prev)
+            if prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.FIRING:
                 await self._chart(identity, channel, view)  # firing again: a new episode, a new chart
-        await self._save(identity, group, view, prev, storm if isinstance(storm, str) else None)
+        storm = in_storm if isinstance(in_storm, str) else None
+        await self._save(identity, group, view, prev, storm, counted)
 
     async def _edit(self, identity: str, group: _Group, view: AlertGroupView, prev: AlertGroupState) -> None:
         await self._outbox.update(group.channel, view.group_key, self._render(view), identity)
@@ -258,6 +278,7 @@ class AlertPipeline:
         view: AlertGroupView,
         prev: AlertGroupState | None,
         storm: str | None,
+        counted: str | None,
     ) -> None:
         # Re-read: the delivery worker writes the message's `ts` into this row once it is posted.
         current = await self._store.get_group(group.channel, view.group_key) or prev
@@ -267,7 +288,10 @@ class AlertPipeline:
             firing = (prev.firing_fingerprints | group.firing) - group.resolved
         details: dict[str, Any] = {**(current.details if current else {}), "last_notification": identity}
         if storm is not None:
-            details["storm"] = storm
+            details[IN_STORM] = storm
+        if counted is not None:
+            # The group's share of the storm's count, durable with the group (the storm row lags).
+            details[STORM_COUNT] = storm_count_details(counted, entries_of(view))
         # The labels of the firing alerts, for the Silence button's matchers (bounded: a group can be big).
         firing_labels = [dict(a.labels) for a in view.alerts if a.status is GroupStatus.FIRING][:50]
         if firing_labels:

@@ -2,17 +2,23 @@
 
 When a channel gets more than `groups` new alert groups within `window_seconds`, further new groups are
 not posted on their own: one storm summary (counts per alert and per target, the likely common cause)
-is posted and edited in place, and each group becomes a compact line in its thread. The storm ends after
+is posted and edited in place, and each group becomes a compact line in its thread. The groups that
+brought the channel over the threshold join the thread too when their own posts have not gone out yet
+(their queued posts are folded), so the summary is the channel's next message. The storm ends after
 `quiet_seconds` without a new group, and the summary says so.
 
+Work per notification stays small and bounded however big the storm: counts are kept entry by entry
+(`StormCounts`), and the summary is re-rendered and saved at most once per `linger_seconds` (a dirty
+flag that `flush()` clears; the alert worker calls it from its deadline loop and between notifications).
 Slack calls stay bounded by channels, not alerts: the delivery worker sends only the newest of a
 message's due edits, and thread lines are gathered into replies of up to `lines_per_reply` lines. A line
 reply is an outbox row due `linger` seconds after it was opened, rewritten with more lines
 (`replace_pending`) only during the first half of that time, so a row the delivery worker may already be
 sending is never changed under it; later lines go to the next row.
 
-The storm's state lives in the store as the group row `storm:<channel>:<n>` (its `details`), so a restart
-keeps editing the same summary.
+What survives a restart: each group's share of the count is saved with the group's own row (the
+pipeline writes `storm_count_details`), and the storm's row `storm:<channel>:<n>` holds the summary's
+state and, as of its last flush, every entry. `restore()` joins both.
 """
 
 from __future__ import annotations
@@ -20,21 +26,26 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from bot.delivery import post_key
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
-from bot.domain.messages import AlertGroupView, StormEntry, StormView
+from bot.domain.messages import AlertGroupView, StormCounts, StormEntry, StormView
 from bot.render.blocks import Message, message, section_lines
 from bot.render.slack import storm_group_line, storm_message
-from bot.store.models import AlertGroupState, Enqueued, OutboxKind
+from bot.store.models import AlertGroupState, Enqueued, OutboxItem, OutboxKind, OutboxState
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 STORM_PREFIX = "storm:"
+# Group details: the storm whose thread carries the group (instead of a message of its own) ...
+IN_STORM = "storm"
+# ... and the storm the group is counted in, with its entries: {"storm": key, "entries": [...]}.
+STORM_COUNT = "storm_count"
 
 
 class Outbox(Protocol):
@@ -69,6 +80,10 @@ class StormStore(Protocol):
         replace_pending: bool = False,
     ) -> Enqueued: ...
 
+    async def outbox_item(self, key: str) -> OutboxItem | None: ...
+
+    async def complete(self, item_id: int, result: Mapping[str, Any] | None = None) -> bool: ...
+
 
 @dataclass(frozen=True)
 class StormPolicy:
@@ -89,12 +104,32 @@ def is_storm_key(group_key: str) -> bool:
     return group_key.startswith(STORM_PREFIX)
 
 
+def entries_of(view: AlertGroupView) -> tuple[StormEntry, ...]:
+    """The storm's count of one group: one entry per alert."""
+    return tuple(StormEntry(a.name, a.severity, view.group_key, a.target, view.cluster) for a in view.alerts)
+
+
+def storm_count_details(storm: str, entries: tuple[StormEntry, ...]) -> dict[str, Any]:
+    """What a group's own row keeps of its share of storm `storm` (see `STORM_COUNT`)."""
+    return {"storm": storm, "entries": [_entry_json(e) for e in entries]}
+
+
 @dataclass
 class _Slot:
     """A coalescing outbox row: number `n` of a series, rewritable until `open_until`."""
 
     n: int
     open_until: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrival:
+    """A new group of the storm window: when it came, its count and its thread line."""
+
+    at: float
+    group_key: str
+    entries: tuple[StormEntry, ...]
+    line: str
 
 
 @dataclass
@@ -106,15 +141,27 @@ class _Storm:
     started_at: float
     last_new_at: float
     entries: dict[str, tuple[StormEntry, ...]] = field(default_factory=dict)
+    counts: StormCounts = field(default_factory=StormCounts)
     ended_at: float | None = None
     posted: bool = False
     lines: _Slot = field(default_factory=lambda: _Slot(-1, 0.0))
     chunk: list[str] = field(default_factory=list)
+    dirty: bool = False  # the summary in the outbox is older than the counts
+    flushed_at: float = float("-inf")
+    flushes: int = 0
+
+    def count(self, group_key: str, entries: tuple[StormEntry, ...]) -> None:
+        """Replace the group's entries, adjusting the running counts by the difference only."""
+        for old in self.entries.get(group_key, ()):
+            self.counts.remove(old)
+        for new in entries:
+            self.counts.add(new)
+        self.entries[group_key] = entries
+        self.dirty = True
 
     def view(self) -> StormView:
-        every = tuple(e for group in self.entries.values() for e in group)
         ended = None if self.ended_at is None else _dt(self.ended_at)
-        return StormView(every, _dt(self.started_at), ended)
+        return StormView.of(self.counts, _dt(self.started_at), ended)
 
     def details(self) -> dict[str, Any]:
         return {
@@ -124,25 +171,24 @@ class _Storm:
             "ended_at": self.ended_at,
             "entries": {k: [_entry_json(e) for e in v] for k, v in self.entries.items()},
             "posted": self.posted,
-            "line_slot": [self.lines.n, self.lines.open_until],
-            "chunk": list(self.chunk),
         }
 
     @classmethod
-    def from_state(cls, state: AlertGroupState) -> _Storm:
+    def from_state(cls, state: AlertGroupState, now: float) -> _Storm:
         d = state.details
-        entries = {k: tuple(_entry(k, e) for e in v) for k, v in dict(d.get("entries", {})).items()}
-        return cls(
+        storm = cls(
             key=state.group_key,
             channel=state.channel,
             started_at=float(d["started_at"]),
             last_new_at=float(d["last_new_at"]),
-            entries=entries,
             ended_at=None if d.get("ended_at") is None else float(d["ended_at"]),
             posted=bool(d.get("posted", False)),
-            lines=_Slot(int(d["line_slot"][0]), float(d["line_slot"][1])),
-            chunk=[str(line) for line in d.get("chunk", [])],
+            # Line rows numbered after the last flush may exist: continue in a series of our own.
+            lines=_Slot(int(now * 1000), 0.0),
         )
+        for group_key, raw in dict(d.get("entries", {})).items():
+            storm.count(group_key, tuple(_entry(group_key, e) for e in raw))
+        return storm
 
 
 def _dt(seconds: float) -> datetime:
@@ -158,11 +204,6 @@ def _entry(group_key: str, raw: list[Any]) -> StormEntry:
     return StormEntry(str(name), Severity(int(severity)), group_key, target, cluster)
 
 
-def entries_of(view: AlertGroupView) -> tuple[StormEntry, ...]:
-    """The storm's count of one group: one entry per alert."""
-    return tuple(StormEntry(a.name, a.severity, view.group_key, a.target, view.cluster) for a in view.alerts)
-
-
 class StormDesk:
     """Decides which new groups go into a storm and keeps each channel's storm summary and thread."""
 
@@ -172,51 +213,71 @@ class StormDesk:
         self._policy = policy
         self._clock = clock
         self._active: dict[str, _Storm] = {}
-        # Recent new groups per channel: (when, group key, entries), for the threshold and the first count.
-        self._arrivals: dict[str, deque[tuple[float, str, tuple[StormEntry, ...]]]] = {}
+        # Recent new groups per channel, for the threshold and the storm's first count and lines.
+        self._arrivals: dict[str, deque[_Arrival]] = {}
 
     async def restore(self) -> None:
-        """Pick up storms that were active when the process stopped."""
+        """Pick up storms that were active when the process stopped, with every group's latest count."""
         for state in await self._store.groups(status=AlertStatus.FIRING):
             if is_storm_key(state.group_key) and state.details.get("kind") == "storm":
-                self._active[state.channel] = _Storm.from_state(state)
+                storm = _Storm.from_state(state, self._clock())
+                await self._recount_from_groups(storm)
+                storm.dirty = True  # the summary may lag the counts saved with the groups
+                self._active[state.channel] = storm
 
     def active(self, channel: str) -> str | None:
         storm = self._active.get(channel)
         return None if storm is None else storm.key
 
-    async def place(self, channel: str, view: AlertGroupView, revision: str) -> str | None:
+    async def place(self, channel: str, view: AlertGroupView) -> str | None:
         """Record a new group; the storm key when it goes into the channel's storm, else None (post it)."""
         now = self._clock()
         await self.expire(channel)
         arrivals = self._arrivals.setdefault(channel, deque())
-        while arrivals and now - arrivals[0][0] > self._policy.window_seconds:
+        while arrivals and now - arrivals[0].at > self._policy.window_seconds:
             arrivals.popleft()
-        arrivals.append((now, view.group_key, entries_of(view)))
+        line = storm_group_line(view, _dt(now)).text
+        arrivals.append(_Arrival(now, view.group_key, entries_of(view), line))
         storm = self._active.get(channel)
         if storm is None and len(arrivals) <= self._policy.groups:
             return None
         if storm is None:
             storm = self._start(channel, now)
-            log.warning(
-                "alert storm in %s: %d new groups within %gs", channel, len(arrivals), now - storm.started_at
-            )
+            # The summary's post goes first: the thread lines wait for it, and it is the channel's next
+            # message (the storm's first groups join its thread when their posts have not gone out).
+            await self._flush(storm, now, "start")
+            await self._fold_arrivals(storm, now)
+        else:
+            storm.count(view.group_key, entries_of(view))
         storm.last_new_at = now
-        await self._add(storm, view, now, revision)
+        await self._add_line(storm, line, now)
         return storm.key
 
-    async def report(self, channel: str, key: str, view: AlertGroupView, revision: str) -> None:
-        """A later notification of a group that went into storm `key`: a thread line and a fresh summary."""
+    async def report(self, channel: str, key: str, view: AlertGroupView) -> None:
+        """A later notification of a group that went into storm `key`: a thread line and a fresh count."""
         storm = self._active.get(channel)
         if storm is None or storm.key != key:
-            state = await self._store.get_group(channel, key)
-            if state is None:
-                log.error(
-                    "storm %s of group %r is not in the store; the change is not shown", key, view.group_key
-                )
-                return
-            storm = _Storm.from_state(state)
-        await self._add(storm, view, self._clock(), revision)
+            await self._report_to_ended(channel, key, view)
+            return
+        now = self._clock()
+        storm.count(view.group_key, entries_of(view))
+        await self._add_line(storm, storm_group_line(view, _dt(now)).text, now)
+
+    def recount(self, channel: str, view: AlertGroupView) -> str | None:
+        """A later notification of a group with its own message: its count in the channel's storm, if
+        the storm counts it (it was one of the groups that started it); the storm's key, else None."""
+        storm = self._active.get(channel)
+        if storm is None or view.group_key not in storm.entries:
+            return None
+        storm.count(view.group_key, entries_of(view))
+        return storm.key
+
+    async def flush(self, *, force: bool = False) -> None:
+        """Send and save every summary that changed, at most once per linger unless `force`."""
+        now = self._clock()
+        for storm in list(self._active.values()):
+            if storm.dirty and (force or now - storm.flushed_at >= self._policy.linger_seconds):
+                await self._flush(storm, now, f"summary:{int(now * 1000)}:{storm.flushes}")
 
     async def expire(self, channel: str | None = None) -> list[str]:
         """End the storms (of one channel, or all) that have been quiet long enough; their keys."""
@@ -230,38 +291,78 @@ class StormDesk:
             storm.ended_at = storm.last_new_at
             del self._active[storm.channel]
             self._arrivals.pop(storm.channel, None)
-            await self._refresh_summary(storm, now, "ended")
-            await self._save(storm)
+            await self._flush(storm, now, "ended")
         return [s.key for s in ended]
 
     def next_deadline(self) -> float | None:
-        """When the earliest active storm would end if nothing new arrives."""
+        """When `flush` or `expire` next has something to do (wall-clock seconds), if ever."""
         ends = [s.last_new_at + self._policy.quiet_seconds for s in self._active.values()]
+        ends += [s.flushed_at + self._policy.linger_seconds for s in self._active.values() if s.dirty]
         return min(ends, default=None)
 
     # -- inside ----------------------------------------------------------------------------------------
     def _start(self, channel: str, now: float) -> _Storm:
+        arrivals = self._arrivals.get(channel, deque())
         storm = _Storm(storm_key(channel, int(now)), channel, started_at=now, last_new_at=now)
-        # The groups that brought the channel over the threshold already have their own messages;
-        # they still count in the summary, since they are part of the same storm.
-        for _, group_key, entries in self._arrivals.get(channel, ()):
-            storm.entries[group_key] = entries
+        log.warning(
+            "alert storm in %s: %d new groups within %gs", channel, len(arrivals), now - arrivals[0].at
+        )
         self._active[channel] = storm
+        # The groups that brought the channel over the threshold (and this one, the last) are counted.
+        for arrival in arrivals:
+            storm.count(arrival.group_key, arrival.entries)
         return storm
 
-    async def _add(self, storm: _Storm, view: AlertGroupView, now: float, revision: str) -> None:
-        storm.entries[view.group_key] = entries_of(view)
-        await self._add_line(storm, storm_group_line(view, _dt(now)).text, now)
-        await self._refresh_summary(storm, now, revision)
-        await self._save(storm)
+    async def _fold_arrivals(self, storm: _Storm, now: float) -> None:
+        """Move the storm's first groups into its thread when their own posts have not gone out yet."""
+        for arrival in list(self._arrivals.get(storm.channel, ()))[:-1]:
+            if await self._fold(storm, arrival.group_key):
+                await self._add_line(storm, arrival.line, now)
 
-    async def _refresh_summary(self, storm: _Storm, now: float, revision: str) -> None:
+    async def _fold(self, storm: _Storm, group_key: str) -> bool:
+        """Take a group's queued post back and make its storm line its only trace; False if it went out."""
+        item = await self._store.outbox_item(post_key(storm.channel, group_key))
+        if item is None or item.state is not OutboxState.PENDING:
+            return False
+        if not await self._store.complete(item.id, {"folded_into": storm.key}):
+            return False  # the delivery worker completed it just now
+        state = await self._store.get_group(storm.channel, group_key)
+        if state is not None:
+            count = storm_count_details(storm.key, storm.entries[group_key])
+            details = {**state.details, IN_STORM: storm.key, STORM_COUNT: count}
+            await self._store.save_group(replace(state, details=details))
+        return True
+
+    async def _report_to_ended(self, channel: str, key: str, view: AlertGroupView) -> None:
+        """A group of a storm that is over: its line still goes into that storm's thread."""
+        state = await self._store.get_group(channel, key)
+        if state is None:
+            log.error(
+                "storm %s of group %r is not in the store; the change is not shown", key, view.group_key
+            )
+            return
+        now = self._clock()
+        storm = _Storm.from_state(state, now)
+        storm.count(view.group_key, entries_of(view))
+        await self._add_line(storm, storm_group_line(view, _dt(now)).text, now)
+        await self._flush(storm, now, f"late:{int(now * 1000)}")
+
+    async def _recount_from_groups(self, storm: _Storm) -> None:
+        for group in await self._store.groups(channel=storm.channel):
+            count = group.details.get(STORM_COUNT)
+            if isinstance(count, dict) and count.get("storm") == storm.key:
+                raw = count.get("entries", [])
+                storm.count(group.group_key, tuple(_entry(group.group_key, e) for e in raw))
+
+    async def _flush(self, storm: _Storm, now: float, revision: str) -> None:
         content = storm_message(storm.view(), _dt(now))
         if not storm.posted:
             await self._outbox.post(storm.channel, storm.key, content)
             storm.posted = True
         else:
             await self._outbox.update(storm.channel, storm.key, content, revision)
+        storm.dirty, storm.flushed_at, storm.flushes = False, now, storm.flushes + 1
+        await self._save(storm)
 
     async def _add_line(self, storm: _Storm, line: str, now: float) -> None:
         if now < storm.lines.open_until and len(storm.chunk) < self._policy.lines_per_reply:
@@ -287,17 +388,15 @@ class StormDesk:
         return result
 
     async def _save(self, storm: _Storm) -> None:
-        # Re-read right before saving: the delivery worker writes the summary's `ts` into this row.
-        current = await self._store.get_group(storm.channel, storm.key)
+        # `ts` None keeps the one the delivery worker stored; the details are the storm desk's alone.
         status = AlertStatus.FIRING if storm.ended_at is None else AlertStatus.RESOLVED
         await self._store.save_group(
             AlertGroupState(
                 channel=storm.channel,
                 group_key=storm.key,
                 status=status,
-                ts=None if current is None else current.ts,
                 first_firing_at=storm.started_at,
                 resolved_at=storm.ended_at,
-                details={**(current.details if current else {}), **storm.details()},
+                details=storm.details(),
             )
         )

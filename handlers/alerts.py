@@ -45,7 +45,7 @@ class Processor(Protocol):
 
     async def restore(self) -> None: ...
 
-    async def process(self, notification: StoredNotification) -> None: ...
+    async def process(self, notification: StoredNotification, *, settle: bool = False) -> None: ...
 
     async def expire_storms(self) -> list[str]: ...
 
@@ -113,16 +113,22 @@ class AlertWorker:
         """Process every pending notification once, oldest first; True when some must be retried."""
         skipped: set[int] = set()
         while True:
-            batch = [n for n in await self._queue.pending(limit=self._batch) if n.id not in skipped]
+            fetched = await self._queue.pending(limit=self._batch)
+            batch = [n for n in fetched if n.id not in skipped]
             if not batch:
                 return bool(skipped)
             for notification in batch:
-                if not await self._process(notification):
+                # The last of a short batch empties the queue (as far as we know): its storm summaries
+                # are settled before it is closed, so "nothing pending" means the summaries are current.
+                settle = notification is batch[-1] and len(fetched) < self._batch
+                if not await self._process(notification, settle):
                     skipped.add(notification.id)
+                # Requests (webhooks, slash-command acks) never wait behind a whole drain.
+                await asyncio.sleep(0)
 
-    async def _process(self, notification: StoredNotification) -> bool:
+    async def _process(self, notification: StoredNotification, settle: bool) -> bool:
         try:
-            await self._pipeline.process(notification)
+            await self._pipeline.process(notification, settle=settle)
         except Exception:
             return await self._failed(notification)
         self._failures.pop(notification.id, None)

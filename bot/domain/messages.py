@@ -8,9 +8,11 @@ renderers escape them, and `ActionRef` carries only validated names to the butto
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -229,34 +231,155 @@ class StormEntry:
     cluster: str | None = None
 
 
+_K = TypeVar("_K", bound=Hashable)
+
+
+class _Key:
+    """Running counts of one alert name or one target: alerts, alerts per target, alerts per severity."""
+
+    __slots__ = ("count", "per_severity", "per_target")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.per_target: Counter[str] = Counter()
+        self.per_severity: Counter[Severity] = Counter()
+
+    def change(self, entry: StormEntry, by: int) -> None:
+        self.count += by
+        _bump(self.per_severity, entry.severity, by)
+        if entry.target:
+            _bump(self.per_target, entry.target, by)
+
+    def tally(self, name: str) -> Tally:
+        return Tally(name, self.count, len(self.per_target), max(self.per_severity, default=Severity.OK))
+
+
+def _bump(counter: Counter[_K], key: _K, by: int) -> None:
+    counter[key] += by
+    if counter[key] <= 0:
+        del counter[key]
+
+
+def _worst_first(t: Tally) -> tuple[int, int, str]:
+    return (-t.worst, -t.count, t.name)
+
+
+class StormCounts:
+    """A storm's counts kept up to date entry by entry, so a big storm is never recounted from scratch."""
+
+    def __init__(self, entries: Iterable[StormEntry] = ()) -> None:
+        self.alerts = 0
+        self._alerts: dict[str, _Key] = {}
+        self._targets: dict[str, _Key] = {}
+        self._groups: Counter[str] = Counter()
+        self._clusters: Counter[str] = Counter()
+        for entry in entries:
+            self.add(entry)
+
+    def add(self, entry: StormEntry) -> None:
+        self._change(entry, 1)
+
+    def remove(self, entry: StormEntry) -> None:
+        """Take back an entry added before (a group's entries are replaced when it changes)."""
+        self._change(entry, -1)
+
+    @property
+    def groups(self) -> int:
+        return len(self._groups)
+
+    @property
+    def targets(self) -> int:
+        return len(self._targets)
+
+    @property
+    def clusters(self) -> int:
+        return len(self._clusters)
+
+    @property
+    def alert_names(self) -> int:
+        return len(self._alerts)
+
+    def by_alert(self, limit: int | None = None) -> list[Tally]:
+        """Counts per alert name, worst first, then most alerts first, then by name; the first `limit`."""
+        return _ranked(self._alerts, limit)
+
+    def by_target(self, limit: int | None = None) -> list[Tally]:
+        return _ranked(self._targets, limit)
+
+    def common_cause(self) -> CommonCause:
+        return _common_cause(self.targets, self.clusters, self.alerts)
+
+    def _change(self, entry: StormEntry, by: int) -> None:
+        self.alerts += by
+        _bump(self._groups, entry.group_key, by)
+        if entry.cluster:
+            _bump(self._clusters, entry.cluster, by)
+        _change_key(self._alerts, entry.alertname, entry, by)
+        if entry.target:
+            _change_key(self._targets, entry.target, entry, by)
+
+
+def _change_key(keys: dict[str, _Key], name: str, entry: StormEntry, by: int) -> None:
+    key = keys.get(name)
+    if key is None:
+        key = keys[name] = _Key()
+    key.change(entry, by)
+    if key.count <= 0:
+        del keys[name]
+
+
+def _ranked(keys: Mapping[str, _Key], limit: int | None) -> list[Tally]:
+    tallies = (k.tally(name) for name, k in keys.items())
+    if limit is None:
+        return sorted(tallies, key=_worst_first)
+    # Only the lines that will be shown are ordered: a storm over 500 targets shows a dozen.
+    return heapq.nsmallest(limit, tallies, key=_worst_first)
+
+
 @dataclass(frozen=True)
 class StormView:
-    """A storm summary: many new groups in one channel in a short time, summarised in one message."""
+    """A storm summary: many new groups in one channel in a short time, summarised in one message.
+
+    Built from `entries`, or from running `counts` that the storm desk keeps (then `entries` stays empty).
+    """
 
     entries: tuple[StormEntry, ...]
     started_at: datetime
     ended_at: datetime | None = None
+    counts: StormCounts = field(default_factory=StormCounts, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.entries and self.counts.alerts == 0:
+            object.__setattr__(self, "counts", StormCounts(self.entries))
+
+    @classmethod
+    def of(cls, counts: StormCounts, started_at: datetime, ended_at: datetime | None = None) -> StormView:
+        return cls((), started_at, ended_at, counts)
+
+    @property
+    def alerts(self) -> int:
+        return self.counts.alerts
 
     @property
     def groups(self) -> int:
-        return len({e.group_key for e in self.entries})
+        return self.counts.groups
 
     @property
     def targets(self) -> int:
-        return len({e.target for e in self.entries if e.target})
+        return self.counts.targets
 
     @property
     def clusters(self) -> int:
-        return len({e.cluster for e in self.entries if e.cluster})
+        return self.counts.clusters
 
-    def by_alert(self) -> list[Tally]:
-        return tally(self.entries, lambda e: e.alertname)
+    def by_alert(self, limit: int | None = None) -> list[Tally]:
+        return self.counts.by_alert(limit)
 
-    def by_target(self) -> list[Tally]:
-        return tally([e for e in self.entries if e.target], lambda e: e.target or "")
+    def by_target(self, limit: int | None = None) -> list[Tally]:
+        return self.counts.by_target(limit)
 
     def common_cause(self) -> CommonCause:
-        return likely_common_cause(self.entries)
+        return self.counts.common_cause()
 
 
 class _Counted(Protocol):
@@ -290,10 +413,14 @@ def likely_common_cause(entries: Iterable[StormEntry]) -> CommonCause:
     items = list(entries)
     targets = {e.target for e in items if e.target}
     clusters = {e.cluster for e in items if e.cluster}
-    if len(targets) >= 3 and len(clusters) >= 2:
+    return _common_cause(len(targets), len(clusters), len(items))
+
+
+def _common_cause(targets: int, clusters: int, alerts: int) -> CommonCause:
+    if targets >= 3 and clusters >= 2:
         return CommonCause.PLATFORM_PATH
-    if len(targets) >= 3 and len(clusters) == 1:
+    if targets >= 3 and clusters == 1:
         return CommonCause.CLIENT_CLUSTER
-    if len(targets) == 1 and len(items) >= 2:
+    if targets == 1 and alerts >= 2:
         return CommonCause.ONE_TARGET
     return CommonCause.UNCLEAR

@@ -335,7 +335,7 @@ def _finding_lines(f: Finding) -> list[str]:
 
 def storm_message(storm: StormView, now: datetime) -> Message:
     """The storm summary, edited in place: counts per alert and per target, worst first, likely cause."""
-    alerts, groups = len(storm.entries), storm.groups
+    alerts, groups = storm.alerts, storm.groups
     scale = (
         f"{_n(alerts, 'alert')} in {_n(groups, 'group')} on {_n(storm.targets, 'target')}"
         f" across {_n(storm.clusters, 'cluster')}"
@@ -349,12 +349,21 @@ def storm_message(storm: StormView, now: datetime) -> Message:
     body = [
         header(f"{title}: {_n(alerts, 'alert')}"),
         section_lines([f"*{scale}*", when]),
-        section_lines(["*By alert, worst first*", *_top([_tally_line(t, False) for t in storm.by_alert()])]),
-        section_lines(["*By target, worst first*", *_top([_tally_line(t, True) for t in storm.by_target()])]),
+        section_lines(["*By alert, worst first*", *_tally_lines(storm, is_target=False)]),
+        section_lines(["*By target, worst first*", *_tally_lines(storm, is_target=True)]),
         section(f"*Likely common cause:* {cause}"),
     ]
     items = ["Each group is one line in this thread", f"updated {fmt_clock(now)}"]
     return message(f"{title}: {scale}. Likely common cause: {cause}", body, [context(items)])
+
+
+def _tally_lines(storm: StormView, *, is_target: bool) -> list[str]:
+    """The first LIST_LINES tallies and "+N more": only the lines shown are ranked and rendered."""
+    total = storm.targets if is_target else storm.counts.alert_names
+    shown = min(total, LIST_LINES)
+    tallies = storm.by_target(shown) if is_target else storm.by_alert(shown)
+    lines = [_tally_line(t, is_target) for t in tallies]
+    return lines + ([f"… +{total - shown} more"] if total > shown else [])
 
 
 def _tally_line(t: Tally, is_target: bool) -> str:

@@ -72,6 +72,16 @@ def test_an_edit_waits_for_its_message_edit_slot_and_says_when() -> None:
     assert planned.next_at == 11.5
 
 
+def test_edits_go_first_then_posts_then_replies_each_message_in_order() -> None:
+    rows = [
+        row(1, OutboxKind.REPLY, "storm"),
+        row(2, OutboxKind.REPLY, "g1"),
+        row(3, OutboxKind.POST, "storm"),
+        row(4, OutboxKind.UPDATE, "g2"),
+    ]
+    assert [s.item.id for s in plan(rows, now=10).steps] == [4, 3, 1, 2]
+
+
 def test_backoff_doubles_with_jitter_and_is_capped() -> None:
     policy = DeliveryPolicy(backoff_base=1.0, backoff_cap=60.0)
     assert [backoff(n, policy, rand=1.0) for n in range(4)] == [1.0, 2.0, 4.0, 8.0]
@@ -332,3 +342,46 @@ async def test_an_edit_of_a_message_never_posted_gives_up_eventually(fake: FakeS
     assert item.state is OutboxState.FAILED
     assert item.attempts == 3
     assert fake.calls == []
+
+
+async def test_a_reply_waits_for_its_queued_post_however_many_looks_it_takes(
+    fake: FakeSlack, store: Store
+) -> None:
+    fake.fail("chat.postMessage", status=500, retry_after=None, times=4)
+    policy = DeliveryPolicy(
+        posts_per_second=50,
+        backoff_base=0.05,
+        backoff_cap=0.1,
+        wait_for_post=0.01,
+        orphan_attempts=2,
+        edit_interval=0.0,
+        dispatch_gap=0.0,
+    )
+    delivery = Delivery(store, slack_at(fake.api_url), policy=policy)
+    # Enqueued before its post, as a storm's first thread lines can be; the post keeps failing a while.
+    await delivery.reply("C1", "grp", msg("line"), revision="r1")
+    await delivery.post("C1", "grp", msg("summary"))
+    async with running(delivery):
+        await drained(store)
+    reply = await store.outbox_item("reply:C1:grp:r1")
+    assert reply is not None
+    assert reply.state is OutboxState.DONE
+    assert reply.attempts >= policy.orphan_attempts  # it looked often enough to have given up before
+    [top] = fake.top_level()
+    assert [m.text for m in fake.thread("C1", top.ts)] == ["line"]
+
+
+async def test_a_post_folded_into_a_storm_is_not_sent_and_its_replies_say_why(
+    fake: FakeSlack, store: Store
+) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    queued = await delivery.post("C1", "grp", msg("firing"))
+    await delivery.reply("C1", "grp", msg("new alert"), revision="n2")
+    await store.complete(queued.id, {"folded_into": "storm:C1:1"})
+    async with running(delivery):
+        await drained(store)
+    assert fake.calls_to("chat.postMessage") == []
+    reply = await store.outbox_item("reply:C1:grp:n2")
+    assert reply is not None
+    assert reply.state is OutboxState.FAILED
+    assert "folded_into" in (reply.last_error or "")

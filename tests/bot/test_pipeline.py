@@ -21,7 +21,15 @@ from bot.pipeline import AlertPipeline
 from bot.prom_enrich import PromEnricher
 from bot.prom_queries import FAMILY
 from bot.render.blocks import Message
-from bot.store import OutboxItem, OutboxKind, Store, StoredNotification, open_store
+from bot.store import (
+    AlertGroupState,
+    OutboxItem,
+    OutboxKind,
+    OutboxState,
+    Store,
+    StoredNotification,
+    open_store,
+)
 from bot.storm import StormPolicy
 from config.settings import Settings
 
@@ -157,8 +165,10 @@ class Harness:
     async def run(self, raw: bytes | None = None) -> None:
         if raw is not None:
             await self.accept(raw)
-        for notification in await self.store.pending():
-            await self.pipeline.process(notification)
+        pending = await self.store.pending()
+        for notification in pending:
+            # As the worker does: the notification that empties the queue settles the storm summaries.
+            await self.pipeline.process(notification, settle=notification is pending[-1])
 
     async def items(self) -> list[OutboxItem]:
         return await self.store.due(self.clock() + 10 * 86400, limit=10_000)
@@ -384,18 +394,87 @@ async def test_thirty_new_groups_become_a_storm_summary_and_thread_lines(harness
     await harness.run()
     items = await harness.items()
     posts = [i for i in items if i.kind is OutboxKind.POST]
-    storm_posts = [i for i in posts if i.payload["group_key"].startswith("storm:#fleet:")]
-    assert len(posts) == 11  # the ten groups before the storm was recognisable, and one summary
-    assert len(storm_posts) == 1
-    assert lines_in(items) == 20
+    # The ten groups before the storm was recognisable had not gone out: they joined its thread.
+    [summary_post] = posts
+    storm_key = summary_post.payload["group_key"]
+    assert storm_key.startswith("storm:#fleet:")
+    assert lines_in(items) == 30
     replies = [i for i in items if i.kind is OutboxKind.REPLY]
-    assert len(replies) < 20  # lines are gathered, not one Slack call each
-    assert all(r.payload["group_key"] == storm_posts[0].payload["group_key"] for r in replies)
-    summaries = [i for i in items if i.kind is not OutboxKind.REPLY]
-    latest = [i for i in summaries if i.payload["group_key"] == storm_posts[0].payload["group_key"]][-1]
+    assert len(replies) < 30  # lines are gathered, not one Slack call each
+    assert all(r.payload["group_key"] == storm_key for r in replies)
+    latest = [i for i in items if i.kind is not OutboxKind.REPLY and i.payload["group_key"] == storm_key][-1]
     assert latest.kind is OutboxKind.UPDATE
     assert "30 alerts" in latest.payload["text"]
     assert "shared platform path" in latest.payload["text"]
+    folded = await harness.store.outbox_item('post:#fleet:{}:{target="team-0/db"}')
+    assert folded is not None
+    assert (folded.state, folded.result) == (OutboxState.DONE, {"folded_into": storm_key})
+
+
+async def storm_rows(harness: Harness, channel: str = "#alpha-alerts") -> list[AlertGroupState]:
+    return [g for g in await harness.store.groups(channel) if g.group_key.startswith("storm:")]
+
+
+async def test_the_summary_is_posted_at_once_then_edited_at_most_once_per_linger(harness: Harness) -> None:
+    policy = StormPolicy(groups=2, linger_seconds=2.0)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(3):
+        await harness.accept(storm_webhook(i))
+    for notification in await harness.store.pending():
+        await harness.pipeline.process(notification)  # never settled: only the linger sends edits
+    summary = [
+        i
+        for i in await harness.items()
+        if i.payload["group_key"].startswith("storm:") and i.kind is not OutboxKind.REPLY
+    ]
+    assert [i.kind for i in summary] == [OutboxKind.POST]
+    assert "3 alerts" in summary[0].payload["text"]  # the groups that started it are counted at once
+    for i in range(3, 20):
+        await harness.accept(storm_webhook(i))
+    await harness.run()
+    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
+    assert len(edits) == 1  # seventeen more groups, one settled edit
+    assert "20 alerts" in edits[0].payload["text"]
+    await harness.run(storm_webhook(20))
+    assert len([i for i in await harness.items() if i.kind is OutboxKind.UPDATE]) == 2
+    await harness.accept(storm_webhook(21))
+    [notification] = await harness.store.pending()
+    await harness.pipeline.process(notification)
+    assert len([i for i in await harness.items() if i.kind is OutboxKind.UPDATE]) == 2
+    assert harness.pipeline.next_deadline() == harness.clock.now + 2.0
+    harness.clock.now += 2.0
+    await harness.pipeline.expire_storms()  # the worker's deadline loop
+    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
+    assert len(edits) == 3
+    assert "22 alerts" in edits[-1].payload["text"]
+    [row] = await storm_rows(harness)
+    assert len(row.details["entries"]) == 22
+
+
+async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summary(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.run(storm_webhook(0))
+    posted = await harness.store.outbox_item('post:#alpha-alerts:{}:{target="team-0/db"}')
+    assert posted is not None
+    await harness.store.complete(posted.id, {"ts": "1.0"})  # it went out before the storm
+    for i in range(1, 4):
+        await harness.run(storm_webhook(i))
+    group = '{}:{target="team-0/db"}'
+    two = webhook([alert("s0", target="team-0/db"), alert("s0b", target="team-0/db")], group=group)
+    await harness.run(two)
+    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
+    assert group in [e.payload["group_key"] for e in edits]  # its own message is edited in place
+    summary = [e for e in edits if e.payload["group_key"].startswith("storm:")][-1]
+    assert "5 alerts" in summary.payload["text"]
+    [row] = await storm_rows(harness)
+    assert len(row.details["entries"][group]) == 2
+    state = await harness.store.get_group("#alpha-alerts", group)
+    assert state is not None
+    assert "storm" not in state.details  # it keeps its own message
+    assert len(state.details["storm_count"]["entries"]) == 2
 
 
 async def test_a_storm_ends_after_quiet_and_new_groups_post_again(harness: Harness) -> None:
@@ -453,6 +532,27 @@ async def test_a_storm_survives_a_restart(harness: Harness) -> None:
     ]
     assert len(storm_posts) == 1
     assert restarted.next_deadline() is not None
+
+
+async def test_a_restart_counts_the_groups_saved_after_the_last_summary(harness: Harness) -> None:
+    policy = StormPolicy(groups=1, linger_seconds=2.0)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(2):
+        await harness.run(storm_webhook(i))
+    for i in range(2, 5):
+        await harness.accept(storm_webhook(i))
+    for notification in await harness.store.pending():
+        await harness.pipeline.process(notification)  # within the linger: no summary, no storm row save
+    [row] = await storm_rows(harness)
+    assert len(row.details["entries"]) == 2
+    restarted = harness.make_pipeline(settings(), policy)
+    await restarted.restore()  # the process died here
+    harness.pipeline = restarted
+    await harness.run(storm_webhook(5))
+    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
+    assert "6 alerts" in edits[-1].payload["text"]
+    [row] = await storm_rows(harness)
+    assert len(row.details["entries"]) == 6
 
 
 # -- Prometheus enrichment and the chart ------------------------------------------------------------

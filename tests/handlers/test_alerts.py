@@ -126,13 +126,16 @@ class FlakyPipeline:
         self.store = store
         self.failing_group = failing_group
         self.seen: list[int] = []
+        self.settled: list[int] = []
         self.closed = False
 
     async def restore(self) -> None:
         return None
 
-    async def process(self, notification: StoredNotification) -> None:
+    async def process(self, notification: StoredNotification, *, settle: bool = False) -> None:
         self.seen.append(notification.id)
+        if settle:
+            self.settled.append(notification.id)
         if notification.webhook.group_key == self.failing_group:
             raise RuntimeError("rendering bug")
         await self.store.mark_processed(notification.id)
@@ -158,6 +161,17 @@ async def test_a_failing_notification_is_retried_then_set_aside_without_blocking
     assert await worker.drain() is False  # second failure: set aside
     assert pipeline.seen == [1, 2, 1]
     assert await store.pending_count() == 0
+
+
+async def test_the_notification_that_empties_the_queue_settles_the_storm_summaries(store: Store) -> None:
+    for n in range(5):
+        await accept(store, group(n))
+    pipeline = FlakyPipeline(store, "none")
+    worker = AlertWorker(store, pipeline, batch=2)
+    assert await worker.drain() is False
+    assert pipeline.seen == [1, 2, 3, 4, 5]
+    # Full batches may be followed by more; only the last of the short batch is known to be last.
+    assert pipeline.settled == [5]
 
 
 async def test_the_worker_ends_a_quiet_storm(store: Store, clock: Clock) -> None:
