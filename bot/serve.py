@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import uvicorn
 from starlette.applications import Starlette
 
 from bot.app import Deps, ReadinessCheck, Worker, create_app
-from bot.checks.context import CheckContext
+from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
 from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient, SlackError
@@ -26,7 +26,7 @@ from bot.slack_app import slack_routes_and_workers
 from bot.store import Store, open_store
 from bot.storm import StormPolicy
 from config.settings import Settings, replica_source
-from handlers import alerts, digest
+from handlers import alerts, commands, digest
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,16 @@ class Bot:
     app: Starlette
     readers: list[KubeReader] = field(default_factory=list)
     prometheus: PromEnricher | None = None  # owns the Prometheus client the digest shares
-    checks: CheckContext | None = None
+    commands: commands.CommandDeps | None = None
+    silences: AlertmanagerClient | None = None
 
     async def close(self) -> None:
         if self.prometheus is not None:
             await self.prometheus.aclose()
-        if self.checks is not None:
-            await self.checks.aclose()
+        if self.commands is not None:
+            await self.commands.aclose()
+        if self.silences is not None:
+            await self.silences.aclose()
         for reader in self.readers:
             await reader.close()
         await self.deps.store.close()
@@ -98,7 +101,6 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
     slack = SlackClient.from_settings(settings.slack)
     deps = Deps(settings=settings, store=store, readiness=[slack_readiness(slack)])
     delivery = Delivery(store, slack)
-    checks = CheckContext(settings, timeout=settings.enrichment.timeout_seconds)
     budget = settings.enrichment.timeout_seconds
     prom_client = (
         PrometheusClient(str(settings.prometheus.url), timeout=budget) if settings.prometheus.url else None
@@ -107,18 +109,32 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
     alert_worker = alerts.register(
         settings, store, delivery, live, wake=deps.wake, storm=storm_policy(settings), prometheus=enricher
     )
+    silences = AlertmanagerClient.from_settings(settings.alertmanager) if settings.alertmanager.url else None
+    command_deps = commands.CommandDeps.for_settings(settings, silences=silences)
     digests = digest.register(
-        settings, store, delivery, live.read, cronjobs=ContextCronJobs(checks), prometheus=prom_client
+        settings,
+        store,
+        delivery,
+        live.read,
+        cronjobs=ContextCronJobs(command_deps.ctx),
+        prometheus=prom_client,
     )
+    command_deps = replace(command_deps, digest=digests.runner.post_now)
     workers: list[Worker] = [
         alert_worker.run,
         delivery.run,
         digests.run,
         lambda: live.keep_warm(warm_interval),
     ]
-    routes, slack_workers = slack_routes_and_workers(settings, deps)
+    routes, slack_workers = slack_routes_and_workers(
+        settings,
+        deps,
+        checks=commands.button_checks(command_deps),
+        silencer=silences,
+        registrations=[lambda app: commands.register(app, command_deps)],
+    )
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
-    return Bot(deps, app, list(readers.values()), enricher, checks)
+    return Bot(deps, app, list(readers.values()), enricher, command_deps, silences)
 
 
 async def serve(bot: Bot, host: str, port: int) -> None:

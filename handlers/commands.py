@@ -24,7 +24,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -38,12 +37,10 @@ from bot.checks.path import DEFAULT_SAMPLES, check_path
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request, run_probe
 from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
 from bot.checks.verify import check_verify, open_prometheus
-from bot.clients.kube import KubeReader
 from bot.commands.path import check_samples
 from bot.commands.verify import chosen_clusters
 from bot.digest_runner import BuiltDigest
 from bot.errors import InputError, ProxybotError
-from bot.live import LiveState
 from bot.render.blocks import Message, esc
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
@@ -77,26 +74,6 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass
-class SharedContext(CheckContext):
-    """The running bot's one `CheckContext`: each reader opened once, under a lock, for every command.
-
-    Opening a reader costs milliseconds of CPU (kubeconfig, TLS context) and a fresh connection a TLS
-    handshake; shared readers keep that off the event loop's hot path during a storm of commands.
-    """
-
-    _opening: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _starting_live: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-    async def reader(self, name: str, kubeconfig: Path, context: str | None) -> KubeReader:
-        async with self._opening:  # two commands at once must not open (and leak) the same reader twice
-            return await super().reader(name, kubeconfig, context)
-
-    async def live(self) -> LiveState:
-        async with self._starting_live:
-            return await super().live()
-
-
 @dataclass(frozen=True)
 class CommandDeps:
     """What `/proxy` uses; `ctx` lives as long as the bot (`aclose()` it at shutdown)."""
@@ -113,7 +90,7 @@ class CommandDeps:
         cls, settings: Settings, *, silences: Silences | None = None, digest: DigestNow | None = None
     ) -> CommandDeps:
         """The commands' dependencies with a fresh shared context over `settings`."""
-        return cls(settings, SharedContext(settings), silences, digest)
+        return cls(settings, CheckContext(settings), silences, digest)
 
     async def aclose(self) -> None:
         await self.ctx.aclose()

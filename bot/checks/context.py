@@ -6,6 +6,7 @@ it needs; `aclose()` releases them. TARGET arguments are resolved here, against 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,12 +62,17 @@ class CheckContext:
     wall: Clock = time.time
     _readers: dict[tuple[Path, str | None], KubeReader] = field(default_factory=dict)
     _live: LiveState | None = None
+    # The running bot shares one context across concurrent commands: two must not open (and leak) the
+    # same reader twice, or build live state twice.
+    _opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _starting_live: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def reader(self, name: str, kubeconfig: Path, context: str | None) -> KubeReader:
         key = (kubeconfig, context)
-        if key not in self._readers:
-            self._readers[key] = await KubeReader.connect(name, kubeconfig, context)
-        return self._readers[key]
+        async with self._opening:
+            if key not in self._readers:
+                self._readers[key] = await KubeReader.connect(name, kubeconfig, context)
+            return self._readers[key]
 
     async def client(self, cluster: ClusterSettings) -> KubeReader:
         """The client tenant cluster's API (where the proxy runs)."""
@@ -85,6 +91,10 @@ class CheckContext:
 
     async def live(self) -> LiveState:
         """Live proxy state of every configured client cluster (readers opened on first use)."""
+        async with self._starting_live:
+            return await self._live_state()
+
+    async def _live_state(self) -> LiveState:
         if self._live is None:
             readers: dict[str, MetricsSource] = {}
             for cluster in self.settings.clusters:
