@@ -47,39 +47,17 @@ TEXTS = (f"probe {HUNG_TARGET}", "status platform/crd-store", f"probe {HUNG_TARG
 _keys = itertools.count()
 
 
-# -- the bot process: serve's app, with /proxy registered ------------------------------------------------
+# -- the bot process -----------------------------------------------------------------------------------------
 
 
 def serve_with_commands(config: Path, port: int) -> None:
-    """`proxybot serve`, with `/proxy` and the real button checks on its Slack route."""
-    import uvicorn
-    from starlette.routing import Route
-
-    from bot.serve import build_bot
-    from bot.slack_app import EVENTS_PATH, slack_routes_and_workers
+    """`proxybot serve` as it is: its Slack route answers `/proxy` and the buttons with the real checks."""
+    from bot.serve import build_bot, serve
     from config.loader import load_config
-    from handlers import commands
 
     async def main() -> None:
         settings = load_config(config, env={}, purpose="serve").settings
-        bot = await build_bot(settings)
-        deps = commands.CommandDeps.for_settings(settings)
-        routes, _ = slack_routes_and_workers(
-            settings,
-            bot.deps,
-            checks=commands.button_checks(deps),
-            registrations=[lambda app: commands.register(app, deps)],
-        )
-        # Until build_bot registers the commands itself: the same route, with /proxy on its bolt app.
-        bot.app.router.routes[:] = [
-            r for r in bot.app.router.routes if not (isinstance(r, Route) and r.path == EVENTS_PATH)
-        ] + routes
-        server = uvicorn.Server(uvicorn.Config(bot.app, host="127.0.0.1", port=port, log_level="warning"))
-        try:
-            await server.serve()
-        finally:
-            await deps.aclose()
-            await bot.close()
+        await serve(await build_bot(settings), "127.0.0.1", port)
 
     asyncio.run(main())
 
