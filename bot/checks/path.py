@@ -325,6 +325,10 @@ def weigh(
     floor_direct = floor is not None and floor < thresholds.floor
     if netpol.permits is False or floor_relayed or dial.step:
         verdict = PathVerdict.LIKELY_RELAYED
+    elif not client.seconds:
+        # Nothing came back through the proxy: policies that allow a direct path say nothing of the
+        # path traffic actually takes while it does not flow.
+        verdict = PathVerdict.UNKNOWN
     elif netpol.permits or floor_direct:
         verdict = PathVerdict.LIKELY_DIRECT
     else:

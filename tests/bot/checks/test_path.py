@@ -216,3 +216,35 @@ def test_relay_fallback_is_likely_relayed_with_the_fix(relayed: PathResult) -> N
         "proxybot netpol --client vcluster-team-a/team-a --target vcluster-crd-store/crd-store" in f
         for f in relayed.fix
     )
+
+
+def test_nothing_answering_through_the_client_is_unknown_whatever_the_policies(healthy: PathResult) -> None:
+    from bot.checks.context import TargetRef
+    from bot.checks.path import DialReading, LatencySeries, weigh
+    from config.settings import Settings
+
+    settings = Settings.model_validate(
+        {
+            "slack": {"default_channel": "#alerts"},
+            "clusters": [
+                {
+                    "name": "team-a",
+                    "kubeconfig": "/k.yaml",
+                    "match": {"cluster": "team-a"},
+                    "targets": [
+                        {
+                            "name": TARGET,
+                            "group_versions": ["example.com/v1"],
+                            "probe": {"group_version": "example.com/v1", "resource": "widgets"},
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    ref = TargetRef(settings.clusters[0], settings.clusters[0].targets[0])
+    silent = LatencySeries("client", (), ("503 all_quarantined",) * 5)
+    result = weigh(ref, healthy.request, silent, healthy.direct, DialReading(), healthy.netpol)
+    assert healthy.netpol.permits is True
+    assert result.verdict is PathVerdict.UNKNOWN
+    assert not result.passed
