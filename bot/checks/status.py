@@ -166,7 +166,7 @@ def pinned_replica(cluster: ClusterSettings | None) -> str | None:
     """The replica a context pins, when its name says so (`<cluster>-<n>`, as vCluster names pods)."""
     if cluster is None or cluster.context is None:
         return None
-    return cluster.context if re.fullmatch(rf"{re.escape(cluster.name)}-\d+", cluster.context) else None
+    return cluster.context if re.fullmatch(rf"{re.escape(cluster.name)}-[0-9]+", cluster.context) else None
 
 
 def _target_status(ref: TargetRef, read: ClusterRead) -> TargetStatus:
@@ -212,7 +212,7 @@ REASON_FAMILIES = (
     (DISCOVERY_FALLBACKS, "discovery fallback"),
 )
 SINCE_START = "since the proxy started"
-_DURATION = re.compile(r"(\d+)([smhd])")
+_DURATION = re.compile(r"([0-9]+)([smhd])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MIN_WINDOW = 60
 MAX_WINDOW = 7 * 86400
