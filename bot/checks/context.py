@@ -15,7 +15,14 @@ from pathlib import Path
 from bot.clients.kube import KubeReader
 from bot.errors import ClusterError, InputError
 from bot.live import LiveState, MetricsSource
-from config.settings import ClusterSettings, ControlPlaneSettings, KubeAccess, Settings, TargetSettings
+from config.settings import (
+    ClusterSettings,
+    ControlPlaneSettings,
+    KubeAccess,
+    Settings,
+    TargetSettings,
+    replica_source,
+)
 
 Clock = Callable[[], float]
 
@@ -98,10 +105,13 @@ class CheckContext:
         if self._live is None:
             readers: dict[str, MetricsSource] = {}
             for cluster in self.settings.clusters:
-                try:
-                    readers[cluster.name] = await self.client(cluster)
-                except ClusterError as err:
-                    readers[cluster.name] = _Unreadable(err)
+                contexts = {cluster.name: cluster.context}
+                contexts |= {replica_source(cluster.name, pod): c for pod, c in cluster.replicas.items()}
+                for source, context in contexts.items():
+                    try:
+                        readers[source] = await self.reader(source, cluster.kubeconfig, context)
+                    except ClusterError as err:
+                        readers[source] = _Unreadable(err)
             self._live = LiveState(readers, timeout=self.timeout, monotonic=self.monotonic, wall=self.wall)
         return self._live
 

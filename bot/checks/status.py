@@ -34,7 +34,7 @@ from bot.domain.snapshot import (
 from bot.errors import InputError, UpstreamError
 from bot.live import ClusterRead
 from bot.prom_queries import WindowAsk, counters_query, window_from
-from config.settings import ClusterSettings, Settings
+from config.settings import ClusterSettings, Settings, replica_source
 
 REPLICA_UNKNOWN = "not pinned: the client cluster's Service chose one replica"
 
@@ -58,6 +58,9 @@ class TargetStatus:
     group_versions: tuple[GroupVersionState, ...]
     findings: tuple[Finding, ...]
     unavailable: str | None = None
+    # The HA replica this reading is of, when the cluster's replicas are addressable (each keeps its own
+    # peer caches, so one healthy replica must not hide a degraded one).
+    replica: str | None = None
 
     @property
     def severity(self) -> Severity:
@@ -107,6 +110,7 @@ def _target_dict(t: TargetStatus) -> dict[str, Any]:
     return {
         "target": t.target,
         "cluster": t.cluster,
+        "replica": t.replica,
         "severity": t.severity.label,
         "unavailable": t.unavailable,
         "group_versions": [
@@ -151,15 +155,23 @@ async def run_status(ctx: CheckContext, target: str | None = None) -> StatusResu
     live = await ctx.live()
     reads: dict[str, ClusterRead] = {}
     for ref in refs:
-        if ref.cluster.name not in reads:
-            reads[ref.cluster.name] = await live.read(ref.cluster.name)
-    statuses = tuple(_target_status(ref, reads[ref.cluster.name]) for ref in refs)
-    infos = tuple(_read_info(ctx.settings.cluster(name), read) for name, read in reads.items())
+        for source in _sources(ref.cluster):
+            if source not in reads:
+                reads[source] = await live.read(source)
+    statuses = tuple(_target_status(ref, reads[source]) for ref in refs for source in _sources(ref.cluster))
+    infos = tuple(_read_info(ctx.settings, read) for read in reads.values())
     return StatusResult(statuses, infos)
 
 
-def _read_info(cluster: ClusterSettings | None, read: ClusterRead) -> ClusterReadInfo:
-    return ClusterReadInfo(read.cluster, read.read_at, pinned_replica(cluster), read.unavailable)
+def _sources(cluster: ClusterSettings) -> list[str]:
+    """Every addressable replica of the cluster, else the cluster itself (whichever replica answers)."""
+    return [replica_source(cluster.name, pod) for pod in cluster.replicas] or [cluster.name]
+
+
+def _read_info(settings: Settings, read: ClusterRead) -> ClusterReadInfo:
+    name = read.cluster.partition("/")[0]  # a replica source is `cluster/pod`
+    replica = read.replica or pinned_replica(settings.cluster(name))
+    return ClusterReadInfo(name, read.read_at, replica, read.unavailable)
 
 
 def pinned_replica(cluster: ClusterSettings | None) -> str | None:
@@ -172,12 +184,12 @@ def pinned_replica(cluster: ClusterSettings | None) -> str | None:
 def _target_status(ref: TargetRef, read: ClusterRead) -> TargetStatus:
     if read.snapshot is None:
         why = read.unavailable or "not read"
-        return TargetStatus(ref.name, ref.cluster.name, (), (_unreadable(ref, why),), why)
+        return TargetStatus(ref.name, ref.cluster.name, (), (_unreadable(ref, why),), why, read.replica)
     snapshot = read.snapshot
     gvs = list(dict.fromkeys([*ref.target.group_versions, *snapshot.group_versions(ref.name)]))
     states = tuple(_gv_state(snapshot, ref.name, gv) for gv in gvs)
     findings = tuple(diagnose(snapshot, read.window, target=ref.name))
-    return TargetStatus(ref.name, ref.cluster.name, states, findings)
+    return TargetStatus(ref.name, ref.cluster.name, states, findings, None, read.replica)
 
 
 def _unreadable(ref: TargetRef, why: str) -> Finding:

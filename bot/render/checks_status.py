@@ -40,7 +40,8 @@ def _cache_line(target: str, g: GroupVersionState) -> str:
 
 
 def _target_notes(t: TargetStatus) -> list[str]:
-    return [_cache_line(t.target, g) for g in t.group_versions]
+    name = t.target if t.replica is None else f"{t.target} on replica {t.replica}"
+    return [_cache_line(name, g) for g in t.group_versions]
 
 
 def _live(result: StatusResult) -> LiveRead:

@@ -60,6 +60,8 @@ OPS, ALERTS, RANDOM, DM = "C0OPS0001", "C0ALERTS1", "C0RANDOM1", "D0DIRECT1"
 CHANNEL_NAMES = {OPS: "ops", ALERTS: "alerts", RANDOM: "random", DM: "directmessage"}
 PROBE = "/clusters/team-a/apis/example.com/v1/namespaces/default/widgets"
 METRICS = "/clusters/team-a/metrics/syncer"
+# The simulator's config lists team-a's replica, so status and peers read it by name.
+REPLICA_METRICS = "/clusters/team-a/pods/team-a-0/metrics/syncer"
 SILENCE_ID = "6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
 _keys = itertools.count()
 
@@ -293,7 +295,7 @@ EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
     "help": ("help", set(), {key: ["`/proxy probe TARGET", "`/proxy silence TARGET"] for key in SCENARIOS}),
     "status": (
         "status",
-        {METRICS},
+        {REPLICA_METRICS},
         {
             "healthy": ["Status of platform/crd-store", "platform/crd-store: healthy"],
             "target_down": ["no healthy peers", "requests fail with 503"],
@@ -303,7 +305,7 @@ EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
     ),
     "peers": (
         f"peers {TARGET}",
-        {METRICS},
+        {REPLICA_METRICS},
         {
             "healthy": ["Peers of platform/crd-store", "example.com/v1: peers: healthy 1"],
             "target_down": ["Peers of platform/crd-store", "no healthy peers"],

@@ -72,7 +72,23 @@ async def test_healthy_status_passes_with_peers_per_group_version(healthy: Setti
     assert [g.group_version for g in target.group_versions] == ["example.com/v1", "data.example.com/v1alpha1"]
     assert all(g.peers is not None and g.peers.healthy >= 1 and g.cache_synced for g in target.group_versions)
     assert [f.kind for f in target.findings] == ["healthy"]
-    assert result.reads[0].replica is None
+    # The simulator's config lists its replica: it is read by name.
+    assert (result.reads[0].replica, target.replica) == ("team-a-0", "team-a-0")
+
+
+@pytest.fixture(scope="module")
+def ha_split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    # Only team-a-1's peer watch drops at t=60 (stale from t=120); team-a-0 stays healthy.
+    yield from _settings(tmp_path_factory, "ha-split", 20, 240.0)
+
+
+async def test_each_ha_replica_reports_its_own_caches(ha_split: Settings) -> None:
+    result = await _status(ha_split)
+    by_replica = {t.replica: t for t in result.targets}
+    assert set(by_replica) == {"team-a-0", "team-a-1"}
+    assert [f.kind for f in by_replica["team-a-0"].findings] == ["healthy"]
+    assert by_replica["team-a-1"].severity >= Severity.WARNING
+    assert not result.passed
 
 
 async def test_target_down_status_fails_on_no_healthy_peers(target_down: Settings) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tests.bot.commands.conftest import Sim, run_json
 
 TARGET = "platform/crd-store"
-METRICS = "/clusters/team-a/metrics/syncer"
+# The simulator's config lists team-a's replica: status reads it by name.
+REPLICA_METRICS = "/clusters/team-a/pods/team-a-0/metrics/syncer"
 
 
 def test_status_healthy_passes(healthy: Sim) -> None:
@@ -20,8 +21,9 @@ def test_status_healthy_passes(healthy: Sim) -> None:
         "data.example.com/v1alpha1",
     ]
     assert all(g["peers"]["healthy"] >= 1 for g in target["group_versions"])
-    assert report["reads"][0]["replica"] is None  # not pinned: the Service chose one
-    assert {path for _, path, _ in healthy.server.requests[before:]} == {METRICS}
+    assert report["reads"][0]["replica"] == "team-a-0"
+    assert target["replica"] == "team-a-0"
+    assert {path for _, path, _ in healthy.server.requests[before:]} == {REPLICA_METRICS}
 
 
 def test_status_target_down_fails_with_no_healthy_peers(target_down: Sim) -> None:
@@ -43,8 +45,8 @@ def test_status_human_view(target_down: Sim) -> None:
     code, out, _ = target_down.run("peers", TARGET)
     assert code == 1
     assert "Peers of platform/crd-store" in out
-    assert "platform/crd-store example.com/v1: peers: healthy 0" in out
-    assert "not pinned" in out
+    assert "platform/crd-store on replica team-a-0 example.com/v1: peers: healthy 0" in out
+    assert "replica of team-a: team-a-0" in out
 
 
 def test_reasons_target_down_names_the_faults_since_start(target_down: Sim) -> None:
