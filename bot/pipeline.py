@@ -133,16 +133,20 @@ class AlertPipeline:
         self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
         self._late: set[asyncio.Task[ClusterRead]] = set()
+        # Notifications applied and waiting for their storm's row to be saved before they are closed.
+        self._held: set[int] = set()
 
     async def restore(self) -> None:
         """Pick up state kept in the store (storms in progress) after a restart."""
         await self._storms.restore()
 
-    async def process(self, notification: StoredNotification, *, settle: bool = False) -> None:
+    async def process(self, notification: StoredNotification, *, settle: bool = False) -> bool:
         """Enqueue the notification's Slack operations, save the groups' state, close the notification.
 
-        Storm summaries changed by it are sent when their linger is over, or before the notification is
-        closed when `settle` is set (the worker sets it when the queue is empty after this one).
+        Storm summaries changed by it are sent when their linger is over. With `settle` (the worker sets
+        it when the queue is empty after this one) the notification is closed only once every storm's
+        row counts it, so no pending notification means the storm rows are complete: False when it is
+        held open for that (`expire_storms` closes it when the rows are saved).
         """
         webhook = notification.webhook
         routes = self._route(webhook)
@@ -153,13 +157,21 @@ class AlertPipeline:
         for channel, routed in routes.items():
             group = _build(webhook, channel, routed, readings, prom)
             await self._apply(notification.identity, group)
-        await self._storms.flush(force=settle)
+        if not await self._storms.flush(settle=settle) and settle:
+            self._held.add(notification.id)
+            return False
         await self._store.mark_processed(notification.id)
+        return True
 
     async def expire_storms(self) -> list[str]:
-        """Send storm summaries whose linger is over; end storms quiet long enough (their keys)."""
-        await self._storms.flush()
-        return await self._storms.expire()
+        """Send storm summaries whose linger is over and close the notifications held for them; end
+        storms quiet long enough (their keys)."""
+        ended = await self._storms.expire()
+        if await self._storms.flush(settle=True):
+            for held in sorted(self._held):
+                await self._store.mark_processed(held)
+            self._held.clear()
+        return ended
 
     def next_deadline(self) -> float | None:
         """When `expire_storms` next has something to do (wall-clock seconds), if ever."""
@@ -280,13 +292,12 @@ class AlertPipeline:
         storm: str | None,
         counted: str | None,
     ) -> None:
-        # Re-read: the delivery worker writes the message's `ts` into this row once it is posted.
-        current = await self._store.get_group(group.channel, view.group_key) or prev
+        # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
         firing = group.firing
         if view.truncated_alerts and prev is not None:
             # Alerts Alertmanager left out are not known to be resolved: keep them as firing.
             firing = (prev.firing_fingerprints | group.firing) - group.resolved
-        details: dict[str, Any] = {**(current.details if current else {}), "last_notification": identity}
+        details: dict[str, Any] = {**(prev.details if prev else {}), "last_notification": identity}
         if storm is not None:
             details[IN_STORM] = storm
         if counted is not None:
@@ -301,7 +312,7 @@ class AlertPipeline:
                 channel=group.channel,
                 group_key=view.group_key,
                 status=AlertStatus(view.status.value),
-                ts=None if current is None else current.ts,
+                ts=None,
                 first_firing_at=view.started_at.timestamp(),
                 resolved_at=None if view.resolved_at is None else view.resolved_at.timestamp(),
                 firing_fingerprints=firing,

@@ -93,6 +93,8 @@ class StormPolicy:
     window_seconds: float = 60.0  # ... within this many seconds start a storm
     quiet_seconds: float = 120.0  # a storm ends after this long without a new group
     linger_seconds: float = 2.0  # how long summary edits and thread lines gather before they are sent
+    # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.
+    settle_seconds: float = 0.25
     lines_per_reply: int = 15  # group lines per thread reply (a section holds 3000 characters)
 
 
@@ -147,8 +149,12 @@ class _Storm:
     lines: _Slot = field(default_factory=lambda: _Slot(-1, 0.0))
     chunk: list[str] = field(default_factory=list)
     dirty: bool = False  # the summary in the outbox is older than the counts
+    unsaved: bool = False  # the storm's row is older than the counts
     flushed_at: float = float("-inf")
+    saved_at: float = float("-inf")
     flushes: int = 0
+    # Each group's entries as saved (JSON-ready), so saving the row never re-encodes every entry.
+    saved_entries: dict[str, list[list[Any]]] = field(default_factory=dict)
 
     def count(self, group_key: str, entries: tuple[StormEntry, ...]) -> None:
         """Replace the group's entries, adjusting the running counts by the difference only."""
@@ -157,7 +163,8 @@ class _Storm:
         for new in entries:
             self.counts.add(new)
         self.entries[group_key] = entries
-        self.dirty = True
+        self.saved_entries[group_key] = [_entry_json(e) for e in entries]
+        self.dirty = self.unsaved = True
 
     def view(self) -> StormView:
         ended = None if self.ended_at is None else _dt(self.ended_at)
@@ -169,7 +176,7 @@ class _Storm:
             "started_at": self.started_at,
             "last_new_at": self.last_new_at,
             "ended_at": self.ended_at,
-            "entries": {k: [_entry_json(e) for e in v] for k, v in self.entries.items()},
+            "entries": dict(self.saved_entries),
             "posted": self.posted,
         }
 
@@ -272,12 +279,17 @@ class StormDesk:
         storm.count(view.group_key, entries_of(view))
         return storm.key
 
-    async def flush(self, *, force: bool = False) -> None:
-        """Send and save every summary that changed, at most once per linger unless `force`."""
+    async def flush(self, *, settle: bool = False) -> bool:
+        """Send and save the summaries that changed, at most once per linger; True when every storm's
+        row is current. With `settle` (the alert queue ran empty) a row lagging its counts is saved,
+        at most once per `settle_seconds`, without a Slack call."""
         now = self._clock()
         for storm in list(self._active.values()):
-            if storm.dirty and (force or now - storm.flushed_at >= self._policy.linger_seconds):
+            if storm.dirty and now - storm.flushed_at >= self._policy.linger_seconds:
                 await self._flush(storm, now, f"summary:{int(now * 1000)}:{storm.flushes}")
+            elif settle and storm.unsaved and now - storm.saved_at >= self._policy.settle_seconds:
+                await self._save(storm, now)
+        return not any(s.unsaved for s in self._active.values())
 
     async def expire(self, channel: str | None = None) -> list[str]:
         """End the storms (of one channel, or all) that have been quiet long enough; their keys."""
@@ -298,6 +310,7 @@ class StormDesk:
         """When `flush` or `expire` next has something to do (wall-clock seconds), if ever."""
         ends = [s.last_new_at + self._policy.quiet_seconds for s in self._active.values()]
         ends += [s.flushed_at + self._policy.linger_seconds for s in self._active.values() if s.dirty]
+        ends += [s.saved_at + self._policy.settle_seconds for s in self._active.values() if s.unsaved]
         return min(ends, default=None)
 
     # -- inside ----------------------------------------------------------------------------------------
@@ -362,7 +375,7 @@ class StormDesk:
         else:
             await self._outbox.update(storm.channel, storm.key, content, revision)
         storm.dirty, storm.flushed_at, storm.flushes = False, now, storm.flushes + 1
-        await self._save(storm)
+        await self._save(storm, now)
 
     async def _add_line(self, storm: _Storm, line: str, now: float) -> None:
         if now < storm.lines.open_until and len(storm.chunk) < self._policy.lines_per_reply:
@@ -387,7 +400,8 @@ class StormDesk:
         self._outbox.notify()
         return result
 
-    async def _save(self, storm: _Storm) -> None:
+    async def _save(self, storm: _Storm, now: float) -> None:
+        storm.unsaved, storm.saved_at = False, now
         # `ts` None keeps the one the delivery worker stored; the details are the storm desk's alone.
         status = AlertStatus.FIRING if storm.ended_at is None else AlertStatus.RESOLVED
         await self._store.save_group(

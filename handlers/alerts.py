@@ -45,7 +45,7 @@ class Processor(Protocol):
 
     async def restore(self) -> None: ...
 
-    async def process(self, notification: StoredNotification, *, settle: bool = False) -> None: ...
+    async def process(self, notification: StoredNotification, *, settle: bool = False) -> bool: ...
 
     async def expire_storms(self) -> list[str]: ...
 
@@ -62,7 +62,8 @@ class AlertWorker:
         queue: NotificationQueue,
         pipeline: Processor,
         *,
-        batch: int = 200,
+        # Small: each pending() parses its batch on the store thread, ahead of the intake's writes.
+        batch: int = 20,
         retry_seconds: float = 5.0,
         max_failures: int = 5,
         wake: asyncio.Event | None = None,
@@ -112,27 +113,32 @@ class AlertWorker:
     async def drain(self) -> bool:
         """Process every pending notification once, oldest first; True when some must be retried."""
         skipped: set[int] = set()
+        held: set[int] = set()  # applied, closed by the pipeline once its storm rows are saved
         while True:
             fetched = await self._queue.pending(limit=self._batch)
-            batch = [n for n in fetched if n.id not in skipped]
+            batch = [n for n in fetched if n.id not in skipped and n.id not in held]
             if not batch:
                 return bool(skipped)
             for notification in batch:
-                # The last of a short batch empties the queue (as far as we know): its storm summaries
-                # are settled before it is closed, so "nothing pending" means the summaries are current.
+                # The last of a short batch empties the queue (as far as we know): the pipeline closes it
+                # only once the storm rows count it, so "nothing pending" means they are complete.
                 settle = notification is batch[-1] and len(fetched) < self._batch
-                if not await self._process(notification, settle):
+                outcome = await self._process(notification, settle)
+                if outcome is None:
                     skipped.add(notification.id)
+                elif not outcome:
+                    held.add(notification.id)
                 # Requests (webhooks, slash-command acks) never wait behind a whole drain.
                 await asyncio.sleep(0)
 
-    async def _process(self, notification: StoredNotification, settle: bool) -> bool:
+    async def _process(self, notification: StoredNotification, settle: bool) -> bool | None:
+        """True: closed; False: held open by the pipeline; None: failed, to be retried."""
         try:
-            await self._pipeline.process(notification, settle=settle)
+            closed = await self._pipeline.process(notification, settle=settle)
         except Exception:
-            return await self._failed(notification)
+            return True if await self._failed(notification) else None
         self._failures.pop(notification.id, None)
-        return True
+        return closed
 
     async def _failed(self, notification: StoredNotification) -> bool:
         count = self._failures.get(notification.id, 0) + 1

@@ -170,6 +170,11 @@ class Harness:
             # As the worker does: the notification that empties the queue settles the storm summaries.
             await self.pipeline.process(notification, settle=notification is pending[-1])
 
+    async def settle(self) -> None:
+        """What the worker's deadline loop does once a linger has passed: summaries go out."""
+        self.clock.now += StormPolicy().linger_seconds
+        await self.pipeline.expire_storms()
+
     async def items(self) -> list[OutboxItem]:
         return await self.store.due(self.clock() + 10 * 86400, limit=10_000)
 
@@ -392,6 +397,7 @@ async def test_thirty_new_groups_become_a_storm_summary_and_thread_lines(harness
     # Both clusters post to one channel here, so the cause reads "several clients at once".
     harness.pipeline = harness.make_pipeline(settings(channel="#fleet"))
     await harness.run()
+    await harness.settle()
     items = await harness.items()
     posts = [i for i in items if i.kind is OutboxKind.POST]
     # The ten groups before the storm was recognisable had not gone out: they joined its thread.
@@ -416,39 +422,42 @@ async def storm_rows(harness: Harness, channel: str = "#alpha-alerts") -> list[A
 
 
 async def test_the_summary_is_posted_at_once_then_edited_at_most_once_per_linger(harness: Harness) -> None:
-    policy = StormPolicy(groups=2, linger_seconds=2.0)
+    policy = StormPolicy(groups=2, linger_seconds=2.0, settle_seconds=0.25)
     harness.pipeline = harness.make_pipeline(settings(), policy)
+
+    async def edits() -> list[OutboxItem]:
+        return [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
+
     for i in range(3):
         await harness.accept(storm_webhook(i))
     for notification in await harness.store.pending():
-        await harness.pipeline.process(notification)  # never settled: only the linger sends edits
-    summary = [
-        i
-        for i in await harness.items()
-        if i.payload["group_key"].startswith("storm:") and i.kind is not OutboxKind.REPLY
-    ]
-    assert [i.kind for i in summary] == [OutboxKind.POST]
+        assert await harness.pipeline.process(notification)  # not settling: closed at once
+    summary = [i for i in await harness.items() if i.kind is OutboxKind.POST]
+    assert [i.payload["group_key"][:7] for i in summary] == ["storm:#"]
     assert "3 alerts" in summary[0].payload["text"]  # the groups that started it are counted at once
     for i in range(3, 20):
         await harness.accept(storm_webhook(i))
     await harness.run()
-    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
-    assert len(edits) == 1  # seventeen more groups, one settled edit
-    assert "20 alerts" in edits[0].payload["text"]
-    await harness.run(storm_webhook(20))
-    assert len([i for i in await harness.items() if i.kind is OutboxKind.UPDATE]) == 2
-    await harness.accept(storm_webhook(21))
-    [notification] = await harness.store.pending()
-    await harness.pipeline.process(notification)
-    assert len([i for i in await harness.items() if i.kind is OutboxKind.UPDATE]) == 2
-    assert harness.pipeline.next_deadline() == harness.clock.now + 2.0
-    harness.clock.now += 2.0
+    assert await edits() == []  # seventeen more groups within the linger: no edit yet
+    # The last one is held open until the storm's row counts it (nothing pending = rows complete).
+    assert [n.webhook.group_key for n in await harness.store.pending()] == ['{}:{target="team-19/db"}']
+    assert harness.pipeline.next_deadline() == harness.clock.now + 0.25
+    harness.clock.now += 0.25
     await harness.pipeline.expire_storms()  # the worker's deadline loop
-    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
-    assert len(edits) == 3
-    assert "22 alerts" in edits[-1].payload["text"]
+    assert await harness.store.pending() == []
+    assert await edits() == []  # the row is saved; Slack still waits for the linger
     [row] = await storm_rows(harness)
-    assert len(row.details["entries"]) == 22
+    assert len(row.details["entries"]) == 20
+    harness.clock.now += 1.75
+    await harness.pipeline.expire_storms()
+    [edit] = await edits()
+    assert "20 alerts" in edit.payload["text"]
+    await harness.run(storm_webhook(20))
+    await harness.run(storm_webhook(21))
+    assert len(await edits()) == 1
+    harness.clock.now += 2.0
+    await harness.pipeline.expire_storms()
+    assert "22 alerts" in (await edits())[-1].payload["text"]
 
 
 async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summary(
@@ -465,6 +474,7 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     group = '{}:{target="team-0/db"}'
     two = webhook([alert("s0", target="team-0/db"), alert("s0b", target="team-0/db")], group=group)
     await harness.run(two)
+    await harness.settle()
     edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
     assert group in [e.payload["group_key"] for e in edits]  # its own message is edited in place
     summary = [e for e in edits if e.payload["group_key"].startswith("storm:")][-1]
@@ -487,8 +497,9 @@ async def test_a_storm_ends_after_quiet_and_new_groups_post_again(harness: Harne
         for i in await harness.items()
         if i.kind is OutboxKind.POST and i.payload["group_key"].startswith("storm:")
     )
-    assert harness.pipeline.next_deadline() == harness.clock.now + 120
-    harness.clock.now += 119
+    await harness.settle()  # the summary's last edit went out: only the storm's end is ahead
+    assert harness.pipeline.next_deadline() == harness.clock.now + 118
+    harness.clock.now += 117
     assert await harness.pipeline.expire_storms() == []
     harness.clock.now += 1
     assert await harness.pipeline.expire_storms() == [storm_key]
@@ -507,13 +518,16 @@ async def test_a_change_in_a_storm_group_goes_to_the_storm_thread(harness: Harne
     harness.pipeline = harness.make_pipeline(settings(), StormPolicy(groups=1))
     await harness.run(storm_webhook(0))
     await harness.run(storm_webhook(1))
-    before = len(await harness.items())
+    await harness.settle()
+    before = {i.id for i in await harness.items()}
     resolved = webhook([alert("s1", target="team-1/db", resolved=True)], group='{}:{target="team-1/db"}')
     await harness.run(resolved)
-    new = (await harness.items())[before:]
-    assert {i.payload["group_key"] for i in new} == {n.payload["group_key"] for n in new[:1]}
+    await harness.settle()
+    new = [i for i in await harness.items() if i.id not in before]
+    assert {i.payload["group_key"] for i in new} == {new[0].payload["group_key"]}
     assert new[0].payload["group_key"].startswith("storm:")
-    assert OutboxKind.POST not in [i.kind for i in new]
+    assert sorted(i.kind for i in new) == [OutboxKind.REPLY, OutboxKind.UPDATE]  # a line, a fresh count
+    assert "resolved" in text_of(next(i for i in new if i.kind is OutboxKind.REPLY))
 
 
 async def test_a_storm_survives_a_restart(harness: Harness) -> None:

@@ -132,13 +132,14 @@ class FlakyPipeline:
     async def restore(self) -> None:
         return None
 
-    async def process(self, notification: StoredNotification, *, settle: bool = False) -> None:
+    async def process(self, notification: StoredNotification, *, settle: bool = False) -> bool:
         self.seen.append(notification.id)
         if settle:
             self.settled.append(notification.id)
         if notification.webhook.group_key == self.failing_group:
             raise RuntimeError("rendering bug")
         await self.store.mark_processed(notification.id)
+        return True
 
     async def expire_storms(self) -> list[str]:
         return []
@@ -185,6 +186,14 @@ async def test_the_worker_ends_a_quiet_storm(store: Store, clock: Clock) -> None
         for n in range(3):
             await accept(store, group(n))
         wake.set()
+
+        async def summary_queued() -> bool:
+            return any(i.payload.get("group_key", "").startswith("storm:") for i in await outbox(store))
+
+        await watched.until(summary_queued)
+        # The last notification stays open until the storm's row counts it, which the worker's
+        # deadline loop saves once `settle_seconds` have passed on its clock.
+        clock.now += policy.settle_seconds
         await until_drained(watched)
         clock.now += 120
         wake.set()
