@@ -430,8 +430,9 @@ class Delivery:
         # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
         if not await self._still_pending(step.item):
             return None
-        await self._paced(channel)
+        slot = await self._paced(channel)
         if not await self._still_pending(step.item):
+            self._next_post_at[channel] = slot  # unused: the next post (the storm's summary) takes it
             return None
         ts = await self._slack.post(channel, _message(payload))
         await self._remember_ts(channel, group, state, ts)
@@ -463,14 +464,15 @@ class Delivery:
             raise _Unsendable(f"the message of group {group} was not posted: {posted.result}")
         raise _NotPostedYet(f"the message of group {group} is not posted yet")
 
-    async def _paced(self, channel: str) -> None:
-        """Wait for this channel's next chat.postMessage slot, and take it."""
+    async def _paced(self, channel: str) -> float:
+        """Wait for this channel's next chat.postMessage slot, and take it; the slot's time."""
         interval = 1.0 / self._policy.posts_per_second
         now = self._clock()
         slot = max(now, self._next_post_at.get(channel, 0.0))
         self._next_post_at[channel] = slot + interval
         if slot > now:
             await self._sleep(slot - now)
+        return slot
 
 
 def _is_paced(step: Step) -> bool:
