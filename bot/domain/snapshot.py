@@ -149,12 +149,17 @@ class ProxySnapshot:
     samples: Mapping[str, Mapping[Labels, float]] = field(default_factory=dict)
     histograms: Mapping[str, Mapping[Labels, Histogram]] = field(default_factory=dict)
 
-    # Lookups are answered from a per-target index and remembered: a snapshot never changes, and the
-    # diagnosis asks the same questions of thousands of series (a full scan per question was the cost).
-    _by_target: dict[str, dict[str | None, dict[Labels, float]]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
+    # Lookups are answered from an index on (target, group_version) and remembered: a snapshot never
+    # changes, and the diagnosis asks the same questions of thousands of series (a scan per question
+    # was the cost of a fleet digest).
+    _index: dict[str, dict[tuple[str | None, str | None], list[tuple[Labels, dict[str, str], float]]]] = (
+        field(default_factory=dict, init=False, repr=False, compare=False)
     )
     _answers: dict[tuple[str, tuple[tuple[str, str], ...]], dict[Labels, float]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    _merged: dict[tuple[str, tuple[tuple[str, str], ...]], Histogram | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -166,49 +171,67 @@ class ProxySnapshot:
 
     def series(self, name: str, **match: str) -> dict[Labels, float]:
         """Every series of one sample name whose labels include `match` (a new dict: callers may keep it)."""
+        return dict(self._lookup(name, match))
+
+    def _lookup(self, name: str, match: dict[str, str]) -> dict[Labels, float]:
+        """The remembered answer (shared: never modify it)."""
         key = (name, tuple(sorted(match.items())))
         found = self._answers.get(key)
         if found is None:
             found = self._find(name, match)
             self._answers[key] = found
-        return dict(found)
+        return found
 
     def _find(self, name: str, match: dict[str, str]) -> dict[Labels, float]:
-        target = match.pop("target", None)
-        if target is None:
-            candidates: Mapping[Labels, float] = self.samples.get(name, {})
-        else:
-            candidates = self._target_index(name).get(target, {})
-        return {k: v for k, v in candidates.items() if matches(k, match)}
+        index = self._indexed(name)
+        target, gv = match.pop("target", None), match.pop("group_version", None)
+        buckets = [
+            rows
+            for (t, g), rows in index.items()
+            if (target is None or t == target) and (gv is None or g == gv)
+        ]
+        return {
+            labels: value
+            for rows in buckets
+            for labels, named, value in rows
+            if all(named.get(k) == v for k, v in match.items())
+        }
 
-    def _target_index(self, name: str) -> dict[str | None, dict[Labels, float]]:
-        index = self._by_target.get(name)
+    def _indexed(
+        self, name: str
+    ) -> dict[tuple[str | None, str | None], list[tuple[Labels, dict[str, str], float]]]:
+        index = self._index.get(name)
         if index is None:
             index = {}
             for labels, value in self.samples.get(name, {}).items():
-                index.setdefault(label(labels, "target"), {})[labels] = value
-            self._by_target[name] = index
+                named = dict(labels)
+                key = (named.get("target"), named.get("group_version"))
+                index.setdefault(key, []).append((labels, named, value))
+            self._index[name] = index
         return index
 
     def value(self, name: str, **match: str) -> float:
         """The sum over matching series; 0.0 when none (absent counter = zero)."""
-        return math.fsum(self.series(name, **match).values())
+        return math.fsum(self._lookup(name, match).values())
 
     def breakdown(self, name: str, by: str, **match: str) -> dict[str, float]:
         """Sum of matching series grouped by one label (e.g. `reason`), largest first."""
         out: dict[str, float] = {}
-        for labels, v in self.series(name, **match).items():
+        for labels, v in self._lookup(name, match).items():
             key = label(labels, by) or ""
             out[key] = out.get(key, 0.0) + v
         return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def histogram(self, name: str, **match: str) -> Histogram | None:
         """All matching series of a histogram family merged into one; None when there is none."""
-        merged: Histogram | None = None
-        for labels, h in self.histograms.get(name, {}).items():
-            if matches(labels, match):
-                merged = h if merged is None else merged.merged(h)
-        return merged
+        key = (name, tuple(sorted(match.items())))
+        if key not in self._merged:
+            merged: Histogram | None = None
+            for labels, h in self.histograms.get(name, {}).items():
+                if matches(labels, match):
+                    merged = h if merged is None else merged.merged(h)
+            self._merged[key] = merged
+        return self._merged[key]
 
     # -- the domain view --------------------------------------------------------------------------
 
