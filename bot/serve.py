@@ -139,7 +139,9 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
 
 async def serve(bot: Bot, host: str, port: int) -> None:
     """Serve HTTP until stopped (SIGINT/SIGTERM), then release everything."""
-    config = uvicorn.Config(bot.app, host=host, port=port, log_level="info", lifespan="on")
+    # No access log: uvicorn writes each line synchronously on the event loop, which a webhook storm
+    # turns into a stall; /metrics counts what the log would have said.
+    config = uvicorn.Config(bot.app, host=host, port=port, log_level="info", lifespan="on", access_log=False)
     try:
         await uvicorn.Server(config).serve()
     finally:
