@@ -18,9 +18,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from bot.domain.alerts import AlertmanagerWebhook
 from bot.intake import WebhookAuth, alertmanager_route
 from bot.metrics import BotMetrics
-from bot.store import Store
+from bot.store import Accepted, Store
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,19 @@ def _metrics(deps: Deps) -> Callable[[Request], Awaitable[Response]]:
     return metrics
 
 
+@dataclass(frozen=True)
+class CountingSink:
+    """The store as the intake sees it, counting what it accepts (and how much was a repeat)."""
+
+    store: Store
+    metrics: BotMetrics
+
+    async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
+        accepted = await self.store.accept(raw, webhook, received_at)
+        self.metrics.alerts_accepted.labels(duplicate=str(accepted.duplicate).lower()).inc()
+        return accepted
+
+
 def routes(deps: Deps) -> list[BaseRoute]:
     auth = WebhookAuth.from_settings(deps.settings.alertmanager)
     if not auth.configured:
@@ -79,7 +93,7 @@ def routes(deps: Deps) -> list[BaseRoute]:
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", _readyz(deps), methods=["GET"]),
         Route("/metrics", _metrics(deps), methods=["GET"]),
-        alertmanager_route(deps.store, deps.wake.set, auth=auth),
+        alertmanager_route(CountingSink(deps.store, deps.metrics), deps.wake.set, auth=auth),
     ]
 
 

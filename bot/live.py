@@ -62,6 +62,7 @@ class LiveState:
         self,
         readers: Mapping[str, MetricsSource],
         *,
+        observe: Callable[[float], None] = lambda seconds: None,
         ttl: float = 5.0,
         timeout: float = 5.0,
         window: float = 300.0,
@@ -69,6 +70,8 @@ class LiveState:
         wall: Clock = time.time,
     ) -> None:
         self._readers = dict(readers)
+        # Told the seconds of every real read (not cache hits): the bot's enrichment-latency metric.
+        self._observe = observe
         self._ttl = ttl
         self._timeout = timeout
         self._window = window
@@ -89,7 +92,9 @@ class LiveState:
         future: asyncio.Future[ClusterRead] = asyncio.get_running_loop().create_future()
         self._inflight[cluster] = future
         try:
+            started = self._monotonic()
             result = await self._read_now(cluster)
+            self._observe(self._monotonic() - started)
             self._latest[cluster] = _Stored(self._monotonic(), result)
             future.set_result(result)
             return result

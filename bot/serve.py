@@ -21,6 +21,7 @@ from bot.delivery import Delivery
 from bot.digest import ContextCronJobs
 from bot.errors import ClusterError
 from bot.live import LiveState
+from bot.metrics import BotMetrics
 from bot.prom_enrich import PromEnricher
 from bot.slack_app import slack_routes_and_workers
 from bot.store import Store, open_store
@@ -97,9 +98,13 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
     """
     store = store or await open_store(settings.store.url.get_secret_value())
     readers = await connect_readers(settings)
-    live = LiveState(readers, timeout=settings.enrichment.timeout_seconds)
+    metrics = BotMetrics()
+    live = LiveState(
+        readers, timeout=settings.enrichment.timeout_seconds, observe=metrics.enrichment_seconds.observe
+    )
     slack = SlackClient.from_settings(settings.slack)
-    deps = Deps(settings=settings, store=store, readiness=[slack_readiness(slack)])
+    slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
+    deps = Deps(settings=settings, store=store, metrics=metrics, readiness=[slack_readiness(slack)])
     delivery = Delivery(store, slack)
     budget = settings.enrichment.timeout_seconds
     prom_client = (
@@ -110,7 +115,10 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
         settings, store, delivery, live, wake=deps.wake, storm=storm_policy(settings), prometheus=enricher
     )
     silences = AlertmanagerClient.from_settings(settings.alertmanager) if settings.alertmanager.url else None
-    command_deps = commands.CommandDeps.for_settings(settings, silences=silences)
+    command_deps = replace(
+        commands.CommandDeps.for_settings(settings, silences=silences),
+        observe=lambda sub, seconds: metrics.command_seconds.labels(sub).observe(seconds),
+    )
     digests = digest.register(
         settings,
         store,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -84,6 +85,8 @@ class CommandDeps:
     digest: DigestNow | None = None  # None: no digest runner in this bot
     path_dial_window: float = 3.0
     now: Callable[[], datetime] = _utc_now
+    # Told (subcommand, seconds from arrival to answer) after each command: the bot's own metrics.
+    observe: Callable[[str, float], None] = lambda sub, seconds: None
 
     @classmethod
     def for_settings(
@@ -123,6 +126,7 @@ def _listener(deps: CommandDeps) -> Callable[..., Awaitable[None]]:
 
 async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespond) -> None:
     """Run one `/proxy` command; every way it can end is answered to the person who typed it."""
+    started = time.monotonic()
     asker = Asker.from_body(body)
     text = str(body.get("text") or "")
     public, sub = False, "command"
@@ -145,6 +149,8 @@ async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespo
         await _say(respond, Message(f"`/proxy {sub}` failed on proxybot's side; the error is in its log."))
     else:
         await _say(respond, result, public=public)
+    finally:
+        deps.observe(sub, time.monotonic() - started)
 
 
 async def _run(plan: Plan, respond: AsyncRespond) -> Message:

@@ -102,6 +102,8 @@ class SlackClient:
     ) -> None:
         self._web = web
         self._timeout = timeout
+        # Told (method, outcome) after every call: the bot's own metrics count Slack calls by outcome.
+        self.observe: Callable[[str, str], None] = lambda method, outcome: None
         self._upload_timeout = upload_timeout if upload_timeout is not None else max(timeout, 3 * timeout)
 
     @classmethod
@@ -153,6 +155,17 @@ class SlackClient:
         call: Callable[[], Awaitable[AsyncSlackResponse]],
         *,
         timeout: float | None = None,
+    ) -> AsyncSlackResponse:
+        try:
+            response = await self._converted(method, call, timeout)
+        except SlackError as error:
+            self.observe(method, type(error).__name__)
+            raise
+        self.observe(method, "ok")
+        return response
+
+    async def _converted(
+        self, method: str, call: Callable[[], Awaitable[AsyncSlackResponse]], timeout: float | None
     ) -> AsyncSlackResponse:
         limit = self._timeout if timeout is None else timeout
         try:

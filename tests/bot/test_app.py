@@ -78,6 +78,12 @@ async def test_webhook_is_stored_and_wakes_the_worker(deps: Deps) -> None:
     assert refused.status_code == 401
     assert accepted.status_code == 202
     assert deps.wake.is_set()
+    async with client(create_app(deps)) as http:
+        again = await http.post("/alertmanager", content=FIRING, headers=headers)
+        metrics = (await http.get("/metrics")).text
+    assert again.json()["duplicate"] is True
+    assert 'proxybot_notifications_accepted_total{duplicate="false"} 1.0' in metrics
+    assert 'proxybot_notifications_accepted_total{duplicate="true"} 1.0' in metrics
     [pending] = await deps.store.pending()
     assert json.loads(pending.raw) == json.loads(FIRING)
 

@@ -115,3 +115,11 @@ async def test_keep_warm_reads_every_cluster_until_cancelled() -> None:
     assert clusters["c1"].reads >= 3
     read = await live.read("c1")
     assert read.window is not None
+
+
+async def test_real_reads_are_timed_cache_hits_are_not() -> None:
+    clock, seen = Clock(), []
+    live = LiveState({"c1": FakeCluster()}, ttl=5, monotonic=clock, observe=seen.append)
+    await live.read("c1")
+    await live.read("c1")  # cached
+    assert len(seen) == 1
