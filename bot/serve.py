@@ -24,7 +24,7 @@ from bot.live import LiveState
 from bot.metrics import BotMetrics
 from bot.prom_enrich import PromEnricher
 from bot.slack_app import slack_routes_and_workers
-from bot.store import Store, open_store
+from bot.store import Store, StoreError, open_store
 from bot.storm import StormPolicy
 from config.settings import Settings, replica_source
 from handlers import alerts, commands, digest
@@ -80,6 +80,17 @@ def storm_policy(settings: Settings) -> StormPolicy:
     )
 
 
+def store_readiness(store: Store) -> ReadinessCheck:
+    async def store_ready() -> str | None:
+        try:
+            await store.depth()
+        except StoreError as err:
+            return f"store: {err}"
+        return None
+
+    return store_ready
+
+
 def slack_readiness(slack: SlackClient) -> ReadinessCheck:
     async def slack_ready() -> str | None:
         try:
@@ -104,7 +115,8 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
     )
     slack = SlackClient.from_settings(settings.slack)
     slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
-    deps = Deps(settings=settings, store=store, metrics=metrics, readiness=[slack_readiness(slack)])
+    readiness = [store_readiness(store), slack_readiness(slack)]
+    deps = Deps(settings=settings, store=store, metrics=metrics, readiness=readiness)
     delivery = Delivery(store, slack)
     budget = settings.enrichment.timeout_seconds
     prom_client = (
