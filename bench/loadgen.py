@@ -8,7 +8,8 @@ per request. Each lane (a kind of request) has its own connections, so one kind 
 another in the client. Every socket operation has a timeout and the child stops by a hard deadline.
 
 Protocol: the plan is one JSON line on the child's stdin; a later line `stop` ends the scheduling early
-(requests already sent are still awaited). The results are one JSON document on its stdout.
+(requests already sent are still awaited). On its stdout, a line `go` when its connections are open and the
+schedule's clock starts, then the results as one JSON line.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 STOP = "stop"
+GO = "go"
 # Beyond the plan's last offset and one request timeout: the child is gone by then whatever happens.
 DEADLINE_MARGIN = 5.0
 
@@ -107,27 +109,45 @@ class LoadRun:
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            text=True,
+            # Unbuffered: reading the `go` line must not swallow what `communicate` reads after it.
+            bufsize=0,
         )
-        self._stdin: IO[str] = _pipe(self._process.stdin)
-        self._stdin.write(plan_json(plan) + "\n")
-        self._stdin.flush()
+        self._write(plan_json(plan) + "\n")
+        self._started: float | None = None
+
+    def started(self) -> float:
+        """`time.monotonic()` when the schedule's clock started in the child (waits for it)."""
+        if self._started is None:
+            line = _pipe(self._process.stdout).readline().decode().strip()
+            if line != GO:
+                raise RuntimeError(f"the load generator did not start (said {line[:200]!r})")
+            self._started = time.monotonic()
+        return self._started
 
     def done(self) -> bool:
         return self._process.poll() is not None
 
     def stop(self) -> None:
         """Send nothing more that was planned; what is already sent is still awaited."""
-        if not self.done() and not self._stdin.closed:
-            self._stdin.write(STOP + "\n")
-            self._stdin.flush()
+        if not self.done():
+            self._write(STOP + "\n")
+
+    def _write(self, line: str) -> None:
+        data = memoryview(line.encode())
+        stdin = _pipe(self._process.stdin)
+        try:
+            while data:
+                data = data[stdin.write(data) or 0 :]
+        except BrokenPipeError:
+            pass  # the generator has ended already: nothing left to tell it
 
     def outcomes(self) -> list[Outcome]:
         """Wait for the results (bounded by the plan's deadline)."""
+        self.started()
         out, _ = self._process.communicate(timeout=self._deadline + DEADLINE_MARGIN)
         if self._process.returncode != 0:
             raise RuntimeError(f"the load generator exited with {self._process.returncode}")
-        return parse_outcomes(out)
+        return parse_outcomes(out.decode())
 
     def __enter__(self) -> LoadRun:
         return self
@@ -138,7 +158,7 @@ class LoadRun:
             self._process.communicate()
 
 
-def _pipe(stream: IO[str] | None) -> IO[str]:
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
     if stream is None:
         raise RuntimeError("the load generator's stdin is not a pipe")
     return stream
@@ -281,6 +301,7 @@ async def send_plan(plan: Plan, stopped: asyncio.Event) -> list[Outcome]:
     await asyncio.gather(*(lane.open() for lane in lanes.values()))
     prepared = [(r, request_bytes(r, parts.netloc)) for r in sorted(plan.requests, key=lambda r: r.offset)]
     tasks: list[asyncio.Task[Outcome]] = []
+    print(GO, flush=True)
     start = time.perf_counter()
     for planned, request in prepared:
         if await _stopped_before(stopped, start + planned.offset):

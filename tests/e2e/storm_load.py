@@ -1,5 +1,7 @@
 """An alert storm as webhooks: 1 000 alerts over 500 targets, sent concurrently on a schedule.
 
+The requests go out from a separate load generator process, so what is measured is the server.
+
 Each target's group gets two notifications, as Alertmanager sends them: first with one alert (group_wait),
 then with both group/versions (group_interval). The first notifications are spread over the first half of
 the storm, the second ones over the second half, so a group's update never overtakes its first post.
@@ -9,13 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 
-import httpx
-
+from bench.loadgen import Outcome, Plan, Planned, run
 from tests.e2e.stack import CLIENT, alert_entry, auth, notification, now, proxy_alert
 
 SECONDARY_GV = "data.example.com/v1alpha1"
@@ -39,24 +38,30 @@ def storm_bodies(targets: int = 500) -> list[bytes]:
     return firsts + updates
 
 
-@dataclass(frozen=True)
-class Sent:
-    """One request of the storm: when it was scheduled (s after the start), its status, how long it took."""
-
-    offset: float
-    status: int
-    seconds: float
-    error: str = ""
+WEBHOOKS = "webhooks"
+PROBES = "probes"
+# Enough that a webhook waits for a free connection only when the server is slow to answer (the lag
+# shows it), few enough that the generator stays lean.
+LANES = {WEBHOOKS: 64, PROBES: 16}
 
 
-async def _timed(client: httpx.AsyncClient, request: httpx.Request, offset: float) -> Sent:
-    started = time.perf_counter()
-    try:
-        response = await client.send(request)
-    except httpx.HTTPError as error:
-        # Never answered: status 0, a failure for every caller.
-        return Sent(offset, 0, time.perf_counter() - started, f"{type(error).__name__}: {error}")
-    return Sent(offset, response.status_code, time.perf_counter() - started)
+def storm_plan(
+    url: str, bodies: Sequence[bytes], *, seconds: float, probe_path: str | None, timeout: float
+) -> Plan:
+    """Each body POSTed to `/alertmanager` evenly over `seconds`; with `probe_path`, a GET alongside each."""
+    headers = {**auth(), "Content-Type": "application/json"}
+    requests: list[Planned] = []
+    for i, body in enumerate(bodies):
+        offset = seconds * i / len(bodies)
+        requests.append(Planned(offset, "POST", "/alertmanager", headers, body, WEBHOOKS))
+        if probe_path is not None:
+            requests.append(Planned(offset, "GET", probe_path, lane=PROBES))
+    return Plan(url, requests, LANES, timeout)
+
+
+def split(outcomes: Sequence[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
+    """(webhooks, probes) of one storm's outcomes."""
+    return [o for o in outcomes if o.lane == WEBHOOKS], [o for o in outcomes if o.lane == PROBES]
 
 
 async def fire(
@@ -66,27 +71,14 @@ async def fire(
     seconds: float = 2.0,
     probe_path: str | None = None,
     timeout: float = 60.0,
-) -> tuple[list[Sent], list[Sent]]:
-    """POST every body to `url` + `/alertmanager`, evenly over `seconds`, concurrently.
+) -> tuple[list[Outcome], list[Outcome]]:
+    """Send the storm from a load generator process of its own (see bench/loadgen.py).
 
-    With `probe_path`, a GET of it goes out alongside every webhook (the baseline under the same load).
-    Returns (webhooks, probes).
+    The generator runs apart so that its work never queues behind this process's (the fake Slack, the
+    simulator, the test). Returns (webhooks, probes).
     """
-    headers = {**auth(), "Content-Type": "application/json"}
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
-        webhooks: list[asyncio.Task[Sent]] = []
-        probes: list[asyncio.Task[Sent]] = []
-        start = time.perf_counter()
-        for i, body in enumerate(bodies):
-            offset = seconds * i / len(bodies)
-            await asyncio.sleep(max(0.0, start + offset - time.perf_counter()))
-            post = client.build_request("POST", "/alertmanager", content=body, headers=headers)
-            webhooks.append(asyncio.create_task(_timed(client, post, offset)))
-            if probe_path is not None:
-                probe = client.build_request("GET", probe_path)
-                probes.append(asyncio.create_task(_timed(client, probe, offset)))
-        return list(await asyncio.gather(*webhooks)), list(await asyncio.gather(*probes))
+    plan = storm_plan(url, bodies, seconds=seconds, probe_path=probe_path, timeout=timeout)
+    return split(await asyncio.to_thread(run, plan))
 
 
 def percentile(values: Sequence[float], q: float) -> float:
