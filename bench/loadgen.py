@@ -19,6 +19,7 @@ import base64
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -109,11 +110,14 @@ class LoadRun:
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            # Unbuffered: reading the `go` line must not swallow what `communicate` reads after it.
+            # Unbuffered: reading the `go` line must not swallow what the reader thread reads after it.
             bufsize=0,
         )
         self._write(plan_json(plan) + "\n")
         self._started: float | None = None
+        self._output: list[bytes] = []
+        # Drains stdout as the results come, so a large result never blocks the child on a full pipe.
+        self._reader = threading.Thread(target=self._read, daemon=True)
 
     def started(self) -> float:
         """`time.monotonic()` when the schedule's clock started in the child (waits for it)."""
@@ -122,15 +126,28 @@ class LoadRun:
             if line != GO:
                 raise RuntimeError(f"the load generator did not start (said {line[:200]!r})")
             self._started = time.monotonic()
+            self._reader.start()
         return self._started
 
     def done(self) -> bool:
-        return self._process.poll() is not None
+        """Every planned request was sent and answered (or failed), and the results are in."""
+        return self._started is not None and not self._reader.is_alive()
 
     def stop(self) -> None:
         """Send nothing more that was planned; what is already sent is still awaited."""
-        if not self.done():
+        if self._process.poll() is None:
             self._write(STOP + "\n")
+
+    def outcomes(self) -> list[Outcome]:
+        """Wait for the results (bounded by the plan's deadline)."""
+        self.started()
+        self._reader.join(timeout=self._deadline + DEADLINE_MARGIN)
+        if self._reader.is_alive() or self._process.wait(timeout=DEADLINE_MARGIN) != 0:
+            raise RuntimeError(f"the load generator failed (exit status {self._process.poll()})")
+        return parse_outcomes(b"".join(self._output).decode())
+
+    def _read(self) -> None:
+        self._output.append(_pipe(self._process.stdout).read())
 
     def _write(self, line: str) -> None:
         data = memoryview(line.encode())
@@ -141,21 +158,18 @@ class LoadRun:
         except BrokenPipeError:
             pass  # the generator has ended already: nothing left to tell it
 
-    def outcomes(self) -> list[Outcome]:
-        """Wait for the results (bounded by the plan's deadline)."""
-        self.started()
-        out, _ = self._process.communicate(timeout=self._deadline + DEADLINE_MARGIN)
-        if self._process.returncode != 0:
-            raise RuntimeError(f"the load generator exited with {self._process.returncode}")
-        return parse_outcomes(out.decode())
-
     def __enter__(self) -> LoadRun:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if not self.done():
+        if self._process.poll() is None:
             self._process.kill()
-            self._process.communicate()
+        self._process.wait()
+        if self._started is not None:
+            self._reader.join(timeout=DEADLINE_MARGIN)  # the pipe ends with the process: the reader with it
+        for pipe in (self._process.stdin, self._process.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
