@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.intake import WebhookAuth, alertmanager_route
@@ -31,6 +33,55 @@ Worker = Callable[[], Coroutine[Any, Any, None]]
 ReadinessCheck = Callable[[], Awaitable[str | None]]  # None when ready, else why not
 
 
+class RequestActivity:
+    """How many HTTP requests are in flight; background work can wait for a quiet moment.
+
+    During a webhook storm the alert worker's CPU would otherwise share the event loop evenly with the
+    intake; pausing it while requests are in flight (a bounded wait) keeps the answers fast.
+    """
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def started(self) -> None:
+        self.in_flight += 1
+        self._idle.clear()
+
+    def ended(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._idle.set()
+
+    async def quiet(self, max_wait: float) -> None:
+        """Return once no request is in flight, or after `max_wait` seconds; always yields the loop."""
+        if self.in_flight == 0:
+            await asyncio.sleep(0)
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max_wait):
+                await self._idle.wait()
+
+
+class ActivityMiddleware:
+    """Counts in-flight HTTP requests into a `RequestActivity` (pure ASGI: no body buffering)."""
+
+    def __init__(self, app: ASGIApp, activity: RequestActivity) -> None:
+        self.app = app
+        self.activity = activity
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.activity.started()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.activity.ended()
+
+
 @dataclass
 class Deps:
     """Everything the app's routes and workers use, built once at startup."""
@@ -40,6 +91,7 @@ class Deps:
     metrics: BotMetrics = field(default_factory=BotMetrics)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     readiness: list[ReadinessCheck] = field(default_factory=list)
+    activity: RequestActivity = field(default_factory=RequestActivity)
 
 
 async def _healthz(request: Request) -> Response:
@@ -112,4 +164,5 @@ def create_app(deps: Deps, workers: Sequence[Worker] = (), extra: Sequence[BaseR
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    return Starlette(routes=[*routes(deps), *extra], lifespan=lifespan)
+    middleware = [Middleware(ActivityMiddleware, activity=deps.activity)]
+    return Starlette(routes=[*routes(deps), *extra], lifespan=lifespan, middleware=middleware)

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from bot.pipeline import AlertPipeline, LiveSource, Outbox, PipelineStore
@@ -54,6 +54,10 @@ class Processor(Protocol):
     async def aclose(self) -> None: ...
 
 
+async def _next_turn() -> None:
+    await asyncio.sleep(0)
+
+
 class AlertWorker:
     """Runs the alert pipeline over pending notifications; `wake()` is the intake's `on_accepted`."""
 
@@ -68,6 +72,7 @@ class AlertWorker:
         max_failures: int = 5,
         wake: asyncio.Event | None = None,
         clock: Clock = time.time,
+        pause: Callable[[], Awaitable[None]] = _next_turn,
     ) -> None:
         self._queue = queue
         self._pipeline = pipeline
@@ -75,6 +80,8 @@ class AlertWorker:
         self._retry_seconds = retry_seconds
         self._max_failures = max_failures
         self._clock = clock
+        # Awaited between notifications: requests (webhooks, slash-command acks) go first.
+        self._pause = pause
         # Shared with whoever signals new work (the app's `Deps.wake`, which the intake sets).
         self._wake = wake if wake is not None else asyncio.Event()
         self._failures: dict[int, int] = {}
@@ -129,7 +136,7 @@ class AlertWorker:
                 elif not outcome:
                     held.add(notification.id)
                 # Requests (webhooks, slash-command acks) never wait behind a whole drain.
-                await asyncio.sleep(0)
+                await self._pause()
 
     async def _process(self, notification: StoredNotification, settle: bool) -> bool | None:
         """True: closed; False: held open by the pipeline; None: failed, to be retried."""
@@ -174,6 +181,7 @@ def register(
     storm: StormPolicy | None = None,
     clock: Clock = time.time,
     prometheus: PromEnricher | None = None,
+    pause: Callable[[], Awaitable[None]] | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -184,4 +192,4 @@ def register(
     group gets a chart of its key series in its thread.
     """
     pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus)
-    return AlertWorker(store, pipeline, wake=wake, clock=clock)
+    return AlertWorker(store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn)

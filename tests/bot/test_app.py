@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from bot.app import Deps, create_app
 from bot.store import open_store
@@ -103,3 +106,28 @@ async def test_workers_run_for_the_apps_lifetime(deps: Deps) -> None:
         await asyncio.wait_for(started.wait(), 5)
         assert not stopped.is_set()
     assert stopped.is_set()
+
+
+async def test_request_activity_lets_background_work_wait_for_a_quiet_moment(deps: Deps) -> None:
+    activity = deps.activity
+    release = asyncio.Event()
+
+    async def slow(request: object) -> PlainTextResponse:
+        await release.wait()
+        return PlainTextResponse("done")
+
+    app = create_app(deps, extra=[Route("/slow", slow)])
+    async with client(app) as http:
+        request = asyncio.create_task(http.get("/slow"))
+        while activity.in_flight == 0:
+            await asyncio.sleep(0.001)
+        started = time.monotonic()
+        await activity.quiet(0.05)  # bounded: the request is still in flight
+        assert time.monotonic() - started >= 0.04
+        waiter = asyncio.create_task(activity.quiet(10))
+        await asyncio.sleep(0.01)
+        assert not waiter.done()
+        release.set()
+        assert (await request).text == "done"
+        await asyncio.wait_for(waiter, 5)  # returns as soon as nothing is in flight
+    assert activity.in_flight == 0

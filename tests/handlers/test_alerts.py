@@ -175,6 +175,19 @@ async def test_the_notification_that_empties_the_queue_settles_the_storm_summari
     assert pipeline.settled == [5]
 
 
+async def test_the_worker_pauses_between_notifications_so_requests_go_first(store: Store) -> None:
+    for n in range(3):
+        await accept(store, group(n))
+    pipeline = FlakyPipeline(store, "none")
+    pauses: list[list[int]] = []
+
+    async def pause() -> None:
+        pauses.append(list(pipeline.seen))
+
+    assert await AlertWorker(store, pipeline, pause=pause).drain() is False
+    assert pauses == [[1], [1, 2], [1, 2, 3]]
+
+
 async def test_the_worker_ends_a_quiet_storm(store: Store, clock: Clock) -> None:
     wake = asyncio.Event()
     delivery = Delivery(store, NoSlack(), clock=clock)
