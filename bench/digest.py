@@ -14,6 +14,7 @@ is `digest_seconds: <n>` (target <= 5).
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from pathlib import Path
@@ -103,6 +104,9 @@ async def main() -> int:
         f"cluster-{i}": FakeCluster(own_page(page, targets, i), LATENCY, hung=f"cluster-{i}" == HUNG)
         for i in range(CLUSTERS)
     }
+    # As `proxybot serve` does after startup: the long-lived heap is frozen, out of the collector's walks.
+    gc.collect()
+    gc.freeze()
     per_cluster = await baseline(sources)
 
     live = LiveState(sources)
