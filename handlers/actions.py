@@ -194,11 +194,11 @@ def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
             "silence it: silence it in Alertmanager instead."
         )
     if not deps.settings.may_silence(cluster.name, pressed.who):
-        raise Refused(_silence_refusal(deps.settings, cluster.name, pressed.who))
+        raise Refused(silence_refusal(deps.settings, cluster.name, pressed.who))
     return cluster
 
 
-def _silence_refusal(settings: Settings, cluster: str, who: Requester) -> str:
+def silence_refusal(settings: Settings, cluster: str, who: Requester) -> str:
     if who.user not in settings.access.silencers:
         why = "you are not in `access.silencers` of proxybot's configuration"
     elif who.direct_message:

@@ -10,12 +10,12 @@ channel. Only the shape is checked here: every value is validated by the check i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
 from bot.checks.netpol import ANYWHERE_V4, DEFAULT_STUN_PORT, CrossCluster, parse_cidr, parse_port
+from bot.domain import durations
 from bot.errors import InputError
 
 MAX_TEXT = 1000
@@ -25,8 +25,6 @@ PUBLIC = "public"
 # Straight quotes, and the typographic ones Slack clients substitute while typing.
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u2018": "\u2019", "\u2019": "\u2019"}
 _ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
-_DURATION = re.compile(r"([0-9]{1,6})([smhd])")  # not \d: it takes every script's digits
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class Takes(Enum):
@@ -216,13 +214,7 @@ def whole_number(flag: str, text: str) -> int:
 
 def parse_duration(text: str, *, low: int = 60, high: int = 14 * 86400) -> int:
     """`2h`, `30m`, `1h30m`, `1d` in seconds, within `low`..`high`."""
-    parts = _DURATION.findall(text)
-    if not text or "".join(n + u for n, u in parts) != text:
-        raise InputError(f"DURATION: {shown(text)} is not a duration like 30m, 2h or 1d")
-    seconds = sum(int(n) * _UNIT[u] for n, u in parts)
-    if not low <= seconds <= high:
-        raise InputError(f"DURATION: {text} is outside {low // 60}m..{high // 86400}d")
-    return seconds
+    return durations.parse_duration(text, field="DURATION", low=low, high=high)
 
 
 def cross_cluster(inv: Invocation) -> CrossCluster | None:

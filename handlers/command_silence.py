@@ -17,7 +17,7 @@ from bot.clients.alertmanager import Matcher, Silence, silence_id
 from bot.errors import InputError
 from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines
 from config.settings import Requester, Settings
-from handlers.actions import Refused
+from handlers.actions import Refused, silence_refusal
 from handlers.command_args import Invocation, parse_duration, shown
 
 DEFAULT_DURATION = "1h"
@@ -84,7 +84,7 @@ def _create(
         raise InputError(f"TARGET: {shown(name, 80)} is not a configured target")
     cluster, target = found
     if not settings.may_silence(cluster.name, who):
-        raise Refused(_refusal(settings, cluster.name, who))
+        raise Refused(silence_refusal(settings, cluster.name, who))
     duration = timedelta(seconds=parse_duration(inv.arg(1) or DEFAULT_DURATION))
     reason = inv.one("--reason") or f"silenced from Slack with /proxy by {user_name}"
     matchers = (Matcher("target", target.name),)
@@ -106,16 +106,6 @@ def _create(
         return Message(text)
 
     return work
-
-
-def _refusal(settings: Settings, cluster: str, who: Requester) -> str:
-    if who.user not in settings.access.silencers:
-        why = "you are not in `access.silencers` of proxybot's configuration"
-    elif who.direct_message:
-        why = f"direct messages may not query cluster {code(cluster)} (see `access.direct_messages`)"
-    else:
-        why = f"this channel may not query cluster {code(cluster)} (see `access` in the configuration)"
-    return f"You may not silence alerts of cluster {code(cluster)}: {why}."
 
 
 def clusters_of(silence: Silence, settings: Settings) -> set[str]:
@@ -169,7 +159,7 @@ async def _expire(settings: Settings, silences: Silences, who: Requester, wanted
         raise InputError(f"no silence {wanted} concerns a cluster you may query here")
     refused = sorted(c for c in clusters if not settings.may_silence(c, who))
     if refused:
-        raise Refused(_refusal(settings, refused[0], who))
+        raise Refused(silence_refusal(settings, refused[0], who))
     if found.state not in _LIVE_STATES:
         return Message(f"Silence {code(wanted)} is already {esc(found.state)}.")
     await silences.expire_silence(wanted)

@@ -20,6 +20,7 @@ from typing import Any
 from bot.checks.context import CheckContext, TargetRef, resolve_target
 from bot.clients.prometheus import PrometheusClient
 from bot.domain.diagnosis import diagnose
+from bot.domain.durations import parse_duration
 from bot.domain.findings import Finding, Severity, finding_key, worst
 from bot.domain.reasons import OutcomeReason, ReasonKind, reason_info
 from bot.domain.snapshot import (
@@ -31,7 +32,7 @@ from bot.domain.snapshot import (
     ProxySnapshot,
     make_labels,
 )
-from bot.errors import InputError, UpstreamError
+from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from bot.prom_queries import WindowAsk, counters_query, window_from
 from config.settings import ClusterSettings, Settings, replica_source
@@ -224,21 +225,13 @@ REASON_FAMILIES = (
     (DISCOVERY_FALLBACKS, "discovery fallback"),
 )
 SINCE_START = "since the proxy started"
-_DURATION = re.compile(r"([0-9]+)([smhd])")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MIN_WINDOW = 60
 MAX_WINDOW = 7 * 86400
 
 
 def parse_window(text: str) -> int:
     """`15m`, `1h30m`, `90s`, `2d` in seconds; between a minute and a week."""
-    parts = _DURATION.findall(text)
-    if not text or "".join(n + u for n, u in parts) != text:
-        raise InputError(f"--window: {text[:40]!r} is not a duration like 15m, 1h or 1h30m")
-    seconds = sum(int(n) * _UNIT[u] for n, u in parts)
-    if not MIN_WINDOW <= seconds <= MAX_WINDOW:
-        raise InputError(f"--window: {text!r} is outside 1m..7d")
-    return seconds
+    return parse_duration(text, field="--window", low=MIN_WINDOW, high=MAX_WINDOW)
 
 
 @dataclass(frozen=True, slots=True)
