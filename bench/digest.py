@@ -24,7 +24,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.syncer_page import build_page
-from bot.digest import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Health, build_digest, read_fleet
+from bot.digest import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Health, assemble_digest
+from bot.digest_pool import judge_fleet_in_pool
 from bot.live import LiveState
 from bot.render.digest import digest_message
 from config.settings import Settings
@@ -109,11 +110,13 @@ async def main() -> int:
     gc.freeze()
     per_cluster = await baseline(sources)
 
-    live = LiveState(sources)
     started = time.perf_counter()
-    outcomes = await read_fleet([c.name for c in settings.clusters], live.read)
+    # The pool's start is part of the cost: a digest starts its workers and stops them afterwards.
+    outcomes = await judge_fleet_in_pool(settings.clusters, sources)
     read_seconds = time.perf_counter() - started
-    digest = await asyncio.to_thread(build_digest, settings, outcomes, period="bench", at=time.time())
+    judged = [t for c in settings.clusters for t in outcomes[c.name].targets]
+    seconds = {name: o.seconds for name, o in outcomes.items()}
+    digest = assemble_digest(judged, seconds, period="bench", at=time.time())
     message = digest_message(digest)
     wall = time.perf_counter() - started
 

@@ -379,6 +379,11 @@ def _moves(
     return out
 
 
+def judge_cluster(cluster: ClusterSettings, read: ClusterRead) -> tuple[TargetDigest, ...]:
+    """Every configured target of one client cluster, judged from that cluster's read."""
+    return tuple(judge_target(cluster.name, target, read) for target in cluster.targets)
+
+
 def build_digest(
     settings: Settings,
     outcomes: Mapping[str, ClusterOutcome],
@@ -390,12 +395,25 @@ def build_digest(
     previous_at: float | None = None,
 ) -> Digest:
     """The digest of every configured target from the clusters' reads, worst first."""
-    targets = [
-        judge_target(cluster.name, target, outcomes[cluster.name].read)
-        for cluster in settings.clusters
-        for target in cluster.targets
-    ]
-    targets.sort(key=lambda t: (RANK[t.health], -t.severity, t.cluster, t.target))
+    judged = [t for c in settings.clusters for t in judge_cluster(c, outcomes[c.name].read)]
+    seconds = {name: o.seconds for name, o in outcomes.items()}
+    return assemble_digest(
+        judged, seconds, period=period, at=at, probes=probes, previous=previous, previous_at=previous_at
+    )
+
+
+def assemble_digest(
+    judged: Iterable[TargetDigest],
+    cluster_seconds: Mapping[str, float],
+    *,
+    period: str,
+    at: float,
+    probes: tuple[ProbeRun, ...] = (),
+    previous: Mapping[str, Any] | None = None,
+    previous_at: float | None = None,
+) -> Digest:
+    """The digest of targets already judged (in configuration order), worst first."""
+    targets = sorted(judged, key=lambda t: (RANK[t.health], -t.severity, t.cluster, t.target))
     return Digest(
         period=period,
         at=at,
@@ -404,5 +422,5 @@ def build_digest(
         moved=reasons_moved(targets, previous),
         probes=tuple(sorted(probes, key=lambda p: (p.ok, p.cluster))),
         previous_at=previous_at,
-        cluster_seconds={name: o.seconds for name, o in outcomes.items()},
+        cluster_seconds=dict(cluster_seconds),
     )

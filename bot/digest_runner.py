@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -25,11 +25,15 @@ from bot.digest import (
     CronJobSource,
     Digest,
     ReadCluster,
-    build_digest,
+    TargetDigest,
+    assemble_digest,
+    judge_cluster,
     probe_runs,
     read_fleet,
 )
 from bot.digest_history import RangeQueries, digest_charts
+from bot.digest_pool import judge_fleet_in_pool
+from bot.live import MetricsSource
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng, chart_pngs, digest_message
 from bot.store import Store
@@ -96,11 +100,17 @@ class DirectPoster:
 
 @dataclass(frozen=True)
 class DigestSources:
-    """Where a digest reads from: the clusters' live state, the probe CronJobs, Prometheus."""
+    """Where a digest reads from: the clusters' live state, the probe CronJobs, Prometheus.
+
+    With `pages` (each cluster's `/metrics/syncer`), the digest reads them itself and parses and judges
+    them in worker processes (`bot.digest_pool`), so a big fleet's CPU is spread over every core; `read`
+    then serves nothing in the digest.
+    """
 
     read: ReadCluster
     cronjobs: CronJobSource | None = None
     prometheus: RangeQueries | None = None
+    pages: Mapping[str, MetricsSource] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,9 +148,8 @@ class DigestRunner:
     async def collect(self, period: str, previous_period: str | None = None) -> Digest:
         """Read the fleet and judge it against the last posted digest (other than `previous_period`)."""
         settings, now = self.settings, self._clock()
-        names = [c.name for c in settings.clusters]
-        reads, probes = await asyncio.gather(
-            read_fleet(names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout),
+        (judged, seconds), probes = await asyncio.gather(
+            self._judge_fleet(),
             probe_runs(
                 settings.clusters,
                 self._sources.cronjobs,
@@ -151,18 +160,28 @@ class DigestRunner:
         )
         last = await self._store.last_digest(other_than=previous_period)
         previous, previous_at = (None, None) if last is None else (last.summary, last.posted_at)
-        # Judging a big fleet is a second or two of CPU: off the event loop, so webhooks keep their latency.
-        return await asyncio.to_thread(
-            lambda: build_digest(
-                settings,
-                reads,
-                period=period,
-                at=now,
-                probes=probes,
-                previous=previous,
-                previous_at=previous_at,
-            )
+        return assemble_digest(
+            judged, seconds, period=period, at=now, probes=probes, previous=previous, previous_at=previous_at
         )
+
+    async def _judge_fleet(self) -> tuple[list[TargetDigest], dict[str, float]]:
+        """Every configured target judged (in configuration order), and the seconds each cluster cost."""
+        clusters = self.settings.clusters
+        if self._sources.pages is not None:
+            fleet = await judge_fleet_in_pool(
+                clusters, self._sources.pages, concurrency=self._concurrency, timeout=self._timeout
+            )
+            judged = [t for c in clusters for t in fleet[c.name].targets]
+            return judged, {name: j.seconds for name, j in fleet.items()}
+        names = [c.name for c in clusters]
+        reads = await read_fleet(
+            names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout
+        )
+        # Judging a big fleet is seconds of CPU: off the event loop, so webhooks keep their latency.
+        judged = await asyncio.to_thread(
+            lambda: [t for c in clusters for t in judge_cluster(c, reads[c.name].read)]
+        )
+        return judged, {name: o.seconds for name, o in reads.items()}
 
     async def build(self, period: str, *, record_sample: bool = True) -> BuiltDigest:
         """The digest of `period` with its charts; `record_sample` keeps its fleet sample for later charts."""
@@ -201,12 +220,9 @@ class DigestRunner:
 
     async def sample(self) -> None:
         """Store a fleet sample between digests, so the charts have points to draw without Prometheus."""
-        names = [c.name for c in self.settings.clusters]
-        reads = await read_fleet(
-            names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout
-        )
+        judged, seconds = await self._judge_fleet()
         now = self._clock()
-        digest = build_digest(self.settings, reads, period="sample", at=now)
+        digest = assemble_digest(judged, seconds, period="sample", at=now)
         await self._store.add_fleet_sample(
             FleetSample(now, digest.sample()), keep_after=now - SAMPLE_RETENTION
         )
