@@ -272,11 +272,12 @@ def _assemble(text: str, found: list[_Sample], types: dict[str, str]) -> ProxySn
     samples: dict[str, dict[Labels, float]] = {}
     parts: dict[tuple[str, Labels], _HistogramParts] = {}
     roles: dict[str, tuple[str, str] | None] = {}
+    bounds: dict[str, float] = {}
     for sample in found:
         name, labels, value, start = sample
         role = roles[name] if name in roles else roles.setdefault(name, _role(name, types))
         if role is not None:
-            _add_part(text, parts, role, sample)
+            _add_part(text, parts, role, sample, bounds)
             continue
         series = samples.get(name)
         if series is None:
@@ -302,13 +303,17 @@ def _role(name: str, types: dict[str, str]) -> tuple[str, str] | None:
 
 
 def _add_part(
-    text: str, parts: dict[tuple[str, Labels], _HistogramParts], role: tuple[str, str], sample: _Sample
+    text: str,
+    parts: dict[tuple[str, Labels], _HistogramParts],
+    role: tuple[str, str],
+    sample: _Sample,
+    bounds: dict[str, float],
 ) -> None:
     family, suffix = role
     name, labels, value, start = sample
     le: float | None = None
     if suffix == "_bucket":
-        le, labels = _split_bound(text, labels, start)
+        le, labels = _split_bound(text, labels, start, bounds)
     p = parts.get((family, labels))
     if p is None:
         p = parts[family, labels] = _HistogramParts(start)
@@ -324,12 +329,19 @@ def _add_part(
         p.count = value
 
 
-def _split_bound(text: str, labels: Labels, start: int) -> tuple[float, Labels]:
+def _split_bound(text: str, labels: Labels, start: int, bounds: dict[str, float]) -> tuple[float, Labels]:
     """A bucket's upper bound, and its labels without `le` (still sorted)."""
-    rest = dict(labels)
-    bound = rest.pop("le", None)
-    if bound is None:
-        raise _error(text, start, "histogram bucket without an le label")
-    if _NUMBER_RE.fullmatch(bound) is None or bound.lower() == "nan":
-        raise _error(text, start, f"invalid le {bound!r}")
-    return float(bound), tuple(rest.items())
+    for i, (key, value) in enumerate(labels):
+        if key == "le":
+            return _bound(text, value, start, bounds), labels[:i] + labels[i + 1 :]
+    raise _error(text, start, "histogram bucket without an le label")
+
+
+def _bound(text: str, value: str, start: int, bounds: dict[str, float]) -> float:
+    """An `le` value as a number; `bounds` remembers the valid ones (a page repeats a dozen on every line)."""
+    le = bounds.get(value)
+    if le is None:
+        if _NUMBER_RE.fullmatch(value) is None or value.lower() == "nan":
+            raise _error(text, start, f"invalid le {value!r}")
+        le = bounds[value] = float(value)
+    return le
