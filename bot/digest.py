@@ -36,7 +36,10 @@ from config.settings import ClusterSettings, Settings, TargetSettings
 
 Clock = Callable[[], float]
 ReadCluster = Callable[[str], Awaitable[ClusterRead]]
-DEFAULT_CONCURRENCY = 20
+# Reads at once, each from a different client cluster: the bound is on the bot (sockets, pages in memory).
+# 40 rather than 20 since pages are parsed in worker processes: with 20, a cluster late in the fleet only
+# started reading a second in, and a hung one there held the digest past its budget.
+DEFAULT_CONCURRENCY = 40
 DEFAULT_CLUSTER_TIMEOUT = 4.0  # below the 5 s budget a whole digest of a big fleet is held to
 REQUEST_FAMILY = "request"  # the words status.py's REASON_FAMILIES use for vcluster_proxy_request_total
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from itertools import starmap
 
 from bot.domain.snapshot import HISTOGRAMS, PREFIX, Bucket, Histogram, Labels, ProxySnapshot
 from bot.errors import MetricsParseError
@@ -86,7 +87,7 @@ class _HistogramParts:
         count = self.buckets.get(math.inf) if self.count is None else self.count
         if count is None:
             raise _error(text, self.first, "histogram series has neither a _count sample nor a +Inf bucket")
-        buckets = tuple(Bucket(le, c) for le, c in sorted(self.buckets.items()))
+        buckets = tuple(starmap(Bucket, sorted(self.buckets.items())))
         return Histogram(buckets=buckets, count=count, sum=math.nan if self.sum is None else self.sum)
 
 
