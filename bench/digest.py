@@ -2,9 +2,10 @@
 
 Run from the repository root: `.venv/bin/python bench/digest.py`. Each simulated cluster is a fake metrics
 source that answers a realistic `/metrics/syncer` page (bench/syncer_page.py: 5 targets, 2 group/versions,
-controller-runtime noise) after a realistic API round trip; one never answers. The real code runs: a
-`LiveState` over the sources (single-flight reads, parsing in a thread), `read_fleet` with its bound on
-concurrency and per-cluster timeout, and `build_digest` with the diagnosis of every target.
+controller-runtime noise) after a realistic API round trip; one never answers. The real code runs, cold: the
+digest's own pool of worker processes is started, `judge_fleet` reads every page (its bound on concurrency,
+its per-cluster timeout) and has each parsed and its targets diagnosed in a worker as soon as it arrives,
+then `assemble_digest` orders the targets and the message is rendered.
 
 Baseline, measured in the same run: the same reads one cluster after another for 10 healthy clusters,
 extrapolated to 199 (what a plain loop over the fleet would cost, before any hung cluster). The last line
