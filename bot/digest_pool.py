@@ -4,6 +4,7 @@
                                                timeout, as `read_fleet`), then parsed and judged in `executor`
                                                as soon as it arrives; returns each cluster's judged targets
     digest_pool()                              a process pool sized to the machine's cores
+    judge_fleet_in_pool(clusters, sources)     `judge_fleet` in a pool started and stopped for one digest
 
 Parsing a `/metrics/syncer` page and diagnosing its targets is pure CPU: in the bot's own process every
 page waits on one interpreter lock, so a big fleet took longer than its digest budget. Only the page text
