@@ -3,7 +3,8 @@
     judge_fleet(clusters, sources, executor)   every cluster's page fetched (bounded, each with its own
                                                timeout, as `read_fleet`), then parsed and judged in `executor`
                                                as soon as it arrives; returns each cluster's judged targets
-    digest_pool()                              a process pool sized to the machine's cores
+    digest_pool()                              a process pool sized to the machine's cores (forkserver)
+    warm_up(pool)                              start its workers now, not at the first digest
     judge_fleet_in_pool(clusters, sources)     `judge_fleet` in a pool started and stopped for one digest
 
 Parsing a `/metrics/syncer` page and diagnosing its targets is pure CPU: in the bot's own process every
@@ -50,11 +51,28 @@ def judge_page(cluster: ClusterSettings, read_at: float, text: str) -> tuple[Tar
 
 
 def digest_pool(workers: int | None = None) -> ProcessPoolExecutor:
-    """Worker processes for `judge_fleet`, one per usable core unless told otherwise."""
+    """Worker processes for `judge_fleet`, one per usable core unless told otherwise.
+
+    Workers come from a forkserver, not from a fork of the bot: the bot runs threads (the store's, the
+    event loop's executors), and a fork copies any lock one of them holds. The forkserver imports the
+    judging code once, so each worker starts with it loaded; `serve` starts the pool at startup
+    (`warm_up`) and keeps it, so a digest never pays for the imports.
+    """
     count = workers or len(os.sched_getaffinity(0)) or 1
-    # Forked: a worker starts in milliseconds with the judging code already imported (a fresh interpreter
-    # spends a second importing it, a fifth of the digest's budget). Workers only parse and judge.
-    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"))
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["bot.digest_pool"])
+    return ProcessPoolExecutor(count, mp_context=context)
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+async def warm_up(pool: Executor, workers: int | None = None) -> None:
+    """Start the pool's workers (and the forkserver) now."""
+    loop = asyncio.get_running_loop()
+    count = workers or len(os.sched_getaffinity(0)) or 1
+    await asyncio.gather(*(loop.run_in_executor(pool, _ready) for _ in range(count)))
 
 
 async def judge_fleet(

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -32,7 +33,7 @@ from bot.digest import (
     read_fleet,
 )
 from bot.digest_history import RangeQueries, digest_charts
-from bot.digest_pool import judge_fleet_in_pool
+from bot.digest_pool import judge_fleet, judge_fleet_in_pool
 from bot.live import MetricsSource
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng, chart_pngs, digest_message
@@ -111,6 +112,8 @@ class DigestSources:
     cronjobs: CronJobSource | None = None
     prometheus: RangeQueries | None = None
     pages: Mapping[str, MetricsSource] | None = None
+    # The long-lived worker pool `serve` keeps (bot.digest_pool.digest_pool); None: one per digest.
+    executor: Executor | None = None
 
 
 @dataclass(frozen=True)
@@ -167,10 +170,13 @@ class DigestRunner:
     async def _judge_fleet(self) -> tuple[list[TargetDigest], dict[str, float]]:
         """Every configured target judged (in configuration order), and the seconds each cluster cost."""
         clusters = self.settings.clusters
-        if self._sources.pages is not None:
-            fleet = await judge_fleet_in_pool(
-                clusters, self._sources.pages, concurrency=self._concurrency, timeout=self._timeout
-            )
+        pages, executor = self._sources.pages, self._sources.executor
+        if pages is not None:
+            concurrency, timeout = self._concurrency, self._timeout
+            if executor is not None:
+                fleet = await judge_fleet(clusters, pages, executor, concurrency=concurrency, timeout=timeout)
+            else:
+                fleet = await judge_fleet_in_pool(clusters, pages, concurrency=concurrency, timeout=timeout)
             judged = [t for c in clusters for t in fleet[c.name].targets]
             return judged, {name: j.seconds for name, j in fleet.items()}
         names = [c.name for c in clusters]

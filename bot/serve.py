@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import uvicorn
@@ -20,6 +21,7 @@ from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient, SlackError
 from bot.delivery import Delivery
 from bot.digest import ContextCronJobs
+from bot.digest_pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.live import LiveState
 from bot.metrics import BotMetrics
@@ -46,8 +48,11 @@ class Bot:
     prometheus: PromEnricher | None = None  # owns the Prometheus client the digest shares
     commands: commands.CommandDeps | None = None
     silences: AlertmanagerClient | None = None
+    pool: ProcessPoolExecutor | None = None  # the digest's worker processes
 
     async def close(self) -> None:
+        if self.pool is not None:
+            await asyncio.to_thread(self.pool.shutdown)
         if self.prometheus is not None:
             await self.prometheus.aclose()
         if self.commands is not None:
@@ -142,6 +147,7 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
         commands.CommandDeps.for_settings(settings, silences=silences),
         observe=lambda sub, seconds: metrics.command_seconds.labels(sub).observe(seconds),
     )
+    pool = digest_pool()
     digests = digest.register(
         settings,
         store,
@@ -149,9 +155,12 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
         live.read,
         cronjobs=ContextCronJobs(command_deps.ctx),
         prometheus=prom_client,
+        pages={c.name: readers[c.name] for c in settings.clusters if c.name in readers},
+        executor=pool,
     )
     command_deps = replace(command_deps, digest=digests.runner.post_now)
     workers: list[Worker] = [
+        lambda: warm_up(pool),  # the digest's worker processes start with the bot, not at 08:00
         alert_worker.run,
         delivery.run,
         digests.run,
@@ -165,7 +174,7 @@ async def build_bot(settings: Settings, store: Store | None = None, *, warm_inte
         registrations=[lambda app: commands.register(app, command_deps)],
     )
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
-    return Bot(deps, app, list(readers.values()), enricher, command_deps, silences)
+    return Bot(deps, app, list(readers.values()), enricher, command_deps, silences, pool)
 
 
 async def serve(bot: Bot, host: str, port: int) -> None:

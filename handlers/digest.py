@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
+from concurrent.futures import Executor
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -28,6 +30,7 @@ from bot.delivery import Delivery
 from bot.digest import Clock, CronJobSource, ReadCluster
 from bot.digest_history import RangeQueries
 from bot.digest_runner import DigestRunner, DigestSources, OutboxPoster
+from bot.live import MetricsSource
 from bot.store import Store
 from config.settings import Settings
 
@@ -157,8 +160,15 @@ def register(
     *,
     cronjobs: CronJobSource | None = None,
     prometheus: RangeQueries | None = None,
+    pages: Mapping[str, MetricsSource] | None = None,
+    executor: Executor | None = None,
 ) -> DigestScheduler:
-    """The digest for `serve`: `.run` is the app worker, `.runner.post_now()` answers `/proxy digest`."""
-    runner = DigestRunner(settings, store, DigestSources(read, cronjobs, prometheus), OutboxPoster(delivery))
+    """The digest for `serve`: `.run` is the app worker, `.runner.post_now()` answers `/proxy digest`.
+
+    With `pages` (each client cluster's metrics reader) and `executor` (a `bot.digest_pool` pool), pages are
+    parsed and judged in worker processes, so a big fleet is not judged on the bot's one interpreter lock.
+    """
+    sources = DigestSources(read, cronjobs, prometheus, pages, executor)
+    runner = DigestRunner(settings, store, sources, OutboxPoster(delivery))
     zone = ZoneInfo(settings.digest.timezone)
     return DigestScheduler(runner, settings.digest.cron_trigger(), zone, enabled=settings.digest.enabled)
