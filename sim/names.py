@@ -1,27 +1,48 @@
-"""The guide's metric names, reasons and constants, duplicated here because sim never imports bot/."""
+"""The guide's metric names, reasons and constants as the simulator uses them.
+
+The metric names are re-exported from the parser's module (shared constants are the one import of bot/ that
+STYLE.md allows sim), so the simulator and the parser can never drift apart.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-# Gauges.
-PEERS = "vcluster_proxy_peers"
-PEER_CACHE_SYNCED = "vcluster_proxy_peer_cache_synced"
-PEER_LIST_AGE = "vcluster_proxy_peer_list_age_seconds"
-INFLIGHT = "vcluster_proxy_inflight_requests"
-ACTIVE_WATCHES = "vcluster_proxy_active_watches"
-# Counters, named as exposed (with `_total`).
-REQUESTS = "vcluster_proxy_request_total"
-TERMINATIONS = "vcluster_proxy_request_terminations_total"
-DISCOVERY_FALLBACKS = "vcluster_proxy_discovery_fallbacks_total"
-QUARANTINES = "vcluster_proxy_peer_quarantines_total"
-ALL_QUARANTINED = "vcluster_proxy_target_all_peers_quarantined_total"
-RECOVERIES = "vcluster_proxy_peer_recoveries_total"
-DIAL_FAILURES = "vcluster_proxy_peer_dial_failures_total"
-WATCH_EVENTS = "vcluster_proxy_watch_events_total"
-# Histograms.
-REQUEST_DURATION = "vcluster_proxy_request_duration_seconds"
-DIAL_DURATION = "vcluster_proxy_peer_dial_duration_seconds"
+from bot.domain.snapshot import (
+    ACTIVE_WATCHES,
+    ALL_QUARANTINED,
+    DIAL_DURATION,
+    DIAL_FAILURES,
+    DISCOVERY_FALLBACKS,
+    INFLIGHT,
+    PEER_CACHE_SYNCED,
+    PEER_LIST_AGE,
+    PEERS,
+    QUARANTINES,
+    RECOVERIES,
+    REQUEST_DURATION,
+    REQUESTS,
+    TERMINATIONS,
+    WATCH_EVENTS,
+)
+
+__all__ = [
+    "ACTIVE_WATCHES",
+    "ALL_QUARANTINED",
+    "DIAL_DURATION",
+    "DIAL_FAILURES",
+    "DISCOVERY_FALLBACKS",
+    "INFLIGHT",
+    "PEERS",
+    "PEER_CACHE_SYNCED",
+    "PEER_LIST_AGE",
+    "QUARANTINES",
+    "RECOVERIES",
+    "REQUESTS",
+    "REQUEST_DURATION",
+    "TERMINATIONS",
+    "WATCH_EVENTS",
+]
 
 # The guide's constants.
 DIAL_TIMEOUT = 5.0
