@@ -9,13 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 import yaml
 
-from tests.harness.process import HTTP_TIMEOUT, HarnessError, ServerProcess, find_binary, free_port
+from tests.harness.process import (
+    HTTP_TIMEOUT,
+    HarnessError,
+    ManagedServer,
+    ServerProcess,
+    find_binary,
+    free_port,
+)
 
 Json = dict[str, Any]
 
@@ -47,7 +53,7 @@ def alertmanager_config(webhook_url: str, bearer_token: str | None, route: Route
     }
 
 
-class Alertmanager:
+class Alertmanager(ManagedServer):
     """An Alertmanager process without HA gossip; a context manager that starts it and stops it."""
 
     def __init__(
@@ -80,23 +86,6 @@ class Alertmanager:
             "--cluster.listen-address=",
             "--log.level=warn",
         ]
-
-    def __enter__(self) -> Self:
-        self._process.start()
-        try:
-            self._process.wait_ready(f"{self.url}/-/ready", self.ready_timeout)
-        except BaseException:
-            self._process.stop()
-            raise
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._process.stop()
-
-    def log_tail(self, lines: int = 30) -> str:
-        return self._process.log_tail(lines)
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         try:

@@ -9,7 +9,8 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TypeVar
+from types import TracebackType
+from typing import IO, Self, TypeVar
 
 import httpx
 
@@ -102,3 +103,31 @@ class ServerProcess:
             wait_for(ready, timeout, f"{url} to be ready")
         except HarnessError as error:
             raise HarnessError(f"{error}\n{self.log_tail()}") from None
+
+
+class ManagedServer:
+    """A server binary run for a `with` block: started, ready on `/-/ready`, stopped at the end.
+
+    Subclasses set `url`, `ready_timeout` and `_process` in their constructor.
+    """
+
+    url: str
+    ready_timeout: float
+    _process: ServerProcess
+
+    def __enter__(self) -> Self:
+        self._process.start()
+        try:
+            self._process.wait_ready(f"{self.url}/-/ready", self.ready_timeout)
+        except BaseException:
+            self._process.stop()
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._process.stop()
+
+    def log_tail(self, lines: int = 30) -> str:
+        return self._process.log_tail(lines)

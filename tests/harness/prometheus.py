@@ -9,13 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 import yaml
 
-from tests.harness.process import HTTP_TIMEOUT, HarnessError, ServerProcess, find_binary, free_port, wait_for
+from tests.harness.process import (
+    HTTP_TIMEOUT,
+    HarnessError,
+    ManagedServer,
+    ServerProcess,
+    find_binary,
+    free_port,
+    wait_for,
+)
 
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -76,7 +83,7 @@ def prometheus_config(
     return config
 
 
-class Prometheus:
+class Prometheus(ManagedServer):
     """A Prometheus server process; a context manager that starts it, waits for `/-/ready`, and stops it."""
 
     def __init__(
@@ -120,23 +127,6 @@ class Prometheus:
             "--rules.alert.resend-delay=1s",
             "--log.level=warn",
         ]
-
-    def __enter__(self) -> Self:
-        self._process.start()
-        try:
-            self._process.wait_ready(f"{self.url}/-/ready", self.ready_timeout)
-        except BaseException:
-            self._process.stop()
-            raise
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._process.stop()
-
-    def log_tail(self, lines: int = 30) -> str:
-        return self._process.log_tail(lines)
 
     def api(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         """GET `/api/v1/<path>` and return its `data`, raising HarnessError on any failure."""
