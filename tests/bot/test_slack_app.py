@@ -6,8 +6,6 @@ The helpers at the top (config, signing, button payloads) are shared with tests/
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import logging
 import time
@@ -31,10 +29,9 @@ from bot.store import Store, open_store
 from config.loader import parse_config
 from config.settings import Settings
 from tests.fakes.slack_api import FakeSlack
+from tests.handlers.slack_requests import BOT_TOKEN, SIGNING_SECRET, signed
 
-BOT_TOKEN = "xoxb-test-token"
 APP_TOKEN = "xapp-1-A0TEST-123-socketsecret"
-SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 ALERTS = "C0ALERTS1"
 GROUP_KEY = '{}:{alertname="ResourceProxyNoHealthyPeers", target="platform/crd-store"}'
 ALICE, BOB = "U0ALICE01", "U0BOB0001"
@@ -63,17 +60,6 @@ def make_settings(tmp_path: Path, api_url: str, *, app_token: str | None = None)
     extra = f', app_token: "{app_token}"' if app_token else ""
     text = CONFIG.format(bot=BOT_TOKEN, secret=SIGNING_SECRET, api=api_url, extra=extra, alice=ALICE)
     return parse_config(text, base_dir=tmp_path, env={}, purpose="demo").settings
-
-
-def signed(body: str, *, secret: str = SIGNING_SECRET, skew: float = 0.0) -> dict[str, str]:
-    """Headers Slack sends: `v0=` HMAC-SHA256 of `v0:timestamp:body` with the signing secret."""
-    timestamp = str(int(time.time() + skew))
-    digest = hmac.new(secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
-    return {
-        "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": f"v0={digest}",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
 
 
 def button_body(
