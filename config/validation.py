@@ -38,28 +38,24 @@ def _describe(value: str) -> str:
     return repr(shown)
 
 
-def dns1123_label(value: str) -> str:
-    """A namespace, project or tenant cluster name: lower-case alphanumerics and '-', at most 63."""
+def _label(value: str, pattern: re.Pattern[str], kind: str, rule: str) -> str:
     if len(value) > LABEL_MAX:
         raise ValueError(f"{_describe(value)} is longer than {LABEL_MAX} characters")
-    if not DNS1123_LABEL.match(value):
-        raise ValueError(
-            f"{_describe(value)} is not a DNS-1123 label "
-            "(lower-case letters, digits and '-', starting and ending with a letter or digit)"
-        )
+    if not pattern.match(value):
+        raise ValueError(f"{_describe(value)} is not a {kind} label ({rule})")
     return value
+
+
+def dns1123_label(value: str) -> str:
+    """A namespace, project or tenant cluster name: lower-case alphanumerics and '-', at most 63."""
+    rule = "lower-case letters, digits and '-', starting and ending with a letter or digit"
+    return _label(value, DNS1123_LABEL, "DNS-1123", rule)
 
 
 def dns1035_label(value: str) -> str:
     """A resource plural or API version: a DNS-1123 label that starts with a letter."""
-    if len(value) > LABEL_MAX:
-        raise ValueError(f"{_describe(value)} is longer than {LABEL_MAX} characters")
-    if not DNS1035_LABEL.match(value):
-        raise ValueError(
-            f"{_describe(value)} is not a DNS-1035 label "
-            "(lower-case letters, digits and '-', starting with a letter, ending with a letter or digit)"
-        )
-    return value
+    rule = "lower-case letters, digits and '-', starting with a letter, ending with a letter or digit"
+    return _label(value, DNS1035_LABEL, "DNS-1035", rule)
 
 
 def api_group(value: str) -> str:
@@ -73,30 +69,27 @@ def api_group(value: str) -> str:
     return value
 
 
-def group_version(value: str) -> str:
-    """`<group>/<version>` of a proxied custom resource; the core group cannot be proxied."""
-    group, slash, version = value.partition("/")
-    if not slash or not group or not version:
-        raise ValueError(f"{_describe(value)} is not of the form <group>/<version>, like example.com/v1")
+def _pair(value: str, shape: str, first: Callable[[str], str], second: Callable[[str], str]) -> str:
+    """`<first>/<second>`, each part checked by its rule; errors name the whole value."""
+    left, slash, right = value.partition("/")
+    if not slash or not left or not right:
+        raise ValueError(f"{_describe(value)} is not of the form {shape}")
     try:
-        api_group(group)
-        dns1035_label(version)
+        first(left)
+        second(right)
     except ValueError as exc:
         raise ValueError(f"{_describe(value)}: {exc}") from None
     return value
+
+
+def group_version(value: str) -> str:
+    """`<group>/<version>` of a proxied custom resource; the core group cannot be proxied."""
+    return _pair(value, "<group>/<version>, like example.com/v1", api_group, dns1035_label)
 
 
 def target_name(value: str) -> str:
     """`<project>/<name>` of a target tenant cluster: the `target` label of every proxy series."""
-    project, slash, name = value.partition("/")
-    if not slash or not project or not name:
-        raise ValueError(f"{_describe(value)} is not of the form <project>/<name>")
-    try:
-        dns1123_label(project)
-        dns1123_label(name)
-    except ValueError as exc:
-        raise ValueError(f"{_describe(value)}: {exc}") from None
-    return value
+    return _pair(value, "<project>/<name>", dns1123_label, dns1123_label)
 
 
 def prometheus_label_name(value: str) -> str:
