@@ -37,7 +37,7 @@ from bench import loadgen
 from bench.loadgen import LoadRun, Outcome, Plan, Planned
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
-from tests.e2e.stack import BOT_TOKEN, SIGNING_SECRET, BotProcess, StoreView, write_bot_config
+from tests.e2e.stack import BOT_TOKEN, CHANNEL, SIGNING_SECRET, BotProcess, StoreView, write_bot_config
 from tests.e2e.storm_load import percentile, split, storm_bodies, storm_plan
 from tests.handlers.slack_requests import command_body, signed
 
@@ -200,9 +200,10 @@ def ms(values: list[float], q: float) -> float:
 def run(workdir: Path) -> int:
     with (
         SimServer(scenario="healthy", speed=20) as sim,
-        FakeSlack(bot_token=BOT_TOKEN) as slack,
+        FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as slack,
         never_answering() as hung_port,
     ):
+        slack.add_channel(OPS, name="#ops")
         config = write_bot_config(sim, workdir, slack.api_url)
         add_hung_cluster(config, hung_port)
         command = [sys.executable, str(Path(__file__).resolve()), "--as-bot"]

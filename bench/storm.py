@@ -22,7 +22,7 @@ if __package__ in (None, ""):
 from bench.loadgen import LoadRun, Outcome
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, SlackCall
-from tests.e2e.stack import BOT_TOKEN, BotProcess, StoreView, write_bot_config
+from tests.e2e.stack import BOT_TOKEN, CHANNEL, BotProcess, StoreView, write_bot_config
 from tests.e2e.storm_load import percentile, split, storm_bodies, storm_plan
 
 TARGETS = 500
@@ -64,7 +64,10 @@ def fmt(seconds: float | None) -> str:
 
 
 def run(workdir: Path) -> int:
-    with SimServer(scenario="healthy", speed=20) as sim, FakeSlack(bot_token=BOT_TOKEN) as slack:
+    with (
+        SimServer(scenario="healthy", speed=20) as sim,
+        FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as slack,
+    ):
         config = write_bot_config(sim, workdir, slack.api_url)
         with BotProcess(config, workdir / "bot.log") as bot:
             store = StoreView(workdir / "bot.db")

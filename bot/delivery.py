@@ -14,6 +14,11 @@ rejection an operator fixes (token, scope, bot not in the channel) pauses the ch
 
 A post is keyed by (channel, group): when the group's `ts` is already known (a re-run after a crash
 between Slack's answer and our completion), the post becomes an edit, never a second top-level message.
+
+Channels are configured by `#name` or ID, and the outbox keeps what was configured; Slack takes a name only
+in chat.postMessage, so every later call on a message or its thread uses the channel ID from the post's
+answer (kept with the group). A message stored without one (by a proxybot before it kept IDs) waits for the
+ID until any message posted in its channel teaches it; a channel configured by ID needs no lookup.
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from bot.clients.slack import SlackRateLimited, SlackRejected, SlackTransient
+from bot.clients.slack import Posted, SlackRateLimited, SlackRejected, SlackTransient
 from bot.domain.alerts import AlertStatus
 from bot.render.blocks import Message
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState, Enqueued, OutboxItem, OutboxKind, OutboxState
 from bot.store.sqlite import Store
+from config.validation import SLACK_CHANNEL_ID
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +53,12 @@ HORIZON = 10 * 365 * 86400.0
 class SlackSender(Protocol):
     """What the worker needs of Slack: `bot.clients.slack.SlackClient`, or the demo's terminal sink."""
 
-    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> str: ...
+    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> Posted: ...
 
-    async def update(self, channel: str, ts: str, message: Message) -> None: ...
+    async def update(self, channel_id: str, ts: str, message: Message) -> None: ...
 
     async def upload_png(
-        self, channel: str, thread_ts: str, png: bytes, filename: str, title: str
+        self, channel_id: str, thread_ts: str, png: bytes, filename: str, title: str
     ) -> None: ...
 
 
@@ -185,6 +191,18 @@ class _Unsendable(Exception):
     """The row can never be sent (its message failed, or its payload is malformed)."""
 
 
+class _ChannelIdUnknown(Exception):
+    """The message was stored without its channel's ID, and no post in that channel has taught it yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Address:
+    """Where a posted message is, as every call after chat.postMessage wants it."""
+
+    channel_id: str
+    ts: str
+
+
 class Delivery:
     """The outbox worker; `run()` as a task, `notify()` (or the enqueue methods) wake it, `stop()` ends it."""
 
@@ -211,6 +229,8 @@ class Delivery:
         self._next_post_at: dict[str, float] = {}
         self._next_edit_at: dict[tuple[str, str], float] = {}
         self._dispatched_at = float("-inf")
+        # Configured channel (a `#name` or an ID) -> its Slack ID, from chat.postMessage answers.
+        self._channel_ids: dict[str, str] = {}
 
     # -- enqueueing ----------------------------------------------------------------------------------
     async def post(self, channel: str, group_key: str, message: Message) -> Enqueued:
@@ -371,6 +391,12 @@ class Delivery:
             return await self._wait_for_post(item, str(error))
         except _Unsendable as error:
             return await self._give_up(item, str(error))
+        except _ChannelIdUnknown as error:
+            if item.attempts == 0:
+                log.warning("delivery: %s %s waits: %s", item.kind, item.key, error)
+            delay = backoff(item.attempts, self._policy, self._rand())
+            await self._store.retry_later(item.id, self._clock() + delay, str(error))
+            return False
         except Exception as error:  # a bug or a sender we do not know: keep the row, try later
             log.exception("delivery: unexpected failure of %s %s in %s", item.kind, item.key, channel)
             delay = backoff(item.attempts, self._policy, self._rand())
@@ -409,24 +435,29 @@ class Delivery:
         kind, payload, group = step.item.kind, step.payload, step.group_key
         if kind is OutboxKind.POST:
             return await self._post(step)
-        ts = await self._message_ts(channel, group)
+        # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
+        where = await self._address(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
-            await self._slack.update(channel, ts, _message(payload))
-            return {"ts": ts}
+            await self._slack.update(where.channel_id, where.ts, _message(payload))
+            return {"ts": where.ts, "channel_id": where.channel_id}
         if kind is OutboxKind.REPLY:
             await self._paced(channel)
-            return {"ts": await self._slack.post(channel, _message(payload), thread_ts=ts), "thread_ts": ts}
+            posted = self._learn(
+                channel, await self._slack.post(where.channel_id, _message(payload), where.ts)
+            )
+            return {"ts": posted.ts, "thread_ts": where.ts, "channel_id": posted.channel_id}
         png, filename, title = _upload(payload)
-        await self._slack.upload_png(channel, ts, png, filename, title)
-        return {"thread_ts": ts}
+        await self._slack.upload_png(where.channel_id, where.ts, png, filename, title)
+        return {"thread_ts": where.ts, "channel_id": where.channel_id}
 
     async def _post(self, step: Step) -> dict[str, Any] | None:
         channel, group, payload = step.item.channel, step.group_key, step.payload
         state = await self._store.get_group(channel, group)
         if state is not None and state.ts is not None:
             # Slack already has this message (we died after posting): edit it, never post a second one.
-            await self._slack.update(channel, state.ts, _message(payload))
-            return {"ts": state.ts, "edited": True}
+            channel_id = self._channel_id(channel, state.channel_id)
+            await self._slack.update(channel_id, state.ts, _message(payload))
+            return {"ts": state.ts, "channel_id": channel_id, "edited": True}
         # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
         if not await self._still_pending(step.item):
             return None
@@ -434,29 +465,56 @@ class Delivery:
         if not await self._still_pending(step.item):
             self._next_post_at[channel] = slot  # unused: the next post (the storm's summary) takes it
             return None
-        ts = await self._slack.post(channel, _message(payload))
-        await self._remember_ts(channel, group, state, ts)
-        return {"ts": ts}
+        posted = self._learn(channel, await self._slack.post(channel, _message(payload)))
+        await self._remember(channel, group, state, posted)
+        return {"ts": posted.ts, "channel_id": posted.channel_id}
 
     async def _still_pending(self, item: OutboxItem) -> bool:
         current = await self._store.outbox_item(item.key)
         return current is not None and current.state is OutboxState.PENDING
 
-    async def _remember_ts(self, channel: str, group: str, state: AlertGroupState | None, ts: str) -> None:
+    async def _remember(
+        self, channel: str, group: str, state: AlertGroupState | None, posted: Posted
+    ) -> None:
         # Re-read: the alert side may have saved the group while the post was in flight.
         state = await self._store.get_group(channel, group) or state
         if state is None:
             state = AlertGroupState(channel=channel, group_key=group, status=AlertStatus.FIRING)
-        await self._store.save_group(replace(state, ts=ts))
+        await self._store.save_group(replace(state, ts=posted.ts, channel_id=posted.channel_id))
 
-    async def _message_ts(self, channel: str, group: str) -> str:
-        """The `ts` of the group's message: from the group, else from its completed post."""
+    def _learn(self, channel: str, posted: Posted) -> Posted:
+        self._channel_ids[channel] = posted.channel_id
+        return posted
+
+    def _channel_id(self, channel: str, stored: str | None, *, by_name: bool = False) -> str:
+        """The Slack ID of a configured channel: as stored with the message, configured, or learnt
+        (`by_name`: the configured name will do when the ID is not known)."""
+        if stored:
+            return stored
+        if SLACK_CHANNEL_ID.match(channel):
+            return channel
+        learnt = self._channel_ids.get(channel)
+        if learnt is None and by_name:
+            return channel
+        if learnt is None:
+            raise _ChannelIdUnknown(
+                f"the message was posted to {channel} by an older proxybot, which did not keep the "
+                f"channel's ID; it is learnt from the next message posted there (or configure the "
+                f"channel by its ID)"
+            )
+        return learnt
+
+    async def _address(self, channel: str, group: str, *, by_name: bool = False) -> _Address:
+        """Where the group's message is: from the group, else from its completed post."""
         state = await self._store.get_group(channel, group)
         if state is not None and state.ts is not None:
-            return state.ts
+            return _Address(self._channel_id(channel, state.channel_id, by_name=by_name), state.ts)
         posted = await self._store.outbox_item(post_key(channel, group))
-        if posted is not None and posted.result is not None and isinstance(posted.result.get("ts"), str):
-            return str(posted.result["ts"])
+        result = posted.result if posted is not None else None
+        if result is not None and isinstance(result.get("ts"), str):
+            stored = result.get("channel_id")
+            known = stored if isinstance(stored, str) else None
+            return _Address(self._channel_id(channel, known, by_name=by_name), result["ts"])
         if posted is not None and posted.state is OutboxState.FAILED:
             raise _Unsendable(f"the message of group {group} was never posted: {posted.last_error}")
         if posted is not None and posted.state is OutboxState.DONE:

@@ -51,7 +51,7 @@ class TerminalSlack:
     def message(self, msg: Message, kind: str) -> None:
         elapsed = time.monotonic() - self.started
         where = "thread reply" if msg.thread_ts else kind
-        heading = f"{msg.channel} · +{elapsed:4.1f}s" + ("" if kind == "edited" else f" · {where}")
+        heading = f"#{msg.channel_name} · +{elapsed:4.1f}s" + ("" if kind == "edited" else f" · {where}")
         text = show_message(
             msg.text,
             msg.blocks,
@@ -149,7 +149,9 @@ def run_demo(scenario: str, speed: float, duration: float, out: TextIO, style: S
     with (
         tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp,
         SimServer(scenario=scenario, speed=speed) as srv,
-        FakeSlack(bot_token=f"xoxb-demo-{secrets.token_hex(8)}", on_message=sink.message) as slack,
+        FakeSlack(
+            bot_token=f"xoxb-demo-{secrets.token_hex(8)}", channels=[CHANNEL], on_message=sink.message
+        ) as slack,
     ):
         settings = demo_settings(srv.write_config(Path(tmp) / "proxybot.yaml"), slack, token, Path(tmp))
         feed = AlertFeed(srv, f"http://127.0.0.1:{port}/alertmanager", token, sink)

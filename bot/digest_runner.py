@@ -91,9 +91,9 @@ class DirectPoster:
     async def post_digest(
         self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
     ) -> None:
-        ts = await self.slack.post(channel, message)
+        posted = await self.slack.post(channel, message)
         for chart in charts:
-            await self.slack.upload_png(channel, ts, chart.png, chart.filename, chart.title)
+            await self.slack.upload_png(posted.channel_id, posted.ts, chart.png, chart.filename, chart.title)
 
 
 # -- one digest ------------------------------------------------------------------------------------------

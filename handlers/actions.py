@@ -30,6 +30,7 @@ from bot.render.blocks import Message, code, esc
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store.models import AlertGroupState
 from config.settings import ClusterSettings, Requester, Settings, TargetSettings
+from handlers.respond import say
 
 log = logging.getLogger(__name__)
 
@@ -308,10 +309,7 @@ async def _answering(
 
 
 async def _ephemeral(respond: AsyncRespond, text: str) -> None:
-    try:
-        await respond(text=text, response_type="ephemeral", replace_original=False)
-    except Exception as err:  # the person's answer channel itself failed: all that is left is the log
-        log.error("could not answer through response_url: %s", type(err).__name__)
+    await say(respond, Message(text))
 
 
 async def _in_thread(

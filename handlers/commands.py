@@ -61,6 +61,7 @@ from handlers.command_access import (
 )
 from handlers.command_args import Invocation, cross_cluster, parse_invocation, whole_number
 from handlers.command_silence import Silences, plan_silence
+from handlers.respond import say
 
 log = logging.getLogger(__name__)
 
@@ -137,18 +138,18 @@ async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespo
         result = await _run(plan, respond)
     except Refused as refusal:
         log.info("refused %s %r by %s in %s: %s", COMMAND, text[:200], asker.who.user, asker.where, refusal)
-        await _say(respond, Message(str(refusal)))
+        await say(respond, Message(str(refusal)))
     except InputError as err:
         log.info("rejected %s %r by %s: %s", COMMAND, text[:200], asker.who.user, err)
-        await _say(respond, Message(f"That command cannot run: {esc(err)}. See `/proxy help`."))
+        await say(respond, Message(f"That command cannot run: {esc(err)}. See `/proxy help`."))
     except ProxybotError as err:
         log.error("%s %r failed: %s", COMMAND, text[:200], err)
-        await _say(respond, Message(f"`/proxy {sub}` failed: {esc(err)}"))
+        await say(respond, Message(f"`/proxy {sub}` failed: {esc(err)}"))
     except Exception:
         log.exception("%s %r failed unexpectedly", COMMAND, text[:200])
-        await _say(respond, Message(f"`/proxy {sub}` failed on proxybot's side; the error is in its log."))
+        await say(respond, Message(f"`/proxy {sub}` failed on proxybot's side; the error is in its log."))
     else:
-        await _say(respond, result, public=public)
+        await say(respond, result, public=public)
     finally:
         deps.observe(sub, time.monotonic() - started)
 
@@ -157,21 +158,13 @@ async def _run(plan: Plan, respond: AsyncRespond) -> Message:
     if plan.progress is None:
         return await plan.work()
     if plan.at_once:
-        await _say(respond, Message(plan.progress))
+        await say(respond, Message(plan.progress))
         return await plan.work()
     task = asyncio.ensure_future(plan.work())
     done, _ = await asyncio.wait({task}, timeout=PROGRESS_AFTER)
     if not done:
-        await _say(respond, Message(plan.progress))
+        await say(respond, Message(plan.progress))
     return await task
-
-
-async def _say(respond: AsyncRespond, message: Message, *, public: bool = False) -> None:
-    kind = "in_channel" if public else "ephemeral"
-    try:
-        await respond(**message.as_kwargs(), response_type=kind, replace_original=False)
-    except Exception as err:  # response_url expired or used up, or Slack down: only the log is left
-        log.error("could not answer through response_url: %s", type(err).__name__)
 
 
 # -- authorization ----------------------------------------------------------------------------------

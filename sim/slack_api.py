@@ -1,20 +1,23 @@
-"""A Slack-Web-API-compatible fake server on loopback: records every call and answers like Slack.
+"""A Slack-Web-API-compatible fake server on loopback: records every call and answers as strictly as Slack.
 
-Point `slack.api_url` at `FakeSlack.api_url`. It keeps the messages it was sent (so tests can assert on
-edits and threads), enforces Block Kit limits with Slack's error codes, and can inject 429 with
-`Retry-After`, 5xx and latency per method.
+Point `slack.api_url` at `FakeSlack.api_url`. The workspace behind it (`sim.slack_workspace`) holds the
+channels the bot may use, the messages it was sent (so tests can assert on edits and threads) and refuses
+what Slack refuses: names where Slack wants channel IDs, channels the bot is not in, content over Block Kit's
+limits, methods beyond the app's scopes. `response_url`s answer five times within 30 minutes, then
+`used_url` / `expired_url` with HTTP 404, as Slack's do. On demand it paces `chat.postMessage` per channel as
+Slack does (429 with `Retry-After`), and injects 429, 5xx and latency per method.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
+import math
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -24,13 +27,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-MAX_BLOCKS = 50
-MAX_SECTION_TEXT = 3000
-MAX_FIELDS = 10
-MAX_FIELD_TEXT = 2000
-MAX_HEADER_TEXT = 150
-MAX_TEXT = 40_000
+from sim.slack_workspace import MANIFEST_SCOPES, Answer, Message, Workspace, auth_test, content_refusal
+
 RESPONSE_URL_USES = 5
+RESPONSE_URL_LIFETIME = 30 * 60.0
+
+__all__ = ["FakeSlack", "Message", "SlackCall", "iter_texts"]
 
 
 @dataclass
@@ -44,18 +46,6 @@ class SlackCall:
 
 
 @dataclass
-class Message:
-    """A message as Slack would hold it, with its edit history."""
-
-    channel: str
-    ts: str
-    text: str
-    blocks: list[Any]
-    thread_ts: str | None
-    versions: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
 class Fault:
     """An injected answer for the next `times` calls of one method."""
 
@@ -65,29 +55,67 @@ class Fault:
     error: str | None = None
 
 
+@dataclass
+class PostingLimit:
+    """Slack's chat.postMessage limit per channel: `per_second` on average, bursts of `burst`."""
+
+    per_second: float
+    burst: float
+    tokens: dict[str, tuple[float, float]]  # channel -> (tokens, at)
+
+    def take(self, channel: str, now: float) -> float:
+        """0 when a post may go now (and it is counted), else the seconds until one may."""
+        tokens, at = self.tokens.get(channel, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * self.per_second)
+        if tokens >= 1.0:
+            self.tokens[channel] = (tokens - 1.0, now)
+            return 0.0
+        self.tokens[channel] = (tokens, now)
+        return (1.0 - tokens) / self.per_second
+
+
+@dataclass
+class ResponseUrl:
+    """A `response_url` handed out, and how often it was used."""
+
+    issued_at: float
+    uses: int = 0
+
+
 class FakeSlack:
-    """The fake server; use as a context manager (`with FakeSlack() as slack: slack.api_url`)."""
+    """The fake server; use as a context manager (`with FakeSlack(channels=["#ops"]) as slack: ...`).
+
+    `channels` are the channels the bot is a member of: `#name` (an ID is made up for it) or an ID, or
+    a mapping of IDs to `#name`s.
+    """
 
     def __init__(
         self,
         *,
         bot_token: str = "xoxb-test-token",
+        channels: Iterable[str] | Mapping[str, str] = (),
+        scopes: Iterable[str] = MANIFEST_SCOPES,
         latency: float = 0.0,
         on_message: Callable[[Message, str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.bot_token = bot_token
         self.latency = latency
         # Called (outside the lock) with each message posted or edited and "posted" / "edited": the demo
         # renders Slack in the terminal with it.
         self.on_message = on_message
+        self.clock = clock
         self.calls: list[SlackCall] = []
-        self.messages: dict[tuple[str, str], Message] = {}
-        self.uploads: list[dict[str, Any]] = []
         self.responses: list[dict[str, Any]] = []
+        # response_url uses Slack refused: (key, error).
+        self.refused_responses: list[tuple[str, str]] = []
+        self.workspace = Workspace(lambda: self.base_url, scopes)
+        named = channels if isinstance(channels, Mapping) else dict.fromkeys(channels)
+        for ref, name in named.items():
+            self.workspace.add_channel(ref, name=name)
         self._faults: dict[str, list[Fault]] = {}
-        self._response_uses: dict[str, int] = {}
-        self._pending_files: dict[str, dict[str, Any]] = {}
-        self._ts = itertools.count(1)
+        self._response_urls: dict[str, ResponseUrl] = {}
+        self._posting_limit: PostingLimit | None = None
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -125,10 +153,38 @@ class FakeSlack:
         return f"{self.base_url}/api/"
 
     def response_url(self, key: str) -> str:
-        """A `response_url` as Slack puts in slash-command and action payloads."""
+        """A `response_url` as Slack puts in slash-command and action payloads (valid from now)."""
+        with self._lock:
+            self._response_urls.setdefault(key, ResponseUrl(self.clock()))
         return f"{self.base_url}/response/{key}"
 
     # -- test controls ----------------------------------------------------------------------------
+
+    def add_channel(self, ref: str, *, name: str | None = None, member: bool = True) -> str:
+        """Another channel (`#name`, or an ID with an optional `name`), the bot in it or not; its ID."""
+        with self._lock:
+            return self.workspace.add_channel(ref, name=name, member=member)
+
+    def channel_id(self, ref: str) -> str:
+        """The ID of a channel named by ID or `#name` (KeyError for one the workspace does not have)."""
+        with self._lock:
+            found = self.workspace.find(ref)
+        if found is None:
+            raise KeyError(ref)
+        return found.id
+
+    def seed_message(self, channel: str, text: str) -> Message:
+        """A message of the bot's already in `channel` (by ID or `#name`), as if posted before the test."""
+        with self._lock:
+            found = self.workspace.find(channel)
+            if found is None:
+                raise KeyError(channel)
+            return self.workspace.add_message(found.id, text)
+
+    def limit_posts(self, per_second: float = 1.0, burst: float = 3.0) -> None:
+        """Answer chat.postMessage beyond Slack's pace in a channel with 429 and `Retry-After`."""
+        with self._lock:
+            self._posting_limit = PostingLimit(per_second, burst, {})
 
     def fail(
         self,
@@ -148,19 +204,35 @@ class FakeSlack:
         with self._lock:
             self._faults.pop(method, None)
 
+    @property
+    def messages(self) -> dict[tuple[str, str], Message]:
+        return self.workspace.messages
+
+    @property
+    def uploads(self) -> list[dict[str, Any]]:
+        return self.workspace.uploads
+
     def calls_to(self, method: str) -> list[SlackCall]:
         with self._lock:
             return [c for c in self.calls if c.method == method]
 
     def top_level(self, channel: str | None = None) -> list[Message]:
-        """Messages that are not thread replies, oldest first."""
+        """Messages that are not thread replies, oldest first; `channel` by ID or `#name`."""
+        wanted = None if channel is None else self._known(channel)
         with self._lock:
             found = [m for m in self.messages.values() if m.thread_ts is None]
-        return [m for m in found if channel is None or m.channel == channel]
+        return [m for m in found if wanted is None or m.channel == wanted]
 
     def thread(self, channel: str, ts: str) -> list[Message]:
+        """The replies in the thread of the message at `ts`; `channel` by ID or `#name`."""
+        wanted = self._known(channel)
         with self._lock:
-            return [m for m in self.messages.values() if m.channel == channel and m.thread_ts == ts]
+            return [m for m in self.messages.values() if m.channel == wanted and m.thread_ts == ts]
+
+    def _known(self, ref: str) -> str:
+        with self._lock:
+            found = self.workspace.find(ref)
+        return ref if found is None else found.id
 
     # -- the server -------------------------------------------------------------------------------
 
@@ -185,20 +257,30 @@ class FakeSlack:
         if fault is not None:
             return _fault_response(fault)
         if token != self.bot_token:
-            return _error("invalid_auth" if token else "not_authed")
+            return JSONResponse(_error("invalid_auth" if token else "not_authed"))
         handler = _HANDLERS.get(method)
         if handler is None:
-            return _error("unknown_method")
+            return JSONResponse(_error("unknown_method"))
         with self._lock:
-            answer = handler(self, params)
-            changed = self._changed(method, params, answer)
+            answer = self.workspace.missing_scope(method)
+            wait = self._posting_wait(method, params) if answer is None else 0.0
+            if answer is None and wait == 0.0:
+                answer = handler(self.workspace, params)
+            changed = None if answer is None else self._changed(method, answer)
+        if answer is None:
+            headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+            return JSONResponse(_error("ratelimited"), status_code=429, headers=headers)
         if changed is not None and self.on_message is not None:
             self.on_message(*changed)
         return JSONResponse(answer)
 
-    def _changed(
-        self, method: str, params: dict[str, Any], answer: dict[str, Any]
-    ) -> tuple[Message, str] | None:
+    def _posting_wait(self, method: str, params: dict[str, Any]) -> float:
+        if self._posting_limit is None or method != "chat.postMessage":
+            return 0.0
+        channel = self.workspace.find(str(params.get("channel") or ""))
+        return 0.0 if channel is None else self._posting_limit.take(channel.id, self.clock())
+
+    def _changed(self, method: str, answer: Answer) -> tuple[Message, str] | None:
         if not answer.get("ok") or method not in ("chat.postMessage", "chat.update"):
             return None
         msg = self.messages[(str(answer["channel"]), str(answer["ts"]))]
@@ -208,7 +290,7 @@ class FakeSlack:
         file_id = request.path_params["file_id"]
         body = await request.body()
         with self._lock:
-            pending = self._pending_files.get(file_id)
+            pending = self.workspace.pending_files.get(file_id)
             if pending is None:
                 return Response("unknown upload", status_code=404)
             pending["content"] = body
@@ -216,14 +298,33 @@ class FakeSlack:
 
     async def _response(self, request: Request) -> Response:
         key = request.path_params["key"]
-        payload = json.loads(await request.body() or b"{}")
+        try:
+            payload = json.loads(await request.body() or b"{}")
+        except ValueError:
+            return JSONResponse(_error("invalid_payload"), status_code=400)
         with self._lock:
-            uses = self._response_uses.get(key, 0)
-            if uses >= RESPONSE_URL_USES:
-                return JSONResponse({"ok": False, "error": "used_url"}, status_code=404)
-            self._response_uses[key] = uses + 1
-            self.responses.append({"key": key, **payload})
+            error, status = self._use_response_url(key, payload)
+            if error is None:
+                self.responses.append({"key": key, **payload})
+            else:
+                self.refused_responses.append((key, error))
+        if error is not None:
+            return JSONResponse(_error(error), status_code=status)
         return JSONResponse({"ok": True})
+
+    def _use_response_url(self, key: str, payload: Any) -> tuple[str | None, int]:
+        issued = self._response_urls.get(key)
+        if issued is None:
+            return "invalid_url", 404
+        if self.clock() - issued.issued_at > RESPONSE_URL_LIFETIME:
+            return "expired_url", 404
+        if issued.uses >= RESPONSE_URL_USES:
+            return "used_url", 404
+        refusal = content_refusal(payload) if isinstance(payload, dict) else _error("invalid_payload")
+        if refusal is not None:
+            return str(refusal["error"]), 400
+        issued.uses += 1
+        return None, 200
 
     def _take_fault(self, method: str) -> Fault | None:
         queue = self._faults.get(method)
@@ -235,72 +336,19 @@ class FakeSlack:
             queue.pop(0)
         return fault
 
-    def _next_ts(self) -> str:
-        return f"{1_700_000_000 + next(self._ts)}.000100"
 
-    # -- methods (called with the lock held) ------------------------------------------------------
-
-    def _post_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        problem = _check_message(params)
-        if problem:
-            return {"ok": False, "error": problem}
-        channel = str(params.get("channel", ""))
-        if not channel:
-            return {"ok": False, "error": "channel_not_found"}
-        ts = self._next_ts()
-        thread_ts = params.get("thread_ts") or None
-        msg = Message(channel, ts, str(params.get("text", "")), _blocks(params), thread_ts)
-        self.messages[(channel, ts)] = msg
-        return {"ok": True, "channel": channel, "ts": ts, "message": {"ts": ts, "text": msg.text}}
-
-    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
-        problem = _check_message(params)
-        if problem:
-            return {"ok": False, "error": problem}
-        msg = self.messages.get((str(params.get("channel")), str(params.get("ts"))))
-        if msg is None:
-            return {"ok": False, "error": "message_not_found"}
-        msg.versions.append({"text": msg.text, "blocks": msg.blocks})
-        msg.text, msg.blocks = str(params.get("text", "")), _blocks(params)
-        return {"ok": True, "channel": msg.channel, "ts": msg.ts, "text": msg.text}
-
-    def _ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
-        problem = _check_message(params)
-        if problem:
-            return {"ok": False, "error": problem}
-        return {"ok": True, "message_ts": self._next_ts()}
-
-    def _upload_url(self, params: dict[str, Any]) -> dict[str, Any]:
-        file_id = f"F{len(self._pending_files) + 1:08d}"
-        self._pending_files[file_id] = {"filename": params.get("filename"), "length": params.get("length")}
-        return {"ok": True, "upload_url": f"{self.base_url}/upload/{file_id}", "file_id": file_id}
-
-    def _complete_upload(self, params: dict[str, Any]) -> dict[str, Any]:
-        files = params.get("files")
-        parsed = json.loads(files) if isinstance(files, str) else files or []
-        done = []
-        for f in parsed:
-            pending = self._pending_files.get(f.get("id", ""))
-            if pending is None or "content" not in pending:
-                return {"ok": False, "error": "file_not_found"}
-            upload = {**pending, **f, "channel_id": params.get("channel_id")}
-            upload["thread_ts"] = params.get("thread_ts")
-            self.uploads.append(upload)
-            done.append({"id": f["id"], "title": f.get("title")})
-        return {"ok": True, "files": done}
-
-
-def _auth_test(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, "user_id": "UBOT", "bot_id": "BBOT", "team_id": "T1", "user": "proxybot"}
-
-
-_HANDLERS: dict[str, Any] = {
-    "auth.test": _auth_test,
-    "chat.postMessage": FakeSlack._post_message,
-    "chat.update": FakeSlack._update,
-    "chat.postEphemeral": FakeSlack._ephemeral,
-    "files.getUploadURLExternal": FakeSlack._upload_url,
-    "files.completeUploadExternal": FakeSlack._complete_upload,
+_HANDLERS: dict[str, Callable[[Workspace, dict[str, Any]], Answer]] = {
+    "auth.test": lambda _, params: auth_test(params),
+    "chat.postMessage": Workspace.post_message,
+    "chat.update": Workspace.update,
+    "chat.delete": Workspace.delete,
+    "chat.getPermalink": Workspace.permalink,
+    "chat.postEphemeral": Workspace.ephemeral,
+    "files.getUploadURLExternal": Workspace.upload_url,
+    "files.completeUploadExternal": Workspace.complete_upload,
+    "conversations.history": Workspace.history,
+    "conversations.replies": Workspace.replies,
+    "conversations.info": Workspace.info,
 }
 
 
@@ -308,20 +356,19 @@ async def _params(request: Request) -> dict[str, Any]:
     body = await request.body()
     params: dict[str, Any] = dict(request.query_params)
     if request.headers.get("content-type", "").startswith("application/json"):
-        params.update(json.loads(body or b"{}"))
+        try:
+            decoded = json.loads(body or b"{}")
+        except ValueError:
+            decoded = None
+        params.update(decoded if isinstance(decoded, dict) else {})
     else:
-        params.update(parse_qsl(body.decode()))
+        params.update(parse_qsl(body.decode(errors="replace")))
     return params
 
 
 def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     return header[7:] if header.lower().startswith("bearer ") else None
-
-
-def _blocks(params: dict[str, Any]) -> list[Any]:
-    blocks = params.get("blocks") or []
-    return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
 
 
 def _fault_response(fault: Fault) -> Response:
@@ -332,35 +379,8 @@ def _fault_response(fault: Fault) -> Response:
     return JSONResponse(body, status_code=fault.status, headers=headers)
 
 
-def _error(code: str) -> JSONResponse:
-    return JSONResponse({"ok": False, "error": code})
-
-
-def _check_message(params: dict[str, Any]) -> str | None:
-    """Slack's answer to an over-limit or empty message, or None when it would be accepted."""
-    blocks = _blocks(params)
-    text = str(params.get("text", ""))
-    if not text and not blocks:
-        return "no_text"
-    if len(text) > MAX_TEXT:
-        return "msg_too_long"
-    if len(blocks) > MAX_BLOCKS or any(_block_too_big(b) for b in blocks):
-        return "invalid_blocks"
-    return None
-
-
-def _block_too_big(block: dict[str, Any]) -> bool:
-    kind = block.get("type")
-    if kind == "header":
-        return len(block.get("text", {}).get("text", "")) > MAX_HEADER_TEXT
-    if kind == "section":
-        fields = block.get("fields") or []
-        return (
-            len(block.get("text", {}).get("text", "")) > MAX_SECTION_TEXT
-            or len(fields) > MAX_FIELDS
-            or any(len(f.get("text", "")) > MAX_FIELD_TEXT for f in fields)
-        )
-    return False
+def _error(code: str) -> Answer:
+    return {"ok": False, "error": code}
 
 
 def iter_texts(blocks: list[Any]) -> Iterator[str]:

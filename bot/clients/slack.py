@@ -20,6 +20,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
@@ -94,6 +95,18 @@ class SlackRejected(SlackError):
         return self.error_code in OPERATOR_CODES
 
 
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """Where Slack put a new message: the channel's ID (whatever the post named it by) and the `ts`.
+
+    Only chat.postMessage takes a `#name`; every later call on the message or its thread (chat.update,
+    files.completeUploadExternal, permalinks, history) wants the ID, so callers keep this one.
+    """
+
+    channel_id: str
+    ts: str
+
+
 class SlackClient:
     """Posts, edits, thread replies and PNG uploads; every failure is a `SlackError`."""
 
@@ -121,25 +134,27 @@ class SlackClient:
         )
         return cls(web, timeout=timeout, upload_timeout=upload_timeout)
 
-    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> str:
-        """chat.postMessage; returns the new message's `ts`."""
+    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> Posted:
+        """chat.postMessage to a channel ID or `#name`; returns the channel's ID and the new `ts`."""
         args: dict[str, Any] = {"channel": channel, **message.as_kwargs()}
         if thread_ts is not None:
             args["thread_ts"] = thread_ts
         response = await self._call("chat.postMessage", lambda: self._web.chat_postMessage(**args))
-        return _ts(response, "chat.postMessage")
+        return _posted(response, "chat.postMessage")
 
-    async def update(self, channel: str, ts: str, message: Message) -> None:
-        """chat.update of the message at `ts` with new content."""
-        args = {"channel": channel, "ts": ts, **message.as_kwargs()}
+    async def update(self, channel_id: str, ts: str, message: Message) -> None:
+        """chat.update of the message at `ts` with new content (`channel_id`: an ID, never a name)."""
+        args = {"channel": channel_id, "ts": ts, **message.as_kwargs()}
         await self._call("chat.update", lambda: self._web.chat_update(**args))
 
-    async def upload_png(self, channel: str, thread_ts: str, png: bytes, filename: str, title: str) -> None:
-        """files_upload_v2 of one PNG into a message's thread."""
+    async def upload_png(
+        self, channel_id: str, thread_ts: str, png: bytes, filename: str, title: str
+    ) -> None:
+        """files_upload_v2 of one PNG into a message's thread (`channel_id`: an ID, never a name)."""
         await self._call(
             "files_upload_v2",
             lambda: self._web.files_upload_v2(
-                channel=channel, thread_ts=thread_ts, content=png, filename=filename, title=title
+                channel=channel_id, thread_ts=thread_ts, content=png, filename=filename, title=title
             ),
             timeout=self._upload_timeout,
         )
@@ -215,8 +230,10 @@ def _retry_after(headers: Mapping[str, Any]) -> float:
     return seconds if math.isfinite(seconds) and seconds >= 0 else DEFAULT_RETRY_AFTER
 
 
-def _ts(response: AsyncSlackResponse, method: str) -> str:
-    ts = response.get("ts")
+def _posted(response: AsyncSlackResponse, method: str) -> Posted:
+    ts, channel = response.get("ts"), response.get("channel")
     if not isinstance(ts, str) or not ts:
         raise SlackRejected(method, "missing_ts")
-    return ts
+    if not isinstance(channel, str) or not channel:
+        raise SlackRejected(method, "missing_channel")
+    return Posted(channel, ts)

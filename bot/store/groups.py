@@ -11,13 +11,15 @@ from bot.store.models import AlertGroupState
 from bot.store.transaction import immediate
 
 _COLUMNS = (
-    "channel, group_key, status, ts, first_firing_at, resolved_at, firing_fingerprints, details, updated_at"
+    "channel, group_key, status, ts, first_firing_at, resolved_at, firing_fingerprints, details, updated_at,"
+    " channel_id"
 )
 
 _UPSERT = f"""
-INSERT INTO alert_groups ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO alert_groups ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (channel, group_key) DO UPDATE SET
     status = excluded.status, ts = COALESCE(excluded.ts, alert_groups.ts),
+    channel_id = COALESCE(excluded.channel_id, alert_groups.channel_id),
     first_firing_at = excluded.first_firing_at,
     resolved_at = excluded.resolved_at, firing_fingerprints = excluded.firing_fingerprints,
     details = excluded.details, updated_at = excluded.updated_at
@@ -33,8 +35,8 @@ def get(conn: sqlite3.Connection, channel: str, group_key: str) -> AlertGroupSta
 
 
 def save(conn: sqlite3.Connection, state: AlertGroupState, now: float) -> AlertGroupState:
-    """Upsert a group. A message `ts` once stored is kept when `state.ts` is None: the pipeline may save
-    a state it read before the delivery worker stored the ts of the post it just made."""
+    """Upsert a group. A message `ts` (and channel ID) once stored is kept when `state.ts` is None: the
+    pipeline may save a state it read before the delivery worker stored the ts of the post it just made."""
     saved = AlertGroupState(
         channel=state.channel,
         group_key=state.group_key,
@@ -45,6 +47,7 @@ def save(conn: sqlite3.Connection, state: AlertGroupState, now: float) -> AlertG
         firing_fingerprints=frozenset(state.firing_fingerprints),
         details=dict(state.details),
         updated_at=now,
+        channel_id=state.channel_id,
     )
     with immediate(conn):
         conn.execute(_UPSERT, _row(saved, now))
@@ -74,11 +77,12 @@ def _row(state: AlertGroupState, now: float) -> tuple[Any, ...]:
         json.dumps(sorted(state.firing_fingerprints)),
         json.dumps(state.details, sort_keys=True),
         now,
+        state.channel_id,
     )
 
 
 def _state(row: tuple[Any, ...]) -> AlertGroupState:
-    channel, group_key, status, ts, first_firing_at, resolved_at, fingerprints, details, updated_at = row
+    channel, group_key, status, ts, first_firing_at, resolved_at, fingerprints, details, updated_at = row[:9]
     return AlertGroupState(
         channel=channel,
         group_key=group_key,
@@ -89,4 +93,5 @@ def _state(row: tuple[Any, ...]) -> AlertGroupState:
         firing_fingerprints=frozenset(json.loads(fingerprints)),
         details=json.loads(details),
         updated_at=updated_at,
+        channel_id=row[9],
     )

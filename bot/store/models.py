@@ -45,6 +45,9 @@ class AlertGroupState:
     # so it can grow without a schema migration.
     details: Mapping[str, Any] = field(default_factory=dict)
     updated_at: float | None = None
+    # The Slack ID of `channel` (which may be a `#name`), from the post's answer; None until posted,
+    # and for messages stored before proxybot kept it.
+    channel_id: str | None = None
 
 
 class OutboxKind(StrEnum):

@@ -78,6 +78,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX digest_samples_at ON digest_samples (at);
     """,
+    # 3: the Slack channel ID of a group's message. Slack answers chat.postMessage with the ID whatever
+    # the post named the channel by, and chat.update and uploads take only the ID. NULL for messages
+    # posted before this migration: the delivery worker learns their channel's ID from the next post.
+    """
+    ALTER TABLE alert_groups ADD COLUMN channel_id TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

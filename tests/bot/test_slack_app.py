@@ -114,7 +114,7 @@ async def eventually(check: Callable[[], Any], what: str, timeout: float = 10.0)
 
 @pytest.fixture
 def fake() -> Iterator[FakeSlack]:
-    with FakeSlack(bot_token=BOT_TOKEN) as slack:
+    with FakeSlack(bot_token=BOT_TOKEN, channels={ALERTS: "#alerts"}) as slack:
         yield slack
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
-from tests.e2e.stack import BOT_TOKEN, BotProcess, write_bot_config
+from tests.e2e.stack import BOT_TOKEN, CHANNEL, BotProcess, write_bot_config
 
 
 class BotLauncher:
@@ -43,7 +43,7 @@ def sim() -> Iterator[SimServer]:
 
 @pytest.fixture
 def slack() -> Iterator[FakeSlack]:
-    with FakeSlack(bot_token=BOT_TOKEN) as fake:
+    with FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as fake:
         yield fake
 
 

@@ -38,7 +38,10 @@ JSON = {"Content-Type": "application/json"}
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BotProcess, FakeSlack, StoreView]]:
     workdir = tmp_path_factory.mktemp("edges")
-    with SimServer(scenario="healthy", speed=20) as sim, FakeSlack(bot_token=BOT_TOKEN) as slack:
+    with (
+        SimServer(scenario="healthy", speed=20) as sim,
+        FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as slack,
+    ):
         config = write_bot_config(sim, workdir, slack.api_url)
         with BotProcess(config, workdir / "bot.log") as bot:
             yield bot, slack, StoreView(workdir / "bot.db")
@@ -139,7 +142,7 @@ def test_an_alert_proxybot_does_not_know_is_posted_plainly(
     payload = notification([alert_entry(labels, now())])
     assert post(bot, body_of(payload), {**auth(), **JSON}).status_code == 202
     message = posted_about(slack, "TeamAHighMemory")
-    assert message.channel == CHANNEL
+    assert message.channel == slack.channel_id(CHANNEL)
     assert "platform/edge-unknown" in text_of(message)
 
 
@@ -151,5 +154,5 @@ def test_an_alert_no_cluster_matches_goes_to_the_default_channel(
     payload = notification([alert_entry(labels, now())])
     assert post(bot, body_of(payload), {**auth(), **JSON}).status_code == 202
     message = posted_about(slack, "elsewhere/unmatched")
-    assert message.channel == CHANNEL
+    assert message.channel == slack.channel_id(CHANNEL)
     assert "no configured cluster matches" in text_of(message)

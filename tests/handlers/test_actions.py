@@ -136,6 +136,12 @@ async def press(http: httpx.AsyncClient, body: str) -> httpx.Response:
     return answer
 
 
+@pytest.fixture(autouse=True)
+def alert_message(fake: FakeSlack) -> None:
+    """The alert message the buttons are on: in Slack before anyone can press them."""
+    assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers").ts == MESSAGE_TS
+
+
 def thread_replies(fake: FakeSlack) -> list[Any]:
     return fake.thread(ALERTS, MESSAGE_TS)
 

@@ -130,7 +130,8 @@ SCENARIOS = ["healthy", "target_down", "relay", "masked"]
 
 @pytest.fixture
 def fake() -> Iterator[FakeSlack]:
-    with FakeSlack(bot_token=BOT_TOKEN) as slack:
+    channels = {channel: f"#{name}" for channel, name in CHANNEL_NAMES.items()}
+    with FakeSlack(bot_token=BOT_TOKEN, channels=channels) as slack:
         yield slack
 
 
@@ -687,6 +688,7 @@ async def test_buttons_run_the_real_checks_and_answer_in_the_thread(
 ) -> None:
     sim = sim_named(request, scenario)
     bot = await bots(sim)
+    assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers").ts == MESSAGE_TS
     value = ActionRef.for_group("team-a", TARGET, GROUP_KEY).encode()
     body = button_body(
         action,
@@ -828,3 +830,27 @@ async def test_socket_mode_answers_the_same_command(healthy: Sim, store: Store) 
         await asyncio.gather(*tasks, return_exceptions=True)
         await runner.cleanup()
         await deps.aclose()
+
+
+# -- response_url: five answers within 30 minutes ----------------------------------------------------------
+
+
+async def test_an_answer_slack_refuses_on_a_used_up_response_url_is_logged(
+    healthy: Sim, bots: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot = await bots(healthy)
+    url = bot.fake.response_url("used-up")
+    async with httpx.AsyncClient(timeout=5) as earlier:
+        for n in range(5):  # five answers already went through this response_url
+            assert (await earlier.post(url, json={"text": f"earlier answer {n}"})).status_code == 200
+    caplog.set_level(logging.ERROR, logger="handlers.respond")
+    body = command_body("help", url, user=ALICE, channel=OPS, channel_name="ops")
+    answer = await bot.http.post("/slack/events", content=body, headers=signed(body))
+    assert (answer.status_code, answer.text) == (200, "")
+    refusal = await eventually(lambda: bot.fake.refused_responses, "Slack's refusal of the sixth use")
+    assert refusal == [("used-up", "used_url")]
+    logged = await eventually(
+        lambda: [r.getMessage() for r in caplog.records if "used_url" in r.getMessage()], "the log line"
+    )
+    assert "HTTP 404 used_url" in logged[0]
+    assert "/proxy" in logged[0]  # what the person did not get is named

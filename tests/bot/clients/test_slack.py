@@ -18,7 +18,7 @@ TOKEN = "xoxb-test-token"
 
 @pytest.fixture
 def fake() -> Iterator[FakeSlack]:
-    with FakeSlack(bot_token=TOKEN) as slack:
+    with FakeSlack(bot_token=TOKEN, channels={"C1": "#alerts"}) as slack:
         yield slack
 
 
@@ -31,32 +31,33 @@ def slack(fake: FakeSlack) -> SlackClient:
     return client_for(fake.api_url)
 
 
-async def test_post_returns_ts_and_replies_land_in_the_thread(fake: FakeSlack, slack: SlackClient) -> None:
+async def test_post_by_name_returns_the_channel_id_and_ts(fake: FakeSlack, slack: SlackClient) -> None:
     message = Message("fallback", (header("Target degraded"), section("*why*")))
-    ts = await slack.post("C1", message)
-    reply_ts = await slack.post("C1", Message("a reply"), thread_ts=ts)
+    posted = await slack.post("#alerts", message)
+    reply = await slack.post("C1", Message("a reply"), thread_ts=posted.ts)
+    assert (posted.channel_id, reply.channel_id) == ("C1", "C1")
     [top] = fake.top_level("C1")
-    assert top.ts == ts
+    assert top.ts == posted.ts
     assert top.text == "fallback"
     assert top.blocks == list(message.blocks)
-    assert [m.ts for m in fake.thread("C1", ts)] == [reply_ts]
+    assert [m.ts for m in fake.thread("C1", posted.ts)] == [reply.ts]
     assert fake.calls_to("chat.postMessage")[0].token == TOKEN
 
 
 async def test_update_edits_the_message_in_place(fake: FakeSlack, slack: SlackClient) -> None:
-    ts = await slack.post("C1", Message("firing"))
-    await slack.update("C1", ts, Message("resolved", (section("resolved after 12 min"),)))
+    posted = await slack.post("#alerts", Message("firing"))
+    await slack.update(posted.channel_id, posted.ts, Message("resolved", (section("resolved after 12 min"),)))
     [top] = fake.top_level("C1")
     assert top.text == "resolved"
     assert [v["text"] for v in top.versions] == ["firing"]
 
 
 async def test_upload_png_goes_into_the_thread(fake: FakeSlack, slack: SlackClient) -> None:
-    ts = await slack.post("C1", Message("alert"))
+    posted = await slack.post("#alerts", Message("alert"))
     png = b"\x89PNG\r\n\x1a\nchart-bytes"
-    await slack.upload_png("C1", ts, png, "chart.png", "p99 over the last hour")
+    await slack.upload_png(posted.channel_id, posted.ts, png, "chart.png", "p99 over the last hour")
     [upload] = fake.uploads
-    assert (upload["content"], upload["thread_ts"], upload["channel_id"]) == (png, ts, "C1")
+    assert (upload["content"], upload["thread_ts"], upload["channel_id"]) == (png, posted.ts, "C1")
     assert (upload["filename"], upload["title"]) == ("chart.png", "p99 over the last hour")
 
 
@@ -106,6 +107,13 @@ async def test_missing_message_is_rejected(slack: SlackClient) -> None:
     with pytest.raises(SlackRejected) as caught:
         await slack.update("C1", "999.000", Message("x"))
     assert caught.value.error_code == "message_not_found"
+
+
+async def test_an_edit_by_channel_name_is_rejected_for_the_operator(slack: SlackClient) -> None:
+    posted = await slack.post("#alerts", Message("firing"))
+    with pytest.raises(SlackRejected) as caught:
+        await slack.update("#alerts", posted.ts, Message("resolved"))
+    assert caught.value.error_code == "channel_not_found"
 
 
 async def test_bad_token_needs_the_operator_and_is_never_shown(fake: FakeSlack) -> None:

@@ -358,7 +358,7 @@ def test_probe_alert_without_target_still_gets_buttons() -> None:
 
 @pytest.fixture(scope="module")
 def slack() -> Iterator[FakeSlack]:
-    with FakeSlack() as fake:
+    with FakeSlack(channels=["C1", "C2", "C9"]) as fake:
         yield fake
 
 

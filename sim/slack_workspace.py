@@ -1,0 +1,295 @@
+"""The fake Slack's workspace: channels, messages, uploads, and the Web API methods that act on them.
+
+Strict where Slack is strict, because a lenient fake hides real defects:
+- channels are addressed by ID; only `chat.postMessage` and `chat.postEphemeral` also take a name
+  (`#name` or `name`), and `chat.postMessage` answers with the channel's ID. Every other method
+  (`chat.update`, `chat.delete`, `chat.getPermalink`, `files.completeUploadExternal`'s `channel_id`,
+  `conversations.*`) answers `channel_not_found` for a name;
+- posting where the bot is not a member is `not_in_channel`; a reply to a message that does not exist in
+  that channel is refused;
+- content over Slack's limits is refused (`sim.slack_blocks`);
+- every method needs its OAuth scope; the bot has the scopes of `config/slack/manifest.yaml` unless a test
+  grants others (`missing_scope` otherwise, with `needed` and `provided` as Slack sends them).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.slack_blocks import check_message
+
+# The bot scopes of config/slack/manifest.yaml (a test keeps the two equal).
+MANIFEST_SCOPES = frozenset({"commands", "chat:write", "files:write"})
+BOT_USER, BOT_ID, TEAM_ID = "UBOT", "BBOT", "T1"
+HISTORY_PAGE = 100
+
+Answer = dict[str, Any]
+
+
+@dataclass
+class Channel:
+    """A conversation of the workspace, and whether the bot is in it."""
+
+    id: str
+    name: str
+    member: bool = True
+
+
+@dataclass
+class Message:
+    """A message as Slack holds it, with its edit history; `channel` is the channel's ID."""
+
+    channel: str
+    ts: str
+    text: str
+    blocks: list[Any]
+    thread_ts: str | None
+    channel_name: str = ""
+    metadata: dict[str, Any] | None = None
+    versions: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_history(self, with_metadata: bool) -> Answer:
+        item: Answer = {"type": "message", "ts": self.ts, "text": self.text, "blocks": self.blocks}
+        item |= {"user": BOT_USER, "bot_id": BOT_ID}
+        if self.thread_ts is not None:
+            item["thread_ts"] = self.thread_ts
+        if with_metadata and self.metadata is not None:
+            item["metadata"] = self.metadata
+        return item
+
+
+# Scope each method needs; a method not listed needs none (auth.test, chat.getPermalink).
+SCOPES = {
+    "chat.postMessage": "chat:write",
+    "chat.update": "chat:write",
+    "chat.delete": "chat:write",
+    "chat.postEphemeral": "chat:write",
+    "files.getUploadURLExternal": "files:write",
+    "files.completeUploadExternal": "files:write",
+    "conversations.history": "channels:history",
+    "conversations.replies": "channels:history",
+    "conversations.info": "channels:read",
+}
+
+
+class Workspace:
+    """Channels and messages; every method takes the request's params and returns Slack's answer."""
+
+    def __init__(self, upload_base: Callable[[], str], scopes: Iterable[str] = MANIFEST_SCOPES) -> None:
+        self._upload_base = upload_base
+        self.scopes = frozenset(scopes)
+        self.channels: dict[str, Channel] = {}
+        self.messages: dict[tuple[str, str], Message] = {}
+        self.uploads: list[dict[str, Any]] = []
+        self.pending_files: dict[str, dict[str, Any]] = {}
+        self._ts = itertools.count(1)
+        self._ids = itertools.count(1)
+
+    # -- channels ------------------------------------------------------------------------------------
+    def add_channel(self, ref: str, *, name: str | None = None, member: bool = True) -> str:
+        """A channel named `#name` (it gets an ID) or with ID `ref` (and `name`); returns its ID."""
+        found = self.find(ref)
+        if found is not None:
+            found.member = member
+            return found.id
+        if ref.startswith("#"):
+            channel = Channel(f"C{next(self._ids):08d}", ref[1:], member)
+        else:
+            channel = Channel(ref, (name or f"channel-{ref.lower()}").removeprefix("#"), member)
+        self.channels[channel.id] = channel
+        return channel.id
+
+    def find(self, ref: str) -> Channel | None:
+        """The channel `ref` names: an ID, `#name` or `name` (the lookup chat.postMessage does)."""
+        if ref in self.channels:
+            return self.channels[ref]
+        name = ref.removeprefix("#")
+        return next((c for c in self.channels.values() if c.name == name), None)
+
+    def add_message(self, channel_id: str, text: str, thread_ts: str | None = None) -> Message:
+        """A message of the bot's that is already in the channel (posted before a test began)."""
+        channel = self.channels[channel_id]
+        msg = Message(channel.id, self._next_ts(), text, [], thread_ts, channel.name)
+        self.messages[(channel.id, msg.ts)] = msg
+        return msg
+
+    def _by_id(self, ref: object) -> Channel | None:
+        return self.channels.get(str(ref)) if ref else None
+
+    # -- methods ---------------------------------------------------------------------------------------
+    def missing_scope(self, method: str) -> Answer | None:
+        needed = SCOPES.get(method)
+        if needed is None or needed in self.scopes:
+            return None
+        provided = ",".join(sorted(self.scopes))
+        return {"ok": False, "error": "missing_scope", "needed": needed, "provided": provided}
+
+    def post_message(self, params: dict[str, Any]) -> Answer:
+        channel = self.find(str(params.get("channel") or ""))
+        refused = content_refusal(params) or _membership(channel)
+        if refused is not None:
+            return refused
+        assert channel is not None
+        thread_ts = params.get("thread_ts") or None
+        if thread_ts is not None and (channel.id, str(thread_ts)) not in self.messages:
+            return _error("thread_not_found")
+        ts = self._next_ts()
+        msg = Message(channel.id, ts, str(params.get("text", "")), blocks_of(params), thread_ts, channel.name)
+        msg.metadata = _json_param(params.get("metadata"))
+        self.messages[(channel.id, ts)] = msg
+        return {"ok": True, "channel": channel.id, "ts": ts, "message": {"ts": ts, "text": msg.text}}
+
+    def update(self, params: dict[str, Any]) -> Answer:
+        channel = self._by_id(params.get("channel"))
+        if channel is None:
+            return _error("channel_not_found")
+        refused = content_refusal(params)
+        if refused is not None:
+            return refused
+        msg = self.messages.get((channel.id, str(params.get("ts"))))
+        if msg is None:
+            return _error("message_not_found")
+        msg.versions.append({"text": msg.text, "blocks": msg.blocks})
+        msg.text, msg.blocks = str(params.get("text", "")), blocks_of(params)
+        if "metadata" in params:
+            msg.metadata = _json_param(params.get("metadata"))
+        return {"ok": True, "channel": channel.id, "ts": msg.ts, "text": msg.text}
+
+    def delete(self, params: dict[str, Any]) -> Answer:
+        channel = self._by_id(params.get("channel"))
+        if channel is None:
+            return _error("channel_not_found")
+        msg = self.messages.pop((channel.id, str(params.get("ts"))), None)
+        if msg is None:
+            return _error("message_not_found")
+        return {"ok": True, "channel": channel.id, "ts": msg.ts}
+
+    def permalink(self, params: dict[str, Any]) -> Answer:
+        channel = self._by_id(params.get("channel"))
+        if channel is None:
+            return _error("channel_not_found")
+        ts = str(params.get("message_ts"))
+        if (channel.id, ts) not in self.messages:
+            return _error("message_not_found")
+        link = f"https://fake.slack.example/archives/{channel.id}/p{ts.replace('.', '')}"
+        return {"ok": True, "channel": channel.id, "permalink": link}
+
+    def ephemeral(self, params: dict[str, Any]) -> Answer:
+        channel = self.find(str(params.get("channel") or ""))
+        refused = content_refusal(params) or _membership(channel)
+        if refused is not None:
+            return refused
+        if not params.get("user"):
+            return _error("user_not_in_channel")
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def upload_url(self, params: dict[str, Any]) -> Answer:
+        length = str(params.get("length", ""))
+        if not params.get("filename") or not length.isdigit() or int(length) <= 0:
+            return _error("invalid_arguments")
+        file_id = f"F{len(self.pending_files) + 1:08d}"
+        self.pending_files[file_id] = {"filename": params["filename"], "length": int(length)}
+        return {"ok": True, "upload_url": f"{self._upload_base()}/upload/{file_id}", "file_id": file_id}
+
+    def complete_upload(self, params: dict[str, Any]) -> Answer:
+        channel_ref, thread_ts = params.get("channel_id"), params.get("thread_ts") or None
+        channel = self._by_id(channel_ref)
+        if channel_ref and channel is None:
+            return _error("channel_not_found")
+        if channel is not None and not channel.member:
+            return _error("not_in_channel")
+        if thread_ts is not None and (channel is None or (channel.id, str(thread_ts)) not in self.messages):
+            return _error("thread_not_found")
+        files = _json_param(params.get("files"))
+        if not isinstance(files, list) or not files:
+            return _error("invalid_arguments")
+        done = []
+        for f in files:
+            pending = self.pending_files.get(str(f.get("id", "")))
+            if pending is None or "content" not in pending:
+                return _error("file_not_found")
+            self.uploads.append({**pending, **f, "channel_id": channel_ref, "thread_ts": thread_ts})
+            done.append({"id": f["id"], "title": f.get("title")})
+        return {"ok": True, "files": done}
+
+    def history(self, params: dict[str, Any]) -> Answer:
+        channel = self._by_id(params.get("channel"))
+        if channel is None:
+            return _error("channel_not_found")
+        if not channel.member:
+            return _error("not_in_channel")
+        top = [m for m in self.messages.values() if m.channel == channel.id and m.thread_ts is None]
+        return _page(sorted(top, key=lambda m: float(m.ts), reverse=True), params)
+
+    def replies(self, params: dict[str, Any]) -> Answer:
+        channel = self._by_id(params.get("channel"))
+        if channel is None:
+            return _error("channel_not_found")
+        ts = str(params.get("ts") or "")
+        parent = self.messages.get((channel.id, ts))
+        if parent is None:
+            return _error("thread_not_found")
+        thread = [m for m in self.messages.values() if m.channel == channel.id and m.thread_ts == ts]
+        return _page([parent, *sorted(thread, key=lambda m: float(m.ts))], params)
+
+    def info(self, params: dict[str, Any]) -> Answer:
+        channel = self._by_id(params.get("channel"))
+        if channel is None:
+            return _error("channel_not_found")
+        about = {"id": channel.id, "name": channel.name, "is_channel": True, "is_member": channel.member}
+        return {"ok": True, "channel": about}
+
+    def _next_ts(self) -> str:
+        return f"{1_700_000_000 + next(self._ts)}.000100"
+
+
+def auth_test(_: dict[str, Any]) -> Answer:
+    return {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM_ID, "user": "proxybot"}
+
+
+def blocks_of(params: dict[str, Any]) -> list[Any]:
+    blocks = _json_param(params.get("blocks"))
+    return list(blocks) if isinstance(blocks, list) else []
+
+
+def content_refusal(params: dict[str, Any]) -> Answer | None:
+    """Slack's refusal of the message in `params` (text and blocks), or None."""
+    refusal = check_message(str(params.get("text", "")), blocks_of(params))
+    return None if refusal is None else refusal.body()
+
+
+def _membership(channel: Channel | None) -> Answer | None:
+    if channel is None:
+        return _error("channel_not_found")
+    return None if channel.member else _error("not_in_channel")
+
+
+def _page(messages: list[Message], params: dict[str, Any]) -> Answer:
+    try:
+        limit = min(int(str(params.get("limit") or HISTORY_PAGE)), 999)
+        start = int(str(params.get("cursor") or 0))
+    except ValueError:
+        return _error("invalid_cursor")
+    with_metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+    chunk = messages[start : start + limit]
+    more = start + limit < len(messages)
+    answer: Answer = {"ok": True, "messages": [m.as_history(with_metadata) for m in chunk], "has_more": more}
+    answer["response_metadata"] = {"next_cursor": str(start + limit) if more else ""}
+    return answer
+
+
+def _json_param(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def _error(code: str) -> Answer:
+    return {"ok": False, "error": code}
