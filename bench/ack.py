@@ -39,7 +39,7 @@ from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from tests.e2e.stack import BOT_TOKEN, CHANNEL, SIGNING_SECRET, BotProcess, StoreView, write_bot_config
 from tests.e2e.storm_load import percentile, split, storm_bodies, storm_plan
-from tests.handlers.slack_requests import command_body, signed
+from tests.fakes.slack_requests import command_body, signed
 
 BASELINE_COMMANDS = 200
 LOAD_INTERVAL = 0.05  # a command every 50 ms while the storm runs (far beyond people typing)
@@ -57,7 +57,8 @@ _keys = itertools.count()
 
 def serve_with_commands(config: Path, port: int) -> None:
     """`proxybot serve` as it is: its Slack route answers `/proxy` and the buttons with the real checks."""
-    from bot.serve import build_bot, serve
+    from bot.cli.serve import serve
+    from bot.compose import build_bot
     from config.loader import load_config
 
     async def main() -> None:

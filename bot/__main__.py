@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from bot.cli import main
+from bot.cli.main import main
 
 raise SystemExit(main())

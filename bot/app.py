@@ -1,7 +1,7 @@
 """The HTTP app of `proxybot serve`: routes, and the workers that run for the app's lifetime.
 
 `create_app(deps, workers)` only wires what it is given: every client lives in `Deps`, built by
-`bot.cli` (or by a test with fakes), so nothing here builds its own client.
+`bot.cli.main` (or by a test with fakes), so nothing here builds its own client.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.domain.alerts import AlertmanagerWebhook
-from bot.intake import WebhookAuth, alertmanager_route
+from bot.inbound.webhook import WebhookAuth, alertmanager_route
 from bot.metrics import BotMetrics
 from bot.store import Accepted, Store
 from config.settings import Settings

@@ -21,11 +21,11 @@ from typing import Any, Protocol
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.alerts.pipeline import ALERT_LABELS
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, ProxybotError
-from bot.pipeline import ALERT_LABELS
 from bot.render.blocks import Message, code, esc
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store.models import AlertGroupState

@@ -17,10 +17,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from bot.pipeline import AlertPipeline, LiveSource, Outbox, PipelineStore
-from bot.prom_enrich import PromEnricher
+from bot.alerts.pipeline import AlertPipeline, LiveSource, Outbox, PipelineStore
+from bot.alerts.prom_enrich import PromEnricher
+from bot.alerts.storm import StormPolicy
 from bot.store.models import StoredNotification
-from bot.storm import StormPolicy
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class AlertStore(PipelineStore, NotificationQueue, Protocol):
 
 
 class Processor(Protocol):
-    """What the worker drives (`bot.pipeline.AlertPipeline` is one)."""
+    """What the worker drives (`bot.alerts.pipeline.AlertPipeline` is one)."""
 
     async def restore(self) -> None: ...
 

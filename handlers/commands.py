@@ -38,9 +38,9 @@ from bot.checks.path import DEFAULT_SAMPLES, check_path
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request, run_probe
 from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
 from bot.checks.verify import check_verify, open_prometheus
-from bot.commands.path import check_samples
-from bot.commands.verify import chosen_clusters
-from bot.digest_runner import BuiltDigest
+from bot.cli.path import check_samples
+from bot.cli.verify import chosen_clusters
+from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, ProxybotError
 from bot.render.blocks import Message, esc
 from bot.render.checks_netpol import netpol_message

@@ -1,4 +1,4 @@
-"""The scheduled fleet digest: APScheduler's `AsyncIOScheduler` for the app's lifetime (runs: digest_runner).
+"""The scheduled fleet digest: APScheduler's `AsyncIOScheduler` for the app's lifetime (`bot.digest.runner`).
 
 Scheduling decisions (all pure functions here, tested without a scheduler):
 - The job fires on `digest.cron` in `digest.timezone` (`settings.digest.cron_trigger()`, cron's weekdays).
@@ -26,10 +26,10 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 
-from bot.delivery import Delivery
-from bot.digest import Clock, CronJobSource, ReadCluster
-from bot.digest_history import RangeQueries
-from bot.digest_runner import DigestRunner, DigestSources, OutboxPoster
+from bot.delivery.worker import Delivery
+from bot.digest.fleet import Clock, CronJobSource, ReadCluster
+from bot.digest.history import RangeQueries
+from bot.digest.runner import DigestRunner, DigestSources, OutboxPoster
 from bot.live import MetricsSource
 from bot.store import Store
 from config.settings import Settings
@@ -165,7 +165,7 @@ def register(
 ) -> DigestScheduler:
     """The digest for `serve`: `.run` is the app worker, `.runner.post_now()` answers `/proxy digest`.
 
-    With `pages` (each client cluster's metrics reader) and `executor` (a `bot.digest_pool` pool), pages are
+    With `pages` (each client cluster's metrics reader) and `executor` (a `bot.digest.pool` pool), pages are
     parsed and judged in worker processes, so a big fleet is not judged on the bot's one interpreter lock.
     """
     sources = DigestSources(read, cronjobs, prometheus, pages, executor)

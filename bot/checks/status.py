@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bot.alerts.prom_queries import WindowAsk, counters_query, window_from
 from bot.checks.context import CheckContext, TargetRef, resolve_target
 from bot.clients.prometheus import PrometheusClient
 from bot.domain.diagnosis import diagnose
@@ -34,7 +35,6 @@ from bot.domain.snapshot import (
 )
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
-from bot.prom_queries import WindowAsk, counters_query, window_from
 from config.settings import ClusterSettings, Settings, replica_source
 
 REPLICA_UNKNOWN = "not pinned: the client cluster's Service chose one replica"

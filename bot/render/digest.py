@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bot.digest import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
-from bot.digest_history import DigestChart
+from bot.digest.fleet import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
+from bot.digest.history import DigestChart
 from bot.domain.diagnosis_readings import fmt_count
 from bot.render.blocks import (
     Block,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.cli import COMMANDS
-from bot.slack_app import EVENTS_PATH
+from bot.cli.main import COMMANDS
+from bot.inbound.slack import EVENTS_PATH
 
 SLACK = Path(__file__).resolve().parents[2] / "config" / "slack"
 HTTP_MODE = SLACK / "manifest.yaml"

@@ -14,18 +14,18 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from bot.alerts.pipeline import ALERT_LABELS
 from bot.app import Deps, create_app
 from bot.clients.alertmanager import AlertmanagerClient, Matcher
 from bot.domain.alerts import AlertStatus
 from bot.errors import ClusterError, UpstreamError
-from bot.pipeline import ALERT_LABELS
+from bot.inbound.slack import slack_routes_and_workers
 from bot.render.blocks import Message, section
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
-from bot.slack_app import slack_routes_and_workers
 from bot.store import AlertGroupState, Store
 from config.settings import ClusterSettings, TargetSettings
 from handlers.actions import ButtonChecks, Silencer
-from tests.bot.test_slack_app import (
+from tests.bot.inbound.test_slack import (
     ALERTS,
     ALICE,
     BOB,

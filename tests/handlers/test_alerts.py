@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from bot.delivery import Delivery
+from bot.alerts.storm import StormPolicy
+from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.live import ClusterRead
 from bot.store import OutboxItem, OutboxKind, Store, StoredNotification, open_store
-from bot.storm import StormPolicy
 from handlers.alerts import AlertWorker, register
-from tests.bot.test_pipeline import Clock, FakeLive, NoSlack, alert, settings, webhook
+from tests.bot.alerts.test_pipeline import Clock, FakeLive, NoSlack, alert, settings, webhook
 
 
 @pytest.fixture

@@ -29,12 +29,12 @@ from pydantic import SecretStr
 from bot.app import Deps, create_app
 from bot.checks.context import CheckContext
 from bot.clients.alertmanager import Matcher, Silence
-from bot.digest_runner import BuiltDigest, DigestRunner, DigestSources
+from bot.digest.runner import BuiltDigest, DigestRunner, DigestSources
 from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
+from bot.inbound.slack import slack_routes_and_workers
 from bot.render.blocks import Message
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
-from bot.slack_app import slack_routes_and_workers
 from bot.store import Store, open_store
 from config.loader import parse_config
 from config.settings import Settings
@@ -42,9 +42,9 @@ from handlers import commands
 from handlers.command_args import USAGES, parse_duration, parse_invocation, split_words
 from handlers.commands import CommandDeps, DigestNow, button_checks
 from sim.slack_api import FakeSlack, iter_texts
-from tests.bot.commands.conftest import RecordingSimServer
-from tests.bot.test_slack_app import SocketSlack
-from tests.handlers.slack_requests import (
+from tests.bot.cli.conftest import RecordingSimServer
+from tests.bot.inbound.test_slack import SocketSlack
+from tests.fakes.slack_requests import (
     BOT_TOKEN,
     SIGNING_SECRET,
     asgi,

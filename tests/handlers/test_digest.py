@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 
-from bot.digest_runner import DigestRunner, DigestSources, chart_span
+from bot.digest.runner import DigestRunner, DigestSources, chart_span
 from bot.live import ClusterRead
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import struct
 
-from bot.digest import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
-from bot.digest_history import PEERS_CHART, DigestChart, charts_from_samples
+from bot.alerts.prom_queries import TimeSeries
+from bot.digest.fleet import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
+from bot.digest.history import PEERS_CHART, DigestChart, charts_from_samples
 from bot.domain.findings import Finding, Severity
-from bot.prom_queries import TimeSeries
 from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_units
 from bot.render.digest import chart_pngs, digest_message, digest_text
 from bot.store.digests import FleetSample

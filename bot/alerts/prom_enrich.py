@@ -1,0 +1,360 @@
+"""Alert enrichment from Prometheus: the alert's window (reason counts, p99s) and a chart of its key series.
+
+For one alert of a configured client cluster, series are selected by the cluster's `match` labels, the
+alert's `target`, and its `pod` when it has one (HA replicas keep their own counters); the window is the
+alert rule's own (`ALERT_WINDOWS`). `PromEnricher` reads windows (shared by concurrent callers, cached
+briefly) and renders charts; `PromRound` is one notification's reads, started together and collected
+when the enrichment budget ends (what is late is marked unavailable, never waited for);
+`with_prometheus` adds what was read to an alert's diagnosis, labelled "last N min, from Prometheus".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Protocol
+
+from bot.alerts.prom_queries import (
+    CHART_FOR,
+    CHART_SPAN,
+    CHART_STEP,
+    MIN_OBSERVATIONS,
+    ChartKind,
+    KeySeries,
+    PromWindow,
+    WindowAsk,
+    buckets_query,
+    chart_query,
+    counters_query,
+    key_series,
+    p99_query,
+    window_from,
+)
+from bot.clients.prometheus import Sample, Series
+from bot.domain.alerts_catalog import (
+    DISCOVERY_DEGRADED,
+    PEER_CHURN,
+    TARGET_UNAVAILABLE,
+    WATCHES_SILENT,
+)
+from bot.domain.diagnosis import AlertDiagnosis
+from bot.domain.diagnosis_readings import fmt_duration, fmt_seconds
+from bot.domain.findings import Severity
+from bot.domain.snapshot import (
+    DIAL_DURATION,
+    DIAL_FAILURES,
+    DISCOVERY_FALLBACKS,
+    REQUEST_DURATION,
+    REQUESTS,
+    TERMINATIONS,
+    make_labels,
+)
+from bot.errors import UpstreamError
+from bot.render.chart import render_chart
+from config.settings import ClusterSettings, Settings
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+# Each alert's own rule window (the guide's rules); gauge rules get a quarter hour of context.
+ALERT_WINDOWS: Mapping[str, int] = {
+    TARGET_UNAVAILABLE: 600,
+    PEER_CHURN: 1800,
+    DISCOVERY_DEGRADED: 300,
+    WATCHES_SILENT: 3600,
+}
+DEFAULT_WINDOW = 900
+
+
+class PromQueries(Protocol):
+    """What enrichment needs of Prometheus (`bot.clients.prometheus.PrometheusClient` is one)."""
+
+    async def query(
+        self, expr: str, *, at: float | None = None, timeout: float | None = None
+    ) -> list[Sample]: ...
+
+    async def query_range(
+        self, expr: str, *, start: float, end: float, step: float, timeout: float | None = None
+    ) -> list[Series]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def ask_for(alertname: str, labels: Mapping[str, str], cluster: ClusterSettings | None) -> WindowAsk | None:
+    """What to ask Prometheus about one alert; None when it names no target or matches no cluster."""
+    target = labels.get("target")
+    if not target or cluster is None:
+        return None
+    return WindowAsk(
+        alertname=alertname,
+        cluster=cluster.name,
+        match=make_labels(cluster.match.items()),
+        target=target,
+        pod=labels.get("pod") or None,
+        seconds=ALERT_WINDOWS.get(alertname, DEFAULT_WINDOW),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PromOutcome:
+    """What Prometheus said about one ask: its window, or why there is none (late, refused, unreachable)."""
+
+    ask: WindowAsk
+    window: PromWindow | None
+    unavailable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChartImage:
+    """A rendered chart, ready for `upload_png`."""
+
+    png: bytes
+    filename: str
+    title: str
+
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def chart_image(series: KeySeries) -> ChartImage:
+    """Render the key series (CPU-bound: call it off the event loop)."""
+    now = datetime.fromtimestamp(series.end, UTC)
+    png = render_chart(series.lines, series.title, now, y_label=series.y_label)
+    target = _UNSAFE_FILENAME.sub("-", series.title.split(":", 1)[0]).strip("-") or "target"
+    return ChartImage(png, f"{target}-{series.kind.value}.png", series.title)
+
+
+@dataclass
+class _Cached:
+    at: float
+    window: PromWindow
+
+
+@dataclass
+class PromEnricher:
+    """Reads windows and charts from Prometheus; one read per ask serves every caller for `ttl` seconds.
+
+    Reads are shielded: a caller that stops waiting (its budget ran out) leaves the read running, and
+    what it brings fills the cache for the next notification of the same alert.
+    """
+
+    client: PromQueries
+    timeout: float = 5.0
+    ttl: float = 5.0
+    clock: Clock = time.time
+    monotonic: Clock = time.monotonic
+    _cache: dict[WindowAsk, _Cached] = field(default_factory=dict, init=False, repr=False)
+    _inflight: dict[WindowAsk, asyncio.Task[PromWindow]] = field(default_factory=dict, init=False, repr=False)
+
+    async def window(self, ask: WindowAsk) -> PromWindow:
+        """The ask's window (cached for `ttl`); raises UpstreamError when Prometheus fails."""
+        cached = self._cache.get(ask)
+        if cached is not None and self.monotonic() - cached.at < self.ttl:
+            return cached.window
+        task = self._inflight.get(ask)
+        if task is None:
+            task = asyncio.create_task(self._read(ask), name=f"prometheus-window-{ask.target}")
+            self._inflight[ask] = task
+            task.add_done_callback(lambda done: self._settle(ask, done))
+        return await asyncio.shield(task)
+
+    async def key_series(self, ask: WindowAsk) -> KeySeries:
+        """The last hour of the alert's key series; raises UpstreamError when Prometheus fails."""
+        kind = CHART_FOR.get(ask.alertname, ChartKind.FAILING_REASONS)
+        end = self.clock()
+        found = await self.client.query_range(
+            chart_query(ask, kind), start=end - CHART_SPAN, end=end, step=CHART_STEP, timeout=self.timeout
+        )
+        return key_series(ask, kind, found, end)
+
+    async def chart(self, ask: WindowAsk) -> ChartImage:
+        """The key series rendered as a PNG (rendering runs in a worker thread)."""
+        return await asyncio.to_thread(chart_image, await self.key_series(ask))
+
+    async def try_chart(self, ask: WindowAsk, budget: float) -> ChartImage | None:
+        """The chart within `budget` seconds, or None (logged): a chart never fails an alert."""
+        try:
+            async with asyncio.timeout(budget):
+                return await self.chart(ask)
+        except TimeoutError:
+            log.warning("chart of %s took longer than %gs: not uploaded", ask.target, budget)
+        except UpstreamError as error:
+            log.warning("chart of %s not uploaded: %s", ask.target, error)
+        return None
+
+    async def aclose(self) -> None:
+        """Cancel reads still running and close the Prometheus client."""
+        await self.cancel_pending()
+        await self.client.aclose()
+
+    async def cancel_pending(self) -> None:
+        """Stop reads nobody waits for any more (shutdown)."""
+        tasks = list(self._inflight.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _read(self, ask: WindowAsk) -> PromWindow:
+        at = self.clock()
+        counters, buckets, p99s = await asyncio.gather(
+            self.client.query(counters_query(ask), at=at, timeout=self.timeout),
+            self.client.query(buckets_query(ask), at=at, timeout=self.timeout),
+            self.client.query(p99_query(ask), at=at, timeout=self.timeout),
+        )
+        return window_from(ask, at, counters, buckets, p99s)
+
+    def _settle(self, ask: WindowAsk, task: asyncio.Task[PromWindow]) -> None:
+        if self._inflight.get(ask) is task:
+            del self._inflight[ask]
+        if task.cancelled() or task.exception() is not None:
+            return
+        now = self.monotonic()
+        # Forget what has expired, so that the cache holds only the asks of the last few seconds.
+        for old in [k for k, v in self._cache.items() if now - v.at >= self.ttl]:
+            del self._cache[old]
+        self._cache[ask] = _Cached(now, task.result())
+
+
+class PromRound:
+    """One notification's Prometheus reads: started together, collected when the enrichment budget ends."""
+
+    def __init__(self, enricher: PromEnricher | None, settings: Settings) -> None:
+        self._enricher = enricher
+        self._settings = settings
+        self._budget = settings.enrichment.timeout_seconds
+        self._tasks: dict[WindowAsk, asyncio.Task[PromWindow]] = {}
+        self._outcomes: dict[WindowAsk, PromOutcome] = {}
+
+    @property
+    def tasks(self) -> list[asyncio.Task[PromWindow]]:
+        return list(self._tasks.values())
+
+    def ask(self, alertname: str, labels: Mapping[str, str], cluster: str | None) -> WindowAsk | None:
+        if self._enricher is None or cluster is None:
+            return None
+        return ask_for(alertname, labels, self._settings.cluster(cluster))
+
+    def start(self, alerts: Iterable[tuple[str, Mapping[str, str], str | None]]) -> None:
+        """Start one read per distinct ask among `(alertname, labels, cluster)`."""
+        if self._enricher is None:
+            return
+        for alertname, labels, cluster in alerts:
+            ask = self.ask(alertname, labels, cluster)
+            if ask is not None and ask not in self._tasks:
+                read = self._enricher.window(ask)
+                self._tasks[ask] = asyncio.create_task(read, name=f"prometheus-{ask.target}")
+
+    def collect(self) -> None:
+        """The budget is over: keep what has arrived, mark the rest late and stop waiting for it.
+
+        Late reads keep running inside the enricher (shielded) and fill its cache for the next notification.
+        """
+        self._outcomes = {ask: self._outcome(ask, task) for ask, task in self._tasks.items()}
+        for task in self._tasks.values():
+            if not task.done():
+                task.cancel()
+
+    def outcome(self, alertname: str, labels: Mapping[str, str], cluster: str | None) -> PromOutcome | None:
+        """What was read for one alert; None when Prometheus was not asked (not configured, no target)."""
+        ask = self.ask(alertname, labels, cluster)
+        return None if ask is None else self._outcomes.get(ask)
+
+    def _outcome(self, ask: WindowAsk, task: asyncio.Task[PromWindow]) -> PromOutcome:
+        if not task.done():
+            return PromOutcome(ask, None, f"took longer than {self._budget:g}s")
+        if task.cancelled():
+            return PromOutcome(ask, None, "the read was cancelled")
+        error = task.exception()
+        if error is not None:
+            log.warning("Prometheus enrichment of %s failed: %s", ask.target, error)
+            why = str(error) if isinstance(error, UpstreamError) else type(error).__name__
+            return PromOutcome(ask, None, why)
+        return PromOutcome(ask, task.result())
+
+
+# -- words on the alert ------------------------------------------------------------------------------
+
+REASON_LINES = (
+    (REQUESTS, "Requests by reason"),
+    (DIAL_FAILURES, "Dial failures by reason"),
+    (DISCOVERY_FALLBACKS, "Discovery fallbacks by reason"),
+    (TERMINATIONS, "Terminations by reason"),
+)
+TOP_REASONS = 5
+
+
+def _count(value: float) -> str:
+    # increase() extrapolates to the window's edges: counts are estimates, shown as such.
+    return f"{value:,.0f}" if value >= 10 or value.is_integer() else f"{value:.1f}"
+
+
+def _breakdown(found: Mapping[str, float]) -> str:
+    shown = [f"{reason or 'no reason'} {_count(n)}" for reason, n in list(found.items())[:TOP_REASONS]]
+    more = len(found) - TOP_REASONS
+    return ", ".join(shown) + (f", +{more} more" if more > 0 else "")
+
+
+def _p99(window: PromWindow, histogram: str, value: float | None, what: str) -> str:
+    seen = window.observations(histogram)
+    if value is None or seen < MIN_OBSERVATIONS:
+        return f"{what}: too few to tell ({_count(seen)})"
+    return f"{what} {fmt_seconds(value)} ({_count(seen)})"
+
+
+def scope_label(seconds: float) -> str:
+    """How Prometheus-read numbers are labelled: "last 15m, from Prometheus"."""
+    return f"last {fmt_duration(seconds)}, from Prometheus"
+
+
+def evidence_lines(window: PromWindow, group_version: str | None = None) -> tuple[str, ...]:
+    """Reason breakdowns (requests always, the others when they counted anything) and p99s."""
+    scope = scope_label(window.seconds)
+    lines = []
+    for family, what in REASON_LINES:
+        found = window.reasons(family, group_version if family == REQUESTS else None)
+        if found or family == REQUESTS:
+            lines.append(f"{what} ({scope}): {_breakdown(found) if found else 'none'}")
+    requests = _p99(window, REQUEST_DURATION, window.request_p99, "requests")
+    dials = _p99(window, DIAL_DURATION, window.dial_p99, "dials")
+    lines.append(f"p99 ({scope}): {requests}; {dials}")
+    return tuple(lines)
+
+
+def with_prometheus(diagnosis: AlertDiagnosis, outcome: PromOutcome | None) -> AlertDiagnosis:
+    """The diagnosis with what Prometheus said about the alert's window (or why it said nothing)."""
+    if outcome is None:
+        return diagnosis
+    if outcome.window is None:
+        scope = scope_label(outcome.ask.seconds)
+        line = f"Window counts ({scope}): unavailable: {outcome.unavailable or 'no answer'}"
+        return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, line))
+    lines = evidence_lines(outcome.window, diagnosis.group_version)
+    return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, *lines))
+
+
+class _Alert(Protocol):
+    """What `chart_subject` reads of an alert (`bot.domain.messages.AlertView` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+    @property
+    def severity(self) -> Severity: ...
+
+
+def chart_subject(firing: Sequence[_Alert], settings: Settings) -> WindowAsk | None:
+    """Whose key series a group's chart shows: its worst firing alert that names a target and a cluster."""
+    for alert in sorted(firing, key=lambda a: (-a.severity, a.name, a.labels.get("target", ""))):
+        ask = ask_for(alert.name, alert.labels, settings.cluster_for_alert(alert.labels))
+        if ask is not None:
+            return ask
+    return None

@@ -1,0 +1,112 @@
+"""`proxybot path TARGET [--samples N]`: direct-vs-relay evidence and the NetworkPolicy check.
+
+Exit 0 when the verdict is *likely direct*, 1 for *likely relayed* or *unknown*, 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from bot.checks.context import resolve_target
+from bot.checks.netpol_read import EndVerdict
+from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, LatencySeries, PathResult, check_path
+from bot.cli.console import Command, Console
+from bot.cli.probe import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.errors import ConfigError, InputError
+from bot.render.checks_path import path_message
+
+
+def check_samples(samples: int) -> int:
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise InputError(f"--samples: {samples} is not between 1 and {MAX_SAMPLES}")
+    return samples
+
+
+def _series(series: LatencySeries | None) -> dict[str, Any] | None:
+    if series is None:
+        return None
+    return {
+        "answered": len(series.seconds),
+        "failures": list(series.failures),
+        "min": series.minimum,
+        "p50": series.quantile(0.5),
+        "p99": series.quantile(0.99),
+        "seconds": list(series.seconds),
+    }
+
+
+def _end(end: EndVerdict) -> dict[str, Any]:
+    return {
+        "namespace": end.pods.namespace,
+        "release": end.pods.release,
+        "state": end.state.value,
+        "permits": end.permits,
+        "selecting_policies": list(end.selecting),
+        "allowing_rule": end.allowing,
+        "detail": end.detail,
+    }
+
+
+def path_report(result: PathResult) -> dict[str, Any]:
+    """The result as one JSON-ready object."""
+    return {
+        "check": "path",
+        "passed": result.passed,
+        "verdict": result.verdict.value,
+        "target": result.target,
+        "cluster": result.cluster,
+        "request": result.request,
+        "client": _series(result.client),
+        "direct": _series(result.direct),
+        "floor_seconds": result.floor,
+        "dial": asdict(result.dial),
+        "netpol": {
+            "same_control_plane_cluster": result.netpol.same_cluster,
+            "permits": result.netpol.permits,
+            "client_egress": _end(result.netpol.egress),
+            "target_ingress": _end(result.netpol.ingress),
+        },
+        "evidence": list(result.evidence),
+        "fix": list(result.fix),
+    }
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=DEFAULT_SAMPLES,
+        metavar="N",
+        help=f"requests on each side, 1-{MAX_SAMPLES} (default {DEFAULT_SAMPLES})",
+    )
+
+
+def path_command(args: argparse.Namespace, console: Console) -> int:
+    """Sample both sides, read the dial histogram and both ends' NetworkPolicies, and weigh them."""
+    try:
+        settings = load_settings_for(args, console)
+        ref = resolve_target(settings, args.target)
+        samples = check_samples(args.samples)
+    except (InputError, ConfigError) as err:
+        return refuse(args, console, "path", err)
+    result = run_check(
+        settings,
+        console,
+        lambda ctx: check_path(ctx, ref, samples=samples),
+        f"checking the path to {ref.name} (samples, dial latency, NetworkPolicies)…",
+    )
+    return finish(args, console, path_report(result), path_message(result))
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        name="path",
+        help="direct-vs-relay evidence (latency floor, dial step) and the NetworkPolicy check of both ends",
+        add_arguments=_arguments,
+        run=path_command,
+    ),
+)

@@ -1,0 +1,100 @@
+"""`proxybot status [TARGET]`, `proxybot peers TARGET` and `proxybot reasons TARGET [--window 15m]`."""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import AsyncExitStack
+
+from bot.checks.context import CheckContext, resolve_target
+from bot.checks.status import ReasonsResult, parse_window, run_reasons, run_status
+from bot.cli.console import Command, Console
+from bot.cli.probe import add_common_arguments, finish, load_settings_for, now, refuse, run_check
+from bot.clients.prometheus import PrometheusClient
+from bot.errors import ConfigError, InputError
+from bot.render.checks_status import reasons_message, status_message
+from config.settings import Settings
+
+DEFAULT_WINDOW = "15m"
+
+
+def _status_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("target", metavar="TARGET", nargs="?", help="one configured target (default: all)")
+
+
+def _peers_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+
+
+def _reasons_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+    parser.add_argument(
+        "--window",
+        default=DEFAULT_WINDOW,
+        help=f"window for Prometheus' increase() (default {DEFAULT_WINDOW}); without prometheus.url the "
+        "counts are totals since the proxy started",
+    )
+
+
+def _live(args: argparse.Namespace, console: Console, check: str, title: str | None) -> int:
+    try:
+        settings = load_settings_for(args, console)
+        if args.target is not None:
+            resolve_target(settings, args.target)
+    except (InputError, ConfigError) as err:
+        return refuse(args, console, check, err)
+    what = args.target or "every target"
+    result = run_check(settings, console, lambda ctx: run_status(ctx, args.target), f"reading {what}…")
+    report = {**result.as_dict(), "check": check}
+    return finish(args, console, report, status_message(result, now(), title=title))
+
+
+def status_command(args: argparse.Namespace, console: Console) -> int:
+    """Live state of one or every target and the diagnosis; exit 1 on any warning or worse."""
+    return _live(args, console, "status", None)
+
+
+def peers_command(args: argparse.Namespace, console: Console) -> int:
+    """The peer caches of one target per group/version, with the diagnosis."""
+    return _live(args, console, "peers", f"Peers of {args.target}")
+
+
+async def _reasons(ctx: CheckContext, settings: Settings, target: str, window: int) -> ReasonsResult:
+    async with AsyncExitStack() as stack:
+        prometheus = None
+        if settings.prometheus.url is not None:
+            prometheus = await stack.enter_async_context(PrometheusClient(settings.prometheus.url))
+        return await run_reasons(ctx, target, window=window, prometheus=prometheus)
+
+
+def reasons_command(args: argparse.Namespace, console: Console) -> int:
+    """Outcome reasons per counter family with meanings; exit 1 when a proxy-fault reason counted."""
+    try:
+        settings = load_settings_for(args, console)
+        resolve_target(settings, args.target)
+        window = parse_window(args.window)
+    except (InputError, ConfigError) as err:
+        return refuse(args, console, "reasons", err)
+    result = run_check(
+        settings, console, lambda ctx: _reasons(ctx, settings, args.target, window), f"reading {args.target}…"
+    )
+    return finish(args, console, result.as_dict(), reasons_message(result))
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "status",
+        "live proxy state per target and group/version, and the diagnosis",
+        _status_arguments,
+        status_command,
+    ),
+    Command("peers", "peer caches of one target per group/version", _peers_arguments, peers_command),
+    Command(
+        "reasons",
+        "outcome-reason breakdown of one target with each reason's meaning",
+        _reasons_arguments,
+        reasons_command,
+    ),
+)

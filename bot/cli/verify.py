@@ -1,0 +1,85 @@
+"""`proxybot verify [--cluster NAME]`: the guide's "Verify the monitoring works", one line per piece.
+
+Exit 0 only when every line passes; 1 when any line fails or could not be checked (no `prometheus.url`,
+no `control_plane`): unverified monitoring is not a pass. 2 for bad usage or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bot.checks.context import CheckContext
+from bot.checks.verify import VerifyResult, check_verify, open_prometheus
+from bot.cli.console import Command, Console
+from bot.cli.probe import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.errors import ConfigError, InputError
+from bot.render.checks_verify import verify_message
+from config.settings import ClusterSettings, Settings
+
+
+def verify_report(result: VerifyResult) -> dict[str, Any]:
+    """The result as one JSON-ready object."""
+    return {
+        "check": "verify",
+        "passed": result.passed,
+        "verdict": result.outcome.value,
+        "lines": [
+            {
+                "key": line.key,
+                "cluster": line.cluster,
+                "outcome": line.outcome.value,
+                "summary": line.summary,
+                "evidence": list(line.evidence),
+                "fix": line.fix,
+            }
+            for line in result.lines
+        ],
+    }
+
+
+def chosen_clusters(settings: Settings, name: str | None) -> tuple[ClusterSettings, ...]:
+    if name is None:
+        return settings.clusters
+    found = tuple(c for c in settings.clusters if c.name == name)
+    if not found:
+        known = ", ".join(c.name for c in settings.clusters)
+        raise InputError(f"--cluster: {name[:80]!r} is not a configured cluster (configured: {known})")
+    return found
+
+
+async def _verify(ctx: CheckContext, clusters: tuple[ClusterSettings, ...]) -> VerifyResult:
+    prometheus = open_prometheus(ctx.settings, ctx.timeout)
+    try:
+        return await check_verify(ctx, prometheus, clusters=clusters)
+    finally:
+        if prometheus is not None:
+            await prometheus.aclose()
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument(
+        "--cluster", metavar="NAME", help="verify one configured client cluster (default: all)"
+    )
+
+
+def verify_command(args: argparse.Namespace, console: Console) -> int:
+    """Scrape up, rules loaded, probe CronJob running and visible, /metrics/syncer readable."""
+    try:
+        settings = load_settings_for(args, console)
+        clusters = chosen_clusters(settings, args.cluster)
+    except (InputError, ConfigError) as err:
+        return refuse(args, console, "verify", err)
+    result = run_check(settings, console, lambda ctx: _verify(ctx, clusters), "verifying the monitoring…")
+    return finish(args, console, verify_report(result), verify_message(result))
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        name="verify",
+        help="verify the monitoring: scrape up, rules loaded, probe CronJob succeeding, metrics readable",
+        add_arguments=_arguments,
+        run=verify_command,
+    ),
+)

@@ -1,1 +1,0 @@
-"""The check commands of the `proxybot` CLI: each module exports `COMMANDS` for `bot.cli` to register."""

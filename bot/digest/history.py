@@ -1,0 +1,185 @@
+"""The digest's chart input: healthy peers per target and failing reasons over the digest period.
+
+From Prometheus when `prometheus.url` is set (range queries), otherwise from the fleet samples the bot
+stored itself at each digest and sampling read. Healthy peers are drawn for the targets worth looking at
+(not healthy now, worst first, at most what a chart can tell apart); when every target is healthy a single
+line counts the healthy targets instead of a wall of flat lines. Failing reasons are the non-`upstream`
+reasons of `vcluster_proxy_request_total`, fleet-wide, in requests per minute.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Protocol
+
+from bot.alerts.prom_queries import TimeSeries
+from bot.clients.prometheus import Series, promql_string
+from bot.digest.fleet import Digest, Health
+from bot.domain.delta import counter_increase
+from bot.domain.snapshot import PEERS, REQUESTS
+from bot.errors import UpstreamError
+from bot.render.chart import MAX_LINES
+from bot.store.digests import FleetSample
+
+PEERS_CHART = "healthy-peers"
+REASONS_CHART = "failing-reasons"
+HEALTHY_TARGETS = "healthy targets"
+MIN_STEP = 60.0
+POINTS = 120
+RATE_WINDOW = "5m"
+
+
+@dataclass(frozen=True)
+class DigestChart:
+    """One chart of the digest: its lines over `[end - span, end]`."""
+
+    key: str
+    title: str
+    y_label: str
+    lines: tuple[TimeSeries, ...]
+    span: float
+    end: float
+
+
+class RangeQueries(Protocol):
+    """What the charts need of Prometheus (`PrometheusClient` is one)."""
+
+    async def query_range(
+        self, expr: str, *, start: float, end: float, step: float, timeout: float | None = None
+    ) -> list[Series]: ...
+
+
+def chart_targets(digest: Digest) -> list[str]:
+    """The targets whose healthy peers are drawn: not healthy now, worst first (the digest's order)."""
+    return [t.target for t in digest.targets if t.health is not Health.HEALTHY][:MAX_LINES]
+
+
+def _peers_title(targets: Sequence[str]) -> tuple[str, str]:
+    if targets:
+        return "Healthy peers of the targets not healthy now", "healthy peers (lowest group/version)"
+    return "Targets with healthy peers", "targets"
+
+
+def peers_from_samples(
+    samples: Sequence[FleetSample], targets: Sequence[str], span: float, end: float
+) -> DigestChart:
+    title, y_label = _peers_title(targets)
+    if targets:
+        lines = tuple(TimeSeries(t, _target_points(samples, t)) for t in targets)
+    else:
+        lines = (TimeSeries(HEALTHY_TARGETS, tuple((s.at, _healthy_count(s)) for s in samples)),)
+    return DigestChart(PEERS_CHART, title, y_label, lines, span, end)
+
+
+def _target_points(samples: Sequence[FleetSample], target: str) -> tuple[tuple[float, float], ...]:
+    points = []
+    for s in samples:
+        value = ((s.sample.get("targets") or {}).get(target) or {}).get("h")
+        # No reading (unreachable) is a gap, never a zero: zero healthy peers is a claim about the proxy.
+        points.append((s.at, float(value) if isinstance(value, int | float) else float("nan")))
+    return tuple(points)
+
+
+def _healthy_count(sample: FleetSample) -> float:
+    targets = sample.sample.get("targets") or {}
+    return float(sum(1 for t in targets.values() if (t or {}).get("s") == Health.HEALTHY.value))
+
+
+def reasons_from_samples(samples: Sequence[FleetSample], span: float, end: float) -> DigestChart:
+    """Failed requests per minute per reason, from the increase between consecutive samples."""
+    per_reason: dict[str, list[tuple[float, float]]] = {}
+    for before, after in pairwise(samples):
+        minutes = (after.at - before.at) / 60.0
+        if minutes <= 0:
+            continue
+        old, new = before.sample.get("faults") or {}, after.sample.get("faults") or {}
+        for reason in sorted({*old, *new}):
+            increase, _ = counter_increase(old.get(reason), float(new.get(reason, 0.0)))
+            per_reason.setdefault(reason, []).append((after.at, increase / minutes))
+    lines = tuple(TimeSeries(r, tuple(p)) for r, p in sorted(per_reason.items()))
+    return DigestChart(
+        REASONS_CHART, "Failing requests by reason, fleet-wide", "requests per minute", lines, span, end
+    )
+
+
+def charts_from_samples(digest: Digest, samples: Sequence[FleetSample], span: float) -> list[DigestChart]:
+    targets = chart_targets(digest)
+    return [
+        peers_from_samples(samples, targets, span, digest.at),
+        reasons_from_samples(samples, span, digest.at),
+    ]
+
+
+# -- Prometheus --------------------------------------------------------------------------------------------
+
+
+def peers_query(targets: Sequence[str]) -> str:
+    """Lowest healthy peers per target (min: one degraded cache or replica must not be averaged away)."""
+    healthy = f'{PEERS}{{state="healthy"}}'
+    if not targets:
+        return f"count(min by (target) ({healthy}) > 0)"
+    pattern = promql_string("|".join(re.escape(t) for t in targets))
+    return f'min by (target) ({PEERS}{{state="healthy",target=~{pattern}}})'
+
+
+def reasons_query() -> str:
+    return f'sum by (reason) (rate({REQUESTS}{{reason!="upstream"}}[{RATE_WINDOW}])) * 60'
+
+
+def _step(span: float) -> float:
+    return max(MIN_STEP, span / POINTS)
+
+
+async def charts_from_prometheus(
+    digest: Digest, prometheus: RangeQueries, span: float, *, timeout: float = 10.0
+) -> list[DigestChart]:
+    """Both charts from range queries over the period; `UpstreamError` when Prometheus fails."""
+    targets = chart_targets(digest)
+    start, end, step = digest.at - span, digest.at, _step(span)
+    found = await prometheus.query_range(
+        peers_query(targets), start=start, end=end, step=step, timeout=timeout
+    )
+    title, y_label = _peers_title(targets)
+    if targets:
+        by_target = {s.labels.get("target", ""): s.points for s in found}
+        peer_lines = tuple(TimeSeries(t, tuple(by_target.get(t, ()))) for t in targets)
+    else:
+        peer_lines = tuple(TimeSeries(HEALTHY_TARGETS, tuple(s.points)) for s in found[:1])
+    reasons = await prometheus.query_range(reasons_query(), start=start, end=end, step=step, timeout=timeout)
+    reason_lines = tuple(
+        sorted(
+            (TimeSeries(s.labels.get("reason", "?"), tuple(s.points)) for s in reasons),
+            key=lambda line: line.name,
+        )
+    )
+    return [
+        DigestChart(PEERS_CHART, title, y_label, peer_lines, span, end),
+        DigestChart(
+            REASONS_CHART,
+            "Failing requests by reason (Prometheus)",
+            "requests per minute",
+            reason_lines,
+            span,
+            end,
+        ),
+    ]
+
+
+async def digest_charts(
+    digest: Digest,
+    samples: Sequence[FleetSample],
+    span: float,
+    prometheus: RangeQueries | None = None,
+) -> tuple[list[DigestChart], str | None]:
+    """The charts, from Prometheus when given and answering, else from the samples; and a note on why not."""
+    if prometheus is None:
+        return charts_from_samples(digest, samples, span), None
+    try:
+        return await charts_from_prometheus(digest, prometheus, span), None
+    except UpstreamError as err:
+        return charts_from_samples(
+            digest, samples, span
+        ), f"Prometheus unavailable, charts from the bot's samples: {err}"

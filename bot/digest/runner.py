@@ -1,0 +1,240 @@
+"""One fleet digest, end to end: collect, judge, chart, post, and record the period so it is posted once.
+
+`DigestRunner.run_period(period)` claims the period in the store before building and records it as posted
+afterwards (with the summary the next digest compares against); a period already posted is skipped. Runs
+never overlap (one lock for scheduled, caught-up and on-demand digests). `OutboxPoster` posts through the
+durable outbox keyed `digest:<period>`, so a crash between the post and the record re-enqueues a duplicate
+that the outbox ignores; `DirectPoster` posts straight to Slack (the CLI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from bot.delivery.worker import Delivery, SlackSender
+from bot.digest.fleet import (
+    DEFAULT_CLUSTER_TIMEOUT,
+    DEFAULT_CONCURRENCY,
+    Clock,
+    CronJobSource,
+    Digest,
+    ReadCluster,
+    TargetDigest,
+    assemble_digest,
+    judge_cluster,
+    probe_runs,
+    read_fleet,
+)
+from bot.digest.history import RangeQueries, digest_charts
+from bot.digest.pool import judge_fleet, judge_fleet_in_pool
+from bot.live import MetricsSource
+from bot.render.blocks import Message
+from bot.render.digest import ChartPng, chart_pngs, digest_message
+from bot.store import Store
+from bot.store.digests import FleetSample
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RETENTION = 8 * 86400.0
+DEFAULT_SPAN = 86400.0  # the first digest's charts, with no earlier digest to start from
+MIN_SPAN, MAX_SPAN = 3600.0, 7 * 86400.0
+
+
+def chart_span(previous_at: float | None, now: float) -> float:
+    """The charts cover the time since the last digest, within an hour and a week."""
+    span = DEFAULT_SPAN if previous_at is None else now - previous_at
+    return min(MAX_SPAN, max(MIN_SPAN, span))
+
+
+# -- posting ---------------------------------------------------------------------------------------------
+
+
+class DigestPoster(Protocol):
+    """Posts a digest and uploads its charts into the digest's thread."""
+
+    async def post_digest(
+        self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
+    ) -> None: ...
+
+
+@dataclass
+class OutboxPoster:
+    """Through the durable outbox (serve): retried, paced, and at most one post per period."""
+
+    delivery: Delivery
+
+    async def post_digest(
+        self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
+    ) -> None:
+        group = f"digest:{period}"
+        await self.delivery.post(channel, group, message)
+        for chart in charts:
+            await self.delivery.upload_png(
+                channel, group, chart.png, filename=chart.filename, title=chart.title, revision=chart.filename
+            )
+
+
+@dataclass
+class DirectPoster:
+    """Straight to Slack (the CLI's `--post`): one post, then the charts in its thread; errors propagate."""
+
+    slack: SlackSender
+
+    async def post_digest(
+        self, channel: str, period: str, message: Message, charts: Sequence[ChartPng]
+    ) -> None:
+        posted = await self.slack.post(channel, message)
+        for chart in charts:
+            await self.slack.upload_png(posted.channel_id, posted.ts, chart.png, chart.filename, chart.title)
+
+
+# -- one digest ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DigestSources:
+    """Where a digest reads from: the clusters' live state, the probe CronJobs, Prometheus.
+
+    With `pages` (each cluster's `/metrics/syncer`), the digest reads them itself and parses and judges
+    them in worker processes (`bot.digest.pool`), so a big fleet's CPU is spread over every core; `read`
+    then serves nothing in the digest.
+    """
+
+    read: ReadCluster
+    cronjobs: CronJobSource | None = None
+    prometheus: RangeQueries | None = None
+    pages: Mapping[str, MetricsSource] | None = None
+    # The long-lived worker pool `serve` keeps (bot.digest.pool.digest_pool); None: one per digest.
+    executor: Executor | None = None
+
+
+@dataclass(frozen=True)
+class BuiltDigest:
+    """A digest with its message and charts."""
+
+    digest: Digest
+    message: Message
+    charts: tuple[ChartPng, ...]
+
+
+class DigestRunner:
+    """Builds digests and posts them at most once per period; runs never overlap."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        sources: DigestSources,
+        poster: DigestPoster | None,
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = DEFAULT_CLUSTER_TIMEOUT,
+        clock: Clock = time.time,
+    ) -> None:
+        self.settings = settings
+        self._store = store
+        self._sources = sources
+        self._poster = poster
+        self._concurrency = concurrency
+        self._timeout = timeout
+        self._clock = clock
+        self._lock = asyncio.Lock()
+
+    async def collect(self, period: str, previous_period: str | None = None) -> Digest:
+        """Read the fleet and judge it against the last posted digest (other than `previous_period`)."""
+        settings, now = self.settings, self._clock()
+        (judged, seconds), probes = await asyncio.gather(
+            self._judge_fleet(),
+            probe_runs(
+                settings.clusters,
+                self._sources.cronjobs,
+                now,
+                concurrency=self._concurrency,
+                timeout=self._timeout,
+            ),
+        )
+        last = await self._store.last_digest(other_than=previous_period)
+        previous, previous_at = (None, None) if last is None else (last.summary, last.posted_at)
+        return assemble_digest(
+            judged, seconds, period=period, at=now, probes=probes, previous=previous, previous_at=previous_at
+        )
+
+    async def _judge_fleet(self) -> tuple[list[TargetDigest], dict[str, float]]:
+        """Every configured target judged (in configuration order), and the seconds each cluster cost."""
+        clusters = self.settings.clusters
+        pages, executor = self._sources.pages, self._sources.executor
+        if pages is not None:
+            concurrency, timeout = self._concurrency, self._timeout
+            if executor is not None:
+                fleet = await judge_fleet(clusters, pages, executor, concurrency=concurrency, timeout=timeout)
+            else:
+                fleet = await judge_fleet_in_pool(clusters, pages, concurrency=concurrency, timeout=timeout)
+            judged = [t for c in clusters for t in fleet[c.name].targets]
+            return judged, {name: j.seconds for name, j in fleet.items()}
+        names = [c.name for c in clusters]
+        reads = await read_fleet(
+            names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout
+        )
+        # Judging a big fleet is seconds of CPU: off the event loop, so webhooks keep their latency.
+        judged = await asyncio.to_thread(
+            lambda: [t for c in clusters for t in judge_cluster(c, reads[c.name].read)]
+        )
+        return judged, {name: o.seconds for name, o in reads.items()}
+
+    async def build(self, period: str, *, record_sample: bool = True) -> BuiltDigest:
+        """The digest of `period` with its charts; `record_sample` keeps its fleet sample for later charts."""
+        digest = await self.collect(period, previous_period=period)
+        sample = FleetSample(digest.at, digest.sample())
+        if record_sample:
+            await self._store.add_fleet_sample(sample, keep_after=digest.at - SAMPLE_RETENTION)
+        span = chart_span(digest.previous_at, digest.at)
+        samples = await self._store.fleet_samples(since=digest.at - span)
+        if not record_sample:
+            samples.append(sample)
+        charts, note = await digest_charts(digest, samples, span, self._sources.prometheus)
+        pngs = await asyncio.to_thread(chart_pngs, charts)
+        return BuiltDigest(digest, digest_message(digest, [note] if note else []), tuple(pngs))
+
+    async def run_period(self, period: str) -> bool:
+        """Post the digest of `period` unless it was already posted; True when posted now."""
+        async with self._lock:
+            if not await self._store.claim_digest(period):
+                log.info("digest %s was already posted: skipped", period)
+                return False
+            built = await self.build(period)
+            await self._post(period, built)
+            await self._store.finish_digest(period, built.digest.summary())
+            return True
+
+    async def post_now(self) -> BuiltDigest:
+        """An on-demand digest (`/proxy digest`, `proxybot digest --post`): always posted, recorded."""
+        async with self._lock:
+            period = "manual:" + datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="seconds")
+            await self._store.claim_digest(period)
+            built = await self.build(period)
+            await self._post(period, built)
+            await self._store.finish_digest(period, built.digest.summary())
+            return built
+
+    async def sample(self) -> None:
+        """Store a fleet sample between digests, so the charts have points to draw without Prometheus."""
+        judged, seconds = await self._judge_fleet()
+        now = self._clock()
+        digest = assemble_digest(judged, seconds, period="sample", at=now)
+        await self._store.add_fleet_sample(
+            FleetSample(now, digest.sample()), keep_after=now - SAMPLE_RETENTION
+        )
+
+    async def _post(self, period: str, built: BuiltDigest) -> None:
+        channel = self.settings.digest_channel()
+        if self._poster is None or channel is None:
+            raise RuntimeError("digest: no poster or no channel (digest.channel / slack.default_channel)")
+        await self._poster.post_digest(channel, period, built.message, built.charts)

@@ -1,0 +1,242 @@
+"""Prometheus enrichment: the PromQL it sends, its windows and evidence, caching, and a real Prometheus."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.alerts.prom_enrich import PromEnricher, PromOutcome, ask_for, evidence_lines, with_prometheus
+from bot.alerts.prom_queries import FAMILY, ChartKind, WindowAsk, chart_query, counters_query, window_from
+from bot.clients.prometheus import PrometheusClient, Sample, Series
+from bot.domain.diagnosis import diagnose_alert
+from bot.domain.snapshot import DIAL_FAILURES, PEERS, REQUESTS
+from bot.errors import UpstreamError
+from config.settings import ClusterSettings
+from sim.defaults import CLIENT, PRIMARY_GV, TARGET_LABEL
+from sim.server import SimServer
+from tests.bot.clients.test_prometheus import syncer_jobs
+from tests.harness.prometheus import Prometheus
+
+CLUSTER = ClusterSettings.model_validate(
+    {
+        "name": "alpha",
+        "kubeconfig": "/etc/proxybot/kubeconfig",
+        "match": {"cluster": "alpha"},
+        "targets": [
+            {
+                "name": "team-a/db",
+                "group_versions": ["example.com/v1"],
+                "probe": {"group_version": "example.com/v1", "resource": "widgets"},
+            }
+        ],
+    }
+)
+ASK = WindowAsk("ResourceProxyNoHealthyPeers", "alpha", (("cluster", "alpha"),), "team-a/db", "alpha-0", 900)
+
+
+def test_an_alert_asks_for_its_target_replica_and_rule_window() -> None:
+    labels = {"target": "team-a/db", "pod": "alpha-0", "cluster": "alpha"}
+    assert ask_for("ResourceProxyNoHealthyPeers", labels, CLUSTER) == ASK
+    churn = ask_for("ResourceProxyPeerChurn", {"target": "team-a/db"}, CLUSTER)
+    assert churn is not None
+    assert (churn.seconds, churn.pod) == (1800, None)
+    assert ask_for("ResourceProxyProbeFailing", {"namespace": "x"}, CLUSTER) is None
+    assert ask_for("ResourceProxyNoHealthyPeers", labels, None) is None
+
+
+def test_hostile_label_values_stay_inside_string_literals() -> None:
+    hostile = WindowAsk("X", "alpha", (("cluster", "alpha"),), 'a"} or vector(1) #\n', None, 300)
+    expr = counters_query(hostile)
+    assert 'target="a\\"} or vector(1) #\\n"' in expr
+    assert '"} or vector(1)' not in expr.replace('\\"', "")
+
+
+def test_the_chart_of_a_peer_alert_takes_the_worst_replica_per_group_version() -> None:
+    assert chart_query(ASK, ChartKind.HEALTHY_PEERS) == (
+        'min by (group_version) (vcluster_proxy_peers{cluster="alpha",pod="alpha-0",'
+        'target="team-a/db",state="healthy"})'
+    )
+    assert 'reason!="upstream"' in chart_query(ASK, ChartKind.FAILING_REASONS)
+
+
+def sample(family: str, value: float, **labels: str) -> Sample:
+    return Sample({FAMILY: family, **labels}, value, 0.0)
+
+
+def a_window() -> PromOutcome:
+    counters = [
+        sample(REQUESTS, 40.0, group_version="example.com/v1", verb="get", code="503", reason="no_peer"),
+        sample(REQUESTS, 2.4, group_version="other.io/v1", verb="get", code="503", reason="timeout"),
+        sample(REQUESTS, 900.0, group_version="example.com/v1", verb="get", code="200", reason="upstream"),
+        sample(DIAL_FAILURES, 12.0, reason="timeout"),
+    ]
+    buckets = [
+        sample("vcluster_proxy_request_duration_seconds", n, le=le, verb="get")
+        for le, n in (("0.1", 600.0), ("1", 940.0), ("+Inf", 942.4))
+    ]
+    p99s = [
+        sample("vcluster_proxy_request_duration_seconds", 0.91),
+        sample("vcluster_proxy_peer_dial_duration_seconds", float("nan")),
+    ]
+    return PromOutcome(ASK, window_from(ASK, 1000.0, counters, buckets, p99s))
+
+
+def test_a_window_reads_as_breakdowns_and_a_delta_for_the_diagnosis() -> None:
+    window = a_window().window
+    assert window is not None
+    assert window.reasons() == {"upstream": 900.0, "no_peer": 40.0, "timeout": 2.4}
+    assert window.reasons(group_version="example.com/v1") == {"upstream": 900.0, "no_peer": 40.0}
+    assert window.reasons(DIAL_FAILURES) == {"timeout": 12.0}
+    assert (window.request_p99, window.dial_p99) == (0.91, None)
+    assert window.observations("vcluster_proxy_request_duration_seconds") == 942.4
+    assert window.delta.seconds == 900.0
+    assert window.delta.increase.value(REQUESTS, target="team-a/db", reason="no_peer") == 40.0
+
+
+def test_evidence_is_labelled_with_its_window_and_source() -> None:
+    window = a_window().window
+    assert window is not None
+    assert evidence_lines(window, "example.com/v1") == (
+        "Requests by reason (last 15m, from Prometheus): upstream 900, no_peer 40",
+        "Dial failures by reason (last 15m, from Prometheus): timeout 12",
+        "p99 (last 15m, from Prometheus): requests 910 ms (942); dials: too few to tell (0)",
+    )
+
+
+def test_with_prometheus_adds_evidence_or_says_why_not() -> None:
+    plain = diagnose_alert("ResourceProxyNoHealthyPeers", {"target": "team-a/db"}, None)
+    enriched = with_prometheus(plain, a_window())
+    assert enriched.now_evidence[: len(plain.now_evidence)] == plain.now_evidence
+    assert any("from Prometheus" in line for line in enriched.now_evidence)
+    missing = with_prometheus(plain, PromOutcome(ASK, None, "took longer than 5s"))
+    assert (
+        missing.now_evidence[-1]
+        == "Window counts (last 15m, from Prometheus): unavailable: took longer than 5s"
+    )
+    assert with_prometheus(plain, None) is plain
+
+
+class CountingPrometheus:
+    """Counts queries; answers nothing; can be held at a gate or fail."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.gate: asyncio.Event | None = None
+        self.fail = False
+
+    async def query(
+        self, expr: str, *, at: float | None = None, timeout: float | None = None
+    ) -> list[Sample]:
+        self.calls += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail:
+            raise UpstreamError("Prometheus down")
+        return []
+
+    async def query_range(
+        self, expr: str, *, start: float, end: float, step: float, timeout: float | None = None
+    ) -> list[Series]:
+        return []
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_concurrent_asks_share_one_read_and_it_is_cached_for_ttl() -> None:
+    fake, clock = CountingPrometheus(), Clock()
+    fake.gate = asyncio.Event()
+    enricher = PromEnricher(fake, ttl=5, monotonic=clock)
+    waiting = [asyncio.create_task(enricher.window(ASK)) for _ in range(50)]
+    await asyncio.sleep(0)
+    fake.gate.set()
+    await asyncio.gather(*waiting)
+    assert fake.calls == 3  # counters, buckets, p99s: once for fifty callers
+    await enricher.window(ASK)
+    assert fake.calls == 3
+    clock.now += 5
+    await enricher.window(ASK)
+    assert fake.calls == 6
+
+
+async def test_a_caller_that_stops_waiting_leaves_the_read_to_fill_the_cache() -> None:
+    fake = CountingPrometheus()
+    fake.gate = asyncio.Event()
+    enricher = PromEnricher(fake)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await enricher.window(ASK)
+    fake.gate.set()
+    await asyncio.sleep(0.01)
+    await enricher.window(ASK)
+    assert fake.calls == 3
+
+
+async def test_failures_are_raised_and_not_cached() -> None:
+    fake = CountingPrometheus()
+    fake.fail = True
+    enricher = PromEnricher(fake)
+    with pytest.raises(UpstreamError):
+        await enricher.window(ASK)
+    fake.fail = False
+    await enricher.window(ASK)
+    assert fake.calls == 6
+
+
+async def test_a_chart_that_fails_is_none_not_an_error() -> None:
+    class Broken(CountingPrometheus):
+        async def query_range(
+            self, expr: str, *, start: float, end: float, step: float, timeout: float | None = None
+        ) -> list[Series]:
+            raise UpstreamError("refused")
+
+    assert await PromEnricher(Broken()).try_chart(ASK, budget=1) is None
+
+
+# -- against a real Prometheus scraping the simulator ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    workdir: Path = tmp_path_factory.mktemp("prometheus")
+    with (
+        SimServer(scenario="healthy", speed=1) as sim,
+        Prometheus(workdir, syncer_jobs(sim), interval="1s") as prom,
+    ):
+        prom.wait_for_scrapes()
+        prom.wait_until(lambda p: p.query("count_over_time(up[1m]) >= 4") or None, 30, "four scrapes")
+        yield prom
+
+
+@pytest.mark.slow
+async def test_a_real_window_and_chart_from_prometheus(prometheus: Prometheus) -> None:
+    ask = WindowAsk(
+        "ResourceProxyNoHealthyPeers", CLIENT, (("cluster", CLIENT),), TARGET_LABEL, f"{CLIENT}-0", 60
+    )
+    async with PrometheusClient(prometheus.url) as client:
+        enricher = PromEnricher(client)
+        window = await enricher.window(ask)
+        series = await enricher.key_series(ask)
+        image = await enricher.chart(ask)
+    # A healthy proxy served traffic in the last minute; Prometheus saw it, under the target's name.
+    assert sum(window.reasons().values()) > 0
+    assert window.delta.increase.targets() == [TARGET_LABEL]
+    expected = prometheus.query(f'min by (group_version) ({PEERS}{{pod="{CLIENT}-0",state="healthy"}})')
+    assert {line.name for line in series.lines} == {r["metric"]["group_version"] for r in expected}
+    assert PRIMARY_GV in {line.name for line in series.lines}
+    last = {line.name: line.points[-1][1] for line in series.lines}
+    assert last == {r["metric"]["group_version"]: float(r["value"][1]) for r in expected}
+    assert image.png.startswith(b"\x89PNG")
+    assert time.time() - series.end < 60

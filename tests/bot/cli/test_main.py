@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli.main import COMMANDS, build_parser, main
+
+ROOT = Path(__file__).parents[3]
+EXAMPLE = ROOT / "config" / "proxybot.example.yaml"
+
+VALID = """\
+slack:
+  default_channel: "#alerts"
+  bot_token: xoxb-SECRET-bot-token
+  signing_secret: SECRET-signing
+clusters:
+  - name: prod
+    kubeconfig: prod.kubeconfig
+    match: {cluster: prod}
+    targets:
+      - name: payments/ledger
+        group_versions: [ledger.example.com/v1]
+        probe: {group_version: ledger.example.com/v1, resource: accounts}
+      - name: payments/fraud
+        group_versions: [fraud.example.com/v1]
+        probe: {group_version: fraud.example.com/v1, resource: rules}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "proxybot.yaml"
+    path.write_text(text, encoding="utf-8")
+    (tmp_path / "prod.kubeconfig").write_text("contexts: [{name: prod}]\n", encoding="utf-8")
+    return path
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], *argv: str, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    status = main(list(argv), env=env or {})
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_the_example_config_is_ok_on_a_bare_environment(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "check-config", "--config", str(EXAMPLE))
+    assert (status, out) == (0, f"ok: 2 clusters, 5 targets ({EXAMPLE})\n")
+    assert "warning: slack.bot_token: still a placeholder" in err
+
+
+def test_a_valid_config_prints_one_ok_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, VALID)
+    assert run(capsys, "check-config", "--config", str(path)) == (
+        0,
+        f"ok: 1 cluster, 2 targets ({path})\n",
+        "",
+    )
+
+
+def test_proxybot_config_is_the_default_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, VALID)
+    status, out, _ = run(capsys, "check-config", env={"PROXYBOT_CONFIG": str(path)})
+    assert (status, out) == (0, f"ok: 1 cluster, 2 targets ({path})\n")
+
+
+def test_every_problem_goes_to_stderr_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = VALID.replace("resource: rules", "resource: ../secrets").replace(
+        "slack:\n", "slack:\n  colour: x\n"
+    )
+    status, out, err = run(capsys, "check-config", "--config", str(write(tmp_path, text)))
+    assert (status, out) == (2, "")
+    lines = err.splitlines()
+    allowed = "bot_token, signing_secret, app_token, api_url, default_channel"
+    assert lines[0] == f"slack.colour: unknown key (allowed here: {allowed})"
+    assert lines[1].startswith("clusters[0].targets[1].probe.resource: '../secrets' is not a DNS-1035 label")
+    assert len(lines) == 2
+
+
+def test_an_unknown_top_level_key_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "check-config", "--config", str(write(tmp_path, VALID + "digets: {}\n")))
+    assert (status, err) == (2, "digets: unknown key; did you mean 'digest'?\n")
+
+
+def test_json_reports_success_and_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, VALID)
+    status, out, _ = run(
+        capsys, "check-config", "--json", "--config", str(path), env={"PROXYBOT_STORE_URL": ""}
+    )
+    assert status == 0
+    assert json.loads(out) == {
+        "ok": True,
+        "config": str(path),
+        "clusters": 1,
+        "targets": 2,
+        "warnings": [],
+        "env_overrides": [],
+    }
+    path.write_text(VALID.replace("name: prod", "name: Prod"), encoding="utf-8")
+    status, out, err = run(capsys, "check-config", "--json", "--config", str(path))
+    report = json.loads(out)
+    assert (status, err, report["ok"]) == (2, "", False)
+    assert [problem.split(":")[0] for problem in report["problems"]] == ["clusters[0].name"]
+
+
+def test_serve_rules_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "check-config", "--serve", "--config", str(EXAMPLE))
+    assert (status, out) == (2, "")
+    assert "slack.bot_token: still a placeholder" in err
+
+
+def test_secrets_never_reach_the_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, VALID)
+    env = {"PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN": "SECRET-from-env"}
+    outputs = [run(capsys, "check-config", "--json", "--config", str(path), env=env)]
+    broken = VALID.replace("bot_token: xoxb-SECRET-bot-token", "bot_token: xapp-SECRET-bot-token")
+    path.write_text(broken + "store: {url: 'mysql://u:SECRET-pw@db/x'}\n", encoding="utf-8")
+    outputs.append(run(capsys, "check-config", "--config", str(path), env=env))
+    outputs.append(run(capsys, "check-config", "--json", "--config", str(path), env=env))
+    assert [status for status, _, _ in outputs] == [0, 2, 2]
+    assert "SECRET" not in "".join(out + err for _, out, err in outputs)
+
+
+def test_a_missing_config_file_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "check-config", "--config", str(tmp_path / "none.yaml"))
+    assert status == 2
+    assert err.startswith(f"{tmp_path / 'none.yaml'}: no such file")
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys)
+    assert (status, out) == (2, "")
+    assert "check-config" in err
+
+
+def test_every_command_in_the_table_is_reachable() -> None:
+    parser = build_parser()
+    [subparsers] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for command in COMMANDS:
+        assert subparsers.choices[command.name].get_default("run") is command.run
+    names = [c.name for c in COMMANDS]
+    assert len(names) == len(set(names))
+    for name in ("check-config", "demo", "serve", "sim", "status", "peers", "reasons", "probe", "path"):
+        assert name in names
+    assert {"verify", "netpol"} <= set(names)
+
+
+def test_python_dash_m_bot_runs_check_config() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--config", "config/proxybot.example.yaml"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (
+        0,
+        "ok: 2 clusters, 5 targets (config/proxybot.example.yaml)\n",
+    )

@@ -1,0 +1,84 @@
+"""`proxybot status`, `peers` and `reasons` against the simulator: verdicts, JSON and exit codes."""
+
+from __future__ import annotations
+
+from tests.bot.cli.conftest import Sim, run_json
+
+TARGET = "platform/crd-store"
+# The simulator's config lists team-a's replica: status reads it by name.
+REPLICA_METRICS = "/clusters/team-a/pods/team-a-0/metrics/syncer"
+
+
+def test_status_healthy_passes(healthy: Sim) -> None:
+    before = len(healthy.server.requests)
+    code, report = run_json(healthy, "status")
+    assert code == 0
+    assert report["check"] == "status"
+    assert report["verdict"] == "ok"
+    [target] = report["targets"]
+    assert [g["group_version"] for g in target["group_versions"]] == [
+        "example.com/v1",
+        "data.example.com/v1alpha1",
+    ]
+    assert all(g["peers"]["healthy"] >= 1 for g in target["group_versions"])
+    assert report["reads"][0]["replica"] == "team-a-0"
+    assert target["replica"] == "team-a-0"
+    assert {path for _, path, _ in healthy.server.requests[before:]} == {REPLICA_METRICS}
+
+
+def test_status_target_down_fails_with_no_healthy_peers(target_down: Sim) -> None:
+    code, report = run_json(target_down, "status", TARGET)
+    assert code == 1
+    assert report["verdict"] == "critical"
+    kinds = {f["kind"] for f in report["targets"][0]["findings"]}
+    assert "no_healthy_peers" in kinds
+
+
+def test_peers_ownership_masked_passes(ownership_masked: Sim) -> None:
+    code, report = run_json(ownership_masked, "peers", TARGET)
+    assert code == 0
+    assert report["check"] == "peers"
+    assert report["passed"] is True
+
+
+def test_status_human_view(target_down: Sim) -> None:
+    code, out, _ = target_down.run("peers", TARGET)
+    assert code == 1
+    assert "Peers of platform/crd-store" in out
+    assert "platform/crd-store on replica team-a-0 example.com/v1: peers: healthy 0" in out
+    assert "replica of team-a: team-a-0" in out
+
+
+def test_reasons_target_down_names_the_faults_since_start(target_down: Sim) -> None:
+    code, report = run_json(target_down, "reasons", TARGET)
+    assert code == 1
+    assert report["verdict"] == "proxy_faults"
+    assert report["scope"] == "since the proxy started"
+    assert report["window_seconds"] is None
+    faults = {(r["family"], r["reason"]) for r in report["reasons"] if r["fault"]}
+    assert ("request", "all_quarantined") in faults
+    assert ("dial failure", "all_quarantined") in faults
+    assert any("prometheus.url is not configured" in n for n in report["notes"])
+
+
+def test_reasons_healthy_passes(healthy: Sim) -> None:
+    code, report = run_json(healthy, "reasons", TARGET, "--window", "30m")
+    assert code == 0
+    assert report["verdict"] == "no_proxy_faults"
+    assert [r["reason"] for r in report["reasons"]] == ["upstream"]
+
+
+def test_reasons_ownership_masked_is_isolation_not_a_fault(ownership_masked: Sim) -> None:
+    code, report = run_json(ownership_masked, "reasons", TARGET)
+    assert code == 0
+    masked = [r for r in report["reasons"] if r["reason"] == "ownership_masked"]
+    assert masked
+    assert masked[0]["kind"] == "isolation"
+    assert masked[0]["fault"] is False
+
+
+def test_reasons_human_view_labels_the_scope(ownership_masked: Sim) -> None:
+    code, out, _ = ownership_masked.run("reasons", TARGET)
+    assert code == 0
+    assert "Outcome reasons of platform/crd-store since the proxy started: no proxy faults" in out
+    assert "isolation working as intended" in out

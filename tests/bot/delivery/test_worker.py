@@ -1,0 +1,462 @@
+"""The delivery worker: planning on a hand-driven clock, and end to end against the fake Slack over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from bot.clients.slack import SlackClient
+from bot.delivery.worker import Delivery, DeliveryPolicy, backoff, plan, post_key
+from bot.domain.alerts import AlertStatus
+from bot.render.blocks import Message, section
+from bot.store import AlertGroupState, OutboxItem, OutboxKind, OutboxState, Store, open_store
+from config.settings import SlackSettings
+from tests.fakes.slack_api import FakeSlack
+
+TOKEN = "xoxb-test-token"
+# Channels are configured by name, as operators write them; Slack's ID for it is C1.
+ALERTS = "#alerts"
+# A channel configured by its ID.
+ALERTS_ID = "C0ALERTS1"
+FAST = DeliveryPolicy(
+    posts_per_second=50, backoff_base=0.05, backoff_cap=0.2, wait_for_post=0.05, edit_interval=0.0
+)
+
+# -- planning (pure, hand-made rows and times) -----------------------------------------------------------
+
+
+def row(item_id: int, kind: OutboxKind, group: str = "g1", at: float = 0.0, text: str = "") -> OutboxItem:
+    payload = {"group_key": group, "text": text or f"{kind}-{item_id}"}
+    return OutboxItem(item_id, f"k{item_id}", "C1", kind, payload, OutboxState.PENDING, 0, at, 0.0)
+
+
+def test_due_edits_fold_into_the_newest() -> None:
+    rows = [row(1, OutboxKind.UPDATE), row(2, OutboxKind.UPDATE), row(3, OutboxKind.UPDATE)]
+    [step] = plan(rows, now=10).steps
+    assert step.item.id == 3
+    assert [i.id for i in step.superseded] == [1, 2]
+
+
+def test_a_post_not_sent_yet_carries_the_newest_edit() -> None:
+    rows = [row(1, OutboxKind.POST, text="first"), row(2, OutboxKind.UPDATE, text="newest")]
+    [step] = plan(rows, now=10).steps
+    assert (step.item.kind, step.payload["text"]) == (OutboxKind.POST, "newest")
+    assert [i.id for i in step.superseded] == [2]
+
+
+def test_a_row_waiting_for_retry_holds_only_its_own_message() -> None:
+    rows = [
+        row(1, OutboxKind.POST, "g1", at=50),
+        row(2, OutboxKind.REPLY, "g1"),
+        row(3, OutboxKind.POST, "g2"),
+        row(4, OutboxKind.REPLY, "g2"),
+    ]
+    planned = plan(rows, now=10)
+    assert [s.item.id for s in planned.steps] == [3, 4]
+    assert planned.next_at == 50
+
+
+def test_rows_are_planned_in_enqueue_order_whatever_their_due_times() -> None:
+    rows = [
+        row(3, OutboxKind.REPLY, "g2", at=5),
+        row(1, OutboxKind.POST, "g1", at=9),
+        row(2, OutboxKind.POST, "g2"),
+    ]
+    assert [s.item.id for s in plan(rows, now=10).steps] == [1, 2, 3]
+
+
+def test_an_edit_waits_for_its_message_edit_slot_and_says_when() -> None:
+    rows = [row(1, OutboxKind.UPDATE, "g1"), row(2, OutboxKind.REPLY, "g1")]
+    planned = plan(rows, now=10, edit_ready={"g1": 11.5})
+    assert [s.item.id for s in planned.steps] == [2]
+    assert planned.next_at == 11.5
+
+
+def test_edits_go_first_then_posts_then_replies_each_message_in_order() -> None:
+    rows = [
+        row(1, OutboxKind.REPLY, "storm"),
+        row(2, OutboxKind.REPLY, "g1"),
+        row(3, OutboxKind.POST, "storm"),
+        row(4, OutboxKind.UPDATE, "g2"),
+    ]
+    assert [s.item.id for s in plan(rows, now=10).steps] == [4, 3, 1, 2]
+
+
+def test_backoff_doubles_with_jitter_and_is_capped() -> None:
+    policy = DeliveryPolicy(backoff_base=1.0, backoff_cap=60.0)
+    assert [backoff(n, policy, rand=1.0) for n in range(4)] == [1.0, 2.0, 4.0, 8.0]
+    assert backoff(2, policy, rand=0.0) == 2.0
+    assert backoff(50, policy, rand=1.0) == 60.0
+
+
+# -- the worker against the fake Slack (real HTTP, real time) ---------------------------------------------
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    channels = {"C1": ALERTS, "C2": "#other", "C0A": "#ca", "C0B": "#cb", ALERTS_ID: "#by-id"}
+    with FakeSlack(bot_token=TOKEN, channels=channels) as slack:
+        yield slack
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'proxybot.db'}"
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    opened = await open_store(db_url)
+    yield opened
+    await opened.close()
+
+
+def slack_at(api_url: str, token: str = TOKEN) -> SlackClient:
+    return SlackClient.from_settings(SlackSettings(bot_token=token, api_url=api_url), timeout=2.0)
+
+
+@asynccontextmanager
+async def running(delivery: Delivery) -> AsyncIterator[Delivery]:
+    task = asyncio.create_task(delivery.run())
+    try:
+        yield delivery
+    finally:
+        await delivery.stop()
+        await task
+
+
+async def until(check: Callable[[], Awaitable[bool]], limit: float = 10.0) -> None:
+    """Poll until `check` holds; fails the test (not a timing assertion) if it never does."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, "the outbox never drained"
+        await asyncio.sleep(0.02)
+
+
+async def drained(store: Store) -> None:
+    async def empty() -> bool:
+        return await store.depth() == 0
+
+    await until(empty)
+
+
+def msg(text: str) -> Message:
+    return Message(text, (section(text),))
+
+
+async def test_post_then_edit_then_reply_is_one_message(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+        await delivery.update(ALERTS, "grp", msg("resolved"), revision="n2")
+        await delivery.reply(ALERTS, "grp", msg("resolved after 12 min"), revision="n2")
+        await drained(store)
+    [top] = fake.top_level()
+    assert (top.text, [v["text"] for v in top.versions]) == ("resolved", ["firing"])
+    assert [m.text for m in fake.thread(ALERTS, top.ts)] == ["resolved after 12 min"]
+    group = await store.get_group(ALERTS, "grp")
+    assert group is not None
+    assert group.ts == top.ts
+
+
+async def test_chart_is_uploaded_into_the_thread(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await delivery.upload_png(ALERTS, "grp", b"\x89PNG-1", filename="c.png", title="p99", revision="n1")
+        await drained(store)
+    [top] = fake.top_level()
+    [upload] = fake.uploads
+    assert (upload["content"], upload["thread_ts"], upload["title"]) == (b"\x89PNG-1", top.ts, "p99")
+
+
+async def test_429_pauses_the_channel_for_retry_after_then_delivers(fake: FakeSlack, store: Store) -> None:
+    fake.fail("chat.postMessage", status=429, retry_after=1)
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    await delivery.post(ALERTS, "grp", msg("firing"))
+    await delivery.post(ALERTS, "other", msg("also firing"))
+    await delivery.post("#other", "elsewhere", msg("another channel"))
+    async with running(delivery):
+        await drained(store)
+    first, *rest = [c for c in fake.calls_to("chat.postMessage") if c.params["channel"] == ALERTS]
+    # Nothing goes to the limited channel before Retry-After has passed, not even another group's post.
+    assert [c.at - first.at >= 0.9 for c in rest] == [True, True]
+    assert sorted(m.text for m in fake.top_level(ALERTS)) == ["also firing", "firing"]
+    [other] = [c for c in fake.calls_to("chat.postMessage") if c.params["channel"] == "#other"]
+    assert other.at - first.at < 0.9
+
+
+async def test_5xx_retries_with_backoff_and_delivers(fake: FakeSlack, store: Store) -> None:
+    fake.fail("chat.postMessage", status=500, retry_after=None, times=2)
+    fake.fail("chat.update", status=503, retry_after=None, times=2)
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+        await delivery.update(ALERTS, "grp", msg("recovering"), revision="n2")
+        await drained(store)
+    assert len(fake.calls_to("chat.postMessage")) == 3
+    assert len(fake.calls_to("chat.update")) == 3
+    [top] = fake.top_level()
+    assert top.text == "recovering"
+    posted = await store.outbox_item(post_key(ALERTS, "grp"))
+    assert posted is not None
+    assert posted.state is OutboxState.DONE
+    assert posted.attempts == 2
+
+
+async def test_rejected_message_is_given_up_with_the_reason(fake: FakeSlack, store: Store) -> None:
+    oversized = Message("x", ({"type": "header", "text": {"type": "plain_text", "text": "x" * 151}},))
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "bad", oversized)
+        await delivery.update(ALERTS, "bad", msg("later"), revision="n2")
+        await delivery.post(ALERTS, "good", msg("fine"))
+        await drained(store)
+    posted = await store.outbox_item(post_key(ALERTS, "bad"))
+    assert posted is not None
+    assert posted.state is OutboxState.FAILED
+    assert "invalid_blocks" in (posted.last_error or "")
+    edit = await store.outbox_item(f"update:{ALERTS}:bad:n2")
+    assert edit is not None
+    assert edit.state is OutboxState.FAILED
+    assert [m.text for m in fake.top_level()] == ["fine"]
+
+
+async def test_bad_token_keeps_everything_pending(fake: FakeSlack, store: Store) -> None:
+    policy = DeliveryPolicy(posts_per_second=50, backoff_cap=30.0)
+    async with running(Delivery(store, slack_at(fake.api_url, "xoxb-wrong"), policy=policy)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await delivery.post(ALERTS, "other", msg("firing too"))
+
+        async def refused() -> bool:
+            item = await store.outbox_item(post_key(ALERTS, "grp"))
+            return item is not None and item.attempts > 0
+
+        await until(refused)
+        await asyncio.sleep(0.2)  # room for a wrong second call to show up
+    item = await store.outbox_item(post_key(ALERTS, "grp"))
+    assert item is not None
+    assert item.state is OutboxState.PENDING
+    assert "invalid_auth" in (item.last_error or "")
+    # The channel pauses: the second post is not hammered against the same refusal.
+    assert len(fake.calls_to("chat.postMessage")) == 1
+    assert await store.depth() == 2
+
+
+async def test_due_edits_of_one_message_become_one_chat_update(fake: FakeSlack, store: Store) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    async with running(delivery):
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+    for n in range(5):
+        await delivery.update(ALERTS, "grp", msg(f"edit {n}"), revision=f"n{n}")
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)):
+        await drained(store)
+    [call] = fake.calls_to("chat.update")
+    assert call.params["text"] == "edit 4"
+    older = await store.outbox_item(f"update:{ALERTS}:grp:n0")
+    assert older is not None
+    assert older.state is OutboxState.DONE
+    assert older.result == {"superseded_by": (await _id(store, f"update:{ALERTS}:grp:n4"))}
+
+
+async def _id(store: Store, key: str) -> int:
+    item = await store.outbox_item(key)
+    assert item is not None
+    return item.id
+
+
+async def test_posts_are_paced_per_channel_and_channels_run_concurrently(
+    fake: FakeSlack, store: Store
+) -> None:
+    policy = DeliveryPolicy(posts_per_second=20)
+    delivery = Delivery(store, slack_at(fake.api_url), policy=policy)
+    for n in range(10):
+        await delivery.post("#ca", f"a{n}", msg(f"a{n}"))
+    await delivery.post("#cb", "b0", msg("b0"))
+    async with running(delivery):
+        await drained(store)
+    calls = fake.calls_to("chat.postMessage")
+    in_a = [c.at for c in calls if c.params["channel"] == "#ca"]
+    # Ten posts at 20/s take at least nine intervals (0.45 s); measured where they arrive, with slack
+    # for the network between the worker's clock and the server's.
+    assert len(in_a) == 10
+    assert in_a[-1] - in_a[0] >= 0.4
+    # CB does not queue behind CA's ten posts.
+    [b_at] = [c.at for c in calls if c.params["channel"] == "#cb"]
+    assert b_at < in_a[-1]
+
+
+async def test_a_post_for_a_group_already_in_slack_becomes_an_edit(fake: FakeSlack, store: Store) -> None:
+    slack = slack_at(fake.api_url)
+    posted = await slack.post(ALERTS, msg("posted before the crash"))
+    state = AlertGroupState(ALERTS, "grp", AlertStatus.FIRING, ts=posted.ts, channel_id=posted.channel_id)
+    await store.save_group(state)
+    async with running(Delivery(store, slack, policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("re-run after restart"))
+        await drained(store)
+    [top] = fake.top_level()
+    assert (top.ts, top.text) == (posted.ts, "re-run after restart")
+
+
+async def test_restart_delivers_what_was_pending_once(fake: FakeSlack, db_url: str) -> None:
+    store = await open_store(db_url)
+    first = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    async with running(first):
+        await first.post(ALERTS, "a", msg("a firing"))
+        await drained(store)
+    for group in ("a", "b", "c"):
+        await first.post(ALERTS, group, msg(f"{group} firing"))
+        await first.update(ALERTS, group, msg(f"{group} resolved"), revision="r")
+        await first.reply(ALERTS, group, msg(f"{group} resolved after 1 min"), revision="r")
+    # Slack unreachable: the second worker only collects failed tries before it is stopped.
+    async with running(Delivery(store, slack_at("http://127.0.0.1:9/api/"), policy=FAST)):
+        await until(_tried(store, post_key(ALERTS, "b")))
+    assert await store.depth() > 0
+    await store.close()
+
+    reopened = await open_store(db_url)
+    try:
+        async with running(Delivery(reopened, slack_at(fake.api_url), policy=FAST)):
+            await drained(reopened)
+    finally:
+        await reopened.close()
+    tops = fake.top_level(ALERTS)
+    assert sorted(m.text for m in tops) == ["a resolved", "b resolved", "c resolved"]
+    for top in tops:
+        group = top.text.split()[0]
+        assert [m.text for m in fake.thread(ALERTS, top.ts)] == [f"{group} resolved after 1 min"]
+
+
+def _tried(store: Store, key: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        item = await store.outbox_item(key)
+        return item is not None and item.attempts > 0
+
+    return check
+
+
+async def test_an_edit_of_a_message_never_posted_gives_up_eventually(fake: FakeSlack, store: Store) -> None:
+    policy = DeliveryPolicy(wait_for_post=0.01, orphan_attempts=3, edit_interval=0.0)
+    async with running(Delivery(store, slack_at(fake.api_url), policy=policy)) as delivery:
+        await delivery.update(ALERTS, "ghost", msg("edit"), revision="n1")
+        await drained(store)
+    item = await store.outbox_item(f"update:{ALERTS}:ghost:n1")
+    assert item is not None
+    assert item.state is OutboxState.FAILED
+    assert item.attempts == 3
+    assert fake.calls == []
+
+
+async def test_a_reply_waits_for_its_queued_post_however_many_looks_it_takes(
+    fake: FakeSlack, store: Store
+) -> None:
+    fake.fail("chat.postMessage", status=500, retry_after=None, times=4)
+    policy = DeliveryPolicy(
+        posts_per_second=50,
+        backoff_base=0.05,
+        backoff_cap=0.1,
+        wait_for_post=0.01,
+        orphan_attempts=2,
+        edit_interval=0.0,
+        dispatch_gap=0.0,
+    )
+    delivery = Delivery(store, slack_at(fake.api_url), policy=policy)
+    # Enqueued before its post, as a storm's first thread lines can be; the post keeps failing a while.
+    await delivery.reply(ALERTS, "grp", msg("line"), revision="r1")
+    await delivery.post(ALERTS, "grp", msg("summary"))
+    async with running(delivery):
+        await drained(store)
+    reply = await store.outbox_item(f"reply:{ALERTS}:grp:r1")
+    assert reply is not None
+    assert reply.state is OutboxState.DONE
+    assert reply.attempts >= policy.orphan_attempts  # it looked often enough to have given up before
+    [top] = fake.top_level()
+    assert [m.text for m in fake.thread(ALERTS, top.ts)] == ["line"]
+
+
+async def test_a_post_folded_into_a_storm_is_not_sent_and_its_replies_say_why(
+    fake: FakeSlack, store: Store
+) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    queued = await delivery.post(ALERTS, "grp", msg("firing"))
+    await delivery.reply(ALERTS, "grp", msg("new alert"), revision="n2")
+    await store.complete(queued.id, {"folded_into": "storm:alerts:1"})
+    async with running(delivery):
+        await drained(store)
+    assert fake.calls_to("chat.postMessage") == []
+    reply = await store.outbox_item(f"reply:{ALERTS}:grp:n2")
+    assert reply is not None
+    assert reply.state is OutboxState.FAILED
+    assert "folded_into" in (reply.last_error or "")
+
+
+# -- channel IDs: Slack takes a #name only in chat.postMessage --------------------------------------------
+
+
+async def test_edits_replies_and_uploads_use_the_id_slack_answered(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+        await delivery.update(ALERTS, "grp", msg("resolved"), revision="n2")
+        await delivery.reply(ALERTS, "grp", msg("resolved after 12 min"), revision="n2")
+        await delivery.upload_png(ALERTS, "grp", b"\x89PNG-1", filename="c.png", title="p99", revision="n2")
+        await drained(store)
+    [edit] = fake.calls_to("chat.update")
+    assert edit.params["channel"] == "C1"
+    [_, reply] = fake.calls_to("chat.postMessage")
+    assert reply.params["channel"] == "C1"
+    [upload] = fake.uploads
+    assert upload["channel_id"] == "C1"
+    group = await store.get_group(ALERTS, "grp")
+    assert group is not None
+    assert group.channel_id == "C1"
+
+
+async def test_a_message_stored_without_its_channel_id_edits_once_a_post_teaches_it(
+    fake: FakeSlack, store: Store
+) -> None:
+    # Stored by a proxybot that kept only the ts (and Slack then refused every edit by name).
+    legacy = await slack_at(fake.api_url).post(ALERTS, msg("posted by an older proxybot"))
+    await store.save_group(AlertGroupState(ALERTS, "old", AlertStatus.FIRING, ts=legacy.ts))
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.update(ALERTS, "old", msg("old resolved"), revision="n2")
+
+        async def waited() -> bool:
+            item = await store.outbox_item(f"update:{ALERTS}:old:n2")
+            return item is not None and item.attempts > 0
+
+        await until(waited)
+        assert fake.calls_to("chat.update") == []  # never sent by name
+        await delivery.post(ALERTS, "new", msg("a new alert"))
+        await drained(store)
+    [edit] = fake.calls_to("chat.update")
+    assert edit.params["channel"] == "C1"
+    assert next(m for m in fake.top_level(ALERTS) if m.ts == legacy.ts).text == "old resolved"
+    old = await store.outbox_item(f"update:{ALERTS}:old:n2")
+    assert old is not None
+    assert (old.state, old.result) == (OutboxState.DONE, {"ts": legacy.ts, "channel_id": "C1"})
+
+
+async def test_a_reply_to_a_message_stored_without_its_channel_id_goes_by_name(
+    fake: FakeSlack, store: Store
+) -> None:
+    legacy = await slack_at(fake.api_url).post(ALERTS, msg("posted by an older proxybot"))
+    await store.save_group(AlertGroupState(ALERTS, "old", AlertStatus.FIRING, ts=legacy.ts))
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.reply(ALERTS, "old", msg("still firing"), revision="n2")
+        await delivery.update(ALERTS, "old", msg("edited after the reply taught the ID"), revision="n3")
+        await drained(store)
+    assert [m.text for m in fake.thread(ALERTS, legacy.ts)] == ["still firing"]
+    assert [c.params["channel"] for c in fake.calls_to("chat.update")] == ["C1"]
+
+
+async def test_a_channel_configured_by_id_needs_no_lookup(fake: FakeSlack, store: Store) -> None:
+    legacy = await slack_at(fake.api_url).post(ALERTS_ID, msg("posted by an older proxybot"))
+    await store.save_group(AlertGroupState(ALERTS_ID, "old", AlertStatus.FIRING, ts=legacy.ts))
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.update(ALERTS_ID, "old", msg("resolved"), revision="n2")
+        await drained(store)
+    assert [m.text for m in fake.top_level(ALERTS_ID)] == ["resolved"]
