@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.domain.delta import ProxyDelta, delta
+from bot.domain.diagnosis import diagnose
+from bot.domain.findings import Finding, finding_key
 from bot.domain.snapshot import (
     ACTIVE_WATCHES,
     DIAL_FAILURES,
@@ -91,3 +94,28 @@ class Page:
 
 def window(before: Page, after: Page, seconds: float = 900) -> ProxyDelta:
     return delta(before.snapshot(), after.snapshot(), seconds)
+
+
+# -- reading what diagnose() found ---------------------------------------------------------------------
+
+
+def key(kind: str, gv: str | None = None, detail: str | None = None) -> str:
+    return finding_key(kind, T, gv, detail)
+
+
+def one(findings: list[Finding], k: str) -> Finding:
+    found = [f for f in findings if f.key == k]
+    assert len(found) == 1, f"{k} not in {[f.key for f in findings]}"
+    return found[0]
+
+
+def text(f: Finding) -> str:
+    return " | ".join((f.title, *f.evidence, f.cause, f.next_step))
+
+
+def moved(change: Callable[[Page], object], base: Page | None = None, seconds: float = 900) -> list[Finding]:
+    """Diagnose a window in which `change` happened on top of `base` (healthy peers by default)."""
+    before = base or Page().peers()
+    after = before.copy()
+    change(after)
+    return diagnose(after.snapshot(), window(before, after, seconds))
