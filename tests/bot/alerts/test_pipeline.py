@@ -447,7 +447,8 @@ async def test_the_summary_is_posted_at_once_then_edited_at_most_once_per_linger
     assert await harness.store.pending() == []
     assert await edits() == []  # the row is saved; Slack still waits for the linger
     [row] = await storm_rows(harness)
-    assert len(row.details["entries"]) == 20
+    assert row.storm is not None
+    assert len(row.storm.entries) == 20
     harness.clock.now += 1.75
     await harness.pipeline.expire_storms()
     [edit] = await edits()
@@ -480,11 +481,13 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     summary = [e for e in edits if e.payload["group_key"].startswith("storm:")][-1]
     assert "5 alerts" in summary.payload["text"]
     [row] = await storm_rows(harness)
-    assert len(row.details["entries"][group]) == 2
+    assert row.storm is not None
+    assert len(row.storm.entries[group]) == 2
     state = await harness.store.get_group("#alpha-alerts", group)
     assert state is not None
-    assert "storm" not in state.details  # it keeps its own message
-    assert len(state.details["storm_count"]["entries"]) == 2
+    assert state.facts.storm_thread is None  # it keeps its own message
+    assert state.facts.storm_share is not None
+    assert len(state.facts.storm_share.entries) == 2
 
 
 async def test_a_storm_ends_after_quiet_and_new_groups_post_again(harness: Harness) -> None:
@@ -558,7 +561,8 @@ async def test_a_restart_counts_the_groups_saved_after_the_last_summary(harness:
     for notification in await harness.store.pending():
         await harness.pipeline.process(notification)  # within the linger: no summary, no storm row save
     [row] = await storm_rows(harness)
-    assert len(row.details["entries"]) == 2
+    assert row.storm is not None
+    assert len(row.storm.entries) == 2
     restarted = harness.make_pipeline(settings(), policy)
     await restarted.restore()  # the process died here
     harness.pipeline = restarted
@@ -566,7 +570,8 @@ async def test_a_restart_counts_the_groups_saved_after_the_last_summary(harness:
     edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
     assert "6 alerts" in edits[-1].payload["text"]
     [row] = await storm_rows(harness)
-    assert len(row.details["entries"]) == 6
+    assert row.storm is not None
+    assert len(row.storm.entries) == 6
 
 
 # -- Prometheus enrichment and the chart ------------------------------------------------------------
