@@ -79,6 +79,16 @@ async def drained(store: Store) -> None:
     await until(empty)
 
 
+class FakeTime:
+    """A wall clock that moves only when a test moves it."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def msg(text: str) -> Message:
     return Message(text, (section(text),))
 
@@ -318,14 +328,47 @@ async def test_a_post_folded_into_a_storm_is_not_sent_and_its_replies_say_why(
     delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
     queued = await delivery.post(ALERTS, "grp", msg("firing"))
     await delivery.reply(ALERTS, "grp", msg("new alert"), revision="n2")
-    await store.complete(queued.id, {"folded_into": "storm:alerts:1"})
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
     async with running(delivery):
         await drained(store)
     assert fake.calls_to("chat.postMessage") == []
+    post = await store.outbox_item(f"post:{ALERTS}:grp")
+    assert post is not None
+    assert (post.id, post.state, post.result) == (
+        queued.id,
+        OutboxState.DONE,
+        {"folded_into": "storm:alerts:1"},
+    )
     reply = await store.outbox_item(f"reply:{ALERTS}:grp:n2")
     assert reply is not None
     assert reply.state is OutboxState.FAILED
     assert "folded_into" in (reply.last_error or "")
+
+
+async def test_a_post_that_went_out_cannot_be_withdrawn(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+        assert not await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
+        assert not await delivery.withdraw_post(ALERTS, "never-queued", folded_into="storm:alerts:1")
+    assert [m.text for m in fake.top_level(ALERTS)] == ["firing"]
+
+
+async def test_a_reply_waits_until_due_and_takes_new_content_while_pending(
+    fake: FakeSlack, store: Store
+) -> None:
+    clock = FakeTime(1000.0)
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST, clock=clock)
+    first = await delivery.reply(ALERTS, "storm", msg("line 1"), "lines:0", not_before=1002.0)
+    again = await delivery.reply(
+        ALERTS, "storm", msg("line 1\nline 2"), "lines:0", not_before=1002.0, replace_pending=True
+    )
+    assert (again.id, again.replaced) == (first.id, True)
+    assert await store.due(1001.0) == []
+    [due] = await store.due(1002.0)
+    assert (due.key, due.payload["text"]) == (f"reply:{ALERTS}:storm:lines:0", "line 1\nline 2")
+    kept = await delivery.reply(ALERTS, "storm", msg("line 3"), "lines:0")  # no replace: a duplicate
+    assert (kept.id, kept.duplicate, kept.replaced) == (first.id, True, False)
 
 
 # -- channel IDs: Slack takes a #name only in chat.postMessage --------------------------------------------
