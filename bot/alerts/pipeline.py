@@ -46,6 +46,9 @@ class LiveSource(Protocol):
 
     async def read(self, cluster: str) -> ClusterRead: ...
 
+    async def cancel_pending(self) -> None:
+        """Stop reads still in flight (shutdown): shared reads outlive the callers that stop waiting."""
+
 
 class PipelineStore(StormStore, Protocol):
     """What the pipeline needs of the store (`bot.store.Store` is one)."""
@@ -126,6 +129,7 @@ class AlertPipeline:
         for task in list(self._late):
             task.cancel()
         await asyncio.gather(*self._late, return_exceptions=True)
+        await self._live.cancel_pending()
         if self._prometheus is not None:
             await self._prometheus.cancel_pending()
 

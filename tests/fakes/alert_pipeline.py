@@ -77,6 +77,9 @@ class FakeLive:
             await self.gate.wait()
         return ClusterRead(cluster, 1_700_000_000.0, self.snapshot, None, None)
 
+    async def cancel_pending(self) -> None:
+        """Nothing outlives a caller here: each read runs in its caller's task."""
+
 
 class NoSlack:
     """The delivery worker is never run in these tests: any Slack call is a test bug."""
