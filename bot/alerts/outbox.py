@@ -9,7 +9,7 @@ from bot.store.models import Enqueued
 
 
 class Outbox(Protocol):
-    """Queues Slack operations for a group's message and wakes their worker."""
+    """Queues Slack operations for a group's message (each wakes the delivery worker)."""
 
     async def post(self, channel: str, group_key: str, message: Message) -> Enqueued: ...
 
@@ -31,5 +31,3 @@ class Outbox(Protocol):
     ) -> Enqueued: ...
 
     async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> bool: ...
-
-    def notify(self) -> None: ...
