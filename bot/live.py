@@ -1,7 +1,8 @@
 """Live proxy state per client cluster: one read serves every caller for a few seconds.
 
 A storm of 500 alerts from one cluster costs one `/metrics/syncer` read, not 500: concurrent callers
-share the read in flight (single-flight) and later callers within `ttl` get the cached result. Earlier
+share the read in flight (single-flight) and later callers within `ttl` get the cached result
+(`bot.shared_reads`; a read outlives a caller that stops waiting, and fills the cache). Earlier
 reads are kept so that a window delta (reason counts over the last minutes) can be computed without
 Prometheus.
 """
@@ -19,6 +20,7 @@ from bot.domain.delta import ProxyDelta, delta
 from bot.domain.parser import parse_syncer
 from bot.domain.snapshot import ProxySnapshot
 from bot.errors import ClusterError, MetricsParseError
+from bot.shared_reads import SharedReads
 
 Clock = Callable[[], float]
 
@@ -49,12 +51,6 @@ class ClusterRead:
         return self.cluster.partition("/")[2] or None
 
 
-@dataclass(frozen=True, slots=True)
-class _Stored:
-    at: float  # monotonic
-    read: ClusterRead
-
-
 class LiveState:
     """Cached, single-flight reads of `/metrics/syncer` per configured cluster."""
 
@@ -72,36 +68,26 @@ class LiveState:
         self._readers = dict(readers)
         # Told the seconds of every real read (not cache hits): the bot's enrichment-latency metric.
         self._observe = observe
-        self._ttl = ttl
         self._timeout = timeout
         self._window = window
         self._monotonic = monotonic
         self._wall = wall
-        self._latest: dict[str, _Stored] = {}
-        self._inflight: dict[str, asyncio.Future[ClusterRead]] = {}
+        self._reads: SharedReads[str, ClusterRead] = SharedReads(ttl, monotonic)
         self._history: dict[str, deque[tuple[float, ProxySnapshot]]] = {}
 
     async def read(self, cluster: str) -> ClusterRead:
         """The cluster's state, at most `ttl` seconds old; failures are returned, never raised."""
-        cached = self._latest.get(cluster)
-        if cached is not None and self._monotonic() - cached.at < self._ttl:
-            return cached.read
-        inflight = self._inflight.get(cluster)
-        if inflight is not None:
-            return await asyncio.shield(inflight)
-        future: asyncio.Future[ClusterRead] = asyncio.get_running_loop().create_future()
-        self._inflight[cluster] = future
-        try:
-            started = self._monotonic()
-            result = await self._read_now(cluster)
-            self._observe(self._monotonic() - started)
-            self._latest[cluster] = _Stored(self._monotonic(), result)
-            future.set_result(result)
-            return result
-        finally:
-            del self._inflight[cluster]
-            if not future.done():
-                future.cancel()
+        return await self._reads.get(cluster, lambda: self._timed_read(cluster), name=f"live-{cluster}")
+
+    async def cancel_pending(self) -> None:
+        """Stop the reads still in flight (shutdown)."""
+        await self._reads.cancel_pending()
+
+    async def _timed_read(self, cluster: str) -> ClusterRead:
+        started = self._monotonic()
+        result = await self._read_now(cluster)
+        self._observe(self._monotonic() - started)
+        return result
 
     async def _read_now(self, cluster: str) -> ClusterRead:
         now = self._wall()

@@ -21,7 +21,6 @@ from typing import Any, Protocol
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.alerts.pipeline import ALERT_LABELS
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
@@ -37,8 +36,6 @@ log = logging.getLogger(__name__)
 SILENCE_DURATION = timedelta(hours=1)
 # The labels that say which alert a silence is about; a cluster's `match` labels are added to them.
 IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
-# Where the alert pipeline may keep the labels of a group's alerts (a list of label maps). Without it,
-# the group's labels are read back from its Alertmanager group key.
 _SLACK_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 # A button's check: runs against one configured target of one cluster, returns the answer to post.
@@ -225,7 +222,9 @@ def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSet
     Refused when they would not name the target or the cluster: such a silence would mute the alert on
     every cluster of the fleet.
     """
-    stored = _stored_label_sets(group.details)
+    # The labels the alert side kept of the group's firing alerts; without them (a group saved before
+    # they were kept), the group's labels are read back from its Alertmanager group key.
+    stored = group.facts.firing_labels
     if stored:
         names = {*IDENTIFYING_LABELS, *cluster.match}
         found = matchers_for(stored, names)
@@ -240,13 +239,6 @@ def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSet
             "everywhere: silence it in Alertmanager with narrower matchers."
         )
     return found
-
-
-def _stored_label_sets(details: Mapping[str, Any]) -> list[dict[str, str]]:
-    raw = details.get(ALERT_LABELS)
-    if not isinstance(raw, list):
-        return []
-    return [{str(k): str(v) for k, v in item.items()} for item in raw if isinstance(item, dict)]
 
 
 # -- Probe now / Path check ----------------------------------------------------------------------------

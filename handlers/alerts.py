@@ -17,7 +17,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from bot.alerts.pipeline import AlertPipeline, LiveSource, Outbox, PipelineStore
+from bot.alerts.outbox import Outbox
+from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
 from bot.store.models import StoredNotification

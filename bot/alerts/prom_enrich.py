@@ -3,9 +3,9 @@
 For one alert of a configured client cluster, series are selected by the cluster's `match` labels, the
 alert's `target`, and its `pod` when it has one (HA replicas keep their own counters); the window is the
 alert rule's own (`ALERT_WINDOWS`). `PromEnricher` reads windows (shared by concurrent callers, cached
-briefly) and renders charts; `PromRound` is one notification's reads, started together and collected
-when the enrichment budget ends (what is late is marked unavailable, never waited for);
-`with_prometheus` adds what was read to an alert's diagnosis, labelled "last N min, from Prometheus".
+briefly: `bot.shared_reads`) and renders charts; `PromRound` is one notification's reads, started
+together and collected when the enrichment budget ends (what is late is marked unavailable, never
+waited for). `bot.render.enrichment` words what was read on the alert's diagnosis.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from bot.alerts.budget import Unavailable, within_budget
 from bot.alerts.prom_queries import (
     CHART_FOR,
     CHART_SPAN,
     CHART_STEP,
-    MIN_OBSERVATIONS,
     ChartKind,
     KeySeries,
     PromWindow,
@@ -42,20 +42,11 @@ from bot.domain.alerts_catalog import (
     TARGET_UNAVAILABLE,
     WATCHES_SILENT,
 )
-from bot.domain.diagnosis import AlertDiagnosis
-from bot.domain.diagnosis_readings import fmt_duration, fmt_seconds
 from bot.domain.findings import Severity
-from bot.domain.snapshot import (
-    DIAL_DURATION,
-    DIAL_FAILURES,
-    DISCOVERY_FALLBACKS,
-    REQUEST_DURATION,
-    REQUESTS,
-    TERMINATIONS,
-    make_labels,
-)
+from bot.domain.snapshot import make_labels
 from bot.errors import UpstreamError
 from bot.render.chart import render_chart
+from bot.shared_reads import SharedReads
 from config.settings import ClusterSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -107,7 +98,7 @@ class PromOutcome:
 
     ask: WindowAsk
     window: PromWindow | None
-    unavailable: str | None = None
+    unavailable: Unavailable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +122,6 @@ def chart_image(series: KeySeries) -> ChartImage:
 
 
 @dataclass
-class _Cached:
-    at: float
-    window: PromWindow
-
-
-@dataclass
 class PromEnricher:
     """Reads windows and charts from Prometheus; one read per ask serves every caller for `ttl` seconds.
 
@@ -149,20 +134,14 @@ class PromEnricher:
     ttl: float = 5.0
     clock: Clock = time.time
     monotonic: Clock = time.monotonic
-    _cache: dict[WindowAsk, _Cached] = field(default_factory=dict, init=False, repr=False)
-    _inflight: dict[WindowAsk, asyncio.Task[PromWindow]] = field(default_factory=dict, init=False, repr=False)
+    _reads: SharedReads[WindowAsk, PromWindow] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._reads = SharedReads(self.ttl, self.monotonic)
 
     async def window(self, ask: WindowAsk) -> PromWindow:
         """The ask's window (cached for `ttl`); raises UpstreamError when Prometheus fails."""
-        cached = self._cache.get(ask)
-        if cached is not None and self.monotonic() - cached.at < self.ttl:
-            return cached.window
-        task = self._inflight.get(ask)
-        if task is None:
-            task = asyncio.create_task(self._read(ask), name=f"prometheus-window-{ask.target}")
-            self._inflight[ask] = task
-            task.add_done_callback(lambda done: self._settle(ask, done))
-        return await asyncio.shield(task)
+        return await self._reads.get(ask, lambda: self._read(ask), name=f"prometheus-window-{ask.target}")
 
     async def key_series(self, ask: WindowAsk) -> KeySeries:
         """The last hour of the alert's key series; raises UpstreamError when Prometheus fails."""
@@ -195,10 +174,7 @@ class PromEnricher:
 
     async def cancel_pending(self) -> None:
         """Stop reads nobody waits for any more (shutdown)."""
-        tasks = list(self._inflight.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._reads.cancel_pending()
 
     async def _read(self, ask: WindowAsk) -> PromWindow:
         at = self.clock()
@@ -208,17 +184,6 @@ class PromEnricher:
             self.client.query(p99_query(ask), at=at, timeout=self.timeout),
         )
         return window_from(ask, at, counters, buckets, p99s)
-
-    def _settle(self, ask: WindowAsk, task: asyncio.Task[PromWindow]) -> None:
-        if self._inflight.get(ask) is task:
-            del self._inflight[ask]
-        if task.cancelled() or task.exception() is not None:
-            return
-        now = self.monotonic()
-        # Forget what has expired, so that the cache holds only the asks of the last few seconds.
-        for old in [k for k, v in self._cache.items() if now - v.at >= self.ttl]:
-            del self._cache[old]
-        self._cache[ask] = _Cached(now, task.result())
 
 
 class PromRound:
@@ -266,76 +231,12 @@ class PromRound:
         return None if ask is None else self._outcomes.get(ask)
 
     def _outcome(self, ask: WindowAsk, task: asyncio.Task[PromWindow]) -> PromOutcome:
-        if not task.done():
-            return PromOutcome(ask, None, f"took longer than {self._budget:g}s")
-        if task.cancelled():
-            return PromOutcome(ask, None, "the read was cancelled")
-        error = task.exception()
-        if error is not None:
-            log.warning("Prometheus enrichment of %s failed: %s", ask.target, error)
-            why = str(error) if isinstance(error, UpstreamError) else type(error).__name__
-            return PromOutcome(ask, None, why)
-        return PromOutcome(ask, task.result())
-
-
-# -- words on the alert ------------------------------------------------------------------------------
-
-REASON_LINES = (
-    (REQUESTS, "Requests by reason"),
-    (DIAL_FAILURES, "Dial failures by reason"),
-    (DISCOVERY_FALLBACKS, "Discovery fallbacks by reason"),
-    (TERMINATIONS, "Terminations by reason"),
-)
-TOP_REASONS = 5
-
-
-def _count(value: float) -> str:
-    # increase() extrapolates to the window's edges: counts are estimates, shown as such.
-    return f"{value:,.0f}" if value >= 10 or value.is_integer() else f"{value:.1f}"
-
-
-def _breakdown(found: Mapping[str, float]) -> str:
-    shown = [f"{reason or 'no reason'} {_count(n)}" for reason, n in list(found.items())[:TOP_REASONS]]
-    more = len(found) - TOP_REASONS
-    return ", ".join(shown) + (f", +{more} more" if more > 0 else "")
-
-
-def _p99(window: PromWindow, histogram: str, value: float | None, what: str) -> str:
-    seen = window.observations(histogram)
-    if value is None or seen < MIN_OBSERVATIONS:
-        return f"{what}: too few to tell ({_count(seen)})"
-    return f"{what} {fmt_seconds(value)} ({_count(seen)})"
-
-
-def scope_label(seconds: float) -> str:
-    """How Prometheus-read numbers are labelled: "last 15m, from Prometheus"."""
-    return f"last {fmt_duration(seconds)}, from Prometheus"
-
-
-def evidence_lines(window: PromWindow, group_version: str | None = None) -> tuple[str, ...]:
-    """Reason breakdowns (requests always, the others when they counted anything) and p99s."""
-    scope = scope_label(window.seconds)
-    lines = []
-    for family, what in REASON_LINES:
-        found = window.reasons(family, group_version if family == REQUESTS else None)
-        if found or family == REQUESTS:
-            lines.append(f"{what} ({scope}): {_breakdown(found) if found else 'none'}")
-    requests = _p99(window, REQUEST_DURATION, window.request_p99, "requests")
-    dials = _p99(window, DIAL_DURATION, window.dial_p99, "dials")
-    lines.append(f"p99 ({scope}): {requests}; {dials}")
-    return tuple(lines)
-
-
-def with_prometheus(diagnosis: AlertDiagnosis, outcome: PromOutcome | None) -> AlertDiagnosis:
-    """The diagnosis with what Prometheus said about the alert's window (or why it said nothing)."""
-    if outcome is None:
-        return diagnosis
-    if outcome.window is None:
-        scope = scope_label(outcome.ask.seconds)
-        line = f"Window counts ({scope}): unavailable: {outcome.unavailable or 'no answer'}"
-        return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, line))
-    lines = evidence_lines(outcome.window, diagnosis.group_version)
-    return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, *lines))
+        got = within_budget(task, self._budget)
+        if not isinstance(got, Unavailable):
+            return PromOutcome(ask, got)
+        if got.error is not None:
+            log.warning("Prometheus enrichment of %s failed: %s", ask.target, got.error)
+        return PromOutcome(ask, None, got)
 
 
 class _Alert(Protocol):

@@ -17,45 +17,30 @@ reply is an outbox row due `linger` seconds after it was opened, rewritten with 
 sending is never changed under it; later lines go to the next row.
 
 What survives a restart: each group's share of the count is saved with the group's own row (the
-pipeline writes `storm_count_details`), and the storm's row `storm:<channel>:<n>` holds the summary's
-state and, as of its last flush, every entry. `restore()` joins both.
+pipeline writes its `GroupFacts.storm_share`), and the storm's row `storm:<channel>:<n>` holds the
+summary's `StormRecord`: its state and, as of its last flush, every entry. `restore()` joins both.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from bot.delivery.worker import post_key
+from bot.alerts.outbox import Outbox
 from bot.domain.alerts import AlertStatus
-from bot.domain.findings import Severity
 from bot.domain.messages import AlertGroupView, StormCounts, StormEntry, StormView
-from bot.render.blocks import Message, message, section_lines
+from bot.render.blocks import message, section_lines
 from bot.render.slack import storm_group_line, storm_message
-from bot.store.models import AlertGroupState, Enqueued, OutboxItem, OutboxKind, OutboxState
+from bot.store.models import AlertGroupState, Enqueued, StormRecord, StormShare
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 STORM_PREFIX = "storm:"
-# Group details: the storm whose thread carries the group (instead of a message of its own) ...
-IN_STORM = "storm"
-# ... and the storm the group is counted in, with its entries: {"storm": key, "entries": [...]}.
-STORM_COUNT = "storm_count"
-
-
-class Outbox(Protocol):
-    """The Slack operations storm mode queues (`bot.delivery.worker.Delivery` is one)."""
-
-    async def post(self, channel: str, group_key: str, message: Message) -> Enqueued: ...
-
-    async def update(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued: ...
-
-    def notify(self) -> None: ...
 
 
 class StormStore(Protocol):
@@ -68,21 +53,6 @@ class StormStore(Protocol):
     async def groups(
         self, channel: str | None = None, status: AlertStatus | None = None
     ) -> list[AlertGroupState]: ...
-
-    async def enqueue(
-        self,
-        key: str,
-        channel: str,
-        kind: OutboxKind,
-        payload: Mapping[str, Any],
-        *,
-        not_before: float | None = None,
-        replace_pending: bool = False,
-    ) -> Enqueued: ...
-
-    async def outbox_item(self, key: str) -> OutboxItem | None: ...
-
-    async def complete(self, item_id: int, result: Mapping[str, Any] | None = None) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -109,11 +79,6 @@ def is_storm_key(group_key: str) -> bool:
 def entries_of(view: AlertGroupView) -> tuple[StormEntry, ...]:
     """The storm's count of one group: one entry per alert."""
     return tuple(StormEntry(a.name, a.severity, view.group_key, a.target, view.cluster) for a in view.alerts)
-
-
-def storm_count_details(storm: str, entries: tuple[StormEntry, ...]) -> dict[str, Any]:
-    """What a group's own row keeps of its share of storm `storm` (see `STORM_COUNT`)."""
-    return {"storm": storm, "entries": [_entry_json(e) for e in entries]}
 
 
 @dataclass
@@ -153,8 +118,6 @@ class _Storm:
     flushed_at: float = float("-inf")
     saved_at: float = float("-inf")
     flushes: int = 0
-    # Each group's entries as saved (JSON-ready), so saving the row never re-encodes every entry.
-    saved_entries: dict[str, list[list[Any]]] = field(default_factory=dict)
 
     def count(self, group_key: str, entries: tuple[StormEntry, ...]) -> None:
         """Replace the group's entries, adjusting the running counts by the difference only."""
@@ -163,52 +126,34 @@ class _Storm:
         for new in entries:
             self.counts.add(new)
         self.entries[group_key] = entries
-        self.saved_entries[group_key] = [_entry_json(e) for e in entries]
         self.dirty = self.unsaved = True
 
     def view(self) -> StormView:
         ended = None if self.ended_at is None else _dt(self.ended_at)
         return StormView.of(self.counts, _dt(self.started_at), ended)
 
-    def details(self) -> dict[str, Any]:
-        return {
-            "kind": "storm",
-            "started_at": self.started_at,
-            "last_new_at": self.last_new_at,
-            "ended_at": self.ended_at,
-            "entries": dict(self.saved_entries),
-            "posted": self.posted,
-        }
+    def record(self) -> StormRecord:
+        return StormRecord(self.started_at, self.last_new_at, self.ended_at, self.posted, dict(self.entries))
 
     @classmethod
-    def from_state(cls, state: AlertGroupState, now: float) -> _Storm:
-        d = state.details
+    def from_record(cls, key: str, channel: str, record: StormRecord, now: float) -> _Storm:
         storm = cls(
-            key=state.group_key,
-            channel=state.channel,
-            started_at=float(d["started_at"]),
-            last_new_at=float(d["last_new_at"]),
-            ended_at=None if d.get("ended_at") is None else float(d["ended_at"]),
-            posted=bool(d.get("posted", False)),
+            key=key,
+            channel=channel,
+            started_at=record.started_at,
+            last_new_at=record.last_new_at,
+            ended_at=record.ended_at,
+            posted=record.posted,
             # Line rows numbered after the last flush may exist: continue in a series of our own.
             lines=_Slot(int(now * 1000), 0.0),
         )
-        for group_key, raw in dict(d.get("entries", {})).items():
-            storm.count(group_key, tuple(_entry(group_key, e) for e in raw))
+        for group_key, entries in record.entries.items():
+            storm.count(group_key, entries)
         return storm
 
 
 def _dt(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
-
-
-def _entry_json(e: StormEntry) -> list[Any]:
-    return [e.alertname, int(e.severity), e.target, e.cluster]
-
-
-def _entry(group_key: str, raw: list[Any]) -> StormEntry:
-    name, severity, target, cluster = raw
-    return StormEntry(str(name), Severity(int(severity)), group_key, target, cluster)
 
 
 class StormDesk:
@@ -226,8 +171,8 @@ class StormDesk:
     async def restore(self) -> None:
         """Pick up storms that were active when the process stopped, with every group's latest count."""
         for state in await self._store.groups(status=AlertStatus.FIRING):
-            if is_storm_key(state.group_key) and state.details.get("kind") == "storm":
-                storm = _Storm.from_state(state, self._clock())
+            if is_storm_key(state.group_key) and state.storm is not None:
+                storm = _Storm.from_record(state.group_key, state.channel, state.storm, self._clock())
                 await self._recount_from_groups(storm)
                 storm.dirty = True  # the summary may lag the counts saved with the groups
                 self._active[state.channel] = storm
@@ -334,38 +279,34 @@ class StormDesk:
 
     async def _fold(self, storm: _Storm, group_key: str) -> bool:
         """Take a group's queued post back and make its storm line its only trace; False if it went out."""
-        item = await self._store.outbox_item(post_key(storm.channel, group_key))
-        if item is None or item.state is not OutboxState.PENDING:
+        if not await self._outbox.withdraw_post(storm.channel, group_key, folded_into=storm.key):
             return False
-        if not await self._store.complete(item.id, {"folded_into": storm.key}):
-            return False  # the delivery worker completed it just now
         state = await self._store.get_group(storm.channel, group_key)
         if state is not None:
-            count = storm_count_details(storm.key, storm.entries[group_key])
-            details = {**state.details, IN_STORM: storm.key, STORM_COUNT: count}
-            await self._store.save_group(replace(state, details=details))
+            share = StormShare(storm.key, storm.entries[group_key])
+            facts = replace(state.facts, storm_thread=storm.key, storm_share=share)
+            await self._store.save_group(replace(state, facts=facts))
         return True
 
     async def _report_to_ended(self, channel: str, key: str, view: AlertGroupView) -> None:
         """A group of a storm that is over: its line still goes into that storm's thread."""
         state = await self._store.get_group(channel, key)
-        if state is None:
+        if state is None or state.storm is None:
             log.error(
                 "storm %s of group %r is not in the store; the change is not shown", key, view.group_key
             )
             return
         now = self._clock()
-        storm = _Storm.from_state(state, now)
+        storm = _Storm.from_record(key, channel, state.storm, now)
         storm.count(view.group_key, entries_of(view))
         await self._add_line(storm, storm_group_line(view, _dt(now)).text, now)
         await self._flush(storm, now, f"late:{int(now * 1000)}")
 
     async def _recount_from_groups(self, storm: _Storm) -> None:
         for group in await self._store.groups(channel=storm.channel):
-            count = group.details.get(STORM_COUNT)
-            if isinstance(count, dict) and count.get("storm") == storm.key:
-                raw = count.get("entries", [])
-                storm.count(group.group_key, tuple(_entry(group.group_key, e) for e in raw))
+            share = group.facts.storm_share
+            if share is not None and share.storm == storm.key:
+                storm.count(group.group_key, share.entries)
 
     async def _flush(self, storm: _Storm, now: float, revision: str) -> None:
         content = storm_message(storm.view(), _dt(now))
@@ -392,17 +333,14 @@ class StormDesk:
         self, storm: _Storm, chunk: list[str], *, replace: bool = False, not_before: float | None = None
     ) -> Enqueued:
         content = message("\n".join(chunk), [section_lines(chunk)])
-        payload = {"group_key": storm.key, **content.as_kwargs()}
-        key = f"reply:{storm.channel}:{storm.key}:lines:{storm.lines.n}"
-        result = await self._store.enqueue(
-            key, storm.channel, OutboxKind.REPLY, payload, not_before=not_before, replace_pending=replace
+        revision = f"lines:{storm.lines.n}"
+        return await self._outbox.reply(
+            storm.channel, storm.key, content, revision, not_before=not_before, replace_pending=replace
         )
-        self._outbox.notify()
-        return result
 
     async def _save(self, storm: _Storm, now: float) -> None:
         storm.unsaved, storm.saved_at = False, now
-        # `ts` None keeps the one the delivery worker stored; the details are the storm desk's alone.
+        # `ts` None keeps the one the delivery worker stored; the record is the storm desk's alone.
         status = AlertStatus.FIRING if storm.ended_at is None else AlertStatus.RESOLVED
         await self._store.save_group(
             AlertGroupState(
@@ -411,6 +349,6 @@ class StormDesk:
                 status=status,
                 first_firing_at=storm.started_at,
                 resolved_at=storm.ended_at,
-                details=storm.details(),
+                storm=storm.record(),
             )
         )

@@ -1,13 +1,22 @@
-"""SQL for the lifecycle of alert groups per Slack channel (run on the store thread)."""
+"""SQL for the lifecycle of alert groups per Slack channel (run on the store thread).
+
+A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
+always written there (group: `last_notification`, `storm`, `storm_count`, `alert_labels`; storm row:
+`kind: "storm"`, `started_at`, `last_new_at`, `ended_at`, `posted`, `entries`), so a store kept across an
+upgrade loads as it was.
+"""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from bot.domain.alerts import AlertStatus
-from bot.store.models import AlertGroupState
+from bot.domain.findings import Severity
+from bot.domain.messages import StormEntry
+from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
 from bot.store.transaction import immediate
 
 _COLUMNS = (
@@ -24,6 +33,15 @@ ON CONFLICT (channel, group_key) DO UPDATE SET
     resolved_at = excluded.resolved_at, firing_fingerprints = excluded.firing_fingerprints,
     details = excluded.details, updated_at = excluded.updated_at
 """  # noqa: S608 - column names are constants of this module, values are bound parameters
+
+# The delivery side's write: only the message's address, whatever the alert side saved.
+_RECORD_POST = """
+INSERT INTO alert_groups
+    (channel, group_key, status, ts, firing_fingerprints, details, updated_at, channel_id)
+VALUES (?, ?, 'firing', ?, '[]', '{}', ?, ?)
+ON CONFLICT (channel, group_key) DO UPDATE SET
+    ts = excluded.ts, channel_id = excluded.channel_id, updated_at = excluded.updated_at
+"""
 
 
 def get(conn: sqlite3.Connection, channel: str, group_key: str) -> AlertGroupState | None:
@@ -45,13 +63,23 @@ def save(conn: sqlite3.Connection, state: AlertGroupState, now: float) -> AlertG
         first_firing_at=state.first_firing_at,
         resolved_at=state.resolved_at,
         firing_fingerprints=frozenset(state.firing_fingerprints),
-        details=dict(state.details),
+        facts=state.facts,
+        storm=state.storm,
         updated_at=now,
         channel_id=state.channel_id,
     )
     with immediate(conn):
         conn.execute(_UPSERT, _row(saved, now))
     return saved
+
+
+def record_post(
+    conn: sqlite3.Connection, address: tuple[str, str], ts: str, channel_id: str, now: float
+) -> None:
+    """Store where the group's message is (a row is made when the alert side saved none yet)."""
+    channel, group_key = address
+    with immediate(conn):
+        conn.execute(_RECORD_POST, (channel, group_key, ts, now, channel_id))
 
 
 def listing(
@@ -75,7 +103,7 @@ def _row(state: AlertGroupState, now: float) -> tuple[Any, ...]:
         state.first_firing_at,
         state.resolved_at,
         json.dumps(sorted(state.firing_fingerprints)),
-        json.dumps(state.details, sort_keys=True),
+        json.dumps(_details(state), sort_keys=True),
         now,
         state.channel_id,
     )
@@ -83,6 +111,7 @@ def _row(state: AlertGroupState, now: float) -> tuple[Any, ...]:
 
 def _state(row: tuple[Any, ...]) -> AlertGroupState:
     channel, group_key, status, ts, first_firing_at, resolved_at, fingerprints, details, updated_at = row[:9]
+    stored = json.loads(details)
     return AlertGroupState(
         channel=channel,
         group_key=group_key,
@@ -91,7 +120,85 @@ def _state(row: tuple[Any, ...]) -> AlertGroupState:
         first_firing_at=first_firing_at,
         resolved_at=resolved_at,
         firing_fingerprints=frozenset(json.loads(fingerprints)),
-        details=json.loads(details),
+        facts=_facts(stored, group_key),
+        storm=_storm(stored),
         updated_at=updated_at,
         channel_id=row[9],
     )
+
+
+# -- the details column ------------------------------------------------------------------------------
+
+
+def _details(state: AlertGroupState) -> dict[str, Any]:
+    if state.storm is not None:
+        return _storm_json(state.storm)
+    facts, found = state.facts, dict[str, Any]()
+    if facts.last_notification is not None:
+        found["last_notification"] = facts.last_notification
+    if facts.storm_thread is not None:
+        found["storm"] = facts.storm_thread
+    if facts.storm_share is not None:
+        share = facts.storm_share
+        found["storm_count"] = {"storm": share.storm, "entries": [_entry_json(e) for e in share.entries]}
+    if facts.firing_labels:
+        found["alert_labels"] = [dict(labels) for labels in facts.firing_labels]
+    return found
+
+
+def _storm_json(storm: StormRecord) -> dict[str, Any]:
+    return {
+        "kind": "storm",
+        "started_at": storm.started_at,
+        "last_new_at": storm.last_new_at,
+        "ended_at": storm.ended_at,
+        "entries": {key: [_entry_json(e) for e in entries] for key, entries in storm.entries.items()},
+        "posted": storm.posted,
+    }
+
+
+def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
+    if details.get("kind") == "storm":
+        return GroupFacts()
+    last, thread = details.get("last_notification"), details.get("storm")
+    return GroupFacts(
+        last_notification=last if isinstance(last, str) else None,
+        storm_thread=thread if isinstance(thread, str) else None,
+        storm_share=_share(details.get("storm_count"), group_key),
+        firing_labels=_label_sets(details.get("alert_labels")),
+    )
+
+
+def _share(raw: Any, group_key: str) -> StormShare | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("storm"), str):
+        return None
+    return StormShare(raw["storm"], tuple(_entry(group_key, e) for e in raw.get("entries", [])))
+
+
+def _label_sets(raw: Any) -> tuple[Mapping[str, str], ...]:
+    if not isinstance(raw, list):
+        return ()
+    return tuple({str(k): str(v) for k, v in item.items()} for item in raw if isinstance(item, dict))
+
+
+def _storm(details: Mapping[str, Any]) -> StormRecord | None:
+    if details.get("kind") != "storm":
+        return None
+    ended = details.get("ended_at")
+    entries = dict(details.get("entries", {}))
+    return StormRecord(
+        started_at=float(details["started_at"]),
+        last_new_at=float(details["last_new_at"]),
+        ended_at=None if ended is None else float(ended),
+        posted=bool(details.get("posted", False)),
+        entries={key: tuple(_entry(key, e) for e in raw) for key, raw in entries.items()},
+    )
+
+
+def _entry_json(e: StormEntry) -> list[Any]:
+    return [e.alertname, int(e.severity), e.target, e.cluster]
+
+
+def _entry(group_key: str, raw: list[Any]) -> StormEntry:
+    name, severity, target, cluster = raw
+    return StormEntry(str(name), Severity(int(severity)), group_key, target, cluster)

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.messages import StormEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,46 @@ class StoredNotification:
 
 
 @dataclass(frozen=True, slots=True)
+class StormShare:
+    """A group's share of one storm's count: the storm's key and one entry per alert of the group."""
+
+    storm: str
+    entries: tuple[StormEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFacts:
+    """What the alert side keeps of a group between notifications (the delivery side keeps `ts`)."""
+
+    # The notification applied last: a re-run after a crash finds it and queues nothing again.
+    last_notification: str | None = None
+    # The storm whose thread carries the group instead of a message of its own.
+    storm_thread: str | None = None
+    # The group's share of the storm it is counted in, durable with the group (the storm's row lags).
+    storm_share: StormShare | None = None
+    # The labels of the firing alerts, for the Silence button's matchers (bounded: a group can be big).
+    firing_labels: tuple[Mapping[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StormRecord:
+    """A storm summary's own state, kept on its row `storm:<channel>:<n>` by the storm desk."""
+
+    started_at: float
+    last_new_at: float
+    ended_at: float | None = None
+    posted: bool = False
+    # Every group's entries as of the storm's last save, by group key.
+    entries: Mapping[str, tuple[StormEntry, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class AlertGroupState:
-    """What proxybot knows of one Alertmanager alert group in one Slack channel across notifications."""
+    """What proxybot knows of one Alertmanager alert group in one Slack channel across notifications.
+
+    The alert side writes every field but `ts` and `channel_id`, which the delivery side writes when the
+    group's message is posted (`Store.record_post`).
+    """
 
     channel: str
     group_key: str
@@ -41,9 +80,9 @@ class AlertGroupState:
     first_firing_at: float | None = None
     resolved_at: float | None = None
     firing_fingerprints: frozenset[str] = frozenset()
-    # Free-form JSON-able facts the delivery side keeps per group (thread ts, last rendered counts, ...),
-    # so it can grow without a schema migration.
-    details: Mapping[str, Any] = field(default_factory=dict)
+    facts: GroupFacts = GroupFacts()
+    # Set on a storm summary's row only (its `group_key` is a storm key).
+    storm: StormRecord | None = None
     updated_at: float | None = None
     # The Slack ID of `channel` (which may be a `#name`), from the post's answer; None until posted,
     # and for messages stored before proxybot kept it.

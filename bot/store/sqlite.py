@@ -82,6 +82,13 @@ class Store:
         now = self._clock()
         return await self._thread.run(lambda conn: group_sql.save(conn, state, now))
 
+    async def record_post(self, channel: str, group_key: str, ts: str, channel_id: str) -> None:
+        """Store where the group's message is in Slack (the delivery side's part of the group's row)."""
+        now = self._clock()
+        await self._thread.run(
+            lambda conn: group_sql.record_post(conn, (channel, group_key), ts, channel_id, now)
+        )
+
     async def groups(
         self, channel: str | None = None, status: AlertStatus | None = None
     ) -> list[AlertGroupState]:

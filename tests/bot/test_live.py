@@ -123,3 +123,23 @@ async def test_real_reads_are_timed_cache_hits_are_not() -> None:
     await live.read("c1")
     await live.read("c1")  # cached
     assert len(seen) == 1
+
+
+async def test_a_caller_past_its_budget_leaves_the_read_to_fill_the_cache_until_shutdown() -> None:
+    cluster = FakeCluster()
+    cluster.gate = asyncio.Event()
+    live = LiveState({"c1": cluster}, monotonic=Clock())
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.01):
+            await live.read("c1")
+    cluster.gate.set()
+    await asyncio.sleep(0.01)
+    assert (await live.read("c1")).ok
+    assert cluster.reads == 1  # the late read answered the next caller
+    cluster.gate.clear()  # the next read never answers
+    stale = LiveState({"c1": cluster}, monotonic=Clock())
+    waiting = asyncio.create_task(stale.read("c1"))
+    await asyncio.sleep(0.01)
+    await stale.cancel_pending()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting

@@ -14,7 +14,6 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from bot.alerts.pipeline import ALERT_LABELS
 from bot.app import Deps, create_app
 from bot.clients.alertmanager import AlertmanagerClient, Matcher
 from bot.domain.alerts import AlertStatus
@@ -23,6 +22,7 @@ from bot.inbound.slack import slack_routes_and_workers
 from bot.render.blocks import Message, section
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store import AlertGroupState, Store
+from bot.store.models import GroupFacts
 from config.settings import ClusterSettings, TargetSettings
 from handlers.actions import ButtonChecks, Silencer
 from tests.bot.inbound.test_slack import (
@@ -101,14 +101,14 @@ class FakeChecks:
         return ButtonChecks(probe=self.check("probe"), path=self.check("path"))
 
 
-async def save_group(store: Store, details: dict[str, Any] | None = None) -> None:
+async def save_group(store: Store, facts: GroupFacts | None = None) -> None:
     await store.save_group(
         AlertGroupState(
             channel="#alerts",
             group_key=GROUP_KEY,
             status=AlertStatus.FIRING,
             ts=MESSAGE_TS,
-            details=details or {},
+            facts=facts or GroupFacts(),
         )
     )
 
@@ -193,7 +193,7 @@ async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
         {**common, "group_version": "example.com/v1", "pod": "vc-0", "severity": "critical"},
         {**common, "group_version": "example.com/v1", "pod": "vc-1", "severity": "critical"},
     ]
-    await save_group(store, {ALERT_LABELS: alerts})
+    await save_group(store, GroupFacts(firing_labels=tuple(alerts)))
     silencer = FakeSilencer()
     async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))

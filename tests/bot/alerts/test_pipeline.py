@@ -1,4 +1,7 @@
-"""The alert pipeline against a real SQLite store, the real delivery outbox API and a fake live source."""
+"""The alert pipeline against a real SQLite store, the real delivery outbox API and a fake live source.
+
+Storm mode is tested in `test_storm.py`; the harness is `tests.fakes.alert_pipeline`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,187 +16,25 @@ import pytest
 from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.prom_queries import FAMILY
-from bot.alerts.storm import StormPolicy
 from bot.clients.prometheus import Sample, Series
-from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertmanagerWebhook
-from bot.domain.parser import parse_syncer
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
-from bot.render.blocks import Message
 from bot.store import (
-    AlertGroupState,
-    OutboxItem,
     OutboxKind,
-    OutboxState,
     Store,
     StoredNotification,
-    open_store,
 )
 from config.settings import Settings
-
-FIRING_END = "0001-01-01T00:00:00Z"
-PAGE = """# TYPE vcluster_proxy_peers gauge
-vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="healthy"} 0
-vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="quarantined"} 2
-vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="half_open"} 0
-vcluster_proxy_peer_cache_synced{target="team-a/db",group_version="example.com/v1"} 1
-"""
-
-
-def _cluster(name: str, channel: str | None) -> dict[str, Any]:
-    target = {
-        "name": f"{name}/db",
-        "group_versions": ["example.com/v1"],
-        "probe": {"group_version": "example.com/v1", "resource": "widgets"},
-    }
-    return {
-        "name": name,
-        "kubeconfig": "/etc/proxybot/kubeconfig",
-        "match": {"cluster": name},
-        "channel": channel or f"#{name}-alerts",
-        "targets": [target],
-    }
-
-
-def settings(timeout: float = 5.0, channel: str | None = None) -> Settings:
-    return Settings.model_validate(
-        {
-            "slack": {"default_channel": "#proxy-alerts"},
-            "clusters": [_cluster("alpha", channel), _cluster("beta", channel)],
-            "enrichment": {"timeout_seconds": timeout},
-        }
-    )
-
-
-class Clock:
-    """Wall clock moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class FakeLive:
-    """Answers every read with one parsed page; can be held at a gate to look slow."""
-
-    def __init__(self) -> None:
-        self.reads: list[str] = []
-        self.gate: asyncio.Event | None = None
-        self.snapshot = parse_syncer(PAGE)
-
-    async def read(self, cluster: str) -> ClusterRead:
-        self.reads.append(cluster)
-        if self.gate is not None:
-            await self.gate.wait()
-        return ClusterRead(cluster, 1_700_000_000.0, self.snapshot, None, None)
-
-
-class NoSlack:
-    """The delivery worker is never run in these tests: any Slack call is a test bug."""
-
-    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> str:
-        raise AssertionError("Slack called")
-
-    async def update(self, channel: str, ts: str, message: Message) -> None:
-        raise AssertionError("Slack called")
-
-    async def upload_png(self, channel: str, thread_ts: str, png: bytes, filename: str, title: str) -> None:
-        raise AssertionError("Slack called")
-
-
-def alert(
-    fingerprint: str,
-    name: str = "ResourceProxyNoHealthyPeers",
-    *,
-    cluster: str | None = "alpha",
-    target: str = "team-a/db",
-    resolved: bool = False,
-) -> dict[str, Any]:
-    labels = {"alertname": name, "target": target, "group_version": "example.com/v1", "severity": "critical"}
-    if cluster is not None:
-        labels["cluster"] = cluster
-    return {
-        "status": "resolved" if resolved else "firing",
-        "labels": labels,
-        "annotations": {"summary": f"{name} on {target}"},
-        "startsAt": "2023-11-14T22:00:00Z",
-        "endsAt": "2023-11-14T22:12:00Z" if resolved else FIRING_END,
-        "generatorURL": "http://prometheus/graph",
-        "fingerprint": fingerprint,
-    }
-
-
-def webhook(
-    alerts: list[dict[str, Any]], group: str = '{}:{alertname="ResourceProxyNoHealthyPeers"}'
-) -> bytes:
-    status = "firing" if any(a["status"] == "firing" for a in alerts) else "resolved"
-    body = {
-        "version": "4",
-        "groupKey": group,
-        "status": status,
-        "receiver": "proxybot",
-        "alerts": alerts,
-        "groupLabels": {},
-        "commonLabels": {},
-        "commonAnnotations": {},
-        "externalURL": "http://alertmanager",
-        "truncatedAlerts": 0,
-    }
-    return json.dumps(body).encode()
-
-
-class Harness:
-    """A store, the outbox API over it, the pipeline, and helpers to feed and inspect them."""
-
-    def __init__(self, store: Store, clock: Clock, live: FakeLive, config: Settings) -> None:
-        self.store = store
-        self.clock = clock
-        self.live = live
-        self.outbox = Delivery(store, NoSlack(), clock=clock)
-        self.pipeline = self.make_pipeline(config)
-
-    def make_pipeline(self, config: Settings, policy: StormPolicy | None = None) -> AlertPipeline:
-        return AlertPipeline(config, self.store, self.outbox, self.live, storm=policy, clock=self.clock)
-
-    async def accept(self, raw: bytes) -> None:
-        await self.store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), self.clock())
-
-    async def run(self, raw: bytes | None = None) -> None:
-        if raw is not None:
-            await self.accept(raw)
-        pending = await self.store.pending()
-        for notification in pending:
-            # As the worker does: the notification that empties the queue settles the storm summaries.
-            await self.pipeline.process(notification, settle=notification is pending[-1])
-
-    async def settle(self) -> None:
-        """What the worker's deadline loop does once a linger has passed: summaries go out."""
-        self.clock.now += StormPolicy().linger_seconds
-        await self.pipeline.expire_storms()
-
-    async def items(self) -> list[OutboxItem]:
-        return await self.store.due(self.clock() + 10 * 86400, limit=10_000)
-
-    async def kinds(self) -> list[tuple[OutboxKind, str]]:
-        return [(i.kind, i.channel) for i in await self.items()]
-
-
-@pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    clock = Clock()
-    store = await open_store(f"sqlite:///{tmp_path / 'proxybot.db'}", clock=clock)
-    h = Harness(store, clock, FakeLive(), settings())
-    yield h
-    await h.pipeline.aclose()
-    await store.close()
-
-
-def text_of(item: OutboxItem) -> str:
-    return json.dumps(item.payload)
-
+from tests.fakes.alert_pipeline import (
+    FakeLive,
+    Harness,
+    alert,
+    cluster_config,
+    settings,
+    text_of,
+    webhook,
+)
 
 # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -377,198 +217,6 @@ async def test_a_crash_before_the_first_post_is_recorded_does_not_post_twice(har
     assert [i.kind for i in await harness.items()] == [OutboxKind.POST]
 
 
-# -- storm mode --------------------------------------------------------------------------------------
-
-
-def storm_webhook(i: int, cluster: str = "alpha") -> bytes:
-    return webhook(
-        [alert(f"s{i}", cluster=cluster, target=f"team-{i}/db")], group=f'{{}}:{{target="team-{i}/db"}}'
-    )
-
-
-def lines_in(items: list[OutboxItem]) -> int:
-    replies = [i for i in items if i.kind is OutboxKind.REPLY]
-    return sum(len(i.payload["blocks"][0]["text"]["text"].splitlines()) for i in replies)
-
-
-async def test_thirty_new_groups_become_a_storm_summary_and_thread_lines(harness: Harness) -> None:
-    for i in range(30):
-        await harness.accept(storm_webhook(i, cluster="alpha" if i % 2 else "beta"))
-    # Both clusters post to one channel here, so the cause reads "several clients at once".
-    harness.pipeline = harness.make_pipeline(settings(channel="#fleet"))
-    await harness.run()
-    await harness.settle()
-    items = await harness.items()
-    posts = [i for i in items if i.kind is OutboxKind.POST]
-    # The ten groups before the storm was recognisable had not gone out: they joined its thread.
-    [summary_post] = posts
-    storm_key = summary_post.payload["group_key"]
-    assert storm_key.startswith("storm:#fleet:")
-    assert lines_in(items) == 30
-    replies = [i for i in items if i.kind is OutboxKind.REPLY]
-    assert len(replies) < 30  # lines are gathered, not one Slack call each
-    assert all(r.payload["group_key"] == storm_key for r in replies)
-    latest = [i for i in items if i.kind is not OutboxKind.REPLY and i.payload["group_key"] == storm_key][-1]
-    assert latest.kind is OutboxKind.UPDATE
-    assert "30 alerts" in latest.payload["text"]
-    assert "shared platform path" in latest.payload["text"]
-    folded = await harness.store.outbox_item('post:#fleet:{}:{target="team-0/db"}')
-    assert folded is not None
-    assert (folded.state, folded.result) == (OutboxState.DONE, {"folded_into": storm_key})
-
-
-async def storm_rows(harness: Harness, channel: str = "#alpha-alerts") -> list[AlertGroupState]:
-    return [g for g in await harness.store.groups(channel) if g.group_key.startswith("storm:")]
-
-
-async def test_the_summary_is_posted_at_once_then_edited_at_most_once_per_linger(harness: Harness) -> None:
-    policy = StormPolicy(groups=2, linger_seconds=2.0, settle_seconds=0.25)
-    harness.pipeline = harness.make_pipeline(settings(), policy)
-
-    async def edits() -> list[OutboxItem]:
-        return [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
-
-    for i in range(3):
-        await harness.accept(storm_webhook(i))
-    for notification in await harness.store.pending():
-        assert await harness.pipeline.process(notification)  # not settling: closed at once
-    summary = [i for i in await harness.items() if i.kind is OutboxKind.POST]
-    assert [i.payload["group_key"][:7] for i in summary] == ["storm:#"]
-    assert "3 alerts" in summary[0].payload["text"]  # the groups that started it are counted at once
-    for i in range(3, 20):
-        await harness.accept(storm_webhook(i))
-    await harness.run()
-    assert await edits() == []  # seventeen more groups within the linger: no edit yet
-    # The last one is held open until the storm's row counts it (nothing pending = rows complete).
-    assert [n.webhook.group_key for n in await harness.store.pending()] == ['{}:{target="team-19/db"}']
-    assert harness.pipeline.next_deadline() == harness.clock.now + 0.25
-    harness.clock.now += 0.25
-    await harness.pipeline.expire_storms()  # the worker's deadline loop
-    assert await harness.store.pending() == []
-    assert await edits() == []  # the row is saved; Slack still waits for the linger
-    [row] = await storm_rows(harness)
-    assert len(row.details["entries"]) == 20
-    harness.clock.now += 1.75
-    await harness.pipeline.expire_storms()
-    [edit] = await edits()
-    assert "20 alerts" in edit.payload["text"]
-    await harness.run(storm_webhook(20))
-    await harness.run(storm_webhook(21))
-    assert len(await edits()) == 1
-    harness.clock.now += 2.0
-    await harness.pipeline.expire_storms()
-    assert "22 alerts" in (await edits())[-1].payload["text"]
-
-
-async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summary(
-    harness: Harness,
-) -> None:
-    policy = StormPolicy(groups=2)
-    harness.pipeline = harness.make_pipeline(settings(), policy)
-    await harness.run(storm_webhook(0))
-    posted = await harness.store.outbox_item('post:#alpha-alerts:{}:{target="team-0/db"}')
-    assert posted is not None
-    await harness.store.complete(posted.id, {"ts": "1.0"})  # it went out before the storm
-    for i in range(1, 4):
-        await harness.run(storm_webhook(i))
-    group = '{}:{target="team-0/db"}'
-    two = webhook([alert("s0", target="team-0/db"), alert("s0b", target="team-0/db")], group=group)
-    await harness.run(two)
-    await harness.settle()
-    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
-    assert group in [e.payload["group_key"] for e in edits]  # its own message is edited in place
-    summary = [e for e in edits if e.payload["group_key"].startswith("storm:")][-1]
-    assert "5 alerts" in summary.payload["text"]
-    [row] = await storm_rows(harness)
-    assert len(row.details["entries"][group]) == 2
-    state = await harness.store.get_group("#alpha-alerts", group)
-    assert state is not None
-    assert "storm" not in state.details  # it keeps its own message
-    assert len(state.details["storm_count"]["entries"]) == 2
-
-
-async def test_a_storm_ends_after_quiet_and_new_groups_post_again(harness: Harness) -> None:
-    policy = StormPolicy(groups=2, window_seconds=60, quiet_seconds=120)
-    harness.pipeline = harness.make_pipeline(settings(), policy)
-    for i in range(4):
-        await harness.run(storm_webhook(i))
-    storm_key = next(
-        i.payload["group_key"]
-        for i in await harness.items()
-        if i.kind is OutboxKind.POST and i.payload["group_key"].startswith("storm:")
-    )
-    await harness.settle()  # the summary's last edit went out: only the storm's end is ahead
-    assert harness.pipeline.next_deadline() == harness.clock.now + 118
-    harness.clock.now += 117
-    assert await harness.pipeline.expire_storms() == []
-    harness.clock.now += 1
-    assert await harness.pipeline.expire_storms() == [storm_key]
-    last = (await harness.items())[-1]
-    assert last.kind is OutboxKind.UPDATE
-    assert "storm over" in last.payload["text"]
-    state = await harness.store.get_group("#alpha-alerts", storm_key)
-    assert state is not None
-    assert state.status.value == "resolved"
-    await harness.run(storm_webhook(10))
-    assert (await harness.items())[-1].kind is OutboxKind.POST
-    assert (await harness.items())[-1].payload["group_key"] == '{}:{target="team-10/db"}'
-
-
-async def test_a_change_in_a_storm_group_goes_to_the_storm_thread(harness: Harness) -> None:
-    harness.pipeline = harness.make_pipeline(settings(), StormPolicy(groups=1))
-    await harness.run(storm_webhook(0))
-    await harness.run(storm_webhook(1))
-    await harness.settle()
-    before = {i.id for i in await harness.items()}
-    resolved = webhook([alert("s1", target="team-1/db", resolved=True)], group='{}:{target="team-1/db"}')
-    await harness.run(resolved)
-    await harness.settle()
-    new = [i for i in await harness.items() if i.id not in before]
-    assert {i.payload["group_key"] for i in new} == {new[0].payload["group_key"]}
-    assert new[0].payload["group_key"].startswith("storm:")
-    assert sorted(i.kind for i in new) == [OutboxKind.REPLY, OutboxKind.UPDATE]  # a line, a fresh count
-    assert "resolved" in text_of(next(i for i in new if i.kind is OutboxKind.REPLY))
-
-
-async def test_a_storm_survives_a_restart(harness: Harness) -> None:
-    policy = StormPolicy(groups=1)
-    harness.pipeline = harness.make_pipeline(settings(), policy)
-    await harness.run(storm_webhook(0))
-    await harness.run(storm_webhook(1))
-    restarted = harness.make_pipeline(settings(), policy)
-    await restarted.restore()
-    harness.pipeline = restarted
-    await harness.run(storm_webhook(2))
-    storm_posts = [
-        i
-        for i in await harness.items()
-        if i.kind is OutboxKind.POST and i.payload["group_key"].startswith("storm:")
-    ]
-    assert len(storm_posts) == 1
-    assert restarted.next_deadline() is not None
-
-
-async def test_a_restart_counts_the_groups_saved_after_the_last_summary(harness: Harness) -> None:
-    policy = StormPolicy(groups=1, linger_seconds=2.0)
-    harness.pipeline = harness.make_pipeline(settings(), policy)
-    for i in range(2):
-        await harness.run(storm_webhook(i))
-    for i in range(2, 5):
-        await harness.accept(storm_webhook(i))
-    for notification in await harness.store.pending():
-        await harness.pipeline.process(notification)  # within the linger: no summary, no storm row save
-    [row] = await storm_rows(harness)
-    assert len(row.details["entries"]) == 2
-    restarted = harness.make_pipeline(settings(), policy)
-    await restarted.restore()  # the process died here
-    harness.pipeline = restarted
-    await harness.run(storm_webhook(5))
-    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
-    assert "6 alerts" in edits[-1].payload["text"]
-    [row] = await storm_rows(harness)
-    assert len(row.details["entries"]) == 6
-
-
 # -- Prometheus enrichment and the chart ------------------------------------------------------------
 
 REQUESTS_METRIC = "vcluster_proxy_request_total"
@@ -742,8 +390,8 @@ async def test_an_alert_of_no_cluster_asks_prometheus_nothing(
 async def test_an_alert_from_an_addressable_replica_is_enriched_from_that_replica(
     harness: Harness,
 ) -> None:
-    alpha = {**_cluster("alpha", None), "replicas": {"alpha-0": "alpha-0-context"}}
-    data = {"slack": {"default_channel": "#proxy-alerts"}, "clusters": [alpha, _cluster("beta", None)]}
+    alpha = {**cluster_config("alpha", None), "replicas": {"alpha-0": "alpha-0-context"}}
+    data = {"slack": {"default_channel": "#proxy-alerts"}, "clusters": [alpha, cluster_config("beta", None)]}
     pipeline = harness.make_pipeline(Settings.model_validate(data))
     pinned = alert("a1")
     pinned["labels"]["pod"] = "alpha-0"

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from bot.alerts.prom_enrich import PromEnricher, PromOutcome, ask_for, evidence_lines, with_prometheus
-from bot.alerts.prom_queries import FAMILY, ChartKind, WindowAsk, chart_query, counters_query, window_from
+from bot.alerts.prom_enrich import PromEnricher, ask_for
+from bot.alerts.prom_queries import ChartKind, WindowAsk, chart_query, counters_query
 from bot.clients.prometheus import PrometheusClient, Sample, Series
-from bot.domain.diagnosis import diagnose_alert
 from bot.domain.snapshot import DIAL_FAILURES, PEERS, REQUESTS
 from bot.errors import UpstreamError
 from config.settings import ClusterSettings
 from sim.defaults import CLIENT, PRIMARY_GV, TARGET_LABEL
 from sim.server import SimServer
 from tests.bot.clients.test_prometheus import syncer_jobs
+from tests.fakes.prom_windows import ASK, a_window
 from tests.harness.prometheus import Prometheus
 
 CLUSTER = ClusterSettings.model_validate(
@@ -35,7 +35,6 @@ CLUSTER = ClusterSettings.model_validate(
         ],
     }
 )
-ASK = WindowAsk("ResourceProxyNoHealthyPeers", "alpha", (("cluster", "alpha"),), "team-a/db", "alpha-0", 900)
 
 
 def test_an_alert_asks_for_its_target_replica_and_rule_window() -> None:
@@ -63,28 +62,6 @@ def test_the_chart_of_a_peer_alert_takes_the_worst_replica_per_group_version() -
     assert 'reason!="upstream"' in chart_query(ASK, ChartKind.FAILING_REASONS)
 
 
-def sample(family: str, value: float, **labels: str) -> Sample:
-    return Sample({FAMILY: family, **labels}, value, 0.0)
-
-
-def a_window() -> PromOutcome:
-    counters = [
-        sample(REQUESTS, 40.0, group_version="example.com/v1", verb="get", code="503", reason="no_peer"),
-        sample(REQUESTS, 2.4, group_version="other.io/v1", verb="get", code="503", reason="timeout"),
-        sample(REQUESTS, 900.0, group_version="example.com/v1", verb="get", code="200", reason="upstream"),
-        sample(DIAL_FAILURES, 12.0, reason="timeout"),
-    ]
-    buckets = [
-        sample("vcluster_proxy_request_duration_seconds", n, le=le, verb="get")
-        for le, n in (("0.1", 600.0), ("1", 940.0), ("+Inf", 942.4))
-    ]
-    p99s = [
-        sample("vcluster_proxy_request_duration_seconds", 0.91),
-        sample("vcluster_proxy_peer_dial_duration_seconds", float("nan")),
-    ]
-    return PromOutcome(ASK, window_from(ASK, 1000.0, counters, buckets, p99s))
-
-
 def test_a_window_reads_as_breakdowns_and_a_delta_for_the_diagnosis() -> None:
     window = a_window().window
     assert window is not None
@@ -95,29 +72,6 @@ def test_a_window_reads_as_breakdowns_and_a_delta_for_the_diagnosis() -> None:
     assert window.observations("vcluster_proxy_request_duration_seconds") == 942.4
     assert window.delta.seconds == 900.0
     assert window.delta.increase.value(REQUESTS, target="team-a/db", reason="no_peer") == 40.0
-
-
-def test_evidence_is_labelled_with_its_window_and_source() -> None:
-    window = a_window().window
-    assert window is not None
-    assert evidence_lines(window, "example.com/v1") == (
-        "Requests by reason (last 15m, from Prometheus): upstream 900, no_peer 40",
-        "Dial failures by reason (last 15m, from Prometheus): timeout 12",
-        "p99 (last 15m, from Prometheus): requests 910 ms (942); dials: too few to tell (0)",
-    )
-
-
-def test_with_prometheus_adds_evidence_or_says_why_not() -> None:
-    plain = diagnose_alert("ResourceProxyNoHealthyPeers", {"target": "team-a/db"}, None)
-    enriched = with_prometheus(plain, a_window())
-    assert enriched.now_evidence[: len(plain.now_evidence)] == plain.now_evidence
-    assert any("from Prometheus" in line for line in enriched.now_evidence)
-    missing = with_prometheus(plain, PromOutcome(ASK, None, "took longer than 5s"))
-    assert (
-        missing.now_evidence[-1]
-        == "Window counts (last 15m, from Prometheus): unavailable: took longer than 5s"
-    )
-    assert with_prometheus(plain, None) is plain
 
 
 class CountingPrometheus:

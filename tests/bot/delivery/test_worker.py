@@ -1,4 +1,4 @@
-"""The delivery worker: planning on a hand-driven clock, and end to end against the fake Slack over HTTP."""
+"""The delivery worker end to end against the fake Slack over HTTP (planning: `test_plan.py`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from bot.clients.slack import SlackClient
-from bot.delivery.worker import Delivery, DeliveryPolicy, backoff, plan, post_key
+from bot.delivery.keys import post_key
+from bot.delivery.plan import DeliveryPolicy
+from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.render.blocks import Message, section
-from bot.store import AlertGroupState, OutboxItem, OutboxKind, OutboxState, Store, open_store
+from bot.store import AlertGroupState, OutboxState, Store, open_store
 from config.settings import SlackSettings
 from tests.fakes.slack_api import FakeSlack
 
@@ -25,73 +27,6 @@ ALERTS_ID = "C0ALERTS1"
 FAST = DeliveryPolicy(
     posts_per_second=50, backoff_base=0.05, backoff_cap=0.2, wait_for_post=0.05, edit_interval=0.0
 )
-
-# -- planning (pure, hand-made rows and times) -----------------------------------------------------------
-
-
-def row(item_id: int, kind: OutboxKind, group: str = "g1", at: float = 0.0, text: str = "") -> OutboxItem:
-    payload = {"group_key": group, "text": text or f"{kind}-{item_id}"}
-    return OutboxItem(item_id, f"k{item_id}", "C1", kind, payload, OutboxState.PENDING, 0, at, 0.0)
-
-
-def test_due_edits_fold_into_the_newest() -> None:
-    rows = [row(1, OutboxKind.UPDATE), row(2, OutboxKind.UPDATE), row(3, OutboxKind.UPDATE)]
-    [step] = plan(rows, now=10).steps
-    assert step.item.id == 3
-    assert [i.id for i in step.superseded] == [1, 2]
-
-
-def test_a_post_not_sent_yet_carries_the_newest_edit() -> None:
-    rows = [row(1, OutboxKind.POST, text="first"), row(2, OutboxKind.UPDATE, text="newest")]
-    [step] = plan(rows, now=10).steps
-    assert (step.item.kind, step.payload["text"]) == (OutboxKind.POST, "newest")
-    assert [i.id for i in step.superseded] == [2]
-
-
-def test_a_row_waiting_for_retry_holds_only_its_own_message() -> None:
-    rows = [
-        row(1, OutboxKind.POST, "g1", at=50),
-        row(2, OutboxKind.REPLY, "g1"),
-        row(3, OutboxKind.POST, "g2"),
-        row(4, OutboxKind.REPLY, "g2"),
-    ]
-    planned = plan(rows, now=10)
-    assert [s.item.id for s in planned.steps] == [3, 4]
-    assert planned.next_at == 50
-
-
-def test_rows_are_planned_in_enqueue_order_whatever_their_due_times() -> None:
-    rows = [
-        row(3, OutboxKind.REPLY, "g2", at=5),
-        row(1, OutboxKind.POST, "g1", at=9),
-        row(2, OutboxKind.POST, "g2"),
-    ]
-    assert [s.item.id for s in plan(rows, now=10).steps] == [1, 2, 3]
-
-
-def test_an_edit_waits_for_its_message_edit_slot_and_says_when() -> None:
-    rows = [row(1, OutboxKind.UPDATE, "g1"), row(2, OutboxKind.REPLY, "g1")]
-    planned = plan(rows, now=10, edit_ready={"g1": 11.5})
-    assert [s.item.id for s in planned.steps] == [2]
-    assert planned.next_at == 11.5
-
-
-def test_edits_go_first_then_posts_then_replies_each_message_in_order() -> None:
-    rows = [
-        row(1, OutboxKind.REPLY, "storm"),
-        row(2, OutboxKind.REPLY, "g1"),
-        row(3, OutboxKind.POST, "storm"),
-        row(4, OutboxKind.UPDATE, "g2"),
-    ]
-    assert [s.item.id for s in plan(rows, now=10).steps] == [4, 3, 1, 2]
-
-
-def test_backoff_doubles_with_jitter_and_is_capped() -> None:
-    policy = DeliveryPolicy(backoff_base=1.0, backoff_cap=60.0)
-    assert [backoff(n, policy, rand=1.0) for n in range(4)] == [1.0, 2.0, 4.0, 8.0]
-    assert backoff(2, policy, rand=0.0) == 2.0
-    assert backoff(50, policy, rand=1.0) == 60.0
-
 
 # -- the worker against the fake Slack (real HTTP, real time) ---------------------------------------------
 
@@ -142,6 +77,16 @@ async def drained(store: Store) -> None:
         return await store.depth() == 0
 
     await until(empty)
+
+
+class FakeTime:
+    """A wall clock that moves only when a test moves it."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def msg(text: str) -> Message:
@@ -383,14 +328,47 @@ async def test_a_post_folded_into_a_storm_is_not_sent_and_its_replies_say_why(
     delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
     queued = await delivery.post(ALERTS, "grp", msg("firing"))
     await delivery.reply(ALERTS, "grp", msg("new alert"), revision="n2")
-    await store.complete(queued.id, {"folded_into": "storm:alerts:1"})
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
     async with running(delivery):
         await drained(store)
     assert fake.calls_to("chat.postMessage") == []
+    post = await store.outbox_item(f"post:{ALERTS}:grp")
+    assert post is not None
+    assert (post.id, post.state, post.result) == (
+        queued.id,
+        OutboxState.DONE,
+        {"folded_into": "storm:alerts:1"},
+    )
     reply = await store.outbox_item(f"reply:{ALERTS}:grp:n2")
     assert reply is not None
     assert reply.state is OutboxState.FAILED
     assert "folded_into" in (reply.last_error or "")
+
+
+async def test_a_post_that_went_out_cannot_be_withdrawn(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+        assert not await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
+        assert not await delivery.withdraw_post(ALERTS, "never-queued", folded_into="storm:alerts:1")
+    assert [m.text for m in fake.top_level(ALERTS)] == ["firing"]
+
+
+async def test_a_reply_waits_until_due_and_takes_new_content_while_pending(
+    fake: FakeSlack, store: Store
+) -> None:
+    clock = FakeTime(1000.0)
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST, clock=clock)
+    first = await delivery.reply(ALERTS, "storm", msg("line 1"), "lines:0", not_before=1002.0)
+    again = await delivery.reply(
+        ALERTS, "storm", msg("line 1\nline 2"), "lines:0", not_before=1002.0, replace_pending=True
+    )
+    assert (again.id, again.replaced) == (first.id, True)
+    assert await store.due(1001.0) == []
+    [due] = await store.due(1002.0)
+    assert (due.key, due.payload["text"]) == (f"reply:{ALERTS}:storm:lines:0", "line 1\nline 2")
+    kept = await delivery.reply(ALERTS, "storm", msg("line 3"), "lines:0")  # no replace: a duplicate
+    assert (kept.id, kept.duplicate, kept.replaced) == (first.id, True, False)
 
 
 # -- channel IDs: Slack takes a #name only in chat.postMessage --------------------------------------------

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 from bot.domain.alerts import AlertStatus
+from bot.domain.findings import Severity
+from bot.domain.messages import StormEntry
 from bot.store import AlertGroupState, Store
+from bot.store.models import GroupFacts, StormRecord, StormShare
 from tests.bot.domain import alertmanager_samples as samples
 from tests.bot.store.conftest import FakeClock
 
@@ -31,11 +37,11 @@ async def test_a_saved_group_reads_back_with_the_time_it_was_saved(store: Store,
 async def test_the_group_lives_through_post_update_and_resolve(store: Store, clock: FakeClock) -> None:
     await store.save_group(FIRING)
     clock.advance(5)
-    posted = await store.save_group(replace(FIRING, ts="1700000000.000100", details={"thread_replies": 0}))
+    first = GroupFacts(last_notification="n1")
+    posted = await store.save_group(replace(FIRING, ts="1700000000.000100", facts=first))
     clock.advance(60)
-    one_left = replace(
-        posted, firing_fingerprints=frozenset({samples.FINGERPRINT_B}), details={"thread_replies": 1}
-    )
+    second = GroupFacts(last_notification="n2")
+    one_left = replace(posted, firing_fingerprints=frozenset({samples.FINGERPRINT_B}), facts=second)
     await store.save_group(one_left)
     clock.advance(60)
     resolved = replace(
@@ -47,7 +53,7 @@ async def test_the_group_lives_through_post_update_and_resolve(store: Store, clo
     assert read is not None
     assert read.ts == "1700000000.000100"
     assert read.first_firing_at == 50.0
-    assert read.details == {"thread_replies": 1}
+    assert read.facts == GroupFacts(last_notification="n2")
 
 
 async def test_the_same_group_in_two_channels_is_two_lifecycles(store: Store) -> None:
@@ -74,3 +80,95 @@ async def test_groups_are_listed_by_channel_and_status_least_recently_updated_fi
     assert [group.group_key for group in await store.groups("C0ALERTS", AlertStatus.FIRING)] == ["g2", "g3"]
     assert [group.group_key for group in await store.groups(status=AlertStatus.FIRING)] == ["g2", "g3", "g9"]
     assert [group.group_key for group in await store.groups()] == ["g2", "g3", "g1", "g9"]
+
+
+ENTRY = StormEntry("ResourceProxyNoHealthyPeers", Severity.CRITICAL, "g1", "team-a/db", "alpha")
+
+
+async def test_the_alert_sides_facts_and_a_storms_record_read_back_as_saved(store: Store) -> None:
+    share = StormShare("storm:C0ALERTS:1", (ENTRY,))
+    labels = ({"alertname": "ResourceProxyNoHealthyPeers", "target": "team-a/db"},)
+    facts = GroupFacts("n1", storm_thread="storm:C0ALERTS:1", storm_share=share, firing_labels=labels)
+    await store.save_group(replace(FIRING, group_key="g1", facts=facts))
+    record = StormRecord(10.0, 20.0, ended_at=None, posted=True, entries={"g1": (ENTRY,)})
+    storm = AlertGroupState("C0ALERTS", "storm:C0ALERTS:1", AlertStatus.FIRING, storm=record)
+    await store.save_group(storm)
+    group = await store.get_group("C0ALERTS", "g1")
+    assert group is not None
+    assert (group.facts, group.storm) == (facts, None)
+    row = await store.get_group("C0ALERTS", "storm:C0ALERTS:1")
+    assert row is not None
+    assert (row.storm, row.facts) == (record, GroupFacts())
+
+
+# Rows as proxybot wrote them before the group state was typed: the JSON `details` column, kept across
+# upgrades, must load as the same facts (and be written back the same way).
+OLD_ENTRY = ["ResourceProxyNoHealthyPeers", 3, "team-a/db", "alpha"]
+OLD_GROUP_DETAILS = {
+    "last_notification": "n7",
+    "storm": "storm:C0ALERTS:1",
+    "storm_count": {"storm": "storm:C0ALERTS:1", "entries": [OLD_ENTRY]},
+    "alert_labels": [{"alertname": "ResourceProxyNoHealthyPeers", "target": "team-a/db"}],
+}
+OLD_STORM_DETAILS = {
+    "kind": "storm",
+    "started_at": 10.0,
+    "last_new_at": 20.0,
+    "ended_at": None,
+    "entries": {"g1": [OLD_ENTRY]},
+    "posted": True,
+}
+
+
+def _write_old_rows(db_path: Path) -> None:
+    with sqlite3.connect(db_path) as conn:
+        for key, details in (("g1", OLD_GROUP_DETAILS), ("storm:C0ALERTS:1", OLD_STORM_DETAILS)):
+            conn.execute(
+                "INSERT INTO alert_groups (channel, group_key, status, ts, first_firing_at, resolved_at,"
+                " firing_fingerprints, details, updated_at, channel_id)"
+                " VALUES ('C0ALERTS', ?, 'firing', NULL, 5.0, NULL, '[]', ?, 6.0, NULL)",
+                (key, json.dumps(details, sort_keys=True)),
+            )
+    conn.close()
+
+
+def _stored_details(db_path: Path) -> dict[str, object]:
+    with sqlite3.connect(db_path) as conn:
+        rows = conn.execute("SELECT group_key, details FROM alert_groups").fetchall()
+    conn.close()
+    return {key: json.loads(details) for key, details in rows}
+
+
+async def test_rows_written_by_the_previous_version_load_and_save_unchanged(
+    store: Store, db_path: Path
+) -> None:
+    _write_old_rows(db_path)
+    group = await store.get_group("C0ALERTS", "g1")
+    assert group is not None
+    assert group.storm is None
+    assert group.facts == GroupFacts(
+        last_notification="n7",
+        storm_thread="storm:C0ALERTS:1",
+        storm_share=StormShare("storm:C0ALERTS:1", (ENTRY,)),
+        firing_labels=({"alertname": "ResourceProxyNoHealthyPeers", "target": "team-a/db"},),
+    )
+    storm = await store.get_group("C0ALERTS", "storm:C0ALERTS:1")
+    assert storm is not None
+    assert storm.storm == StormRecord(10.0, 20.0, None, True, {"g1": (ENTRY,)})
+    await store.save_group(group)
+    await store.save_group(storm)
+    assert _stored_details(db_path) == {"g1": OLD_GROUP_DETAILS, "storm:C0ALERTS:1": OLD_STORM_DETAILS}
+
+
+async def test_recording_a_post_keeps_what_the_alert_side_saved(store: Store) -> None:
+    facts = GroupFacts(last_notification="n1")
+    await store.save_group(replace(FIRING, facts=facts))
+    await store.record_post("C0ALERTS", samples.GROUP_KEY, "1700000000.000100", "C0ALERTS")
+    group = await store.get_group("C0ALERTS", samples.GROUP_KEY)
+    assert group is not None
+    assert (group.ts, group.channel_id, group.facts) == ("1700000000.000100", "C0ALERTS", facts)
+    assert group.firing_fingerprints == FIRING.firing_fingerprints
+    await store.record_post("C0ALERTS", "new", "1.2", "C0ALERTS")  # posted before the alert side saved it
+    new = await store.get_group("C0ALERTS", "new")
+    assert new is not None
+    assert (new.status, new.ts, new.facts) == (AlertStatus.FIRING, "1.2", GroupFacts())

@@ -1,0 +1,160 @@
+"""From one notification to one view per channel: routing alerts to channels, and diagnosing them.
+
+Each alert goes to its client cluster's channel (else `slack.default_channel`); each channel's share of
+the group becomes one `AlertGroupView` with every alert diagnosed from the live state and Prometheus'
+window read for it (what was late or failed is marked unavailable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.alerts.budget import Unavailable, within_budget
+from bot.alerts.prom_enrich import PromRound
+from bot.alerts.state import ChannelGroup
+from bot.domain.alerts import Alert, AlertmanagerWebhook
+from bot.domain.delta import ProxyDelta
+from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
+from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
+from bot.domain.snapshot import ProxySnapshot
+from bot.live import ClusterRead
+from bot.render.enrichment import live_unavailable, with_prometheus
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+NO_CLUSTER = "no configured cluster matches this alert's labels"
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What enrichment found for one cluster (or for alerts of no cluster)."""
+
+    snapshot: ProxySnapshot | None
+    window: ProxyDelta | None
+    live: LiveRead
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """One alert of the notification, with the cluster it belongs to (None: no configured cluster)."""
+
+    alert: Alert
+    cluster: str | None
+    source: str | None = None  # live-state source: the cluster, or the alerting replica when addressable
+
+
+def route(settings: Settings, webhook: AlertmanagerWebhook) -> dict[str, list[Routed]]:
+    """The notification's alerts by channel; an alert with no channel to go to is logged and dropped."""
+    routes: dict[str, list[Routed]] = {}
+    for alert in webhook.alerts:
+        cluster = settings.cluster_for_alert(alert.labels)
+        channel = settings.slack.default_channel if cluster is None else settings.alert_channel(cluster)
+        if channel is None:
+            log.error(
+                "alert %r of group %r matches no cluster and no slack.default_channel is set: not posted",
+                alert.alertname,
+                webhook.group_key,
+            )
+            continue
+        routed = Routed(alert, None, None)
+        if cluster is not None:
+            routed = Routed(alert, cluster.name, cluster.source(alert.labels.get("pod")))
+        routes.setdefault(channel, []).append(routed)
+    return routes
+
+
+def reading(task: asyncio.Task[ClusterRead], budget: float) -> Reading:
+    """What one live read brought by the end of the enrichment budget."""
+    read = within_budget(task, budget)
+    if isinstance(read, Unavailable):
+        if read.error is not None:
+            log.error("live read failed: %s: %s", type(read.error).__name__, read.error)
+        return Reading(None, None, LiveRead.missing(live_unavailable(read)))
+    if read.snapshot is None:
+        return Reading(None, None, LiveRead.missing(read.unavailable or "no live state"))
+    at = datetime.fromtimestamp(read.read_at, UTC)
+    return Reading(read.snapshot, read.window, LiveRead.read(at, read.replica))
+
+
+def build(
+    webhook: AlertmanagerWebhook,
+    channel: str,
+    routed: list[Routed],
+    readings: Mapping[str, Reading],
+    prom: PromRound,
+) -> ChannelGroup:
+    """One channel's share of the notification, every alert diagnosed."""
+    unmatched = Reading(None, None, LiveRead.missing(NO_CLUSTER))
+    memo: dict[tuple[Any, ...], AlertDiagnosis] = {}
+    views: dict[str, AlertView] = {}
+    for r in routed:
+        found = unmatched if r.source is None else readings[r.source]
+        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, found, prom, memo))
+    clusters = {r.cluster for r in routed}
+    sources = {r.source for r in routed}
+    live = _merge_live([unmatched if c is None else readings[c] for c in sorted(sources, key=str)])
+    alerts = tuple(views.values())
+    firing = any(a.status is GroupStatus.FIRING for a in alerts)
+    ended = [a.ends_at for a in alerts if a.ends_at is not None]
+    view = AlertGroupView(
+        group_key=webhook.group_key,
+        status=GroupStatus.FIRING if firing else GroupStatus.RESOLVED,
+        alerts=alerts,
+        started_at=min(a.starts_at for a in alerts),
+        live=live,
+        cluster=next(iter(clusters)) if len(clusters) == 1 else None,
+        resolved_at=None if firing or not ended else max(ended),
+        truncated_alerts=webhook.truncated_alerts,
+    )
+    return ChannelGroup(
+        channel=channel,
+        view=view,
+        firing=frozenset(r.alert.fingerprint for r in routed if r.alert.firing),
+        resolved=frozenset(r.alert.fingerprint for r in routed if not r.alert.firing),
+        by_fingerprint=views,
+    )
+
+
+def _diagnosis(
+    r: Routed, found: Reading, prom: PromRound, memo: dict[tuple[Any, ...], AlertDiagnosis]
+) -> AlertDiagnosis:
+    # A storm repeats the same alert on many HA replicas and group/versions: explain each shape once.
+    labels = r.alert.labels
+    shape = tuple(labels.get(k) for k in ("alertname", "target", "group_version", "pod", "severity"))
+    key = (r.cluster, *shape)
+    if key not in memo:
+        # Prometheus' window, when it answered in time, is preferred to the delta of our own two reads.
+        outcome = prom.outcome(r.alert.alertname, labels, r.cluster)
+        window = outcome.window.delta if outcome and outcome.window else found.window
+        diagnosis = diagnose_alert(r.alert.alertname, labels, found.snapshot, window)
+        memo[key] = with_prometheus(diagnosis, outcome)
+    return memo[key]
+
+
+def _alert_view(alert: Alert, diagnosis: AlertDiagnosis) -> AlertView:
+    return AlertView(
+        name=alert.alertname or "unnamed alert",
+        status=GroupStatus(alert.status.value),
+        starts_at=alert.starts_at,
+        labels=alert.labels,
+        annotations=alert.annotations,
+        ends_at=alert.ends_at,
+        diagnosis=diagnosis,
+    )
+
+
+def _merge_live(readings: list[Reading]) -> LiveRead:
+    """One live line for a message whose alerts came from one or several clusters."""
+    if len(readings) == 1:
+        return readings[0].live
+    missing = [r.live.unavailable for r in readings if not r.live.ok and r.live.unavailable]
+    if missing:
+        return LiveRead.missing("; ".join(dict.fromkeys(missing)))
+    times = [r.live.read_at for r in readings if r.live.read_at is not None]
+    return LiveRead.read(min(times)) if times else LiveRead.missing("no live state")

@@ -1,0 +1,33 @@
+"""The Slack operations the alert side queues: `bot.delivery.Delivery` is the one implementation."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.render.blocks import Message
+from bot.store.models import Enqueued
+
+
+class Outbox(Protocol):
+    """Queues Slack operations for a group's message (each wakes the delivery worker)."""
+
+    async def post(self, channel: str, group_key: str, message: Message) -> Enqueued: ...
+
+    async def update(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued: ...
+
+    async def reply(
+        self,
+        channel: str,
+        group_key: str,
+        message: Message,
+        revision: str,
+        *,
+        not_before: float | None = None,
+        replace_pending: bool = False,
+    ) -> Enqueued: ...
+
+    async def upload_png(
+        self, channel: str, group_key: str, png: bytes, *, filename: str, title: str, revision: str
+    ) -> Enqueued: ...
+
+    async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> bool: ...

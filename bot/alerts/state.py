@@ -1,0 +1,87 @@
+"""The alert side's state of a group between notifications, as the pipeline saves it after each one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from bot.alerts.storm import entries_of
+from bot.domain.alerts import AlertStatus
+from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
+from bot.store.models import AlertGroupState, GroupFacts, StormShare
+
+# How many firing alerts' labels a group keeps for the Silence button (a group can be big).
+MAX_LABEL_SETS = 50
+
+
+@dataclass(frozen=True)
+class ChannelGroup:
+    """One channel's share of a notification, ready to compare with the stored state."""
+
+    channel: str
+    view: AlertGroupView
+    firing: frozenset[str]  # fingerprints firing in this notification
+    resolved: frozenset[str]  # fingerprints reported resolved in this notification
+    by_fingerprint: Mapping[str, AlertView]
+
+
+def applied_before(prev: AlertGroupState | None, identity: str) -> bool:
+    """Whether the notification was applied before a crash (its operations are already queued)."""
+    return prev is not None and prev.facts.last_notification == identity
+
+
+def with_history(view: AlertGroupView, prev: AlertGroupState | None) -> AlertGroupView:
+    """The view with the incident's start kept from earlier notifications (alerts come and go)."""
+    if prev is None or prev.status is AlertStatus.RESOLVED or prev.first_firing_at is None:
+        return view
+    started = min(view.started_at, datetime.fromtimestamp(prev.first_firing_at, UTC))
+    return replace(view, started_at=started)
+
+
+def next_state(
+    identity: str,
+    group: ChannelGroup,
+    view: AlertGroupView,
+    prev: AlertGroupState | None,
+    *,
+    storm_thread: str | None,
+    counted_in: str | None,
+) -> AlertGroupState:
+    """The group's state once notification `identity` is applied (`ts` None keeps the stored one).
+
+    `storm_thread`: the storm whose thread carries the group; `counted_in`: the storm that counts it.
+    """
+    firing = group.firing
+    if view.truncated_alerts and prev is not None:
+        # Alerts Alertmanager left out are not known to be resolved: keep them as firing.
+        firing = (prev.firing_fingerprints | group.firing) - group.resolved
+    return AlertGroupState(
+        channel=group.channel,
+        group_key=view.group_key,
+        status=AlertStatus(view.status.value),
+        ts=None,
+        first_firing_at=view.started_at.timestamp(),
+        resolved_at=None if view.resolved_at is None else view.resolved_at.timestamp(),
+        firing_fingerprints=firing,
+        facts=_facts(identity, view, prev, storm_thread, counted_in),
+    )
+
+
+def _facts(
+    identity: str,
+    view: AlertGroupView,
+    prev: AlertGroupState | None,
+    storm_thread: str | None,
+    counted_in: str | None,
+) -> GroupFacts:
+    kept = prev.facts if prev is not None else GroupFacts()
+    labels = tuple(dict(a.labels) for a in view.alerts if a.status is GroupStatus.FIRING)[:MAX_LABEL_SETS]
+    return GroupFacts(
+        last_notification=identity,
+        storm_thread=storm_thread if storm_thread is not None else kept.storm_thread,
+        # The group's share of the storm's count, durable with the group (the storm row lags).
+        storm_share=kept.storm_share if counted_in is None else StormShare(counted_in, entries_of(view)),
+        # Once the group has none firing, the last firing alerts' labels stay (a later Silence press).
+        firing_labels=labels or kept.firing_labels,
+    )

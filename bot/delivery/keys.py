@@ -1,0 +1,20 @@
+"""The outbox keys of Slack operations: built here only, so that a re-run enqueues the same key again."""
+
+from __future__ import annotations
+
+
+def post_key(channel: str, group_key: str) -> str:
+    """The outbox key of a message's top-level post: one per channel and group, ever."""
+    return f"post:{channel}:{group_key}"
+
+
+def update_key(channel: str, group_key: str, revision: str) -> str:
+    return f"update:{channel}:{group_key}:{revision}"
+
+
+def reply_key(channel: str, group_key: str, revision: str) -> str:
+    return f"reply:{channel}:{group_key}:{revision}"
+
+
+def upload_key(channel: str, group_key: str, revision: str) -> str:
+    return f"upload:{channel}:{group_key}:{revision}"

@@ -1,0 +1,181 @@
+"""One planned step as a Slack call: where its message is, which channel ID to use, and post pacing.
+
+Channels are configured by `#name` or ID, and the outbox keeps what was configured; Slack takes a name only
+in chat.postMessage, so every later call on a message or its thread uses the channel ID from the post's
+answer (kept with the group). A message stored without one (by a proxybot before it kept IDs) waits for the
+ID until any message posted in its channel teaches it; a channel configured by ID needs no lookup.
+
+A post is keyed by (channel, group): when the group's `ts` is already known (a re-run after a crash
+between Slack's answer and our completion), the post becomes an edit, never a second top-level message.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.clients.slack import Posted
+from bot.delivery.keys import post_key
+from bot.delivery.plan import Step
+from bot.render.blocks import Message
+from bot.store.models import OutboxItem, OutboxKind, OutboxState
+from bot.store.sqlite import Store
+from config.validation import SLACK_CHANNEL_ID
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class SlackSender(Protocol):
+    """What the worker needs of Slack: `bot.clients.slack.SlackClient`, or the demo's terminal sink."""
+
+    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> Posted: ...
+
+    async def update(self, channel_id: str, ts: str, message: Message) -> None: ...
+
+    async def upload_png(
+        self, channel_id: str, thread_ts: str, png: bytes, filename: str, title: str
+    ) -> None: ...
+
+
+class NotPostedYet(Exception):
+    """The message an edit, reply or upload belongs to has no `ts` yet."""
+
+
+class Unsendable(Exception):
+    """The row can never be sent (its message failed, or its payload is malformed)."""
+
+
+class ChannelIdUnknown(Exception):
+    """The message was stored without its channel's ID, and no post in that channel has taught it yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Address:
+    """Where a posted message is, as every call after chat.postMessage wants it."""
+
+    channel_id: str
+    ts: str
+
+
+class StepSender:
+    """Makes the Slack call of one step; remembers channel IDs and each channel's next post slot."""
+
+    def __init__(self, store: Store, slack: SlackSender, posts_per_second: float, clock: Clock, sleep: Sleep):
+        self._store = store
+        self._slack = slack
+        self._interval = 1.0 / posts_per_second
+        self._clock = clock
+        self._sleep = sleep
+        self._next_post_at: dict[str, float] = {}
+        # Configured channel (a `#name` or an ID) -> its Slack ID, from chat.postMessage answers.
+        self._channel_ids: dict[str, str] = {}
+
+    async def send(self, channel: str, step: Step) -> dict[str, Any] | None:
+        """The call's result for the row; None when the row was completed by someone else meanwhile."""
+        kind, payload, group = step.item.kind, step.payload, step.group_key
+        if kind is OutboxKind.POST:
+            return await self._post(step)
+        # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
+        where = await self._address(channel, group, by_name=kind is OutboxKind.REPLY)
+        if kind is OutboxKind.UPDATE:
+            await self._slack.update(where.channel_id, where.ts, _message(payload))
+            return {"ts": where.ts, "channel_id": where.channel_id}
+        if kind is OutboxKind.REPLY:
+            await self._paced(channel)
+            posted = self._learn(
+                channel, await self._slack.post(where.channel_id, _message(payload), where.ts)
+            )
+            return {"ts": posted.ts, "thread_ts": where.ts, "channel_id": posted.channel_id}
+        png, filename, title = _upload(payload)
+        await self._slack.upload_png(where.channel_id, where.ts, png, filename, title)
+        return {"thread_ts": where.ts, "channel_id": where.channel_id}
+
+    async def _post(self, step: Step) -> dict[str, Any] | None:
+        channel, group, payload = step.item.channel, step.group_key, step.payload
+        state = await self._store.get_group(channel, group)
+        if state is not None and state.ts is not None:
+            # Slack already has this message (we died after posting): edit it, never post a second one.
+            channel_id = self._channel_id(channel, state.channel_id)
+            await self._slack.update(channel_id, state.ts, _message(payload))
+            return {"ts": state.ts, "channel_id": channel_id, "edited": True}
+        # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
+        if not await self._still_pending(step.item):
+            return None
+        slot = await self._paced(channel)
+        if not await self._still_pending(step.item):
+            self._next_post_at[channel] = slot  # unused: the next post (the storm's summary) takes it
+            return None
+        posted = self._learn(channel, await self._slack.post(channel, _message(payload)))
+        await self._store.record_post(channel, group, posted.ts, posted.channel_id)
+        return {"ts": posted.ts, "channel_id": posted.channel_id}
+
+    async def _still_pending(self, item: OutboxItem) -> bool:
+        current = await self._store.outbox_item(item.key)
+        return current is not None and current.state is OutboxState.PENDING
+
+    def _learn(self, channel: str, posted: Posted) -> Posted:
+        self._channel_ids[channel] = posted.channel_id
+        return posted
+
+    def _channel_id(self, channel: str, stored: str | None, *, by_name: bool = False) -> str:
+        """The Slack ID of a configured channel: as stored with the message, configured, or learnt
+        (`by_name`: the configured name will do when the ID is not known)."""
+        if stored:
+            return stored
+        if SLACK_CHANNEL_ID.match(channel):
+            return channel
+        learnt = self._channel_ids.get(channel)
+        if learnt is None and by_name:
+            return channel
+        if learnt is None:
+            raise ChannelIdUnknown(
+                f"the message was posted to {channel} by an older proxybot, which did not keep the "
+                f"channel's ID; it is learnt from the next message posted there (or configure the "
+                f"channel by its ID)"
+            )
+        return learnt
+
+    async def _address(self, channel: str, group: str, *, by_name: bool = False) -> _Address:
+        """Where the group's message is: from the group, else from its completed post."""
+        state = await self._store.get_group(channel, group)
+        if state is not None and state.ts is not None:
+            return _Address(self._channel_id(channel, state.channel_id, by_name=by_name), state.ts)
+        posted = await self._store.outbox_item(post_key(channel, group))
+        result = posted.result if posted is not None else None
+        if result is not None and isinstance(result.get("ts"), str):
+            stored = result.get("channel_id")
+            known = stored if isinstance(stored, str) else None
+            return _Address(self._channel_id(channel, known, by_name=by_name), result["ts"])
+        if posted is not None and posted.state is OutboxState.FAILED:
+            raise Unsendable(f"the message of group {group} was never posted: {posted.last_error}")
+        if posted is not None and posted.state is OutboxState.DONE:
+            # Completed without a message: folded into a storm's thread before it went out.
+            raise Unsendable(f"the message of group {group} was not posted: {posted.result}")
+        raise NotPostedYet(f"the message of group {group} is not posted yet")
+
+    async def _paced(self, channel: str) -> float:
+        """Wait for this channel's next chat.postMessage slot, and take it; the slot's time."""
+        now = self._clock()
+        slot = max(now, self._next_post_at.get(channel, 0.0))
+        self._next_post_at[channel] = slot + self._interval
+        if slot > now:
+            await self._sleep(slot - now)
+        return slot
+
+
+def _message(payload: Mapping[str, Any]) -> Message:
+    text, blocks = payload.get("text"), payload.get("blocks") or []
+    if not isinstance(text, str) or not isinstance(blocks, list):
+        raise Unsendable("malformed outbox payload: needs text (string) and blocks (list)")
+    return Message(text, tuple(blocks))
+
+
+def _upload(payload: Mapping[str, Any]) -> tuple[bytes, str, str]:
+    try:
+        png = base64.b64decode(str(payload["png"]), validate=True)
+        return png, str(payload["filename"]), str(payload["title"])
+    except (KeyError, ValueError) as error:
+        raise Unsendable(f"malformed upload payload: {error}") from None

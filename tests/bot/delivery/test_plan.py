@@ -1,0 +1,70 @@
+"""Planning the delivery worker's calls: pure, on hand-made rows and times."""
+
+from __future__ import annotations
+
+from bot.delivery.plan import DeliveryPolicy, backoff, plan
+from bot.store.models import OutboxItem, OutboxKind, OutboxState
+
+
+def row(item_id: int, kind: OutboxKind, group: str = "g1", at: float = 0.0, text: str = "") -> OutboxItem:
+    payload = {"group_key": group, "text": text or f"{kind}-{item_id}"}
+    return OutboxItem(item_id, f"k{item_id}", "C1", kind, payload, OutboxState.PENDING, 0, at, 0.0)
+
+
+def test_due_edits_fold_into_the_newest() -> None:
+    rows = [row(1, OutboxKind.UPDATE), row(2, OutboxKind.UPDATE), row(3, OutboxKind.UPDATE)]
+    [step] = plan(rows, now=10).steps
+    assert step.item.id == 3
+    assert [i.id for i in step.superseded] == [1, 2]
+
+
+def test_a_post_not_sent_yet_carries_the_newest_edit() -> None:
+    rows = [row(1, OutboxKind.POST, text="first"), row(2, OutboxKind.UPDATE, text="newest")]
+    [step] = plan(rows, now=10).steps
+    assert (step.item.kind, step.payload["text"]) == (OutboxKind.POST, "newest")
+    assert [i.id for i in step.superseded] == [2]
+
+
+def test_a_row_waiting_for_retry_holds_only_its_own_message() -> None:
+    rows = [
+        row(1, OutboxKind.POST, "g1", at=50),
+        row(2, OutboxKind.REPLY, "g1"),
+        row(3, OutboxKind.POST, "g2"),
+        row(4, OutboxKind.REPLY, "g2"),
+    ]
+    planned = plan(rows, now=10)
+    assert [s.item.id for s in planned.steps] == [3, 4]
+    assert planned.next_at == 50
+
+
+def test_rows_are_planned_in_enqueue_order_whatever_their_due_times() -> None:
+    rows = [
+        row(3, OutboxKind.REPLY, "g2", at=5),
+        row(1, OutboxKind.POST, "g1", at=9),
+        row(2, OutboxKind.POST, "g2"),
+    ]
+    assert [s.item.id for s in plan(rows, now=10).steps] == [1, 2, 3]
+
+
+def test_an_edit_waits_for_its_message_edit_slot_and_says_when() -> None:
+    rows = [row(1, OutboxKind.UPDATE, "g1"), row(2, OutboxKind.REPLY, "g1")]
+    planned = plan(rows, now=10, edit_ready={"g1": 11.5})
+    assert [s.item.id for s in planned.steps] == [2]
+    assert planned.next_at == 11.5
+
+
+def test_edits_go_first_then_posts_then_replies_each_message_in_order() -> None:
+    rows = [
+        row(1, OutboxKind.REPLY, "storm"),
+        row(2, OutboxKind.REPLY, "g1"),
+        row(3, OutboxKind.POST, "storm"),
+        row(4, OutboxKind.UPDATE, "g2"),
+    ]
+    assert [s.item.id for s in plan(rows, now=10).steps] == [4, 3, 1, 2]
+
+
+def test_backoff_doubles_with_jitter_and_is_capped() -> None:
+    policy = DeliveryPolicy(backoff_base=1.0, backoff_cap=60.0)
+    assert [backoff(n, policy, rand=1.0) for n in range(4)] == [1.0, 2.0, 4.0, 8.0]
+    assert backoff(2, policy, rand=0.0) == 2.0
+    assert backoff(50, policy, rand=1.0) == 60.0
