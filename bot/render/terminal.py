@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
-from bot.domain.messages import AlertGroupView, FindingsReport, GroupChange, StormView
+from bot.domain.messages import AlertGroupView, FindingsReport, GroupChange
 from bot.render import slack
 from bot.render.blocks import Message
 
@@ -196,7 +196,3 @@ def change_text(change: GroupChange, now: datetime, style: Style | None = None) 
 
 def findings_text(report: FindingsReport, now: datetime, style: Style | None = None) -> str:
     return show(slack.findings_message(report, now), style=style)
-
-
-def storm_text(storm: StormView, now: datetime, style: Style | None = None) -> str:
-    return show(slack.storm_message(storm, now), style=style)
