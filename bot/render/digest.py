@@ -28,7 +28,6 @@ from bot.render.blocks import (
 )
 from bot.render.chart import render_chart
 from bot.render.slack import SEVERITY_MARK
-from bot.render.terminal import Style, show
 
 DETAILED = 15  # degraded targets shown with finding and next step; the rest one line each
 LIST_LINES = 12
@@ -156,11 +155,6 @@ def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
     body += _probe_blocks(d.probes)
     body += _moved_blocks(d.moved)
     return message(title, body, [_context(d, notes)])
-
-
-def digest_text(d: Digest, notes: Sequence[str] = (), style: Style | None = None) -> str:
-    """The same digest as the terminal shows it."""
-    return show(digest_message(d, notes), style=style)
 
 
 def _dt(unix: float) -> datetime:
