@@ -17,7 +17,7 @@ from typing import Protocol
 
 from bot.alerts.prom_queries import TimeSeries
 from bot.clients.prometheus import Series, promql_string
-from bot.digest.fleet import Digest, Health
+from bot.digest.judge import Digest, Health
 from bot.domain.delta import counter_increase
 from bot.domain.snapshot import PEERS, REQUESTS
 from bot.errors import UpstreamError

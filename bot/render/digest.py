@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bot.digest.fleet import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
+from bot.digest.fleet import ProbeRun
 from bot.digest.history import DigestChart
+from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.diagnosis_readings import fmt_count
 from bot.render.blocks import (
     Block,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import struct
 
 from bot.alerts.prom_queries import TimeSeries
-from bot.digest.fleet import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
+from bot.digest.fleet import ProbeRun
 from bot.digest.history import PEERS_CHART, DigestChart, charts_from_samples
+from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.findings import Finding, Severity
 from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_units
 from bot.render.digest import chart_pngs, digest_message
