@@ -6,10 +6,11 @@ import struct
 
 from bot.alerts.prom_queries import TimeSeries
 from bot.digest.fleet import ProbeRun
-from bot.digest.history import PEERS_CHART, DigestChart, charts_from_samples
+from bot.digest.history import PEERS_CHART, charts_from_samples
 from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.findings import Finding, Severity
 from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_units
+from bot.render.chart import Chart
 from bot.render.digest import chart_pngs, digest_message
 from bot.render.terminal import show
 from bot.store.digests import FleetSample
@@ -114,5 +115,5 @@ def test_an_all_healthy_chart_is_one_line_not_a_wall() -> None:
 
 
 def test_an_empty_chart_still_renders() -> None:
-    chart = DigestChart("x", "nothing yet", "y", (TimeSeries("a", ()),), 3600.0, 1000.0)
+    chart = Chart("x", "nothing yet", "y", (TimeSeries("a", ()),), 3600.0, 1000.0)
     assert chart_pngs([chart])[0].png.startswith(PNG_SIGNATURE)
