@@ -15,7 +15,7 @@ from bot.domain.alerts import AlertmanagerWebhook
 from bot.live import ClusterRead
 from bot.store import OutboxItem, OutboxKind, Store, StoredNotification, open_store
 from handlers.alerts import AlertWorker, register
-from tests.bot.alerts.test_pipeline import Clock, FakeLive, NoSlack, alert, settings, webhook
+from tests.fakes.alert_pipeline import Clock, FakeLive, NoSlack, alert, settings, webhook
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from bot.render.terminal import (
     visible_len,
     wrap,
 )
-from tests.bot.render.test_slack import HOSTILE, alert, group, snapshot
+from tests.fakes.alert_views import HOSTILE, alert, group, snapshot
 
 NOW = datetime(2024, 5, 1, 10, 14, tzinfo=UTC)
 ANSI = re.compile(r"\x1b\[")

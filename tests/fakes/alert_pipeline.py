@@ -1,0 +1,134 @@
+"""Alert pipeline test kit: a two-cluster config, Alertmanager payloads, a clock, a live source, no Slack.
+
+    settings(timeout, channel)     clusters alpha and beta, each with one target and its own channel
+    alert(fingerprint, ...)        one alert as Alertmanager sends it; webhook(alerts) the notification
+    Clock, FakeLive, NoSlack       a wall clock the test moves, one parsed page for every read, a Slack
+                                   that fails the test when called
+
+`cluster_config(name, channel)` is one cluster's config mapping, for tests that build their own settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from bot.domain.parser import parse_syncer
+from bot.live import ClusterRead
+from bot.render.blocks import Message
+from config.settings import Settings
+
+FIRING_END = "0001-01-01T00:00:00Z"
+
+
+PAGE = """# TYPE vcluster_proxy_peers gauge
+vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="healthy"} 0
+vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="quarantined"} 2
+vcluster_proxy_peers{target="team-a/db",group_version="example.com/v1",state="half_open"} 0
+vcluster_proxy_peer_cache_synced{target="team-a/db",group_version="example.com/v1"} 1
+"""
+
+
+def cluster_config(name: str, channel: str | None) -> dict[str, Any]:
+    target = {
+        "name": f"{name}/db",
+        "group_versions": ["example.com/v1"],
+        "probe": {"group_version": "example.com/v1", "resource": "widgets"},
+    }
+    return {
+        "name": name,
+        "kubeconfig": "/etc/proxybot/kubeconfig",
+        "match": {"cluster": name},
+        "channel": channel or f"#{name}-alerts",
+        "targets": [target],
+    }
+
+
+def settings(timeout: float = 5.0, channel: str | None = None) -> Settings:
+    return Settings.model_validate(
+        {
+            "slack": {"default_channel": "#proxy-alerts"},
+            "clusters": [cluster_config("alpha", channel), cluster_config("beta", channel)],
+            "enrichment": {"timeout_seconds": timeout},
+        }
+    )
+
+
+class Clock:
+    """Wall clock moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeLive:
+    """Answers every read with one parsed page; can be held at a gate to look slow."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+        self.gate: asyncio.Event | None = None
+        self.snapshot = parse_syncer(PAGE)
+
+    async def read(self, cluster: str) -> ClusterRead:
+        self.reads.append(cluster)
+        if self.gate is not None:
+            await self.gate.wait()
+        return ClusterRead(cluster, 1_700_000_000.0, self.snapshot, None, None)
+
+
+class NoSlack:
+    """The delivery worker is never run in these tests: any Slack call is a test bug."""
+
+    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> str:
+        raise AssertionError("Slack called")
+
+    async def update(self, channel: str, ts: str, message: Message) -> None:
+        raise AssertionError("Slack called")
+
+    async def upload_png(self, channel: str, thread_ts: str, png: bytes, filename: str, title: str) -> None:
+        raise AssertionError("Slack called")
+
+
+def alert(
+    fingerprint: str,
+    name: str = "ResourceProxyNoHealthyPeers",
+    *,
+    cluster: str | None = "alpha",
+    target: str = "team-a/db",
+    resolved: bool = False,
+) -> dict[str, Any]:
+    labels = {"alertname": name, "target": target, "group_version": "example.com/v1", "severity": "critical"}
+    if cluster is not None:
+        labels["cluster"] = cluster
+    return {
+        "status": "resolved" if resolved else "firing",
+        "labels": labels,
+        "annotations": {"summary": f"{name} on {target}"},
+        "startsAt": "2023-11-14T22:00:00Z",
+        "endsAt": "2023-11-14T22:12:00Z" if resolved else FIRING_END,
+        "generatorURL": "http://prometheus/graph",
+        "fingerprint": fingerprint,
+    }
+
+
+def webhook(
+    alerts: list[dict[str, Any]], group: str = '{}:{alertname="ResourceProxyNoHealthyPeers"}'
+) -> bytes:
+    status = "firing" if any(a["status"] == "firing" for a in alerts) else "resolved"
+    body = {
+        "version": "4",
+        "groupKey": group,
+        "status": status,
+        "receiver": "proxybot",
+        "alerts": alerts,
+        "groupLabels": {},
+        "commonLabels": {},
+        "commonAnnotations": {},
+        "externalURL": "http://alertmanager",
+        "truncatedAlerts": 0,
+    }
+    return json.dumps(body).encode()
