@@ -26,7 +26,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.syncer_page import build_page
-from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Health, assemble_digest
+from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY
+from bot.digest.judge import Health, assemble_digest
 from bot.digest.pool import digest_pool, judge_fleet, warm_up
 from bot.live import LiveState
 from bot.render.digest import digest_message

@@ -56,7 +56,7 @@ def latest_fire(trigger: BaseTrigger, now: datetime, lookback: float) -> datetim
     found = None
     while fire is not None and fire <= now:
         found = fire
-        fire = trigger.get_next_fire_time(fire, fire + timedelta(microseconds=1))
+        fire = next_run(trigger, fire)
     return found
 
 

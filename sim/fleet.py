@@ -165,17 +165,9 @@ class Platform:
     targets: dict[str, TargetCluster] = field(default_factory=dict)
     network_up: bool = True
     licence_ok: bool = True
-    # Explicit overrides of the path a policy-derived pair would get (e.g. a cut link).
-    path_overrides: dict[tuple[str, str], Path] = field(default_factory=dict)
 
     def path(self, client: ClientCluster, target: TargetCluster) -> Path:
-        override = self.path_overrides.get((client.name, target.name))
-        if override is not None:
-            return override
         return Path.DIRECT if udp_rules_allow(client, target) else Path.RELAYED
-
-    def target_by_label(self, label: str) -> TargetCluster | None:
-        return next((t for t in self.targets.values() if t.target_label == label), None)
 
 
 def udp_rules_allow(client: Tenant, target: Tenant) -> bool:

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.defaults import CLIENT, PRIMARY_GV, SECONDARY_GV, TARGET, default_fleet
-from sim.fleet import Path
 from sim.traffic import Traffic
 from sim.world import ProbeRecord, World
 
@@ -229,11 +228,6 @@ def build_world(
     world.traffic = traffic if traffic is not None else Traffic()
     scenario.setup(world)
     return world
-
-
-def keep_relayed(world: World) -> None:
-    """Force the pair onto the relay regardless of policies (used by tests of the latency floor)."""
-    world.platform.path_overrides[(CLIENT, TARGET)] = Path.RELAYED
 
 
 __all__ = ["PRIMARY_GV", "SCENARIOS", "Scenario", "build_world"]

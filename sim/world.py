@@ -152,13 +152,6 @@ class World:
                 for cache in proxy.caches.values():
                     cache.drop_subscription()
 
-    def restore_peer_watch(self, client_name: str, pod: str | None = None) -> None:
-        for (c, p), proxy in self.proxies.items():
-            if c == client_name and (pod is None or p == pod):
-                for (label, _), cache in proxy.caches.items():
-                    target = self.platform.target_by_label(label)
-                    cache.restore_subscription(target.peer_hostnames() if target else [])
-
     # -- target pods ---------------------------------------------------------------------------
 
     def new_hostname(self, target: TargetCluster) -> str:

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Protocol
 
 from bot.alerts.prom_queries import TimeSeries
 from bot.clients.prometheus import Series, promql_string
-from bot.digest.fleet import Digest, Health
+from bot.digest.judge import Digest, Health
 from bot.domain.delta import counter_increase
 from bot.domain.snapshot import PEERS, REQUESTS
 from bot.errors import UpstreamError
-from bot.render.chart import MAX_LINES
+from bot.render.chart import MAX_LINES, Chart
 from bot.store.digests import FleetSample
 
 PEERS_CHART = "healthy-peers"
@@ -30,18 +29,6 @@ HEALTHY_TARGETS = "healthy targets"
 MIN_STEP = 60.0
 POINTS = 120
 RATE_WINDOW = "5m"
-
-
-@dataclass(frozen=True)
-class DigestChart:
-    """One chart of the digest: its lines over `[end - span, end]`."""
-
-    key: str
-    title: str
-    y_label: str
-    lines: tuple[TimeSeries, ...]
-    span: float
-    end: float
 
 
 class RangeQueries(Protocol):
@@ -65,13 +52,13 @@ def _peers_title(targets: Sequence[str]) -> tuple[str, str]:
 
 def peers_from_samples(
     samples: Sequence[FleetSample], targets: Sequence[str], span: float, end: float
-) -> DigestChart:
+) -> Chart:
     title, y_label = _peers_title(targets)
     if targets:
         lines = tuple(TimeSeries(t, _target_points(samples, t)) for t in targets)
     else:
         lines = (TimeSeries(HEALTHY_TARGETS, tuple((s.at, _healthy_count(s)) for s in samples)),)
-    return DigestChart(PEERS_CHART, title, y_label, lines, span, end)
+    return Chart(PEERS_CHART, title, y_label, lines, span, end)
 
 
 def _target_points(samples: Sequence[FleetSample], target: str) -> tuple[tuple[float, float], ...]:
@@ -88,7 +75,7 @@ def _healthy_count(sample: FleetSample) -> float:
     return float(sum(1 for t in targets.values() if (t or {}).get("s") == Health.HEALTHY.value))
 
 
-def reasons_from_samples(samples: Sequence[FleetSample], span: float, end: float) -> DigestChart:
+def reasons_from_samples(samples: Sequence[FleetSample], span: float, end: float) -> Chart:
     """Failed requests per minute per reason, from the increase between consecutive samples."""
     per_reason: dict[str, list[tuple[float, float]]] = {}
     for before, after in pairwise(samples):
@@ -100,12 +87,12 @@ def reasons_from_samples(samples: Sequence[FleetSample], span: float, end: float
             increase, _ = counter_increase(old.get(reason), float(new.get(reason, 0.0)))
             per_reason.setdefault(reason, []).append((after.at, increase / minutes))
     lines = tuple(TimeSeries(r, tuple(p)) for r, p in sorted(per_reason.items()))
-    return DigestChart(
+    return Chart(
         REASONS_CHART, "Failing requests by reason, fleet-wide", "requests per minute", lines, span, end
     )
 
 
-def charts_from_samples(digest: Digest, samples: Sequence[FleetSample], span: float) -> list[DigestChart]:
+def charts_from_samples(digest: Digest, samples: Sequence[FleetSample], span: float) -> list[Chart]:
     targets = chart_targets(digest)
     return [
         peers_from_samples(samples, targets, span, digest.at),
@@ -135,7 +122,7 @@ def _step(span: float) -> float:
 
 async def charts_from_prometheus(
     digest: Digest, prometheus: RangeQueries, span: float, *, timeout: float = 10.0
-) -> list[DigestChart]:
+) -> list[Chart]:
     """Both charts from range queries over the period; `UpstreamError` when Prometheus fails."""
     targets = chart_targets(digest)
     start, end, step = digest.at - span, digest.at, _step(span)
@@ -156,8 +143,8 @@ async def charts_from_prometheus(
         )
     )
     return [
-        DigestChart(PEERS_CHART, title, y_label, peer_lines, span, end),
-        DigestChart(
+        Chart(PEERS_CHART, title, y_label, peer_lines, span, end),
+        Chart(
             REASONS_CHART,
             "Failing requests by reason (Prometheus)",
             "requests per minute",
@@ -173,7 +160,7 @@ async def digest_charts(
     samples: Sequence[FleetSample],
     span: float,
     prometheus: RangeQueries | None = None,
-) -> tuple[list[DigestChart], str | None]:
+) -> tuple[list[Chart], str | None]:
     """The charts, from Prometheus when given and answering, else from the samples; and a note on why not."""
     if prometheus is None:
         return charts_from_samples(digest, samples, span), None

@@ -1,7 +1,7 @@
 """The fleet digest on every core: each client's page is parsed and its targets judged in a worker process.
 
-    judge_fleet(clusters, sources, executor)   every cluster's page fetched (bounded, each with its own
-                                               timeout, as `read_fleet`), then parsed and judged in `executor`
+    judge_fleet(clusters, sources, executor)   every cluster's page fetched (through `fleet.Bound`, as
+                                               `read_fleet`), then parsed and judged in `executor`
                                                as soon as it arrives; returns each cluster's judged targets
     digest_pool()                              a process pool sized to the machine's cores (forkserver)
     warm_up(pool)                              start its workers now, not at the first digest
@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 
-from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Clock, TargetDigest, judge_cluster
+from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Bound, Clock
+from bot.digest.judge import TargetDigest, judge_cluster
 from bot.domain.parser import parse_syncer
 from bot.errors import ClusterError, MetricsParseError
 from bot.live import ClusterRead, MetricsSource
@@ -86,30 +87,41 @@ async def judge_fleet(
     monotonic: Clock = time.monotonic,
 ) -> dict[str, JudgedCluster]:
     """Every cluster fetched at most `concurrency` at once, cut off after `timeout`; judged in `executor`."""
-    slots = asyncio.Semaphore(max(1, concurrency))
+    bound = Bound(concurrency, timeout, wall=wall, monotonic=monotonic)
     loop = asyncio.get_running_loop()
 
     async def one(cluster: ClusterSettings) -> JudgedCluster:
-        async with slots:
-            started, read_at = monotonic(), wall()
-            source = sources.get(cluster.name)
-            if source is None:
-                why = f"cluster {cluster.name} is not configured"
-                return _unreachable(cluster, read_at, why, monotonic() - started)
-            try:
-                async with asyncio.timeout(timeout):
-                    text = await source.syncer_metrics(timeout=timeout)
-            except TimeoutError:
-                why = f"cluster {cluster.name}: no answer within {timeout:g} s (timed out)"
-                return _unreachable(cluster, read_at, why, monotonic() - started, timed_out=True)
-            except ClusterError as err:
-                return _unreachable(cluster, read_at, str(err), monotonic() - started)
+        turn = await bound.call(lambda: _fetch(cluster, sources, timeout))
+        if turn.answer is None:
+            why = f"cluster {cluster.name}: no answer within {timeout:g} s (timed out)"
+            return _unreachable(cluster, turn.at, why, turn.seconds, timed_out=True)
+        if not isinstance(turn.answer, str):
+            return _unreachable(cluster, turn.at, turn.answer.why, turn.seconds)
         # Judged outside the slot: the next cluster's fetch does not wait for this page's CPU.
-        judged = await loop.run_in_executor(executor, judge_page, cluster, read_at, text)
-        return JudgedCluster(cluster.name, judged, monotonic() - started)
+        judged = await loop.run_in_executor(executor, judge_page, cluster, turn.at, turn.answer)
+        return JudgedCluster(cluster.name, judged, monotonic() - turn.started)
 
     results = await asyncio.gather(*(one(c) for c in clusters))
     return {r.cluster: r for r in results}
+
+
+@dataclass(frozen=True, slots=True)
+class _Unread:
+    """Why a cluster's page could not be fetched (other than by timing out)."""
+
+    why: str
+
+
+async def _fetch(
+    cluster: ClusterSettings, sources: Mapping[str, MetricsSource], timeout: float
+) -> str | _Unread:
+    source = sources.get(cluster.name)
+    if source is None:
+        return _Unread(f"cluster {cluster.name} is not configured")
+    try:
+        return await source.syncer_metrics(timeout=timeout)
+    except ClusterError as err:
+        return _Unread(str(err))
 
 
 def _unreachable(

@@ -24,15 +24,12 @@ from bot.digest.fleet import (
     DEFAULT_CONCURRENCY,
     Clock,
     CronJobSource,
-    Digest,
     ReadCluster,
-    TargetDigest,
-    assemble_digest,
-    judge_cluster,
     probe_runs,
     read_fleet,
 )
 from bot.digest.history import RangeQueries, digest_charts
+from bot.digest.judge import Digest, TargetDigest, assemble_digest, judge_reads
 from bot.digest.pool import judge_fleet, judge_fleet_in_pool
 from bot.live import MetricsSource
 from bot.render.blocks import Message
@@ -184,10 +181,7 @@ class DigestRunner:
             names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout
         )
         # Judging a big fleet is seconds of CPU: off the event loop, so webhooks keep their latency.
-        judged = await asyncio.to_thread(
-            lambda: [t for c in clusters for t in judge_cluster(c, reads[c.name].read)]
-        )
-        return judged, {name: o.seconds for name, o in reads.items()}
+        return await asyncio.to_thread(judge_reads, clusters, reads)
 
     async def build(self, period: str, *, record_sample: bool = True) -> BuiltDigest:
         """The digest of `period` with its charts; `record_sample` keeps its fleet sample for later charts."""

@@ -64,11 +64,6 @@ class Finding:
     alert: str | None = None
     window_seconds: float | None = None
 
-    @property
-    def since_start(self) -> bool:
-        """Whether the counters behind this finding are totals since the proxy started."""
-        return self.window_seconds is None
-
 
 def worst(findings: list[Finding] | tuple[Finding, ...]) -> Severity:
     """The worst severity among findings; OK for none."""

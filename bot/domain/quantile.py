@@ -19,7 +19,7 @@ Every tie-break, including how a NaN count steers the search, matches 2.42; prom
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from bot.domain.delta import ProxyDelta
 from bot.domain.snapshot import Bucket, Histogram
@@ -123,11 +123,6 @@ def _divide(dividend: float, divisor: float) -> float:
 def quantile_of(histogram: Histogram, q: float) -> float:
     """The q-quantile of one histogram (its `+Inf` bucket, not `count`, is the number of observations)."""
     return histogram_quantile(q, histogram.buckets)
-
-
-def quantiles_of(histogram: Histogram, qs: Iterable[float]) -> dict[float, float]:
-    """Several quantiles of one histogram, keyed by q."""
-    return {q: quantile_of(histogram, q) for q in qs}
 
 
 def delta_quantile(d: ProxyDelta, family: str, q: float, **match: str) -> float | None:

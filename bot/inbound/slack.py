@@ -28,6 +28,7 @@ from starlette.routing import BaseRoute, Route
 from bot.app import Deps, Worker
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.errors import ConfigError
+from bot.inbound.body import read_within
 from config.settings import Settings
 from handlers import actions
 from handlers.actions import ActionDeps, ButtonChecks, Silencer
@@ -91,20 +92,12 @@ def events_route(app: AsyncApp, path: str = EVENTS_PATH) -> Route:
 
 async def _read_body(request: Request) -> bytes | Response:
     """The body within the limit and valid UTF-8, else the response refusing it."""
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return PlainTextResponse("request body too large", status_code=413)
-    chunks: list[bytes] = []
-    size = 0
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                return PlainTextResponse("request body too large", status_code=413)
-            chunks.append(chunk)
+        body = await read_within(request, MAX_BODY_BYTES)
     except ClientDisconnect:
         return PlainTextResponse("client disconnected", status_code=400)
-    body = b"".join(chunks)
+    if body is None:
+        return PlainTextResponse("request body too large", status_code=413)
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:

@@ -2,8 +2,9 @@
 
 Answers, in the order they are checked (cheapest and least revealing first):
 401 wrong or missing credentials (with `WWW-Authenticate`); 415 not JSON; 413 body over the limit (by
-Content-Length, or by counting streamed bytes, never reading past the limit); 400 malformed JSON or schema,
-with `{"error": "alerts[0].startsAt: ..."}`; 503 the store failed (Alertmanager retries); 202 stored.
+Content-Length, or by counting streamed bytes, never reading past the limit: `bot.inbound.body`); 400
+malformed JSON or schema, with `{"error": "alerts[0].startsAt: ..."}`; 503 the store failed (Alertmanager
+retries); 202 stored.
 Nothing slow happens on the request path: no enrichment, no Slack; `on_accepted` only signals a worker.
 """
 
@@ -25,6 +26,7 @@ from starlette.routing import Route
 
 from bot.domain.alerts import AlertmanagerWebhook, parse_webhook
 from bot.errors import InputError
+from bot.inbound.body import is_length, read_within
 from bot.store.models import Accepted
 from config.settings import AlertmanagerSettings
 
@@ -138,7 +140,7 @@ class AlertmanagerIntake:
         if refusal is not None:
             return refusal
         try:
-            raw = await self._read_body(request)
+            raw = await read_within(request, self._max_body_bytes)
         except ClientDisconnect:
             return _error(400, "the client disconnected before the body was complete")
         if raw is None:
@@ -158,24 +160,9 @@ class AlertmanagerIntake:
         if not _is_json(request.headers.get("content-type", "")):
             return _error(415, "the body must be JSON (Content-Type: application/json)")
         declared = request.headers.get("content-length")
-        if declared is not None:
-            # isascii: str.isdigit() also admits digits such as "²" that int() refuses.
-            if not (declared.strip().isascii() and declared.strip().isdigit()):
-                return _error(400, "Content-Length is not a number")
-            if int(declared) > self._max_body_bytes:
-                return self._too_large()
+        if declared is not None and not is_length(declared):
+            return _error(400, "Content-Length is not a number")
         return None
-
-    async def _read_body(self, request: Request) -> bytes | None:
-        """The body, or None as soon as it grows past the limit (the rest is never read)."""
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self._max_body_bytes:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     async def _parse(self, raw: bytes) -> AlertmanagerWebhook:
         # A typical notification parses in tens of microseconds; one near the size limit takes

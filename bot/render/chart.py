@@ -1,4 +1,8 @@
-"""Time series -> a PNG chart for a Slack thread: readable as a thumbnail, colour-blind safe, UTC.
+"""A chart -> a PNG for a Slack thread: readable as a thumbnail, colour-blind safe, UTC.
+
+    Chart(key, title, y_label, lines, span, end)   what one chart shows (the digest's charts are these)
+    draw(chart)                                    its PNG
+    render_chart(lines, title, now, ...)           the same for a caller holding the parts (alert charts)
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot, no display, no global state), so charts
 can be rendered from worker threads. The same inputs give the same bytes: the PNG carries no timestamp
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -42,24 +47,29 @@ class Line(Protocol):
     def points(self) -> Sequence[tuple[float, float]]: ...
 
 
-def render_chart(
-    series: Sequence[Line],
-    title: str,
-    now: datetime,
-    *,
-    y_label: str = "value",
-    span: timedelta = DEFAULT_SPAN,
-) -> bytes:
-    """A PNG of `series` over the `span` before `now` (UTC); says "no data" when there is nothing to draw."""
-    end = now.astimezone(UTC)
+@dataclass(frozen=True)
+class Chart:
+    """What one chart shows: its lines over the `span` seconds up to `end` (unix seconds); `key` names it."""
+
+    key: str
+    title: str
+    y_label: str
+    lines: tuple[Line, ...]
+    span: float
+    end: float
+
+
+def draw(chart: Chart) -> bytes:
+    """A PNG of the chart in UTC; says "no data" when there is nothing to draw."""
+    end = datetime.fromtimestamp(chart.end, UTC)
     figure = Figure(figsize=SIZE_INCHES, dpi=DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    drawable = [s for s in series if _finite(s.points)]
+    drawable = [s for s in chart.lines if _finite(s.points)]
     shown = sorted(drawable, key=_peak, reverse=True)[:MAX_LINES]
     for index, line in enumerate(sorted(shown, key=lambda s: s.name)):
         _plot(axes, line, index)
-    _decorate(axes, title, y_label, end - span, end)
+    _decorate(axes, chart.title, chart.y_label, end - timedelta(seconds=chart.span), end)
     if not shown:
         axes.text(0.5, 0.5, "no data", transform=axes.transAxes, ha="center", va="center", fontsize=20)
     else:
@@ -68,6 +78,18 @@ def render_chart(
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI, metadata=_PNG_METADATA)
     return buffer.getvalue()
+
+
+def render_chart(
+    series: Sequence[Line],
+    title: str,
+    now: datetime,
+    *,
+    y_label: str = "value",
+    span: timedelta = DEFAULT_SPAN,
+) -> bytes:
+    """A PNG of `series` over the `span` before `now` (UTC): `draw` of that chart."""
+    return draw(Chart("chart", title, y_label, tuple(series), span.total_seconds(), now.timestamp()))
 
 
 def _finite(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from bot.digest.fleet import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
-from bot.digest.history import DigestChart
+from bot.digest.fleet import ProbeRun
+from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.diagnosis_readings import fmt_count
 from bot.render.blocks import (
     Block,
@@ -26,9 +26,8 @@ from bot.render.blocks import (
     message,
     section_lines,
 )
-from bot.render.chart import render_chart
+from bot.render.chart import Chart, draw
 from bot.render.slack import SEVERITY_MARK
-from bot.render.terminal import Style, show
 
 DETAILED = 15  # degraded targets shown with finding and next step; the rest one line each
 LIST_LINES = 12
@@ -158,11 +157,6 @@ def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
     return message(title, body, [_context(d, notes)])
 
 
-def digest_text(d: Digest, notes: Sequence[str] = (), style: Style | None = None) -> str:
-    """The same digest as the terminal shows it."""
-    return show(digest_message(d, notes), style=style)
-
-
 def _dt(unix: float) -> datetime:
     return datetime.fromtimestamp(unix, UTC)
 
@@ -179,16 +173,6 @@ class ChartPng:
     png: bytes
 
 
-def chart_pngs(charts: Sequence[DigestChart]) -> list[ChartPng]:
+def chart_pngs(charts: Sequence[Chart]) -> list[ChartPng]:
     """Each chart as a PNG (matplotlib, no display), named after the chart."""
-    out = []
-    for chart in charts:
-        png = render_chart(
-            chart.lines,
-            chart.title,
-            _dt(chart.end),
-            y_label=chart.y_label,
-            span=timedelta(seconds=chart.span),
-        )
-        out.append(ChartPng(f"digest-{chart.key}.png", chart.title, png))
-    return out
+    return [ChartPng(f"digest-{chart.key}.png", chart.title, draw(chart)) for chart in charts]

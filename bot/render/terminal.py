@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
-from bot.domain.messages import AlertGroupView, FindingsReport, GroupChange, StormView
+from bot.domain.messages import AlertGroupView, FindingsReport
 from bot.render import slack
 from bot.render.blocks import Message
 
@@ -190,13 +190,5 @@ def alert_group_text(view: AlertGroupView, now: datetime, style: Style | None = 
     return show(slack.alert_group_message(view, now), style=style)
 
 
-def change_text(change: GroupChange, now: datetime, style: Style | None = None) -> str:
-    return show(slack.change_reply(change, now), style=style)
-
-
 def findings_text(report: FindingsReport, now: datetime, style: Style | None = None) -> str:
     return show(slack.findings_message(report, now), style=style)
-
-
-def storm_text(storm: StormView, now: datetime, style: Style | None = None) -> str:
-    return show(slack.storm_message(storm, now), style=style)

@@ -80,14 +80,6 @@ def finish(conn: sqlite3.Connection, period: str, summary: Mapping[str, Any], no
         )
 
 
-def get(conn: sqlite3.Connection, period: str) -> DigestRun | None:
-    row = conn.execute(
-        f"SELECT {_RUN_COLUMNS} FROM digest_runs WHERE period = ?",  # noqa: S608 - constant columns
-        (period,),
-    ).fetchone()
-    return None if row is None else _run(row)
-
-
 def last_posted(conn: sqlite3.Connection, other_than: str | None) -> DigestRun | None:
     """The most recently posted run, other than `other_than` (the period being built now)."""
     row = conn.execute(

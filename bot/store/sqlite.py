@@ -160,9 +160,6 @@ class Store:
         now = self._clock()
         await self._thread.run(lambda conn: digest_sql.finish(conn, period, summary, now))
 
-    async def digest_run(self, period: str) -> DigestRun | None:
-        return await self._thread.run(lambda conn: digest_sql.get(conn, period))
-
     async def last_digest(self, other_than: str | None = None) -> DigestRun | None:
         """The most recently posted digest, other than `other_than`."""
         return await self._thread.run(lambda conn: digest_sql.last_posted(conn, other_than))

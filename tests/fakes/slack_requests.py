@@ -72,11 +72,12 @@ def button_body(
     channel: str,
     channel_name: str,
     message_ts: str,
+    user_name: str = "someone",
 ) -> str:
     """A `block_actions` payload for a button on a message, form-encoded."""
     payload = {
         "type": "block_actions",
-        "user": {"id": user, "username": "someone", "team_id": TEAM},
+        "user": {"id": user, "username": user_name, "team_id": TEAM},
         "api_app_id": "A0APP0001",
         "team": {"id": TEAM, "domain": "example"},
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},

@@ -25,21 +25,19 @@ from bot.store import AlertGroupState, Store
 from bot.store.models import GroupFacts
 from config.settings import ClusterSettings, TargetSettings
 from handlers.actions import ButtonChecks, Silencer
-from tests.bot.inbound.test_slack import (
+from tests.fakes.slack_api import FakeSlack
+from tests.fakes.slack_app import (
     ALERTS,
     ALICE,
     BOB,
     GROUP_KEY,
-    asgi,
     button_body,
-    eventually,
     fake,
     make_settings,
     ref_value,
-    signed,
     store,
 )
-from tests.fakes.slack_api import FakeSlack
+from tests.fakes.slack_requests import asgi, eventually, signed
 from tests.harness.alertmanager import Alertmanager
 from tests.harness.process import free_port
 

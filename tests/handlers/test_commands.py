@@ -43,7 +43,7 @@ from handlers.command_args import USAGES, parse_duration, parse_invocation, spli
 from handlers.commands import CommandDeps, DigestNow, button_checks
 from sim.slack_api import FakeSlack, iter_texts
 from tests.bot.cli.conftest import RecordingSimServer
-from tests.bot.inbound.test_slack import SocketSlack
+from tests.fakes.slack_app import SocketSlack
 from tests.fakes.slack_requests import (
     BOT_TOKEN,
     SIGNING_SECRET,

@@ -17,8 +17,8 @@ from bot.errors import UpstreamError
 from config.settings import ClusterSettings
 from sim.defaults import CLIENT, PRIMARY_GV, TARGET_LABEL
 from sim.server import SimServer
-from tests.bot.clients.test_prometheus import syncer_jobs
 from tests.fakes.prom_windows import ASK, a_window
+from tests.fakes.sim_scrape import syncer_jobs
 from tests.harness.prometheus import Prometheus
 
 CLUSTER = ClusterSettings.model_validate(

@@ -18,27 +18,11 @@ from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, label
 from bot.errors import InputError, UpstreamError
 from sim.defaults import CLIENT, TARGET_LABEL
 from sim.server import METRICS_PATH, SimServer
-from tests.harness.prometheus import Prometheus, ScrapeJob
+from tests.fakes.sim_scrape import syncer_jobs
+from tests.harness.prometheus import Prometheus
 
 RULES = Path(__file__).resolve().parents[3] / "config" / "rules" / "proxy-alerts.yaml"
 pytestmark = pytest.mark.slow
-
-
-def syncer_jobs(sim: SimServer) -> list[ScrapeJob]:
-    """One scrape job per client replica, labelled with its pod and cluster, as a pod-level scrape would."""
-    address = f"{sim.host}:{sim.port}"
-    return [
-        ScrapeJob(
-            f"syncer-{pod}",
-            address,
-            f"/clusters/{CLIENT}/pods/{pod}{METRICS_PATH}",
-            "https",
-            sim.token,
-            sim.ca_path,
-            labels={"pod": pod, "cluster": CLIENT},
-        )
-        for pod in sim.pods(CLIENT)
-    ]
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The digest's collection (bounded, per-cluster timeout) and content (health, changes, reasons moved),
-and `proxybot digest` against the simulator."""
+"""The digest's reads (one bound, per-cluster timeout; the probe CronJobs) and `proxybot digest` against the
+simulator."""
 
 from __future__ import annotations
 
@@ -14,49 +14,12 @@ import pytest
 from bot.cli import digest as digest_command
 from bot.cli.console import Console
 from bot.cli.main import build_parser
-from bot.digest.fleet import Health, build_digest, read_fleet
-from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, REQUESTS, ProxySnapshot, make_labels
+from bot.digest.fleet import Bound, ProbeRun, probe_runs, read_fleet
+from bot.domain.snapshot import ProxySnapshot
 from bot.live import ClusterRead
-from config.settings import Settings
+from config.settings import ClusterSettings, ControlPlaneSettings
 from sim.server import SimServer
-
-GV = "example.com/v1"
-
-
-def snapshot(target: str, healthy: float, failures: float = 0.0) -> ProxySnapshot:
-    peers = {
-        make_labels([("target", target), ("group_version", GV), ("state", state)]): value
-        for state, value in (("healthy", healthy), ("quarantined", 2.0 - healthy if healthy < 2 else 0.0))
-    }
-    peers[make_labels([("target", target), ("group_version", GV), ("state", "half_open")])] = 0.0
-    synced = {make_labels([("target", target), ("group_version", GV)]): 1.0}
-    labels = [("target", target), ("group_version", GV), ("verb", "get"), ("code", "503")]
-    requests = {make_labels([*labels, ("reason", "all_quarantined")]): failures} if failures else {}
-    return ProxySnapshot(samples={PEERS: peers, PEER_CACHE_SYNCED: synced, REQUESTS: requests})
-
-
-def settings(*clusters: tuple[str, list[str]]) -> Settings:
-    return Settings.model_validate(
-        {
-            "slack": {"default_channel": "#fleet"},
-            "clusters": [
-                {
-                    "name": name,
-                    "kubeconfig": "/nonexistent",
-                    "match": {"cluster": name},
-                    "targets": [
-                        {
-                            "name": t,
-                            "group_versions": [GV],
-                            "probe": {"group_version": GV, "resource": "things"},
-                        }
-                        for t in targets
-                    ],
-                }
-                for name, targets in clusters
-            ],
-        }
-    )
+from tests.fakes.fleet import fleet, snapshot
 
 
 class FakeReads:
@@ -100,53 +63,72 @@ async def test_concurrency_is_bounded() -> None:
     assert reads.peak == 4
 
 
-async def test_health_worst_first_with_findings_and_next_steps() -> None:
-    fleet = settings(("a", ["p/ok"]), ("b", ["p/down"]), ("c", ["p/gone"]))
-    reads = FakeReads({"a": snapshot("p/ok", 2), "b": snapshot("p/down", 0, failures=7), "c": None})
-    d = build_digest(fleet, await read_fleet(["a", "b", "c"], reads.read), period="p", at=1000.0)
-    assert [(t.target, t.health) for t in d.targets] == [
-        ("p/gone", Health.UNREACHABLE),
-        ("p/down", Health.DEGRADED),
-        ("p/ok", Health.HEALTHY),
-    ]
-    down = d.targets[1]
-    assert down.findings
-    assert down.findings[0].next_step
-    assert down.healthy_peers == 0.0
-    assert not d.quiet
-    assert d.changes == ()  # no previous digest: nothing to compare with
+class Ticks:
+    """A clock that moves only when told."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
-async def test_changes_and_reasons_moved_since_the_previous_digest() -> None:
-    fleet = settings(("a", ["p/x"]))
-    first = build_digest(
-        fleet, await read_fleet(["a"], FakeReads({"a": snapshot("p/x", 2, 3)}).read), period="1", at=1.0
+async def test_a_bound_call_answers_with_when_its_slot_began_and_what_it_cost() -> None:
+    wall, monotonic = Ticks(1000.0), Ticks(5.0)
+
+    async def work() -> str:
+        monotonic.now += 0.25
+        return "page"
+
+    turn = await Bound(2, 1.0, wall=wall, monotonic=monotonic).call(work)
+    assert (turn.answer, turn.at, turn.started, turn.seconds) == ("page", 1000.0, 5.0, 0.25)
+
+
+async def test_a_bound_call_past_its_timeout_answers_none() -> None:
+    turn = await Bound(2, 0.05).call(asyncio.Event().wait)
+    assert turn.answer is None
+    assert turn.seconds >= 0.05
+
+
+async def test_a_bound_never_runs_more_than_its_concurrency_at_once() -> None:
+    reads = FakeReads({f"c{i}": None for i in range(9)})
+    bound = Bound(concurrency=3)
+    await asyncio.gather(*(bound.call(lambda name=name: reads.read(name)) for name in reads.snapshots))
+    assert reads.peak == 3
+
+
+class FakeCronJobs:
+    """Probe CronJobs per client: a run, or one that never answers."""
+
+    def __init__(self, hung: frozenset[str] = frozenset()) -> None:
+        self.hung = hung
+        self.asked: list[str] = []
+
+    async def probe_run(self, cluster: ClusterSettings, now: float) -> ProbeRun:
+        self.asked.append(cluster.name)
+        if cluster.name in self.hung:
+            await asyncio.Event().wait()
+        return ProbeRun(cluster.name, True, 60.0, "succeeded a minute ago")
+
+
+def with_control_planes(*names: str) -> list[ClusterSettings]:
+    access = ControlPlaneSettings.model_validate({"kubeconfig": "/nonexistent"})
+    clusters = fleet(("a", "p/a"), ("b", "p/b"), ("c", "p/c")).clusters
+    return [c.model_copy(update={"control_plane": access}) if c.name in names else c for c in clusters]
+
+
+async def test_probe_runs_ask_only_clients_with_a_control_plane_and_cut_a_hung_one_off() -> None:
+    cronjobs = FakeCronJobs(hung=frozenset({"c"}))
+    runs = await probe_runs(with_control_planes("a", "c"), cronjobs, 1000.0, timeout=0.05)
+    assert sorted(cronjobs.asked) == ["a", "c"]
+    assert runs == (
+        ProbeRun("a", True, 60.0, "succeeded a minute ago"),
+        ProbeRun("c", False, None, "no answer within 0.05 s"),
     )
-    second = build_digest(
-        fleet,
-        await read_fleet(["a"], FakeReads({"a": snapshot("p/x", 0, 10)}).read),
-        period="2",
-        at=2.0,
-        previous=first.summary(),
-        previous_at=1.0,
-    )
-    assert [(c.before, c.after) for c in second.changes] == [(first.targets[0].health, Health.DEGRADED)]
-    moved = [(m.reason, m.count, m.since_last_digest) for m in second.moved if m.family == "request"]
-    assert moved == [("all_quarantined", 7.0, True)]
 
 
-async def test_all_healthy_is_quiet() -> None:
-    fleet = settings(("a", ["p/x", "p/y"]))
-    reads = FakeReads({"a": ProxySnapshot(samples={**snapshot("p/x", 2).samples})})
-    both = {**snapshot("p/x", 2).samples[PEERS], **snapshot("p/y", 2).samples[PEERS]}
-    synced = {
-        **snapshot("p/x", 2).samples[PEER_CACHE_SYNCED],
-        **snapshot("p/y", 2).samples[PEER_CACHE_SYNCED],
-    }
-    reads.snapshots["a"] = ProxySnapshot(samples={PEERS: both, PEER_CACHE_SYNCED: synced})
-    d = build_digest(fleet, await read_fleet(["a"], reads.read), period="p", at=1.0)
-    assert d.count(Health.HEALTHY) == 2
-    assert d.quiet
+async def test_no_cronjob_source_means_no_probe_runs() -> None:
+    assert await probe_runs(with_control_planes("a"), None, 1000.0) == ()
 
 
 # -- the CLI against the simulator ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from bot.digest.pool import digest_pool, warm_up
 from bot.digest.runner import DigestRunner, DigestSources
 from bot.live import LiveState
 from bot.store import open_store
-from tests.bot.digest.test_pool import SETTINGS, SOURCES
+from tests.fakes.fleet import SETTINGS, SOURCES
 
 
 @pytest.mark.parametrize("long_lived_pool", [False, True])

@@ -47,7 +47,3 @@ def test_worst_first_and_worst() -> None:
     ]
     assert worst(found) is Severity.CRITICAL
     assert worst([]) is Severity.OK
-
-
-def test_since_start_follows_the_window() -> None:
-    assert make(Severity.INFO).since_start

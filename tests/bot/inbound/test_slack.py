@@ -1,6 +1,6 @@
 """Slack inbound: signed requests through the real Starlette route and bolt's dispatch, and Socket Mode.
 
-The helpers at the top (config, signing, button payloads) are shared with tests/handlers/test_actions.py.
+The config, button payloads, fixtures and the Socket Mode fake are in tests/fakes/slack_app.py.
 """
 
 from __future__ import annotations
@@ -8,124 +8,34 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
-import aiohttp
-import httpx
 import pytest
 from aiohttp import web
 from starlette.applications import Starlette
 
 from bot.app import Deps, create_app
-from bot.domain.messages import ActionRef
 from bot.errors import ConfigError
 from bot.inbound.slack import MAX_BODY_BYTES, build_slack_app, slack_routes_and_workers
 from bot.render.slack import ACTION_SILENCE
-from bot.store import Store, open_store
-from config.loader import parse_config
-from config.settings import Settings
+from bot.store import Store
 from tests.fakes.slack_api import FakeSlack
-from tests.fakes.slack_requests import BOT_TOKEN, SIGNING_SECRET, signed
+from tests.fakes.slack_app import (
+    APP_TOKEN,
+    BOB,
+    SocketSlack,
+    button_body,
+    fake,
+    make_settings,
+    ref_value,
+    store,
+)
+from tests.fakes.slack_requests import BOT_TOKEN, SIGNING_SECRET, asgi, eventually, signed
 
-APP_TOKEN = "xapp-1-A0TEST-123-socketsecret"
-ALERTS = "C0ALERTS1"
-GROUP_KEY = '{}:{alertname="ResourceProxyNoHealthyPeers", target="platform/crd-store"}'
-ALICE, BOB = "U0ALICE01", "U0BOB0001"
-
-CONFIG = """
-slack: {{bot_token: "{bot}", signing_secret: "{secret}", api_url: "{api}", default_channel: "#alerts"{extra}}}
-alertmanager: {{url: "http://127.0.0.1:9"}}
-clusters:
-  - name: team-a
-    kubeconfig: team-a.yaml
-    match: {{cluster: team-a}}
-    targets:
-      - name: platform/crd-store
-        group_versions: [example.com/v1]
-        probe: {{group_version: example.com/v1, resource: widgets, namespace: default}}
-      - name: platform/other
-        group_versions: [example.com/v1]
-        probe: {{group_version: example.com/v1, resource: widgets, namespace: default}}
-digest: {{enabled: false}}
-access:
-  silencers: ["{alice}"]
-"""
-
-
-def make_settings(tmp_path: Path, api_url: str, *, app_token: str | None = None) -> Settings:
-    extra = f', app_token: "{app_token}"' if app_token else ""
-    text = CONFIG.format(bot=BOT_TOKEN, secret=SIGNING_SECRET, api=api_url, extra=extra, alice=ALICE)
-    return parse_config(text, base_dir=tmp_path, env={}, purpose="demo").settings
-
-
-def button_body(
-    action_id: str,
-    value: str,
-    response_url: str,
-    *,
-    user: str = ALICE,
-    channel: str = ALERTS,
-    channel_name: str = "alerts",
-    message_ts: str = "1700000001.000100",
-) -> str:
-    """A `block_actions` payload as Slack posts it for a button on a message, form-encoded."""
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user, "username": "alice" if user == ALICE else "bob", "team_id": "T0TEAM001"},
-        "api_app_id": "A0APP0001",
-        "team": {"id": "T0TEAM001", "domain": "example"},
-        "container": {
-            "type": "message",
-            "message_ts": message_ts,
-            "channel_id": channel,
-            "is_ephemeral": False,
-        },
-        "trigger_id": "1.2.3",
-        "channel": {"id": channel, "name": channel_name},
-        "message": {"type": "message", "ts": message_ts, "text": "FIRING: ResourceProxyNoHealthyPeers"},
-        "response_url": response_url,
-        "actions": [
-            {"action_id": action_id, "block_id": "proxy_alert_actions", "type": "button", "value": value}
-        ],
-    }
-    return urlencode({"payload": json.dumps(payload)})
-
-
-def ref_value(cluster: str | None = "team-a", target: str | None = "platform/crd-store") -> str:
-    return ActionRef.for_group(cluster, target, GROUP_KEY).encode()
-
-
-def asgi(app: Starlette) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot")
-
-
-async def eventually(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    """Wait (bounded) until `check()` is truthy: the buttons' work runs after the ack."""
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        await asyncio.sleep(0.02)
-    return found
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeSlack]:
-    with FakeSlack(bot_token=BOT_TOKEN, channels={ALERTS: "#alerts"}) as slack:
-        yield slack
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await open_store(str(tmp_path / "bot.db"))
-    yield opened
-    await opened.close()
-
-
-# -- tests ---------------------------------------------------------------------------------------------
+__all__ = ["fake", "store"]  # fixtures
 
 
 async def http_app(tmp_path: Path, fake: FakeSlack, store: Store) -> Starlette:
@@ -237,48 +147,6 @@ async def test_registrations_are_called_with_the_app(tmp_path: Path, fake: FakeS
 
 
 # -- Socket Mode ---------------------------------------------------------------------------------------
-
-
-class SocketSlack:
-    """A fake Slack for Socket Mode: `apps.connections.open`, one WebSocket, response URLs."""
-
-    def __init__(self) -> None:
-        self.acks: asyncio.Queue[Mapping[str, Any]] = asyncio.Queue()
-        self.responses: list[Mapping[str, Any]] = []
-        self.opened_with: list[str] = []
-        self.socket: web.WebSocketResponse | None = None
-        self.connected = asyncio.Event()
-        self.base_url = ""
-
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/api/apps.connections.open", self.open)
-        app.router.add_post("/api/auth.test", self.auth_test)
-        app.router.add_get("/link", self.link)
-        app.router.add_post("/response/{key}", self.response)
-        return app
-
-    async def open(self, request: web.Request) -> web.Response:
-        self.opened_with.append(request.headers.get("Authorization", ""))
-        return web.json_response({"ok": True, "url": f"{self.base_url.replace('http', 'ws')}/link"})
-
-    async def auth_test(self, request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "user_id": "UBOT", "bot_id": "BBOT", "team_id": "T0TEAM001"})
-
-    async def link(self, request: web.Request) -> web.WebSocketResponse:
-        socket = web.WebSocketResponse()
-        await socket.prepare(request)
-        self.socket = socket
-        await socket.send_json({"type": "hello", "num_connections": 1})
-        self.connected.set()
-        async for message in socket:
-            if message.type is aiohttp.WSMsgType.TEXT:
-                await self.acks.put(json.loads(message.data))
-        return socket
-
-    async def response(self, request: web.Request) -> web.Response:
-        self.responses.append(await request.json())
-        return web.json_response({"ok": True})
 
 
 async def test_socket_mode_connects_with_the_app_token_and_acks_envelopes(

@@ -1,4 +1,4 @@
-"""render_chart: a valid, readable, deterministic PNG; "no data" instead of a crash."""
+"""draw / render_chart: a valid, readable, deterministic PNG; "no data" instead of a crash."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 from matplotlib.image import imread
 
-from bot.render.chart import DPI, MAX_LINES, OKABE_ITO, SIZE_INCHES, render_chart
+from bot.render.chart import DPI, MAX_LINES, OKABE_ITO, SIZE_INCHES, Chart, draw, render_chart
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 START = NOW.timestamp() - 3600
@@ -95,3 +95,11 @@ def test_lines_are_drawn_in_the_colour_blind_safe_palette() -> None:
     blank = pixels(render_chart([], "t", NOW))
     first = np.array([int(OKABE_ITO[0][k : k + 2], 16) / 255 for k in (1, 3, 5)])
     assert not np.any(np.all(np.abs(blank[:, :, :3] - first) < 0.01, axis=2))
+
+
+def test_a_chart_draws_as_render_chart_draws_its_parts() -> None:
+    chart = Chart("peers", "t", "healthy peers", tuple(TWO_LINES), 3600.0, NOW.timestamp())
+    assert draw(chart) == render_chart(TWO_LINES, "t", NOW, y_label="healthy peers")
+    assert draw(chart) != draw(
+        Chart("peers", "t", "healthy peers", tuple(TWO_LINES), 7200.0, NOW.timestamp())
+    )

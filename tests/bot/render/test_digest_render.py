@@ -5,11 +5,14 @@ from __future__ import annotations
 import struct
 
 from bot.alerts.prom_queries import TimeSeries
-from bot.digest.fleet import Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
-from bot.digest.history import PEERS_CHART, DigestChart, charts_from_samples
+from bot.digest.fleet import ProbeRun
+from bot.digest.history import PEERS_CHART, charts_from_samples
+from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.findings import Finding, Severity
 from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_units
-from bot.render.digest import chart_pngs, digest_message, digest_text
+from bot.render.chart import Chart
+from bot.render.digest import chart_pngs, digest_message
+from bot.render.terminal import show
 from bot.store.digests import FleetSample
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -53,7 +56,7 @@ def test_degraded_first_with_finding_next_step_changes_probes_and_reasons() -> N
         previous_at=900.0,
         cluster_seconds={"c1": 0.1, "c2": 4.0},
     )
-    text = digest_text(d)
+    text = show(digest_message(d))
     assert "1 degraded, 1 unreachable, 1 of 3 healthy" in text
     assert text.index("Degraded") < text.index("Unreachable") < text.index("Changed since")
     assert "Check the target's control plane pods." in text
@@ -69,7 +72,7 @@ def test_a_huge_degraded_fleet_stays_within_slacks_limits() -> None:
     message = digest_message(Digest("p", 1.0, targets))
     assert len(message.blocks) <= MAX_BLOCKS
     assert sum(block_units(b) for b in message.blocks) <= MAX_MESSAGE_TEXT
-    assert "more" in digest_text(Digest("p", 1.0, targets))
+    assert "more" in show(digest_message(Digest("p", 1.0, targets)))
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
@@ -112,5 +115,5 @@ def test_an_all_healthy_chart_is_one_line_not_a_wall() -> None:
 
 
 def test_an_empty_chart_still_renders() -> None:
-    chart = DigestChart("x", "nothing yet", "y", (TimeSeries("a", ()),), 3600.0, 1000.0)
+    chart = Chart("x", "nothing yet", "y", (TimeSeries("a", ()),), 3600.0, 1000.0)
     assert chart_pngs([chart])[0].png.startswith(PNG_SIGNATURE)

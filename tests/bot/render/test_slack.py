@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from slack_sdk import WebClient
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS, PROBE_FAILING
-from bot.domain.diagnosis import diagnose, diagnose_alert
+from bot.domain.diagnosis import diagnose
 from bot.domain.findings import Severity
 from bot.domain.messages import (
     ActionRef,
@@ -29,7 +29,7 @@ from bot.domain.messages import (
     StormView,
     group_id,
 )
-from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, ProxySnapshot, make_labels
+from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, ProxySnapshot
 from bot.errors import InputError
 from bot.render.blocks import Message
 from bot.render.slack import (
@@ -42,55 +42,9 @@ from bot.render.slack import (
     storm_group_line,
     storm_message,
 )
-from tests.bot.render.test_blocks import limit_problems
+from tests.fakes.alert_views import GV, HOSTILE, NOW, T, alert, group, snapshot
 from tests.fakes.slack_api import FakeSlack
-
-NOW = datetime(2024, 5, 1, 10, 14, tzinfo=UTC)
-T = "shop/orders"
-GV = "orders.example.com/v1"
-HOSTILE = ("<!channel>", "<https://evil.example|click me>", "a & b", "<@U123>", "<!subteam^S1>")
-
-
-def snapshot(target: str = T, gv: str = GV, healthy: float = 0, quarantined: float = 2) -> ProxySnapshot:
-    def key(**labels: str) -> tuple[tuple[str, str], ...]:
-        return make_labels({"target": target, "group_version": gv, **labels}.items())
-
-    peers = {
-        key(state="healthy"): healthy,
-        key(state="quarantined"): quarantined,
-        key(state="half_open"): 0.0,
-    }
-    return ProxySnapshot(samples={PEERS: peers, PEER_CACHE_SYNCED: {key(): 1.0}})
-
-
-def alert(
-    name: str = NO_HEALTHY_PEERS,
-    labels: Mapping[str, str] | None = None,
-    *,
-    status: GroupStatus = GroupStatus.FIRING,
-    minutes: float = 12,
-    snap: ProxySnapshot | None = None,
-    annotations: Mapping[str, str] | None = None,
-) -> AlertView:
-    labels = dict(labels or {"target": T, "group_version": GV, "pod": "vc-0", "severity": "critical"})
-    labels["alertname"] = name
-    ended = NOW if status is GroupStatus.RESOLVED else None
-    diag = diagnose_alert(name, labels, snap)
-    return AlertView(name, status, NOW - timedelta(minutes=minutes), labels, annotations or {}, ended, diag)
-
-
-def group(*alerts: AlertView, live: LiveRead | None = None, **kw: Any) -> AlertGroupView:
-    status = kw.pop("status", GroupStatus.FIRING)
-    return AlertGroupView(
-        group_key=kw.pop("group_key", '{}:{alertname="ResourceProxyNoHealthyPeers"}'),
-        status=status,
-        alerts=alerts or (alert(snap=snapshot()),),
-        started_at=NOW - timedelta(minutes=12),
-        live=live or LiveRead.read(NOW - timedelta(seconds=30), "vc-0"),
-        cluster=kw.pop("cluster", "prod-a"),
-        resolved_at=NOW if status is GroupStatus.RESOLVED else None,
-        **kw,
-    )
+from tests.fakes.slack_limits import limit_problems
 
 
 def mrkdwn_texts(msg: Message) -> list[str]:

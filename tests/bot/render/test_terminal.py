@@ -10,12 +10,11 @@ from bot.domain.alerts_catalog import NO_HEALTHY_PEERS
 from bot.domain.diagnosis import diagnose
 from bot.domain.messages import FindingsReport, GroupChange, GroupStatus, LiveRead
 from bot.render.blocks import Button, actions, context, esc, fields, header, message, section
-from bot.render.slack import alert_group_message, findings_message
+from bot.render.slack import alert_group_message, change_reply, findings_message
 from bot.render.terminal import (
     THREAD_INDENT,
     Style,
     alert_group_text,
-    change_text,
     colour_enabled,
     findings_text,
     mrkdwn_to_text,
@@ -24,7 +23,7 @@ from bot.render.terminal import (
     visible_len,
     wrap,
 )
-from tests.bot.render.test_slack import HOSTILE, alert, group, snapshot
+from tests.fakes.alert_views import HOSTILE, alert, group, snapshot
 
 NOW = datetime(2024, 5, 1, 10, 14, tzinfo=UTC)
 ANSI = re.compile(r"\x1b\[")
@@ -118,7 +117,7 @@ def test_resolved_and_change_text() -> None:
     assert "Resolved after 12 min" in alert_group_text(done, NOW)
     change = GroupChange("k", NOW, resolved=(alert(),))
     assert (
-        change_text(change, NOW)
+        show(change_reply(change, NOW))
         == f"✅ Resolved: {NO_HEALTHY_PEERS} on `shop/orders` (`orders.example.com/v1`)"
     )
 
