@@ -25,7 +25,7 @@ from bot.alerts.pipeline import ALERT_LABELS
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
-from bot.errors import InputError, ProxybotError
+from bot.errors import InputError, ProxybotError, Refused
 from bot.render.blocks import Message, code, esc
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store.models import AlertGroupState
@@ -88,10 +88,6 @@ class ActionDeps:
     silencer: Silencer | None
     checks: ButtonChecks = field(default_factory=ButtonChecks)
     now: Callable[[], datetime] = _utc_now
-
-
-class Refused(ProxybotError):
-    """The person who pressed may not do this, or it cannot be done for this alert; says why."""
 
 
 def register(app: AsyncApp, deps: ActionDeps) -> None:

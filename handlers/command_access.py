@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.checks.context import TargetRef
-from bot.errors import InputError
+from bot.errors import InputError, Refused
 from bot.render.blocks import code, esc
 from config.settings import ClusterSettings, Requester, Settings
-from handlers.actions import Refused
 from handlers.command_args import shown
 
 

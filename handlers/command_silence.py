@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from bot.clients.alertmanager import Matcher, Silence, silence_id
-from bot.errors import InputError
+from bot.errors import InputError, Refused
 from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines
 from config.settings import Requester, Settings
-from handlers.actions import Refused, silence_refusal
+from handlers.actions import silence_refusal
 from handlers.command_args import Invocation, parse_duration, shown
 
 DEFAULT_DURATION = "1h"

@@ -41,7 +41,7 @@ from bot.checks.verify import check_verify, open_prometheus
 from bot.cli.path import check_samples
 from bot.cli.verify import chosen_clusters
 from bot.digest.runner import BuiltDigest
-from bot.errors import InputError, ProxybotError
+from bot.errors import InputError, ProxybotError, Refused
 from bot.render.blocks import Message, esc
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
@@ -50,7 +50,7 @@ from bot.render.checks_status import reasons_message, status_message
 from bot.render.checks_verify import verify_message
 from bot.render.help import help_message
 from config.settings import ClusterSettings, Settings, TargetSettings
-from handlers.actions import ButtonChecks, Refused
+from handlers.actions import ButtonChecks
 from handlers.command_access import (
     Asker,
     allowed_subcommands,
