@@ -34,12 +34,10 @@ from bot.checks.netpol import (
     netpol,
     parse_endpoint,
 )
-from bot.checks.path import DEFAULT_SAMPLES, check_path
+from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request, run_probe
 from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
-from bot.checks.verify import check_verify, open_prometheus
-from bot.cli.path import check_samples
-from bot.cli.verify import chosen_clusters
+from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
 from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, ProxybotError, Refused
 from bot.render.blocks import Message, esc

@@ -38,7 +38,7 @@ from bot.domain.parser import parse_syncer
 from bot.domain.paths import ApiPath, probe_path
 from bot.domain.quantile import P50, P99, delta_quantile, quantile_of
 from bot.domain.snapshot import DIAL_DURATION, ProxySnapshot
-from bot.errors import ClusterError, MetricsParseError
+from bot.errors import ClusterError, InputError, MetricsParseError
 from config.settings import ControlPlaneSettings
 
 PROBE_TIMEOUT = 15.0  # the guide's probe: --request-timeout=15s
@@ -138,6 +138,13 @@ class PathResult:
     @property
     def passed(self) -> bool:
         return self.verdict is PathVerdict.LIKELY_DIRECT
+
+
+def check_samples(samples: int) -> int:
+    """`--samples` as given to the CLI or `/proxy path`; InputError outside 1..MAX_SAMPLES."""
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise InputError(f"--samples: {samples} is not between 1 and {MAX_SAMPLES}")
+    return samples
 
 
 async def check_path(

@@ -154,6 +154,17 @@ async def check_verify(
     return VerifyResult(tuple(lines))
 
 
+def chosen_clusters(settings: Settings, name: str | None) -> tuple[ClusterSettings, ...]:
+    """The clusters `--cluster NAME` names (all when not given); InputError for an unknown name."""
+    if name is None:
+        return settings.clusters
+    found = tuple(c for c in settings.clusters if c.name == name)
+    if not found:
+        known = ", ".join(c.name for c in settings.clusters)
+        raise InputError(f"--cluster: {name[:80]!r} is not a configured cluster (configured: {known})")
+    return found
+
+
 def _skipped(key: str, cluster: str | None, what: str) -> VerifyLine:
     fix = "set `prometheus.url` in the config to the Prometheus that scrapes the client tenant clusters"
     return VerifyLine(key, cluster, Outcome.NOT_CHECKED, f"skipped: no prometheus.url ({what})", (), fix)

@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from bot.checks.context import CheckContext
 from bot.cli.console import Command, Console
-from bot.cli.probe import (
+from bot.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
     add_common_arguments,

@@ -15,7 +15,7 @@ from bot.checks.netpol import (
     parse_port,
 )
 from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, refuse
+from bot.cli.output import add_common_arguments, finish, refuse
 from bot.errors import InputError
 
 

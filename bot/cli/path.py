@@ -11,17 +11,11 @@ from typing import Any
 
 from bot.checks.context import resolve_target
 from bot.checks.netpol_read import EndVerdict
-from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, LatencySeries, PathResult, check_path
+from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, LatencySeries, PathResult, check_path, check_samples
 from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_path import path_message
-
-
-def check_samples(samples: int) -> int:
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise InputError(f"--samples: {samples} is not between 1 and {MAX_SAMPLES}")
-    return samples
 
 
 def _series(series: LatencySeries | None) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ from contextlib import AsyncExitStack
 from bot.checks.context import CheckContext, resolve_target
 from bot.checks.status import ReasonsResult, parse_window, run_reasons, run_status
 from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, load_settings_for, now, refuse, run_check
+from bot.cli.output import add_common_arguments, finish, load_settings_for, now, refuse, run_check
 from bot.clients.prometheus import PrometheusClient
 from bot.errors import ConfigError, InputError
 from bot.render.checks_status import reasons_message, status_message

@@ -10,12 +10,12 @@ import argparse
 from typing import Any
 
 from bot.checks.context import CheckContext
-from bot.checks.verify import VerifyResult, check_verify, open_prometheus
+from bot.checks.verify import VerifyResult, check_verify, chosen_clusters, open_prometheus
 from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_verify import verify_message
-from config.settings import ClusterSettings, Settings
+from config.settings import ClusterSettings
 
 
 def verify_report(result: VerifyResult) -> dict[str, Any]:
@@ -36,16 +36,6 @@ def verify_report(result: VerifyResult) -> dict[str, Any]:
             for line in result.lines
         ],
     }
-
-
-def chosen_clusters(settings: Settings, name: str | None) -> tuple[ClusterSettings, ...]:
-    if name is None:
-        return settings.clusters
-    found = tuple(c for c in settings.clusters if c.name == name)
-    if not found:
-        known = ", ".join(c.name for c in settings.clusters)
-        raise InputError(f"--cluster: {name[:80]!r} is not a configured cluster (configured: {known})")
-    return found
 
 
 async def _verify(ctx: CheckContext, clusters: tuple[ClusterSettings, ...]) -> VerifyResult:
