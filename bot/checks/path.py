@@ -272,16 +272,15 @@ def _stepped(recent: float | None, earlier: float | None, thresholds: PathThresh
 # -- signal 3: NetworkPolicies -------------------------------------------------------------------------
 
 
-def _pods(access: ControlPlaneSettings | None, name: str) -> ControlPlanePods:
-    namespace = access.namespace if access and access.namespace else f"vcluster-{name}"
+def _pods(access: ControlPlaneSettings | None, namespace: str, name: str) -> ControlPlanePods:
     return ControlPlanePods(namespace, access.release if access and access.release else name)
 
 
 async def read_netpol(ctx: CheckContext, ref: TargetRef) -> NetpolReading:
     """Client egress and target ingress verdicts from each end's control plane cluster."""
     client_cp, target_cp = ref.cluster.control_plane, ref.target.control_plane
-    client_pods = _pods(client_cp, ref.cluster.name)
-    target_pods = _pods(target_cp, ref.target.tenant_name)
+    client_pods = _pods(client_cp, ref.cluster.control_plane_namespace, ref.cluster.name)
+    target_pods = _pods(target_cp, ref.target.control_plane_namespace, ref.target.tenant_name)
     same = (
         client_cp is not None
         and target_cp is not None

@@ -294,7 +294,7 @@ async def cronjob_line(ctx: CheckContext, cluster: ClusterSettings) -> VerifyLin
             (),
             fix,
         )
-    namespace = access.namespace or f"vcluster-{cluster.name}"
+    namespace = cluster.control_plane_namespace
     try:
         reader = await ctx.control_plane(cluster.name, access)
         response = await reader.get(cronjob_path(namespace), timeout=ctx.timeout)
@@ -392,9 +392,7 @@ async def cronjob_series_line(
 ) -> VerifyLine:
     if prometheus is None:
         return _skipped("probe-series", cluster.name, "kube_cronjob_created not checked")
-    namespace = (
-        cluster.control_plane.namespace if cluster.control_plane else None
-    ) or f"vcluster-{cluster.name}"
+    namespace = cluster.control_plane_namespace
     expr = selector("kube_cronjob_created", {"namespace": namespace, "cronjob": PROBE_CRONJOB})
     try:
         found = await prometheus.query(expr, timeout=timeout)

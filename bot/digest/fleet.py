@@ -119,7 +119,7 @@ class ContextCronJobs:
     async def probe_run(self, cluster: ClusterSettings, now: float) -> ProbeRun:
         access = cluster.control_plane
         assert access is not None  # probe_runs only asks for clusters with a control plane
-        namespace = access.namespace or f"vcluster-{cluster.name}"
+        namespace = cluster.control_plane_namespace
         try:
             reader = await self.ctx.control_plane(cluster.name, access)
             response = await reader.get(cronjob_path(namespace), timeout=self.ctx.timeout)
