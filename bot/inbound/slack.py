@@ -30,7 +30,8 @@ from bot.clients.alertmanager import AlertmanagerClient
 from bot.errors import ConfigError
 from config.settings import Settings
 from handlers import actions
-from handlers.actions import ActionDeps, ButtonChecks, Silencer
+from handlers.actions import ActionDeps, ButtonChecks
+from handlers.command_silence import Silences as Silencer
 
 log = logging.getLogger(__name__)
 
