@@ -33,7 +33,8 @@ from typing import Any, Protocol
 from bot.delivery.worker import post_key
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
-from bot.domain.messages import AlertGroupView, StormCounts, StormEntry, StormView
+from bot.domain.messages import AlertGroupView
+from bot.domain.storm_summary import StormCounts, StormEntry, StormView
 from bot.render.blocks import Message, message, section_lines
 from bot.render.slack import storm_group_line, storm_message
 from bot.store.models import AlertGroupState, Enqueued, OutboxItem, OutboxKind, OutboxState

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
-from bot.domain.messages import AlertGroupView, FindingsReport, GroupChange, StormView
+from bot.domain.messages import AlertGroupView, FindingsReport, GroupChange
+from bot.domain.storm_summary import StormView
 from bot.render import slack
 from bot.render.blocks import Message
 
