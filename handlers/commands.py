@@ -35,7 +35,8 @@ from bot.checks.netpol import (
     parse_endpoint,
 )
 from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
-from bot.checks.probe import ProbeRequest, check_repeat, probe_request, run_probe
+from bot.checks.probe import ProbeRequest, check_repeat, probe_request
+from bot.checks.probe_run import run_probe
 from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
 from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
 from bot.digest.runner import BuiltDigest

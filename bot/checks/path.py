@@ -32,6 +32,7 @@ from bot.checks.netpol_read import (
     read_policies,
     unknown_end,
 )
+from bot.checks.probe import PROBE_TIMEOUT
 from bot.clients.kube import KubeReader
 from bot.domain.delta import delta
 from bot.domain.parser import parse_syncer
@@ -41,7 +42,6 @@ from bot.domain.snapshot import DIAL_DURATION, ProxySnapshot
 from bot.errors import ClusterError, InputError, MetricsParseError
 from config.settings import ControlPlaneSettings
 
-PROBE_TIMEOUT = 15.0  # the guide's probe: --request-timeout=15s
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 50
 Progress = Callable[[str], None]

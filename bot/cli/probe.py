@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bot.checks.probe import MAX_REPEAT, check_repeat, probe_request, run_probe
+from bot.checks.probe import MAX_REPEAT, check_repeat, probe_request
+from bot.checks.probe_run import run_probe
 from bot.cli.console import Command, Console
 from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
