@@ -10,7 +10,8 @@ import argparse
 from typing import Any
 
 from bot.checks.context import CheckContext
-from bot.checks.verify import VerifyResult, check_verify, chosen_clusters, open_prometheus
+from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
+from bot.checks.verify_lines import VerifyResult
 from bot.cli.console import Command, Console
 from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError

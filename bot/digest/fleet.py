@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 from bot.checks.context import CheckContext
 from bot.checks.status import reason_counts
-from bot.checks.verify import Outcome, cronjob_path, judge_cronjob
+from bot.checks.verify_cronjob import cronjob_path, judge_cronjob
+from bot.checks.verify_lines import Outcome
 from bot.domain.delta import counter_increase
 from bot.domain.diagnosis import diagnose
 from bot.domain.findings import Finding, Severity, sort_worst_first, worst
