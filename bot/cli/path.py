@@ -11,7 +11,8 @@ from typing import Any
 
 from bot.checks.context import resolve_target
 from bot.checks.netpol_read import EndVerdict
-from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, LatencySeries, PathResult, check_path, check_samples
+from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, PathResult, check_path, check_samples
+from bot.checks.path_signals import LatencySeries
 from bot.cli.console import Command, Console
 from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
