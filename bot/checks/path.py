@@ -187,10 +187,10 @@ def _dial_words(dial: DialReading) -> str:
     )
 
 
-def netpol_command(netpol: NetpolReading) -> str:
+def netpol_invocation(netpol: NetpolReading) -> str:
     """The `proxybot netpol` invocation that prints both ends' vcluster.yaml rules."""
-    command = f"proxybot netpol --client {netpol.egress.pods.spelled} --target {netpol.ingress.pods.spelled}"
-    return command if netpol.same_cluster else command + " --cross-cluster <target endpoint CIDR>"
+    line = f"proxybot netpol --client {netpol.egress.pods.spelled} --target {netpol.ingress.pods.spelled}"
+    return line if netpol.same_cluster else line + " --cross-cluster <target endpoint CIDR>"
 
 
 def _fix(ref: TargetRef, netpol: NetpolReading, verdict: PathVerdict, no_direct: bool) -> tuple[str, ...]:
@@ -198,7 +198,7 @@ def _fix(ref: TargetRef, netpol: NetpolReading, verdict: PathVerdict, no_direct:
     missing = [end for end in (netpol.egress, netpol.ingress) if end.permits is False]
     if missing:
         ends = " and ".join(f"{e.direction.value.lower()} on {e.pods.spelled}" for e in missing)
-        out.append(f"add the UDP peer rule ({ends}; both ends are needed): run `{netpol_command(netpol)}`")
+        out.append(f"add the UDP peer rule ({ends}; both ends are needed): run `{netpol_invocation(netpol)}`")
     elif verdict is PathVerdict.LIKELY_RELAYED:
         out.append(
             "the policies allow the direct path: check NAT topology (symmetric NAT defeats hole punching), "

@@ -1,4 +1,4 @@
-"""What every check command shares: `--config`/`--json`, refusing bad input with exit 2 before any request,
+"""What every check subcommand shares: `--config`/`--json`, refusing bad input with exit 2 before any request,
 a progress line on stderr when the work takes more than a second, and one JSON object or the terminal
 view on stdout.
 """

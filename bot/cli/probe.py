@@ -6,7 +6,7 @@ import argparse
 
 from bot.checks.probe import MAX_REPEAT, check_repeat, probe_request
 from bot.checks.probe_run import run_probe
-from bot.cli.console import Command, Console
+from bot.cli.console import Console, Subcommand
 from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_probe import probe_message
@@ -23,7 +23,7 @@ def _probe_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def probe_command(args: argparse.Namespace, console: Console) -> int:
+def probe_subcommand(args: argparse.Namespace, console: Console) -> int:
     """The guide's synthetic probe through the client cluster, classified with evidence."""
     try:
         settings = load_settings_for(args, console)
@@ -39,11 +39,11 @@ def probe_command(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, result.as_dict(), probe_message(result))
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         name="probe",
         help="the guide's synthetic probe: GET /apis/<gv>/namespaces/<ns>/<resource>?limit=1 via the client",
         add_arguments=_probe_arguments,
-        run=probe_command,
+        run=probe_subcommand,
     ),
 )

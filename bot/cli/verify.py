@@ -12,7 +12,7 @@ from typing import Any
 from bot.checks.context import CheckContext
 from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
 from bot.checks.verify_lines import VerifyResult
-from bot.cli.console import Command, Console
+from bot.cli.console import Console, Subcommand
 from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_verify import verify_message
@@ -55,7 +55,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def verify_command(args: argparse.Namespace, console: Console) -> int:
+def verify_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Scrape up, rules loaded, probe CronJob running and visible, /metrics/syncer readable."""
     try:
         settings = load_settings_for(args, console)
@@ -66,11 +66,11 @@ def verify_command(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, verify_report(result), verify_message(result))
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         name="verify",
         help="verify the monitoring: scrape up, rules loaded, probe CronJob succeeding, metrics readable",
         add_arguments=_arguments,
-        run=verify_command,
+        run=verify_subcommand,
     ),
 )
