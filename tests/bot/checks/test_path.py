@@ -18,7 +18,7 @@ from bot.checks.netpol_read import (
     network_policies_path,
     selector_matches,
 )
-from bot.checks.path import PathResult, PathVerdict, check_path
+from bot.checks.path import MAX_SAMPLES, PathResult, PathVerdict, check_path, check_samples
 from bot.errors import InputError
 from config.loader import load_settings
 from sim.server import SimServer
@@ -131,6 +131,14 @@ def test_match_expressions() -> None:
 def test_network_policies_path_refuses_non_names(namespace: str) -> None:
     with pytest.raises(InputError):
         network_policies_path(namespace)
+
+
+def test_samples_are_bounded_for_the_cli_and_slack_alike() -> None:
+    assert check_samples(1) == 1
+    assert check_samples(MAX_SAMPLES) == MAX_SAMPLES
+    for bad in (0, MAX_SAMPLES + 1):
+        with pytest.raises(InputError, match=f"^--samples: {bad} is not between 1 and {MAX_SAMPLES}$"):
+            check_samples(bad)
 
 
 # -- against the simulator ---------------------------------------------------------------------------------

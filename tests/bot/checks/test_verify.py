@@ -16,12 +16,14 @@ from bot.checks.verify import (
     CLUSTER_ROLE_FIX,
     GUIDE_ALERTS,
     check_verify,
+    chosen_clusters,
     is_syncer_scrape,
     judge_scrape,
     open_prometheus,
 )
 from bot.checks.verify_lines import Outcome, VerifyLine, VerifyResult
 from bot.clients.prometheus import Sample, ScrapeTarget
+from bot.errors import InputError
 from config.loader import load_settings, parse_config
 from config.settings import Settings
 from sim.defaults import CLIENT
@@ -175,6 +177,16 @@ def test_no_metrics_identity_fails_the_syncer_line_with_the_cluster_role(
 
 
 # -- the pure judgements ---------------------------------------------------------------------------------
+
+
+def test_chosen_clusters_are_all_or_one_configured_cluster(tmp_path: Path) -> None:
+    settings = parse_config(CONFIG, base_dir=tmp_path, env={}, purpose="demo").settings
+    assert chosen_clusters(settings, None) == settings.clusters
+    assert [c.name for c in chosen_clusters(settings, "team-a")] == ["team-a"]
+    with pytest.raises(
+        InputError, match=r"^--cluster: 'team-b' is not a configured cluster \(configured: team-a\)$"
+    ):
+        chosen_clusters(settings, "team-b")
 
 
 CONFIG = """
