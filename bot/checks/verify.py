@@ -13,7 +13,8 @@ Lines, per configured client cluster unless noted:
 
 A line that cannot be checked (no `prometheus.url`, no `control_plane`) is *not checked*, never a pass:
 monitoring that was not verified is not verified, so the overall result passes only when every line passes
-(the CLI exits 1 otherwise, and says which lines were skipped and why).
+(the CLI exits 1 otherwise, and says which lines were skipped and why). A line and the result are
+`bot.checks.verify_lines`; the two CronJob lines are `bot.checks.verify_cronjob`.
 """
 
 from __future__ import annotations
