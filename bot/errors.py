@@ -5,7 +5,16 @@
     ├── MetricsParseError      a vcluster_proxy_* line of /metrics/syncer is malformed (names the line)
     ├── ClusterError           a tenant cluster could not be read (unreachable, 401/403, 404 = too old)
     ├── UpstreamError          Prometheus, Alertmanager or Slack failed or refused
-    └── InputError             an argument from a user (command, button, webhook) is refused
+    │   └── SlackError         a Slack Web API call failed (bot/clients/slack.py)
+    │       ├── SlackRateLimited   429: nothing may be sent for `retry_after` seconds
+    │       ├── SlackTransient     5xx, timeout, connection error: the same call may succeed
+    │       └── SlackRejected      Slack refused the call (`error_code`); unchanged it cannot succeed
+    ├── StoreError             the state store failed (bot/store/errors.py)
+    ├── InputError             an argument from a user (command, button, webhook) is refused
+    └── Refused                the asker may not do this, or it cannot be done here; says why
+
+The Slack and store errors live next to the client and the store that raise them (each module imports
+this one); every other class is defined here.
 
 Third-party exceptions are converted into these at the boundary (clients/), so the handlers only ever
 see this hierarchy and can answer with a clear message instead of a stack trace.
@@ -56,3 +65,7 @@ class UpstreamError(ProxybotError):
 
 class InputError(ProxybotError):
     """User input was refused; the message says which field and why."""
+
+
+class Refused(ProxybotError):
+    """The person who asked or pressed may not do this, or it cannot be done for this alert; says why."""

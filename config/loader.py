@@ -22,7 +22,8 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from bot.errors import ConfigError
 from config import validation
-from config.settings import Loc, LocatedProblems, Settings
+from config.fields import Loc, LocatedProblems
+from config.settings import Settings
 
 Purpose = Literal["serve", "demo", "check"]
 DEFAULT_PATH = Path("config/proxybot.yaml")

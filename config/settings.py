@@ -1,7 +1,7 @@
 """The settings models: one `Settings` for the whole YAML file, every section strict (unknown keys fail).
 
-Checks that span several fields raise `LocatedProblems`, which carries a location per problem so the
-loader can report `clusters[1].targets[0].probe.group_version: ...` instead of a whole-model message.
+Checks that span several fields raise `config.fields.LocatedProblems`, which carries a location per problem
+so the loader can report `clusters[1].targets[0].probe.group_version: ...`, not a whole-model message.
 Relative paths resolve against `base_dir` from the validation context (the config file's directory).
 """
 
@@ -10,52 +10,32 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Self, TypeVar
+from typing import Annotated, Self
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, Field, SecretStr
 from pydantic import model_validator as _model_validator
 
 from config import validation
+from config.fields import (
+    ConfigPath,
+    DnsLabel,
+    GroupVersion,
+    HttpUrl,
+    LabelName,
+    Loc,
+    NonEmpty,
+    OptionalSecret,
+    ResourcePlural,
+    SlackChannel,
+    SlackUser,
+    StrictModel,
+    TargetName,
+    raise_if_any,
+)
 
-Loc = tuple[str | int, ...]
-_C = TypeVar("_C", bound=tuple[Any, ...] | dict[Any, Any])
 ALL_CLUSTERS = "*"
-
-
-class LocatedProblems(ValueError):
-    """Several problems found by one model check, each with a location relative to that model."""
-
-    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems))
-
-
-def _raise_if_any(problems: list[tuple[Loc, str]]) -> None:
-    if problems:
-        raise LocatedProblems(problems)
-
-
-# A length check that runs after the items validated: pydantic's min_length counts only valid items and
-# would add a misleading "empty" error next to the items' own errors.
-NonEmpty = Annotated[_C, AfterValidator(validation.non_empty)]
-HttpUrl = Annotated[str, AfterValidator(validation.http_url)]
-ConfigPath = Annotated[Path, AfterValidator(validation.resolve_path)]
-OptionalSecret = Annotated[SecretStr | None, BeforeValidator(validation.blank_to_none)]
-DnsLabel = Annotated[str, AfterValidator(validation.dns1123_label)]
-ResourcePlural = Annotated[str, AfterValidator(validation.dns1035_label)]
-GroupVersion = Annotated[str, AfterValidator(validation.group_version)]
-TargetName = Annotated[str, AfterValidator(validation.target_name)]
-LabelName = Annotated[str, AfterValidator(validation.prometheus_label_name)]
-SlackChannel = Annotated[str, AfterValidator(validation.slack_channel)]
-SlackUser = Annotated[str, AfterValidator(validation.slack_user)]
-
-
-class StrictModel(BaseModel):
-    """Base of every section: unknown keys are errors, values are immutable after loading."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SlackSettings(StrictModel):
@@ -84,7 +64,7 @@ class AlertmanagerSettings(StrictModel):
             problems.append((("webhook_password",), "webhook_username and webhook_password go together"))
         if self.webhook_token is not None and self.webhook_username is not None:
             problems.append((("webhook_token",), "set webhook_token or webhook_username/password, not both"))
-        _raise_if_any(problems)
+        raise_if_any(problems)
         return self
 
 
@@ -141,6 +121,11 @@ class ControlPlaneSettings(StrictModel):
     release: DnsLabel | None = None
 
 
+def default_namespace(tenant: str) -> str:
+    """vCluster's convention: tenant `<name>` runs in `vcluster-<name>` of the control plane cluster."""
+    return f"vcluster-{tenant}"
+
+
 class TargetSettings(StrictModel):
     """One target tenant cluster that a client forwards custom resources to."""
 
@@ -157,6 +142,12 @@ class TargetSettings(StrictModel):
         """The target's vCluster name: the `<name>` of `<project>/<name>`."""
         return self.name.partition("/")[2]
 
+    @property
+    def control_plane_namespace(self) -> str:
+        """The target's namespace in the control plane cluster: configured, else `vcluster-<name>`."""
+        configured = self.control_plane.namespace if self.control_plane else None
+        return configured or default_namespace(self.tenant_name)
+
     @_model_validator(mode="after")
     def _probe_is_proxied(self) -> Self:
         problems: list[tuple[Loc, str]] = [
@@ -167,7 +158,7 @@ class TargetSettings(StrictModel):
         if self.probe.group_version not in self.group_versions:
             message = f"{self.probe.group_version!r} is not one of this target's group_versions"
             problems.append((("probe", "group_version"), message))
-        _raise_if_any(problems)
+        raise_if_any(problems)
         return self
 
 
@@ -192,6 +183,12 @@ class ClusterSettings(StrictModel):
     # Each replica keeps its own peer caches, so an alert carrying `pod` is enriched from that pod when
     # it is listed here; otherwise from whichever replica the cluster's Service answers with.
     replicas: dict[DnsLabel, str] = Field(default_factory=dict)
+
+    @property
+    def control_plane_namespace(self) -> str:
+        """The client's namespace in the control plane cluster: configured, else `vcluster-<name>`."""
+        configured = self.control_plane.namespace if self.control_plane else None
+        return configured or default_namespace(self.name)
 
     def source(self, pod: str | None) -> str:
         """The live-state source for an alert's `pod`: that replica when addressable, else the cluster."""
@@ -302,7 +299,7 @@ class Settings(StrictModel):
 
     @_model_validator(mode="after")
     def _fleet_is_consistent(self) -> Self:
-        _raise_if_any(
+        raise_if_any(
             [*_duplicate_names(self.clusters), *_unrouted_channels(self), *_unknown_cluster_refs(self)]
         )
         return self

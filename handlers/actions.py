@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -24,12 +24,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
-from bot.errors import InputError, ProxybotError
+from bot.errors import InputError, Refused
 from bot.render.blocks import Message, code, esc
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store.models import AlertGroupState
 from config.settings import ClusterSettings, Requester, Settings, TargetSettings
-from handlers.respond import say
+from handlers.command_access import silence_refusal
+from handlers.command_silence import Silences
+from handlers.respond import Asked, answering, say
 
 log = logging.getLogger(__name__)
 
@@ -58,20 +60,6 @@ class GroupSource(Protocol):
     ) -> list[AlertGroupState]: ...
 
 
-class Silencer(Protocol):
-    """What *Silence 1h* needs of Alertmanager (`bot.clients.alertmanager.AlertmanagerClient` is one)."""
-
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str: ...
-
-
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -82,13 +70,9 @@ class ActionDeps:
 
     settings: Settings
     groups: GroupSource
-    silencer: Silencer | None
+    silencer: Silences | None
     checks: ButtonChecks = field(default_factory=ButtonChecks)
     now: Callable[[], datetime] = _utc_now
-
-
-class Refused(ProxybotError):
-    """The person who pressed may not do this, or it cannot be done for this alert; says why."""
 
 
 def register(app: AsyncApp, deps: ActionDeps) -> None:
@@ -196,16 +180,6 @@ def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
     return cluster
 
 
-def silence_refusal(settings: Settings, cluster: str, who: Requester) -> str:
-    if who.user not in settings.access.silencers:
-        why = "you are not in `access.silencers` of proxybot's configuration"
-    elif who.direct_message:
-        why = f"direct messages may not query cluster {code(cluster)} (see `access.direct_messages`)"
-    else:
-        why = f"this channel may not query cluster {code(cluster)} (see `access` in the configuration)"
-    return f"You may not silence alerts of cluster {code(cluster)}: {why}."
-
-
 async def _find_group(groups: GroupSource, wanted: str) -> AlertGroupState:
     # Group ids are hashes of group keys, so the store is scanned; it holds one row per live group.
     found = next((g for g in await groups.groups() if group_id(g.group_key) == wanted), None)
@@ -282,22 +256,16 @@ async def _answering(
     respond: AsyncRespond, what: str, work: Callable[[Pressed], Awaitable[None]], body: Mapping[str, Any]
 ) -> None:
     """Run a button's work; every way it can end is answered to the person who pressed."""
-    try:
-        pressed = Pressed.from_body(body)
-        await work(pressed)
-    except Refused as refusal:
-        user = (body.get("user") or {}).get("id")
-        log.info("refused %s by %s in %s: %s", what, user, (body.get("channel") or {}).get("id"), refusal)
-        await _ephemeral(respond, str(refusal))
-    except InputError as err:
-        log.warning("rejected %s button press: %s", what, err)
-        await _ephemeral(respond, f"This button cannot be used: {esc(err)}.")
-    except ProxybotError as err:
-        log.error("%s button failed: %s", what, err)
-        await _ephemeral(respond, f"The {what} failed: {esc(err)}")
-    except Exception:
-        log.exception("%s button failed unexpectedly", what)
-        await _ephemeral(respond, f"The {what} failed on proxybot's side; the error is in its log.")
+    user = (body.get("user") or {}).get("id")
+    where = (body.get("channel") or {}).get("id")
+    asked = Asked(
+        f"The {what}", f"{what} by {user} in {where}", "This button cannot be used: {}.", log, logging.WARNING
+    )
+
+    async def pressed() -> None:
+        await work(Pressed.from_body(body))
+
+    await answering(respond, asked, pressed)
 
 
 async def _ephemeral(respond: AsyncRespond, text: str) -> None:

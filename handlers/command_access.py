@@ -12,12 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks.context import TargetRef
-from bot.errors import InputError
+from bot.checks.context import TargetRef, resolve_target
+from bot.errors import Refused
 from bot.render.blocks import code, esc
 from config.settings import ClusterSettings, Requester, Settings
-from handlers.actions import Refused
-from handlers.command_args import shown
 
 
 @dataclass(frozen=True)
@@ -66,6 +64,17 @@ def query_refusal(cluster: str, asker: Asker) -> Refused:
     return Refused(f"You may not query cluster {code(cluster)} from here: {why}.")
 
 
+def silence_refusal(settings: Settings, cluster: str, who: Requester) -> str:
+    """Why `who` may not silence alerts of `cluster` from where they ask (buttons and `/proxy silence`)."""
+    if who.user not in settings.access.silencers:
+        why = "you are not in `access.silencers` of proxybot's configuration"
+    elif who.direct_message:
+        why = f"direct messages may not query cluster {code(cluster)} (see `access.direct_messages`)"
+    else:
+        why = f"this channel may not query cluster {code(cluster)} (see `access` in the configuration)"
+    return f"You may not silence alerts of cluster {code(cluster)}: {why}."
+
+
 def granted(settings: Settings, asker: Asker, sub: str) -> tuple[ClusterSettings, ...]:
     """The clusters the asker may query; Refused when none (every subcommand but help needs one)."""
     clusters = queryable(settings, asker.who)
@@ -80,12 +89,7 @@ def granted(settings: Settings, asker: Asker, sub: str) -> tuple[ClusterSettings
 
 def target_for(settings: Settings, asker: Asker, name: str) -> TargetRef:
     """A configured target the asker may query; unknown names list only targets they may see."""
-    found = settings.find_target(name)
-    if found is None:
-        visible = [t.name for c in queryable(settings, asker.who) for t in c.targets]
-        known = ", ".join(sorted(visible)) or "none you may query"
-        raise InputError(f"TARGET: {shown(name, 80)} is not a configured target (configured: {known})")
-    ref = TargetRef(*found)
+    ref = resolve_target(settings, name, queryable(settings, asker.who))
     if not settings.may_query(ref.cluster.name, asker.who):
         raise query_refusal(ref.cluster.name, asker)
     return ref

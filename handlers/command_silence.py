@@ -13,11 +13,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from bot.checks.context import resolve_target
 from bot.clients.alertmanager import Matcher, Silence, silence_id
-from bot.errors import InputError
+from bot.errors import InputError, Refused
 from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines
 from config.settings import Requester, Settings
-from handlers.actions import Refused, silence_refusal
+from handlers.command_access import queryable, silence_refusal
 from handlers.command_args import Invocation, parse_duration, shown
 
 DEFAULT_DURATION = "1h"
@@ -27,7 +28,7 @@ Work = Callable[[], Awaitable[Message]]
 
 
 class Silences(Protocol):
-    """Alertmanager's silences (`bot.clients.alertmanager.AlertmanagerClient` is one)."""
+    """Alertmanager's silences, for `/proxy silence` and *Silence 1h* (`AlertmanagerClient` is one)."""
 
     async def create_silence(
         self,
@@ -78,11 +79,8 @@ def _create(
     user_name: str,
     now: Callable[[], datetime],
 ) -> Work:
-    name = inv.arg(0) or ""
-    found = settings.find_target(name)
-    if found is None:
-        raise InputError(f"TARGET: {shown(name, 80)} is not a configured target")
-    cluster, target = found
+    ref = resolve_target(settings, inv.arg(0) or "", queryable(settings, who))
+    cluster, target = ref.cluster, ref.target
     if not settings.may_silence(cluster.name, who):
         raise Refused(silence_refusal(settings, cluster.name, who))
     duration = timedelta(seconds=parse_duration(inv.arg(1) or DEFAULT_DURATION))

@@ -34,14 +34,13 @@ from bot.checks.netpol import (
     netpol,
     parse_endpoint,
 )
-from bot.checks.path import DEFAULT_SAMPLES, check_path
-from bot.checks.probe import ProbeRequest, check_repeat, probe_request, run_probe
+from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
+from bot.checks.probe import ProbeRequest, check_repeat, probe_request
+from bot.checks.probe_run import run_probe
 from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
-from bot.checks.verify import check_verify, open_prometheus
-from bot.cli.path import check_samples
-from bot.cli.verify import chosen_clusters
+from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
 from bot.digest.runner import BuiltDigest
-from bot.errors import InputError, ProxybotError
+from bot.errors import InputError, Refused
 from bot.render.blocks import Message, esc
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
@@ -50,7 +49,7 @@ from bot.render.checks_status import reasons_message, status_message
 from bot.render.checks_verify import verify_message
 from bot.render.help import help_message
 from config.settings import ClusterSettings, Settings, TargetSettings
-from handlers.actions import ButtonChecks, Refused
+from handlers.actions import ButtonChecks
 from handlers.command_access import (
     Asker,
     allowed_subcommands,
@@ -61,7 +60,7 @@ from handlers.command_access import (
 )
 from handlers.command_args import Invocation, cross_cluster, parse_invocation, whole_number
 from handlers.command_silence import Silences, plan_silence
-from handlers.respond import say
+from handlers.respond import Asked, answering, say
 
 log = logging.getLogger(__name__)
 
@@ -130,26 +129,20 @@ async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespo
     started = time.monotonic()
     asker = Asker.from_body(body)
     text = str(body.get("text") or "")
-    public, sub = False, "command"
-    try:
+    logged = f"{COMMAND} {text[:200]!r} by {asker.who.user} in {asker.where}"
+    asked = Asked(f"`{COMMAND} command`", logged, "That command cannot run: {}. See `/proxy help`.", log)
+    sub = "command"
+
+    async def work() -> None:
+        nonlocal sub
         invocation = parse_invocation(text)
-        public, sub = invocation.public, invocation.sub
-        plan = plan_for(deps, invocation, asker)
-        result = await _run(plan, respond)
-    except Refused as refusal:
-        log.info("refused %s %r by %s in %s: %s", COMMAND, text[:200], asker.who.user, asker.where, refusal)
-        await say(respond, Message(str(refusal)))
-    except InputError as err:
-        log.info("rejected %s %r by %s: %s", COMMAND, text[:200], asker.who.user, err)
-        await say(respond, Message(f"That command cannot run: {esc(err)}. See `/proxy help`."))
-    except ProxybotError as err:
-        log.error("%s %r failed: %s", COMMAND, text[:200], err)
-        await say(respond, Message(f"`/proxy {sub}` failed: {esc(err)}"))
-    except Exception:
-        log.exception("%s %r failed unexpectedly", COMMAND, text[:200])
-        await say(respond, Message(f"`/proxy {sub}` failed on proxybot's side; the error is in its log."))
-    else:
-        await say(respond, result, public=public)
+        sub = invocation.sub
+        asked.name = f"`{COMMAND} {sub}`"
+        result = await _run(plan_for(deps, invocation, asker), respond)
+        await say(respond, result, public=invocation.public)
+
+    try:
+        await answering(respond, asked, work)
     finally:
         deps.observe(sub, time.monotonic() - started)
 

@@ -2,16 +2,22 @@
 
 A `response_url` takes five answers within 30 minutes; after that Slack answers HTTP 404 `used_url` or
 `expired_url`. bolt's `respond` returns that answer instead of raising, so it is checked here.
+
+`answering` is the one ladder of `/proxy` and the buttons: every way their work can end (refused, bad
+input, a failure proxybot names, a bug) is answered to the person who asked, as a sentence.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from slack_bolt.async_app import AsyncRespond
 
-from bot.render.blocks import Message
+from bot.errors import InputError, ProxybotError, Refused
+from bot.render.blocks import Message, esc
 
 log = logging.getLogger(__name__)
 
@@ -46,3 +52,32 @@ def refusal_code(body: str) -> str:
     if isinstance(decoded, dict) and isinstance(decoded.get("error"), str):
         return str(decoded["error"])
     return body.strip()[:80]
+
+
+@dataclass
+class Asked:
+    """One request as its answers and logs name it; `name` may be sharpened once the request is parsed."""
+
+    name: str  # what failed, as the answer says it: "`/proxy status`", "The silence"
+    logged: str  # who asked what from where, for the log: "silence by U123 in C456"
+    unusable: str  # the answer to refused input, `{}` standing for the reason
+    log: logging.Logger  # the handler's own logger
+    rejected_level: int = logging.INFO
+
+
+async def answering(respond: AsyncRespond, asked: Asked, work: Callable[[], Awaitable[None]]) -> None:
+    """Run `work`; every way it can end is answered to the person who asked, and logged."""
+    try:
+        await work()
+    except Refused as refusal:
+        asked.log.info("refused %s: %s", asked.logged, refusal)
+        await say(respond, Message(str(refusal)))
+    except InputError as err:
+        asked.log.log(asked.rejected_level, "rejected %s: %s", asked.logged, err)
+        await say(respond, Message(asked.unusable.format(esc(err))))
+    except ProxybotError as err:
+        asked.log.error("%s failed: %s", asked.logged, err)
+        await say(respond, Message(f"{asked.name} failed: {esc(err)}"))
+    except Exception:
+        asked.log.exception("%s failed unexpectedly", asked.logged)
+        await say(respond, Message(f"{asked.name} failed on proxybot's side; the error is in its log."))

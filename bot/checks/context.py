@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,11 +39,16 @@ class TargetRef:
         return self.target.name
 
 
-def resolve_target(settings: Settings, name: str) -> TargetRef:
-    """The configured target called `name`; anything else is refused, naming what is configured."""
+def resolve_target(
+    settings: Settings, name: str, visible: Iterable[ClusterSettings] | None = None
+) -> TargetRef:
+    """The configured target called `name`; anything else is refused, listing the targets of `visible`
+    (default: every cluster; `/proxy` passes only those the asker may query, so none is disclosed).
+    """
     found = settings.find_target(name)
     if found is None:
-        known = ", ".join(sorted(t.name for c in settings.clusters for t in c.targets))
+        clusters = settings.clusters if visible is None else visible
+        known = ", ".join(sorted(t.name for c in clusters for t in c.targets)) or "none you may query"
         shown = name if len(name) <= 80 else name[:80] + "…"
         raise InputError(f"TARGET: {shown!r} is not a configured target (configured: {known})")
     return TargetRef(*found)

@@ -6,8 +6,8 @@ result says so; a per-replica context pins one.
 
 `reasons` counts over a window when Prometheus is configured (`increase(...[window])`, the same queries
 alert enrichment uses) and otherwise shows totals since the proxy started, labelled as such: two reads
-`window` apart are impractical for a command. Each reason carries its meaning from the guide's table and
-whose side it is; the check fails when a proxy-fault reason counted in what is shown.
+`window` apart are impractical for a check run on demand. Each reason carries its meaning from the guide's
+table and whose side it is; the check fails when a proxy-fault reason counted in what is shown.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def _target_status(ref: TargetRef, read: ClusterRead) -> TargetStatus:
 
 
 def _unreadable(ref: TargetRef, why: str) -> Finding:
-    # No live state is no proof of health: a warning, so that the command exits non-zero.
+    # No live state is no proof of health: a warning, so that the check fails (the CLI exits non-zero).
     return Finding(
         severity=Severity.WARNING,
         kind="live_state_unavailable",

@@ -13,22 +13,25 @@ Lines, per configured client cluster unless noted:
 
 A line that cannot be checked (no `prometheus.url`, no `control_plane`) is *not checked*, never a pass:
 monitoring that was not verified is not verified, so the overall result passes only when every line passes
-(the CLI exits 1 otherwise, and says which lines were skipped and why).
+(the CLI exits 1 otherwise, and says which lines were skipped and why). A line and the result are
+`bot.checks.verify_lines`; the two CronJob lines are `bot.checks.verify_cronjob`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
-from typing import Any, Protocol
-
-from apscheduler.triggers.cron import CronTrigger
 
 from bot.checks.context import CheckContext
+from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
+from bot.checks.verify_lines import (
+    Outcome,
+    PrometheusApi,
+    VerifyLine,
+    VerifyResult,
+    skipped_line,
+    unreachable_line,
+)
 from bot.clients.prometheus import PrometheusClient, RuleGroup, Sample, ScrapeTarget, selector
 from bot.domain.alerts_catalog import (
     DISCOVERY_DEGRADED,
@@ -40,11 +43,10 @@ from bot.domain.alerts_catalog import (
     WATCHES_SILENT,
 )
 from bot.domain.parser import parse_syncer
-from bot.domain.paths import SYNCER_METRICS, ApiPath
+from bot.domain.paths import SYNCER_METRICS
 from bot.domain.snapshot import PEERS
 from bot.errors import ClusterError, InputError, MetricsParseError, UpstreamError
 from config.settings import ClusterSettings, Settings
-from config.validation import dns1123_label
 
 GUIDE_ALERTS = (
     NO_HEALTHY_PEERS,
@@ -55,11 +57,6 @@ GUIDE_ALERTS = (
     WATCHES_SILENT,
     PROBE_FAILING,
 )
-PROBE_CRONJOB = "proxy-probe"
-PROBE_SUCCESS_MAX_AGE = 900.0  # the guide's ResourceProxyProbeFailing threshold
-MISSED_INTERVALS = 3
-DEFAULT_INTERVAL = 300.0  # the guide's `*/5 * * * *`
-_CRONJOB = "/apis/batch/v1/namespaces/{namespace}/cronjobs/" + PROBE_CRONJOB
 _VCLUSTER_JOB = "vcluster"
 CLUSTER_ROLE_FIX = (
     "grant the bot's identity `get` on the non-resource URL /metrics/syncer in the tenant cluster: the "
@@ -69,66 +66,10 @@ CLUSTER_ROLE_FIX = (
 Progress = Callable[[str], None]
 
 
-class Outcome(StrEnum):
-    PASS = "pass"  # noqa: S105 (an outcome, not a password)
-    FAIL = "fail"
-    NOT_CHECKED = "not checked"
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyLine:
-    """One verified piece: what, for which cluster, the outcome, the evidence and the fix."""
-
-    key: str
-    cluster: str | None
-    outcome: Outcome
-    summary: str
-    evidence: tuple[str, ...] = ()
-    fix: str | None = None
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    """Every line of one `verify` run."""
-
-    lines: tuple[VerifyLine, ...]
-
-    @property
-    def outcome(self) -> Outcome:
-        outcomes = {line.outcome for line in self.lines}
-        if Outcome.FAIL in outcomes:
-            return Outcome.FAIL
-        return Outcome.NOT_CHECKED if Outcome.NOT_CHECKED in outcomes else Outcome.PASS
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome is Outcome.PASS
-
-
-class PrometheusApi(Protocol):
-    """What `verify` needs of Prometheus (`PrometheusClient` is one)."""
-
-    async def query(
-        self, expr: str, *, at: float | None = None, timeout: float | None = None
-    ) -> list[Sample]: ...
-
-    async def rules(self, *, timeout: float | None = None) -> list[RuleGroup]: ...
-
-    async def targets(self, *, timeout: float | None = None) -> list[ScrapeTarget]: ...
-
-
 def open_prometheus(settings: Settings, timeout: float = 5.0) -> PrometheusClient | None:
     """A client for `prometheus.url`, or None when it is not configured."""
     url = settings.prometheus.url
     return None if url is None else PrometheusClient(str(url), timeout=timeout)
-
-
-def cronjob_path(namespace: str) -> ApiPath:
-    """The probe CronJob of one control-plane namespace (a DNS-1123 label)."""
-    try:
-        return ApiPath(_CRONJOB.format(namespace=dns1123_label(namespace)))
-    except ValueError as err:
-        raise InputError(f"namespace: {err}") from None
 
 
 async def check_verify(
@@ -154,14 +95,15 @@ async def check_verify(
     return VerifyResult(tuple(lines))
 
 
-def _skipped(key: str, cluster: str | None, what: str) -> VerifyLine:
-    fix = "set `prometheus.url` in the config to the Prometheus that scrapes the client tenant clusters"
-    return VerifyLine(key, cluster, Outcome.NOT_CHECKED, f"skipped: no prometheus.url ({what})", (), fix)
-
-
-def _unreachable(key: str, cluster: str | None, err: UpstreamError) -> VerifyLine:
-    fix = "make Prometheus reachable from the bot (check `prometheus.url`, network policy, auth)"
-    return VerifyLine(key, cluster, Outcome.FAIL, "Prometheus did not answer", (str(err),), fix)
+def chosen_clusters(settings: Settings, name: str | None) -> tuple[ClusterSettings, ...]:
+    """The clusters `--cluster NAME` names (all when not given); InputError for an unknown name."""
+    if name is None:
+        return settings.clusters
+    found = tuple(c for c in settings.clusters if c.name == name)
+    if not found:
+        known = ", ".join(c.name for c in settings.clusters)
+        raise InputError(f"--cluster: {name[:80]!r} is not a configured cluster (configured: {known})")
+    return found
 
 
 # -- Prometheus: rules ---------------------------------------------------------------------------------
@@ -169,11 +111,11 @@ def _unreachable(key: str, cluster: str | None, err: UpstreamError) -> VerifyLin
 
 async def rules_line(prometheus: PrometheusApi | None, timeout: float) -> VerifyLine:
     if prometheus is None:
-        return _skipped("rules", None, "rules not checked")
+        return skipped_line("rules", None, "rules not checked")
     try:
         groups = await prometheus.rules(timeout=timeout)
     except UpstreamError as err:
-        return _unreachable("rules", None, err)
+        return unreachable_line("rules", None, err)
     return judge_rules(groups)
 
 
@@ -229,12 +171,12 @@ async def scrape_line(
     prometheus: PrometheusApi | None, cluster: ClusterSettings, timeout: float
 ) -> VerifyLine:
     if prometheus is None:
-        return _skipped("scrape", cluster.name, "scrape not checked")
+        return skipped_line("scrape", cluster.name, "scrape not checked")
     try:
         targets = [t for t in await prometheus.targets(timeout=timeout) if is_syncer_scrape(t, cluster.match)]
         up = await prometheus.query(selector("up", cluster.match), timeout=timeout) if targets else []
     except UpstreamError as err:
-        return _unreachable("scrape", cluster.name, err)
+        return unreachable_line("scrape", cluster.name, err)
     return judge_scrape(cluster, targets, up)
 
 
@@ -266,140 +208,6 @@ def judge_scrape(
         return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, tuple(shown_targets), fix)
     summary = f"scraped, up == 1 ({len(targets)} target(s))"
     return VerifyLine("scrape", cluster.name, Outcome.PASS, summary, tuple(shown_targets))
-
-
-# -- the probe CronJob ---------------------------------------------------------------------------------
-
-
-async def cronjob_line(ctx: CheckContext, cluster: ClusterSettings) -> VerifyLine:
-    access = cluster.control_plane
-    if access is None:
-        fix = f"add `control_plane` (kubeconfig, namespace) to cluster {cluster.name} in the config"
-        return VerifyLine(
-            "probe-cronjob",
-            cluster.name,
-            Outcome.NOT_CHECKED,
-            "skipped: no control_plane configured",
-            (),
-            fix,
-        )
-    namespace = access.namespace or f"vcluster-{cluster.name}"
-    try:
-        reader = await ctx.control_plane(cluster.name, access)
-        response = await reader.get(cronjob_path(namespace), timeout=ctx.timeout)
-    except ClusterError as err:
-        fix = "give the bot read access (get on cronjobs.batch) to the control plane cluster"
-        return VerifyLine(
-            "probe-cronjob", cluster.name, Outcome.FAIL, "could not read the CronJob", (str(err),), fix
-        )
-    if response.status == 404:
-        fix = (
-            f"deploy the guide's proxy-probe ConfigMap and CronJob into {namespace} on the control plane "
-            "cluster (e.g. through experimental.deploy.host.manifests in the client's vcluster.yaml)"
-        )
-        return VerifyLine(
-            "probe-cronjob", cluster.name, Outcome.FAIL, f"no CronJob {PROBE_CRONJOB} in {namespace}", (), fix
-        )
-    if response.status != 200:
-        fix = "give the bot `get` on cronjobs.batch in the client's control-plane namespace"
-        return VerifyLine(
-            "probe-cronjob",
-            cluster.name,
-            Outcome.FAIL,
-            f"reading the CronJob answered HTTP {response.status}",
-            (),
-            fix,
-        )
-    return judge_cronjob(cluster.name, namespace, _json(response.body), ctx.wall())
-
-
-def _json(body: bytes) -> Mapping[str, Any]:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return {}
-    return value if isinstance(value, Mapping) else {}
-
-
-def _timestamp(value: object) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def schedule_interval(schedule: str, now: float) -> float | None:
-    """Seconds between the next two runs of a cron schedule; None when it does not parse."""
-    try:
-        trigger = CronTrigger.from_crontab(schedule, timezone=UTC)
-    except ValueError:
-        return None
-    first = trigger.get_next_fire_time(None, datetime.fromtimestamp(now, UTC))
-    second = trigger.get_next_fire_time(first, first + timedelta(seconds=1)) if first else None
-    return (second - first).total_seconds() if first and second else None
-
-
-def judge_cronjob(cluster: str, namespace: str, cronjob: Mapping[str, Any], now: float) -> VerifyLine:
-    """Pass when not suspended, scheduled within three intervals and successful within 900 s."""
-    spec, status = cronjob.get("spec") or {}, cronjob.get("status") or {}
-    schedule = str(spec.get("schedule", ""))
-    interval = schedule_interval(schedule, now) or DEFAULT_INTERVAL
-    scheduled, succeeded = (
-        _timestamp(status.get("lastScheduleTime")),
-        _timestamp(status.get("lastSuccessfulTime")),
-    )
-    evidence = (
-        f"schedule {schedule!r} (every {interval:g} s), suspended: {bool(spec.get('suspend'))}",
-        f"last scheduled: {_age(scheduled, now)}",
-        f"last succeeded: {_age(succeeded, now)}",
-    )
-    problems = []
-    if spec.get("suspend"):
-        problems.append("the CronJob is suspended")
-    if scheduled is None or now - scheduled > MISSED_INTERVALS * interval:
-        problems.append(f"not scheduled within {MISSED_INTERVALS} intervals")
-    if succeeded is None or now - succeeded > PROBE_SUCCESS_MAX_AGE:
-        problems.append(f"no successful run within {PROBE_SUCCESS_MAX_AGE:g} s")
-    if problems:
-        fix = (
-            f"look at the probe's Jobs and their logs (`kubectl get jobs,pods -n {namespace}`): a missing "
-            "vc-<release>-proxy-probe kubeconfig secret, a wrong Service address, or a failing proxied "
-            "request"
-        )
-        return VerifyLine("probe-cronjob", cluster, Outcome.FAIL, "; ".join(problems), evidence, fix)
-    return VerifyLine("probe-cronjob", cluster, Outcome.PASS, "the probe runs and succeeds", evidence)
-
-
-def _age(at: float | None, now: float) -> str:
-    return "never" if at is None else f"{max(0.0, now - at):.0f} s ago"
-
-
-async def cronjob_series_line(
-    prometheus: PrometheusApi | None, cluster: ClusterSettings, timeout: float
-) -> VerifyLine:
-    if prometheus is None:
-        return _skipped("probe-series", cluster.name, "kube_cronjob_created not checked")
-    namespace = (
-        cluster.control_plane.namespace if cluster.control_plane else None
-    ) or f"vcluster-{cluster.name}"
-    expr = selector("kube_cronjob_created", {"namespace": namespace, "cronjob": PROBE_CRONJOB})
-    try:
-        found = await prometheus.query(expr, timeout=timeout)
-    except UpstreamError as err:
-        return _unreachable("probe-series", cluster.name, err)
-    if not found:
-        fix = (
-            "kube-state-metrics on the control plane cluster must expose CronJobs (its `cronjobs` collector) "
-            "and be scraped: without the series ResourceProxyProbeFailing cannot evaluate"
-        )
-        return VerifyLine(
-            "probe-series", cluster.name, Outcome.FAIL, f"{expr} is absent in Prometheus", (), fix
-        )
-    return VerifyLine(
-        "probe-series", cluster.name, Outcome.PASS, f"{expr} is visible", (f"{len(found)} series",)
-    )
 
 
 # -- /metrics/syncer with the bot's credentials --------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What every `proxybot` command is given: its environment and output streams, and its own shape."""
+"""What every `proxybot` subcommand is given: its environment and output streams, and its own shape."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TextIO
 
 @dataclass(frozen=True)
 class Console:
-    """What a command may touch besides its arguments: the environment and the two output streams."""
+    """What a subcommand may touch besides its arguments: the environment and the two output streams."""
 
     env: Mapping[str, str]
     out: TextIO
@@ -24,7 +24,7 @@ class Console:
 
 
 @dataclass(frozen=True)
-class Command:
+class Subcommand:
     """One `proxybot` subcommand."""
 
     name: str

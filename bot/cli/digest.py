@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from bot.checks.context import CheckContext
-from bot.cli.console import Command, Console
-from bot.cli.probe import (
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
     add_common_arguments,
@@ -66,7 +66,7 @@ async def _digest(settings: Settings, post: bool) -> BuiltDigest:
         return await runner.build(PREVIEW, record_sample=False)
 
 
-def digest_command(args: argparse.Namespace, console: Console) -> int:
+def digest_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Build the digest now; print it, or post it with `--post`."""
     try:
         settings = load_settings_for(args, console)
@@ -93,11 +93,11 @@ def digest_command(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if report["passed"] else EXIT_FAILED
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         name="digest",
         help="the fleet health digest now: printed, or posted to Slack with --post",
         add_arguments=_arguments,
-        run=digest_command,
+        run=digest_subcommand,
     ),
 )

@@ -1,8 +1,9 @@
 """The `proxybot` command line.
 
-Each command is a `Command` in `COMMANDS`: a name, a help line, a function that declares its arguments and
-a function that runs it with the parsed arguments and a `Console` (environment and output streams), so
-tests run commands in-process with their own environment and no global state.
+Each subcommand is a `Subcommand` in `SUBCOMMANDS`: a name, a help line, a function that declares its
+arguments and a function that runs it with the parsed arguments and a `Console` (environment and output
+streams), so tests run subcommands in-process with their own environment and no global state. ("Commands"
+are `/proxy`'s, in handlers/commands.py.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bot.cli import digest, netpol, path, probe, status, verify
-from bot.cli.console import Command, Console
+from bot.cli.console import Console, Subcommand
 from bot.errors import ConfigError
 from config.loader import config_path, load_config
 
@@ -123,7 +124,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     return run_demo(args.scenario, args.speed, args.duration, console.out, style)
 
 
-# `sim` is the simulator's own command: imported only when `proxybot sim` is used, so the bot itself
+# `sim` is the simulator's own subcommand: imported only when `proxybot sim` is used, so the bot itself
 # never depends on the simulator (STYLE.md's import direction).
 def _sim_arguments(parser: argparse.ArgumentParser) -> None:
     from sim import cli as sim_cli
@@ -137,26 +138,26 @@ def _sim(args: argparse.Namespace, console: Console) -> int:
     return sim_cli.run(args)
 
 
-_OWN_COMMANDS: tuple[Command, ...] = (
-    Command(
+_OWN_SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         name="check-config",
         help="validate the config and print every problem",
         add_arguments=_check_config_arguments,
         run=check_config,
     ),
-    Command(
+    Subcommand(
         name="demo",
         help="run everything on this machine: simulated clusters, the bot, Slack shown in the terminal",
         add_arguments=_demo_arguments,
         run=_demo,
     ),
-    Command(
+    Subcommand(
         name="serve",
         help="run the bot: webhook intake, Slack, health and metrics endpoints, workers",
         add_arguments=_serve_arguments,
         run=_serve,
     ),
-    Command(
+    Subcommand(
         name="sim",
         help="run the simulated client/target tenant clusters alone; write kubeconfigs and a config",
         add_arguments=_sim_arguments,
@@ -165,42 +166,42 @@ _OWN_COMMANDS: tuple[Command, ...] = (
 )
 
 
-# The checks' commands live with their checks (bot/cli/); this is the one place that lists them.
-COMMANDS: tuple[Command, ...] = (
-    *_OWN_COMMANDS,
-    *status.COMMANDS,
-    *probe.COMMANDS,
-    *netpol.COMMANDS,
-    *path.COMMANDS,
-    *verify.COMMANDS,
-    *digest.COMMANDS,
+# The checks' subcommands live in bot/cli/ beside this module; this is the one place that lists them.
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    *_OWN_SUBCOMMANDS,
+    *status.SUBCOMMANDS,
+    *probe.SUBCOMMANDS,
+    *netpol.SUBCOMMANDS,
+    *path.SUBCOMMANDS,
+    *verify.SUBCOMMANDS,
+    *digest.SUBCOMMANDS,
 )
 
 
-def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+def build_parser(subcommands: Sequence[Subcommand] = SUBCOMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="proxybot", description="Slack chat-ops for the vCluster Platform resource proxy."
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in commands:
-        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
-        command.add_arguments(sub)
-        sub.set_defaults(run=command.run)
+    subparsers = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
+    for subcommand in subcommands:
+        sub = subparsers.add_parser(subcommand.name, help=subcommand.help, description=subcommand.help)
+        subcommand.add_arguments(sub)
+        sub.set_defaults(run=subcommand.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
-    """Run one command; returns the exit status (0 ok, 1 check failed, 2 usage or config error)."""
+    """Run one subcommand; returns the exit status (0 ok, 1 check failed, 2 usage or config error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
+    if args.subcommand is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     console = Console(env=os.environ if env is None else env, out=sys.stdout, err=sys.stderr)
     try:
         status: int = args.run(args, console)
     except ConfigError as exc:
-        # Any command that loads the config reports it the same way check-config does.
+        # Any subcommand that loads the config reports it the same way check-config does.
         for problem in exc.problems:
             console.warn(problem)
         return EXIT_USAGE

@@ -14,8 +14,8 @@ from bot.checks.netpol import (
     parse_endpoint,
     parse_port,
 )
-from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, refuse
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import add_common_arguments, finish, refuse
 from bot.errors import InputError
 
 
@@ -50,7 +50,7 @@ def _cross(args: argparse.Namespace) -> CrossCluster | None:
     return CrossCluster(peers, stun, ports, stun_given=bool(args.stun))
 
 
-def netpol_command(args: argparse.Namespace, console: Console) -> int:
+def netpol_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Both ends' vcluster.yaml NetworkPolicy values, with the reason for each part."""
     try:
         client = parse_endpoint("--client", args.client)
@@ -77,11 +77,11 @@ def terminal_text(result: NetpolResult) -> str:
     )
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         name="netpol",
         help="the vcluster.yaml NetworkPolicy values for both ends of a client/target pair",
         add_arguments=_arguments,
-        run=netpol_command,
+        run=netpol_subcommand,
     ),
 )

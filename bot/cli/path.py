@@ -11,17 +11,12 @@ from typing import Any
 
 from bot.checks.context import resolve_target
 from bot.checks.netpol_read import EndVerdict
-from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, LatencySeries, PathResult, check_path
-from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, PathResult, check_path, check_samples
+from bot.checks.path_signals import LatencySeries
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_path import path_message
-
-
-def check_samples(samples: int) -> int:
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise InputError(f"--samples: {samples} is not between 1 and {MAX_SAMPLES}")
-    return samples
 
 
 def _series(series: LatencySeries | None) -> dict[str, Any] | None:
@@ -85,7 +80,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def path_command(args: argparse.Namespace, console: Console) -> int:
+def path_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Sample both sides, read the dial histogram and both ends' NetworkPolicies, and weigh them."""
     try:
         settings = load_settings_for(args, console)
@@ -102,11 +97,11 @@ def path_command(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, path_report(result), path_message(result))
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         name="path",
         help="direct-vs-relay evidence (latency floor, dial step) and the NetworkPolicy check of both ends",
         add_arguments=_arguments,
-        run=path_command,
+        run=path_subcommand,
     ),
 )

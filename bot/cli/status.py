@@ -7,8 +7,8 @@ from contextlib import AsyncExitStack
 
 from bot.checks.context import CheckContext, resolve_target
 from bot.checks.status import ReasonsResult, parse_window, run_reasons, run_status
-from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, load_settings_for, now, refuse, run_check
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import add_common_arguments, finish, load_settings_for, now, refuse, run_check
 from bot.clients.prometheus import PrometheusClient
 from bot.errors import ConfigError, InputError
 from bot.render.checks_status import reasons_message, status_message
@@ -51,12 +51,12 @@ def _live(args: argparse.Namespace, console: Console, check: str, title: str | N
     return finish(args, console, report, status_message(result, now(), title=title))
 
 
-def status_command(args: argparse.Namespace, console: Console) -> int:
+def status_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Live state of one or every target and the diagnosis; exit 1 on any warning or worse."""
     return _live(args, console, "status", None)
 
 
-def peers_command(args: argparse.Namespace, console: Console) -> int:
+def peers_subcommand(args: argparse.Namespace, console: Console) -> int:
     """The peer caches of one target per group/version, with the diagnosis."""
     return _live(args, console, "peers", f"Peers of {args.target}")
 
@@ -69,7 +69,7 @@ async def _reasons(ctx: CheckContext, settings: Settings, target: str, window: i
         return await run_reasons(ctx, target, window=window, prometheus=prometheus)
 
 
-def reasons_command(args: argparse.Namespace, console: Console) -> int:
+def reasons_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Outcome reasons per counter family with meanings; exit 1 when a proxy-fault reason counted."""
     try:
         settings = load_settings_for(args, console)
@@ -83,18 +83,18 @@ def reasons_command(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, result.as_dict(), reasons_message(result))
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         "status",
         "live proxy state per target and group/version, and the diagnosis",
         _status_arguments,
-        status_command,
+        status_subcommand,
     ),
-    Command("peers", "peer caches of one target per group/version", _peers_arguments, peers_command),
-    Command(
+    Subcommand("peers", "peer caches of one target per group/version", _peers_arguments, peers_subcommand),
+    Subcommand(
         "reasons",
         "outcome-reason breakdown of one target with each reason's meaning",
         _reasons_arguments,
-        reasons_command,
+        reasons_subcommand,
     ),
 )

@@ -10,12 +10,13 @@ import argparse
 from typing import Any
 
 from bot.checks.context import CheckContext
-from bot.checks.verify import VerifyResult, check_verify, open_prometheus
-from bot.cli.console import Command, Console
-from bot.cli.probe import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
+from bot.checks.verify_lines import VerifyResult
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_verify import verify_message
-from config.settings import ClusterSettings, Settings
+from config.settings import ClusterSettings
 
 
 def verify_report(result: VerifyResult) -> dict[str, Any]:
@@ -38,16 +39,6 @@ def verify_report(result: VerifyResult) -> dict[str, Any]:
     }
 
 
-def chosen_clusters(settings: Settings, name: str | None) -> tuple[ClusterSettings, ...]:
-    if name is None:
-        return settings.clusters
-    found = tuple(c for c in settings.clusters if c.name == name)
-    if not found:
-        known = ", ".join(c.name for c in settings.clusters)
-        raise InputError(f"--cluster: {name[:80]!r} is not a configured cluster (configured: {known})")
-    return found
-
-
 async def _verify(ctx: CheckContext, clusters: tuple[ClusterSettings, ...]) -> VerifyResult:
     prometheus = open_prometheus(ctx.settings, ctx.timeout)
     try:
@@ -64,7 +55,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def verify_command(args: argparse.Namespace, console: Console) -> int:
+def verify_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Scrape up, rules loaded, probe CronJob running and visible, /metrics/syncer readable."""
     try:
         settings = load_settings_for(args, console)
@@ -75,11 +66,11 @@ def verify_command(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, verify_report(result), verify_message(result))
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
         name="verify",
         help="verify the monitoring: scrape up, rules loaded, probe CronJob succeeding, metrics readable",
         add_arguments=_arguments,
-        run=verify_command,
+        run=verify_subcommand,
     ),
 )

@@ -20,7 +20,8 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from bot.checks.context import CheckContext
-from bot.checks.verify import Outcome, cronjob_path, judge_cronjob
+from bot.checks.verify_cronjob import cronjob_path, judge_cronjob
+from bot.checks.verify_lines import Outcome
 from bot.errors import ClusterError
 from bot.live import ClusterRead
 from config.settings import ClusterSettings
@@ -138,7 +139,7 @@ class ContextCronJobs:
     async def probe_run(self, cluster: ClusterSettings, now: float) -> ProbeRun:
         access = cluster.control_plane
         assert access is not None  # probe_runs only asks for clusters with a control plane
-        namespace = access.namespace or f"vcluster-{cluster.name}"
+        namespace = cluster.control_plane_namespace
         try:
             reader = await self.ctx.control_plane(cluster.name, access)
             response = await reader.get(cronjob_path(namespace), timeout=self.ctx.timeout)

@@ -1,4 +1,5 @@
-"""Message content, neutral: what an alert group, a change, a command answer or a storm says.
+"""Message content, neutral: what an alert group, a change or a command answer says (a storm summary:
+`bot.domain.storm_summary`).
 
 These are plain data for the renderers (`bot/render/slack.py`, `bot/render/terminal.py`); nothing here
 knows Block Kit. Label values in here come from outside (Alertmanager, users) and are untrusted: the
@@ -8,11 +9,9 @@ renderers escape them, and `ActionRef` carries only validated names to the butto
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 import re
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -211,179 +210,8 @@ class Tally:
     worst: Severity
 
 
-class CommonCause(StrEnum):
-    """What many alerts at once most likely share (the relay makes the platform a shared failure domain)."""
-
-    PLATFORM_PATH = "platform_path"  # many targets across several clients
-    CLIENT_CLUSTER = "client_cluster"  # many targets of one client
-    ONE_TARGET = "one_target"  # many alerts, one target
-    UNCLEAR = "unclear"
-
-
-@dataclass(frozen=True, slots=True)
-class StormEntry:
-    """One alert counted in a storm."""
-
-    alertname: str
-    severity: Severity
-    group_key: str
-    target: str | None = None
-    cluster: str | None = None
-
-
-_K = TypeVar("_K", bound=Hashable)
-
-
-class _Key:
-    """Running counts of one alert name or one target: alerts, alerts per target, alerts per severity."""
-
-    __slots__ = ("count", "per_severity", "per_target")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.per_target: Counter[str] = Counter()
-        self.per_severity: Counter[Severity] = Counter()
-
-    def change(self, entry: StormEntry, by: int) -> None:
-        self.count += by
-        _bump(self.per_severity, entry.severity, by)
-        if entry.target:
-            _bump(self.per_target, entry.target, by)
-
-    def tally(self, name: str) -> Tally:
-        return Tally(name, self.count, len(self.per_target), max(self.per_severity, default=Severity.OK))
-
-
-def _bump(counter: Counter[_K], key: _K, by: int) -> None:
-    counter[key] += by
-    if counter[key] <= 0:
-        del counter[key]
-
-
-def _worst_first(t: Tally) -> tuple[int, int, str]:
-    return (-t.worst, -t.count, t.name)
-
-
-class StormCounts:
-    """A storm's counts kept up to date entry by entry, so a big storm is never recounted from scratch."""
-
-    def __init__(self, entries: Iterable[StormEntry] = ()) -> None:
-        self.alerts = 0
-        self._alerts: dict[str, _Key] = {}
-        self._targets: dict[str, _Key] = {}
-        self._groups: Counter[str] = Counter()
-        self._clusters: Counter[str] = Counter()
-        for entry in entries:
-            self.add(entry)
-
-    def add(self, entry: StormEntry) -> None:
-        self._change(entry, 1)
-
-    def remove(self, entry: StormEntry) -> None:
-        """Take back an entry added before (a group's entries are replaced when it changes)."""
-        self._change(entry, -1)
-
-    @property
-    def groups(self) -> int:
-        return len(self._groups)
-
-    @property
-    def targets(self) -> int:
-        return len(self._targets)
-
-    @property
-    def clusters(self) -> int:
-        return len(self._clusters)
-
-    @property
-    def alert_names(self) -> int:
-        return len(self._alerts)
-
-    def by_alert(self, limit: int | None = None) -> list[Tally]:
-        """Counts per alert name, worst first, then most alerts first, then by name; the first `limit`."""
-        return _ranked(self._alerts, limit)
-
-    def by_target(self, limit: int | None = None) -> list[Tally]:
-        return _ranked(self._targets, limit)
-
-    def common_cause(self) -> CommonCause:
-        return _common_cause(self.targets, self.clusters, self.alerts)
-
-    def _change(self, entry: StormEntry, by: int) -> None:
-        self.alerts += by
-        _bump(self._groups, entry.group_key, by)
-        if entry.cluster:
-            _bump(self._clusters, entry.cluster, by)
-        _change_key(self._alerts, entry.alertname, entry, by)
-        if entry.target:
-            _change_key(self._targets, entry.target, entry, by)
-
-
-def _change_key(keys: dict[str, _Key], name: str, entry: StormEntry, by: int) -> None:
-    key = keys.get(name)
-    if key is None:
-        key = keys[name] = _Key()
-    key.change(entry, by)
-    if key.count <= 0:
-        del keys[name]
-
-
-def _ranked(keys: Mapping[str, _Key], limit: int | None) -> list[Tally]:
-    tallies = (k.tally(name) for name, k in keys.items())
-    if limit is None:
-        return sorted(tallies, key=_worst_first)
-    # Only the lines that will be shown are ordered: a storm over 500 targets shows a dozen.
-    return heapq.nsmallest(limit, tallies, key=_worst_first)
-
-
-@dataclass(frozen=True)
-class StormView:
-    """A storm summary: many new groups in one channel in a short time, summarised in one message.
-
-    Built from `entries`, or from running `counts` that the storm desk keeps (then `entries` stays empty).
-    """
-
-    entries: tuple[StormEntry, ...]
-    started_at: datetime
-    ended_at: datetime | None = None
-    counts: StormCounts = field(default_factory=StormCounts, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.entries and self.counts.alerts == 0:
-            object.__setattr__(self, "counts", StormCounts(self.entries))
-
-    @classmethod
-    def of(cls, counts: StormCounts, started_at: datetime, ended_at: datetime | None = None) -> StormView:
-        return cls((), started_at, ended_at, counts)
-
-    @property
-    def alerts(self) -> int:
-        return self.counts.alerts
-
-    @property
-    def groups(self) -> int:
-        return self.counts.groups
-
-    @property
-    def targets(self) -> int:
-        return self.counts.targets
-
-    @property
-    def clusters(self) -> int:
-        return self.counts.clusters
-
-    def by_alert(self, limit: int | None = None) -> list[Tally]:
-        return self.counts.by_alert(limit)
-
-    def by_target(self, limit: int | None = None) -> list[Tally]:
-        return self.counts.by_target(limit)
-
-    def common_cause(self) -> CommonCause:
-        return self.counts.common_cause()
-
-
 class _Counted(Protocol):
-    """What `tally` reads; AlertView and StormEntry both have it."""
+    """What `tally` reads (an AlertView has it)."""
 
     @property
     def severity(self) -> Severity: ...
@@ -406,21 +234,3 @@ def tally(items: Iterable[_C], key: Callable[[_C], str]) -> list[Tally]:
         found[name] = (count + 1, targets, max(bad, item.severity))
     tallies = [Tally(n, c, len(t), w) for n, (c, t, w) in found.items()]
     return sorted(tallies, key=lambda t: (-t.worst, -t.count, t.name))
-
-
-def likely_common_cause(entries: Iterable[StormEntry]) -> CommonCause:
-    """The guide's reading of a storm: several clients failing at once share the platform path."""
-    items = list(entries)
-    targets = {e.target for e in items if e.target}
-    clusters = {e.cluster for e in items if e.cluster}
-    return _common_cause(len(targets), len(clusters), len(items))
-
-
-def _common_cause(targets: int, clusters: int, alerts: int) -> CommonCause:
-    if targets >= 3 and clusters >= 2:
-        return CommonCause.PLATFORM_PATH
-    if targets >= 3 and clusters == 1:
-        return CommonCause.CLIENT_CLUSTER
-    if targets == 1 and alerts >= 2:
-        return CommonCause.ONE_TARGET
-    return CommonCause.UNCLEAR

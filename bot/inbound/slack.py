@@ -31,7 +31,8 @@ from bot.errors import ConfigError
 from bot.inbound.body import read_within
 from config.settings import Settings
 from handlers import actions
-from handlers.actions import ActionDeps, ButtonChecks, Silencer
+from handlers.actions import ActionDeps, ButtonChecks
+from handlers.command_silence import Silences as Silencer
 
 log = logging.getLogger(__name__)
 

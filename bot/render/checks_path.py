@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.checks.path import LatencySeries, PathResult, PathVerdict
+from bot.checks.path import PathResult, PathVerdict
+from bot.checks.path_signals import LatencySeries
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
 
 _MARK = {PathVerdict.LIKELY_DIRECT: "✅", PathVerdict.LIKELY_RELAYED: "🟠", PathVerdict.UNKNOWN: "🔵"}

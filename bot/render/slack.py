@@ -15,14 +15,13 @@ from bot.domain.findings import Finding, Severity, sort_worst_first
 from bot.domain.messages import (
     AlertGroupView,
     AlertView,
-    CommonCause,
     FindingsReport,
     GroupChange,
     GroupStatus,
     LiveRead,
-    StormView,
     Tally,
 )
+from bot.domain.storm_summary import CommonCause, StormView
 from bot.render.blocks import (
     Block,
     Button,

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
-from bot.domain.messages import StormEntry
+from bot.domain.storm_summary import StormEntry
 from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
 from bot.store.transaction import immediate
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
-from bot.domain.messages import StormEntry
+from bot.domain.storm_summary import StormEntry
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.cli.main import COMMANDS
+from bot.cli.main import SUBCOMMANDS
 from bot.inbound.slack import EVENTS_PATH
 
 SLACK = Path(__file__).resolve().parents[2] / "config" / "slack"
@@ -41,7 +41,7 @@ def hinted_subcommands(hint: str) -> set[str]:
 
 
 def slack_subcommands() -> set[str]:
-    return {command.name for command in COMMANDS} - LOCAL_ONLY | SLACK_ONLY
+    return {command.name for command in SUBCOMMANDS} - LOCAL_ONLY | SLACK_ONLY
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)

@@ -15,7 +15,7 @@ import pytest
 from starlette.applications import Starlette
 
 from bot.app import Deps, create_app
-from bot.clients.alertmanager import AlertmanagerClient, Matcher
+from bot.clients.alertmanager import AlertmanagerClient, Matcher, Silence
 from bot.domain.alerts import AlertStatus
 from bot.errors import ClusterError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
@@ -24,7 +24,8 @@ from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store import AlertGroupState, Store
 from bot.store.models import GroupFacts
 from config.settings import ClusterSettings, TargetSettings
-from handlers.actions import ButtonChecks, Silencer
+from handlers.actions import ButtonChecks
+from handlers.command_silence import Silences as Silencer
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_app import (
     ALERTS,
@@ -77,6 +78,12 @@ class FakeSilencer:
             }
         )
         return "6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
+
+    async def silences(self) -> list[Silence]:
+        return []  # the buttons only create silences
+
+    async def expire_silence(self, silence: str) -> None:
+        raise AssertionError(f"the buttons never expire a silence ({silence})")
 
 
 @dataclass

@@ -37,12 +37,15 @@ from bot.render.blocks import Message
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
 from bot.store import Store, open_store
 from config.loader import parse_config
-from config.settings import Settings
+from config.settings import Requester, Settings
 from handlers import commands
+from handlers.command_access import Asker, target_for
 from handlers.command_args import USAGES, parse_duration, parse_invocation, split_words
 from handlers.commands import CommandDeps, DigestNow, button_checks
 from sim.slack_api import FakeSlack, iter_texts
 from tests.bot.cli.conftest import RecordingSimServer
+from tests.config.test_settings import cluster as fleet_cluster
+from tests.config.test_settings import config as fleet_config
 from tests.fakes.slack_app import SocketSlack
 from tests.fakes.slack_requests import (
     BOT_TOKEN,
@@ -489,6 +492,31 @@ async def test_refusals_say_what_and_why_and_are_logged(
     assert silences.created == []
     assert silences.expired == []
     assert any("refused /proxy" in r.getMessage() and user in r.getMessage() for r in caplog.records)
+
+
+async def test_an_unknown_target_gets_the_same_answer_from_every_subcommand(healthy: Sim, bots: Any) -> None:
+    bot = await bots(healthy, FakeSilences())
+    [probe] = await bot.ask("probe platform/nope")
+    [silence] = await bot.ask("silence platform/nope")
+    expected = (
+        "That command cannot run: TARGET: 'platform/nope' is not a configured target "
+        f"(configured: {TARGET}). See `/proxy help`."
+    )
+    assert probe["text"] == expected
+    assert silence["text"] == expected
+
+
+def test_an_unknown_target_lists_only_the_targets_the_asker_may_query() -> None:
+    data = fleet_config(
+        clusters=[fleet_cluster("prod"), fleet_cluster("dev")],
+        access={"channels": [{"channel": "#ops", "clusters": ["prod"]}]},
+    )
+    settings = Settings.model_validate(data)
+    asker = Asker(Requester(ALICE, "C0OPS0001", "ops"), "alice", "#ops")
+    with pytest.raises(
+        InputError, match=r"'dev/nope' is not a configured target \(configured: prod/ledger\)$"
+    ):
+        target_for(settings, asker, "dev/nope")
 
 
 async def test_grants_by_alert_channel_and_direct_message_rule(healthy: Sim, bots: Any) -> None:

@@ -1,4 +1,4 @@
-"""The path check: NetworkPolicy semantics on crafted policies, the dial step, the simulator's verdicts."""
+"""The path check: NetworkPolicy semantics on crafted policies, the simulator's verdicts."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ from bot.checks.netpol_read import (
     network_policies_path,
     selector_matches,
 )
-from bot.checks.path import PathResult, PathVerdict, check_path, dial_reading
-from bot.domain.snapshot import DIAL_DURATION, Bucket, Histogram, ProxySnapshot, make_labels
+from bot.checks.path import MAX_SAMPLES, PathResult, PathVerdict, check_path, check_samples
 from bot.errors import InputError
 from config.loader import load_settings
 from sim.server import SimServer
@@ -134,30 +133,12 @@ def test_network_policies_path_refuses_non_names(namespace: str) -> None:
         network_policies_path(namespace)
 
 
-def _snapshot(counts: tuple[float, ...]) -> ProxySnapshot:
-    bounds = (0.01, 0.1, 0.25, float("inf"))
-    histogram = Histogram(tuple(Bucket(le, c) for le, c in zip(bounds, counts, strict=True)), counts[-1], 0.0)
-    return ProxySnapshot(histograms={DIAL_DURATION: {make_labels([("target", TARGET)]): histogram}})
-
-
-def test_dial_step_is_seen_when_recent_dials_are_slower() -> None:
-    before = _snapshot((100, 100, 100, 100))
-    after = _snapshot((100, 100, 150, 150))  # 50 new dials, all between 100 and 250 ms
-    reading = dial_reading(before, after, 3.0, TARGET)
-    assert reading.step is True
-    assert reading.recent_dials == 50
-    assert reading.recent_p50 is not None
-    assert reading.recent_p50 > 0.1
-
-
-def test_no_step_when_recent_dials_look_like_before_and_none_without_dials() -> None:
-    before = _snapshot((100, 100, 100, 100))
-    assert dial_reading(before, _snapshot((150, 150, 150, 150)), 3.0, TARGET).step is False
-    assert dial_reading(before, before, 3.0, TARGET).step is None
-    assert (
-        dial_reading("cluster team-a: forbidden", before, 3.0, TARGET).unavailable
-        == "cluster team-a: forbidden"
-    )
+def test_samples_are_bounded_for_the_cli_and_slack_alike() -> None:
+    assert check_samples(1) == 1
+    assert check_samples(MAX_SAMPLES) == MAX_SAMPLES
+    for bad in (0, MAX_SAMPLES + 1):
+        with pytest.raises(InputError, match=f"^--samples: {bad} is not between 1 and {MAX_SAMPLES}$"):
+            check_samples(bad)
 
 
 # -- against the simulator ---------------------------------------------------------------------------------
@@ -220,7 +201,8 @@ def test_relay_fallback_is_likely_relayed_with_the_fix(relayed: PathResult) -> N
 
 def test_nothing_answering_through_the_client_is_unknown_whatever_the_policies(healthy: PathResult) -> None:
     from bot.checks.context import TargetRef
-    from bot.checks.path import DialReading, LatencySeries, weigh
+    from bot.checks.path import weigh
+    from bot.checks.path_signals import DialReading, LatencySeries
     from config.settings import Settings
 
     settings = Settings.model_validate(

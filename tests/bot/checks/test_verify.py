@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,15 @@ from bot.checks.context import CheckContext
 from bot.checks.verify import (
     CLUSTER_ROLE_FIX,
     GUIDE_ALERTS,
-    Outcome,
-    VerifyLine,
-    VerifyResult,
     check_verify,
+    chosen_clusters,
     is_syncer_scrape,
-    judge_cronjob,
     judge_scrape,
     open_prometheus,
-    schedule_interval,
 )
+from bot.checks.verify_lines import Outcome, VerifyLine, VerifyResult
 from bot.clients.prometheus import Sample, ScrapeTarget
+from bot.errors import InputError
 from config.loader import load_settings, parse_config
 from config.settings import Settings
 from sim.defaults import CLIENT
@@ -182,30 +179,14 @@ def test_no_metrics_identity_fails_the_syncer_line_with_the_cluster_role(
 # -- the pure judgements ---------------------------------------------------------------------------------
 
 
-def _cronjob(schedule: str = "*/5 * * * *", suspend: bool = False, **status: str) -> dict[str, Any]:
-    return {"spec": {"schedule": schedule, "suspend": suspend}, "status": status}
-
-
-def _iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-
-
-def test_cronjob_freshness_rules() -> None:
-    fresh = _cronjob(lastScheduleTime=_iso(NOW - 100), lastSuccessfulTime=_iso(NOW - 100))
-    assert judge_cronjob("team-a", "vcluster-team-a", fresh, NOW).outcome is Outcome.PASS
-    stale = _cronjob(lastScheduleTime=_iso(NOW - 1000), lastSuccessfulTime=_iso(NOW - 1000))
-    line = judge_cronjob("team-a", "vcluster-team-a", stale, NOW)
-    assert line.summary == "not scheduled within 3 intervals; no successful run within 900 s"
-    suspended = _cronjob(suspend=True, lastScheduleTime=_iso(NOW), lastSuccessfulTime=_iso(NOW))
-    assert judge_cronjob("team-a", "vcluster-team-a", suspended, NOW).summary == "the CronJob is suspended"
-    hourly = _cronjob("0 * * * *", lastScheduleTime=_iso(NOW - 3000), lastSuccessfulTime=_iso(NOW - 300))
-    assert judge_cronjob("team-a", "vcluster-team-a", hourly, NOW).outcome is Outcome.PASS
-
-
-def test_schedule_interval() -> None:
-    assert schedule_interval("*/5 * * * *", NOW) == 300
-    assert schedule_interval("0 3 * * *", NOW) == 86_400
-    assert schedule_interval("not a schedule", NOW) is None
+def test_chosen_clusters_are_all_or_one_configured_cluster(tmp_path: Path) -> None:
+    settings = parse_config(CONFIG, base_dir=tmp_path, env={}, purpose="demo").settings
+    assert chosen_clusters(settings, None) == settings.clusters
+    assert [c.name for c in chosen_clusters(settings, "team-a")] == ["team-a"]
+    with pytest.raises(
+        InputError, match=r"^--cluster: 'team-b' is not a configured cluster \(configured: team-a\)$"
+    ):
+        chosen_clusters(settings, "team-b")
 
 
 CONFIG = """

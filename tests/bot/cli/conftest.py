@@ -18,7 +18,7 @@ from bot.cli.console import Console
 from bot.cli.main import build_parser
 from sim.server import SimServer
 
-PARSER_COMMANDS = (*probe.COMMANDS, *status.COMMANDS, *netpol.COMMANDS)
+PARSER_SUBCOMMANDS = (*probe.SUBCOMMANDS, *status.SUBCOMMANDS, *netpol.SUBCOMMANDS)
 
 
 class RecordingSimServer(SimServer):
@@ -47,7 +47,7 @@ class Sim:
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    args = build_parser(PARSER_COMMANDS).parse_args(list(argv))
+    args = build_parser(PARSER_SUBCOMMANDS).parse_args(list(argv))
     status_code: int = args.run(args, Console({}, out, err))
     return status_code, out.getvalue(), err.getvalue()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.main import COMMANDS, build_parser, main
+from bot.cli.main import SUBCOMMANDS, build_parser, main
 
 ROOT = Path(__file__).parents[3]
 EXAMPLE = ROOT / "config" / "proxybot.example.yaml"
@@ -140,9 +140,9 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 def test_every_command_in_the_table_is_reachable() -> None:
     parser = build_parser()
     [subparsers] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    for command in COMMANDS:
+    for command in SUBCOMMANDS:
         assert subparsers.choices[command.name].get_default("run") is command.run
-    names = [c.name for c in COMMANDS]
+    names = [c.name for c in SUBCOMMANDS]
     assert len(names) == len(set(names))
     for name in ("check-config", "demo", "serve", "sim", "status", "peers", "reasons", "probe", "path"):
         assert name in names

@@ -15,7 +15,7 @@ from bot.cli.main import build_parser
 from tests.bot.cli.conftest import RecordingSimServer, Sim
 
 TARGET = "platform/crd-store"
-PARSER = build_parser((*path.COMMANDS, *verify.COMMANDS))
+PARSER = build_parser((*path.SUBCOMMANDS, *verify.SUBCOMMANDS))
 PROBE = "/clusters/team-a/apis/example.com/v1/namespaces/default/widgets"
 DIRECT = "/clusters/crd-store/apis/example.com/v1/namespaces/default/widgets"
 METRICS = "/clusters/team-a/metrics/syncer"

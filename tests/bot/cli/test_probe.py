@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import io
 import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from bot.cli.console import Console
-from bot.cli.probe import with_progress
 from tests.bot.cli.conftest import Sim, run_cli, run_json
 
 TARGET = "platform/crd-store"
@@ -139,12 +135,3 @@ def test_rejected_credentials_are_named_as_the_bots_own(healthy: Sim, tmp_path: 
     assert report["verdict"] == "unauthorized"
     assert "rejects the bot's own credentials" in report["summary"]
     assert [path for _, path, _ in healthy.server.requests[before:]] == [PROBE, DISCOVERY]
-
-
-async def test_progress_line_only_for_slow_work() -> None:
-    out, err = io.StringIO(), io.StringIO()
-    console = Console({}, out, err)
-    assert await with_progress(asyncio.sleep(0, "done"), console, "probing…", after=10) == "done"
-    assert err.getvalue() == ""
-    assert await with_progress(asyncio.sleep(0.05, "slow"), console, "probing…", after=0) == "slow"
-    assert err.getvalue() == "probing…\n"

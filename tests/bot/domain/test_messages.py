@@ -1,4 +1,4 @@
-"""Neutral message content: button references, counts for storms, the likely common cause."""
+"""Neutral message content: button references, alert groups, live reads."""
 
 from __future__ import annotations
 
@@ -11,14 +11,9 @@ from bot.domain.messages import (
     ActionRef,
     AlertGroupView,
     AlertView,
-    CommonCause,
     GroupStatus,
     LiveRead,
-    StormEntry,
-    StormView,
-    Tally,
     group_id,
-    likely_common_cause,
     valid_target,
 )
 
@@ -70,28 +65,3 @@ def test_live_read_ok_only_when_read() -> None:
     assert LiveRead.read(NOW, "vc-0").ok
     assert not LiveRead.missing("timeout").ok
     assert not LiveRead().ok
-
-
-def test_storm_tallies_worst_first_then_most() -> None:
-    entries = (
-        StormEntry("Warn", Severity.WARNING, "g1", "p/a", "c1"),
-        StormEntry("Warn", Severity.WARNING, "g2", "p/b", "c1"),
-        StormEntry("Warn", Severity.WARNING, "g2", "p/b", "c1"),
-        StormEntry("Crit", Severity.CRITICAL, "g3", "p/a", "c2"),
-    )
-    storm = StormView(entries, NOW)
-    assert storm.by_alert() == [Tally("Crit", 1, 1, Severity.CRITICAL), Tally("Warn", 3, 2, Severity.WARNING)]
-    assert storm.by_target() == [Tally("p/a", 2, 1, Severity.CRITICAL), Tally("p/b", 2, 1, Severity.WARNING)]
-    assert (storm.groups, storm.targets, storm.clusters) == (3, 2, 2)
-
-
-def _entries(targets: int, clusters: int) -> list[StormEntry]:
-    return [StormEntry("A", Severity.WARNING, f"g{i}", f"p/t{i}", f"c{i % clusters}") for i in range(targets)]
-
-
-def test_likely_common_cause() -> None:
-    assert likely_common_cause(_entries(5, 2)) is CommonCause.PLATFORM_PATH
-    assert likely_common_cause(_entries(5, 1)) is CommonCause.CLIENT_CLUSTER
-    assert likely_common_cause(_entries(1, 1) * 3) is CommonCause.ONE_TARGET
-    assert likely_common_cause(_entries(2, 2)) is CommonCause.UNCLEAR
-    assert likely_common_cause([]) is CommonCause.UNCLEAR

@@ -25,11 +25,10 @@ from bot.domain.messages import (
     GroupChange,
     GroupStatus,
     LiveRead,
-    StormEntry,
-    StormView,
     group_id,
 )
 from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, ProxySnapshot
+from bot.domain.storm_summary import StormEntry, StormView
 from bot.errors import InputError
 from bot.render.blocks import Message
 from bot.render.slack import (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
-from bot.domain.messages import StormEntry
+from bot.domain.storm_summary import StormEntry
 from bot.store import AlertGroupState, Store
 from bot.store.models import GroupFacts, StormRecord, StormShare
 from tests.bot.domain import alertmanager_samples as samples

@@ -1,0 +1,223 @@
+"""`path`'s three signals, each read on its own: the latency floor (the probe request through the client
+and directly, interleaved), dial latency around the samples, and both ends' NetworkPolicies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, replace
+
+from bot.checks.context import CheckContext, TargetRef
+from bot.checks.netpol_read import (
+    ControlPlanePods,
+    Direction,
+    EndVerdict,
+    judge_end,
+    read_policies,
+    unknown_end,
+)
+from bot.checks.probe import PROBE_TIMEOUT
+from bot.clients.kube import KubeReader
+from bot.domain.delta import delta
+from bot.domain.parser import parse_syncer
+from bot.domain.paths import ApiPath
+from bot.domain.quantile import P50, P99, delta_quantile, quantile_of
+from bot.domain.snapshot import DIAL_DURATION, ProxySnapshot
+from bot.errors import ClusterError, MetricsParseError
+from config.settings import ControlPlaneSettings
+
+
+@dataclass(frozen=True, slots=True)
+class PathThresholds:
+    """How large a difference counts as evidence of the relay (seconds, and a ratio for dial steps)."""
+
+    floor: float = 0.020
+    dial_step: float = 0.020
+    dial_ratio: float = 1.5
+
+
+DEFAULT_THRESHOLDS = PathThresholds()
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySeries:
+    """The answered samples of one side (seconds) and why the others failed."""
+
+    side: str
+    seconds: tuple[float, ...]
+    failures: tuple[str, ...] = ()
+
+    def quantile(self, q: float) -> float | None:
+        """Nearest-rank quantile of the samples; None without any."""
+        if not self.seconds:
+            return None
+        ordered = sorted(self.seconds)
+        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+    @property
+    def minimum(self) -> float | None:
+        return min(self.seconds) if self.seconds else None
+
+
+@dataclass(frozen=True, slots=True)
+class DialReading:
+    """Dial latency in the window of the check and before it; `unavailable` says why there is none."""
+
+    recent_p50: float | None = None
+    recent_p99: float | None = None
+    earlier_p50: float | None = None
+    earlier_p99: float | None = None
+    lifetime_p99: float | None = None
+    recent_dials: float = 0.0
+    window_seconds: float = 0.0
+    step: bool | None = None
+    unavailable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NetpolReading:
+    """Both ends' NetworkPolicy verdicts and whether the two ends share a control plane cluster."""
+
+    egress: EndVerdict
+    ingress: EndVerdict
+    same_cluster: bool
+
+    @property
+    def permits(self) -> bool | None:
+        ends = (self.egress.permits, self.ingress.permits)
+        if False in ends:
+            return False
+        return True if all(ends) else None
+
+
+# -- signal 1: the latency floor -----------------------------------------------------------------------
+
+
+async def sample_both_sides(
+    ctx: CheckContext, ref: TargetRef, client: KubeReader, request: ApiPath, samples: int
+) -> tuple[LatencySeries, LatencySeries | None]:
+    try:
+        direct = await ctx.direct(ref)
+    except ClusterError as err:
+        return await _series(client, request, samples, "client"), LatencySeries("direct", (), (str(err),))
+    through: list[float | str] = []
+    straight: list[float | str] = []
+    for _ in range(samples):
+        if direct is not None:
+            straight.append(await _one(direct, request))
+        through.append(await _one(client, request))
+    direct_series = _as_series("direct", straight) if direct is not None else None
+    return _as_series("client", through), direct_series
+
+
+async def _series(reader: KubeReader, request: ApiPath, samples: int, side: str) -> LatencySeries:
+    return _as_series(side, [await _one(reader, request) for _ in range(samples)])
+
+
+async def _one(reader: KubeReader, request: ApiPath) -> float | str:
+    """Seconds of one answered (2xx) request, or why it failed."""
+    try:
+        response = await reader.get(request, timeout=PROBE_TIMEOUT)
+    except ClusterError as err:
+        return str(err)
+    if 200 <= response.status < 300:
+        return response.seconds
+    return f"HTTP {response.status}"
+
+
+def _as_series(side: str, results: list[float | str]) -> LatencySeries:
+    seconds = tuple(r for r in results if isinstance(r, float))
+    return LatencySeries(side, seconds, tuple(r for r in results if isinstance(r, str)))
+
+
+# -- signal 2: dial latency ----------------------------------------------------------------------------
+
+
+async def read_snapshot(reader: KubeReader, timeout: float) -> ProxySnapshot | str:
+    try:
+        text = await reader.syncer_metrics(timeout=timeout)
+        return await asyncio.to_thread(parse_syncer, text)
+    except (ClusterError, MetricsParseError) as err:
+        return str(err)
+
+
+def dial_reading(
+    before: ProxySnapshot | str,
+    after: ProxySnapshot | str,
+    seconds: float,
+    target: str,
+    thresholds: PathThresholds = PathThresholds(),
+) -> DialReading:
+    """Dial quantiles of the window between two reads against those before it, and whether they stepped."""
+    if isinstance(before, str) or isinstance(after, str):
+        return DialReading(unavailable=before if isinstance(before, str) else str(after))
+    window = delta(before, after, seconds)
+    earlier = before.histogram(DIAL_DURATION, target=target)
+    lifetime = after.histogram(DIAL_DURATION, target=target)
+    recent = window.increase.histogram(DIAL_DURATION, target=target)
+    reading = DialReading(
+        recent_p50=delta_quantile(window, DIAL_DURATION, P50, target=target),
+        recent_p99=delta_quantile(window, DIAL_DURATION, P99, target=target),
+        earlier_p50=_finite(quantile_of(earlier, P50)) if earlier else None,
+        earlier_p99=_finite(quantile_of(earlier, P99)) if earlier else None,
+        lifetime_p99=_finite(quantile_of(lifetime, P99)) if lifetime else None,
+        recent_dials=recent.count if recent else 0.0,
+        window_seconds=seconds,
+    )
+    step = _stepped(reading.recent_p50, reading.earlier_p50, thresholds)
+    step_p99 = _stepped(reading.recent_p99, reading.earlier_p99, thresholds)
+    combined = None if step is None and step_p99 is None else bool(step or step_p99)
+    return replace(reading, step=combined)
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _stepped(recent: float | None, earlier: float | None, thresholds: PathThresholds) -> bool | None:
+    """A step up: higher by the absolute threshold and by the ratio (both, so noise does not count)."""
+    if recent is None or earlier is None:
+        return None
+    return recent - earlier >= thresholds.dial_step and recent >= earlier * thresholds.dial_ratio
+
+
+# -- signal 3: NetworkPolicies -------------------------------------------------------------------------
+
+
+def _pods(access: ControlPlaneSettings | None, namespace: str, name: str) -> ControlPlanePods:
+    return ControlPlanePods(namespace, access.release if access and access.release else name)
+
+
+async def read_netpol(ctx: CheckContext, ref: TargetRef) -> NetpolReading:
+    """Client egress and target ingress verdicts from each end's control plane cluster."""
+    client_cp, target_cp = ref.cluster.control_plane, ref.target.control_plane
+    client_pods = _pods(client_cp, ref.cluster.control_plane_namespace, ref.cluster.name)
+    target_pods = _pods(target_cp, ref.target.control_plane_namespace, ref.target.tenant_name)
+    same = (
+        client_cp is not None
+        and target_cp is not None
+        and (client_cp.kubeconfig, client_cp.context) == (target_cp.kubeconfig, target_cp.context)
+    )
+    egress = await _end(ctx, ref.cluster.name, client_cp, Direction.EGRESS, client_pods, target_pods, same)
+    ingress = await _end(ctx, ref.name, target_cp, Direction.INGRESS, target_pods, client_pods, same)
+    return NetpolReading(egress, ingress, same)
+
+
+async def _end(
+    ctx: CheckContext,
+    name: str,
+    access: ControlPlaneSettings | None,
+    direction: Direction,
+    own: ControlPlanePods,
+    other: ControlPlanePods,
+    same_cluster: bool,
+) -> EndVerdict:
+    if access is None:
+        return unknown_end(direction, own, f"no control_plane configured for {name}")
+    try:
+        reader = await ctx.control_plane(name, access)
+        policies = await read_policies(reader, own.namespace, timeout=ctx.timeout)
+    except ClusterError as err:
+        return unknown_end(direction, own, str(err))
+    return judge_end(policies, direction, own, other, same_cluster=same_cluster)

@@ -1,0 +1,95 @@
+"""What every check subcommand shares: `--config`/`--json`, refusing bad input with exit 2 before any request,
+a progress line on stderr when the work takes more than a second, and one JSON object or the terminal
+view on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bot.checks.context import CheckContext
+from bot.cli.console import Console
+from bot.errors import ConfigError, InputError
+from bot.render.blocks import Message
+from bot.render.terminal import Style, colour_enabled, show
+from config.loader import config_path, load_config
+from config.settings import Settings
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+PROGRESS_AFTER = 1.0
+R = TypeVar("R")
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    default = "$PROXYBOT_CONFIG, else config/proxybot.yaml"
+    parser.add_argument("--config", type=Path, metavar="F", help=f"config file (default: {default})")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def load_settings_for(args: argparse.Namespace, console: Console) -> Settings:
+    return load_config(config_path(args.config, console.env), env=console.env, purpose="check").settings
+
+
+def refuse(args: argparse.Namespace, console: Console, check: str, err: InputError | ConfigError) -> int:
+    """Bad usage, config or target: say why and exit 2 (nothing was requested)."""
+    problems = err.problems if isinstance(err, ConfigError) else [str(err)]
+    if args.json:
+        console.say(json.dumps({"check": check, "passed": False, "verdict": "refused", "errors": problems}))
+    else:
+        for problem in problems:
+            console.warn(f"error: {problem}")
+    return EXIT_USAGE
+
+
+async def with_progress(work: Awaitable[R], console: Console, text: str, after: float = PROGRESS_AFTER) -> R:
+    """`work`'s result; `text` goes to stderr if it takes longer than `after` seconds."""
+
+    async def note() -> None:
+        await asyncio.sleep(after)
+        console.warn(text)
+
+    task = asyncio.create_task(note())
+    try:
+        return await work
+    finally:
+        task.cancel()
+
+
+def run_check(
+    settings: Settings, console: Console, work: Callable[[CheckContext], Awaitable[R]], progress: str
+) -> R:
+    """Run one check with its own context (readers closed afterwards) on a fresh event loop."""
+
+    async def main() -> R:
+        ctx = CheckContext(settings)
+        try:
+            return await with_progress(work(ctx), console, progress)
+        finally:
+            await ctx.aclose()
+
+    return asyncio.run(main())
+
+
+def finish(args: argparse.Namespace, console: Console, report: dict[str, Any], view: Message | str) -> int:
+    """Print the JSON report or the terminal view (the Slack message, or text of its own); exit 0 when
+    the check passed, 1 when it failed.
+    """
+    if args.json:
+        console.say(json.dumps(report, default=str))
+    elif isinstance(view, str):
+        console.say(view)
+    else:
+        console.say(show(view, style=Style(colour_enabled(console.out, console.env))))
+    return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,49 @@
+"""The building blocks of every settings section: the strict base model, the validated field types, and
+`LocatedProblems` for checks that span several fields.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, SecretStr
+
+from config import validation
+
+Loc = tuple[str | int, ...]
+_C = TypeVar("_C", bound=tuple[Any, ...] | dict[Any, Any])
+
+
+class LocatedProblems(ValueError):
+    """Several problems found by one model check, each with a location relative to that model."""
+
+    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems))
+
+
+def raise_if_any(problems: list[tuple[Loc, str]]) -> None:
+    if problems:
+        raise LocatedProblems(problems)
+
+
+# A length check that runs after the items validated: pydantic's min_length counts only valid items and
+# would add a misleading "empty" error next to the items' own errors.
+NonEmpty = Annotated[_C, AfterValidator(validation.non_empty)]
+HttpUrl = Annotated[str, AfterValidator(validation.http_url)]
+ConfigPath = Annotated[Path, AfterValidator(validation.resolve_path)]
+OptionalSecret = Annotated[SecretStr | None, BeforeValidator(validation.blank_to_none)]
+DnsLabel = Annotated[str, AfterValidator(validation.dns1123_label)]
+ResourcePlural = Annotated[str, AfterValidator(validation.dns1035_label)]
+GroupVersion = Annotated[str, AfterValidator(validation.group_version)]
+TargetName = Annotated[str, AfterValidator(validation.target_name)]
+LabelName = Annotated[str, AfterValidator(validation.prometheus_label_name)]
+SlackChannel = Annotated[str, AfterValidator(validation.slack_channel)]
+SlackUser = Annotated[str, AfterValidator(validation.slack_user)]
+
+
+class StrictModel(BaseModel):
+    """Base of every section: unknown keys are errors, values are immutable after loading."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)

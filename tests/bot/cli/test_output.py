@@ -1,0 +1,18 @@
+"""What every check command shares: the progress line on stderr only for slow work."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+from bot.cli.console import Console
+from bot.cli.output import with_progress
+
+
+async def test_progress_line_only_for_slow_work() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console({}, out, err)
+    assert await with_progress(asyncio.sleep(0, "done"), console, "probing…", after=10) == "done"
+    assert err.getvalue() == ""
+    assert await with_progress(asyncio.sleep(0.05, "slow"), console, "probing…", after=0) == "slow"
+    assert err.getvalue() == "probing…\n"
