@@ -38,7 +38,7 @@ from bot.digest.fleet import ContextCronJobs
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.inbound.slack import slack_routes_and_workers
-from bot.live import LiveState, MetricsSource
+from bot.live import Clock, LiveState, MetricsSource
 from bot.metrics import BotMetrics
 from bot.store import Store, StoreError, open_store
 from config.settings import Settings
@@ -46,8 +46,6 @@ from handlers import alerts, commands, digest
 from handlers.command_silence import Silences
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 # How long the alert worker waits, between notifications, for in-flight requests to be answered.
 REQUESTS_FIRST_SECONDS = 0.05
@@ -84,9 +82,7 @@ async def open_clients(settings: Settings, *, clock: Clock = time.time) -> Clien
     try:
         store = await open_store(settings.store.url.get_secret_value(), clock=clock)
         opened.push_async_callback(store.close)
-        readers, unreadable = await open_readers(settings)
-        for reader in readers.values():
-            opened.push_async_callback(reader.close)
+        readers, unreadable = await open_readers(settings, opened)
         prometheus = open_prometheus(settings, settings.enrichment.timeout_seconds)
         if prometheus is not None:
             opened.push_async_callback(prometheus.aclose)
@@ -105,12 +101,17 @@ def _open_alertmanager(settings: Settings, opened: AsyncExitStack) -> Alertmanag
     return client
 
 
-async def open_readers(settings: Settings) -> tuple[dict[str, KubeReader], dict[str, ClusterError]]:
-    """One reader per live-state source, opened concurrently; a source that fails is logged and kept
-    apart with its error (its reads say why)."""
+async def open_readers(
+    settings: Settings, opened: AsyncExitStack
+) -> tuple[dict[str, KubeReader], dict[str, ClusterError]]:
+    """One reader per live-state source, opened concurrently and closed with `opened`; a source that
+    fails is logged and kept apart with its error (its reads say why)."""
     sources = live_sources(settings)
     connecting = (KubeReader.connect(s.name, s.kubeconfig, s.context) for s in sources)
     outcomes = await asyncio.gather(*connecting, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, KubeReader):
+            opened.push_async_callback(outcome.close)
     readers: dict[str, KubeReader] = {}
     unreadable: dict[str, ClusterError] = {}
     for source, outcome in zip(sources, outcomes, strict=True):
@@ -160,45 +161,15 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
 
     `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts.
     """
-    metrics = BotMetrics()
-    clients.slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
-    deps = Deps(
-        settings=settings, store=clients.store, metrics=metrics, readiness=[store_readiness(clients.store)]
-    )
-    live = shared_live_state(settings, clients, metrics)
+    deps = _deps(settings, clients)
+    live = shared_live_state(settings, clients, deps.metrics)
     delivery = Delivery(clients.store, clients.slack)
     enricher = _enricher(settings, clients.prometheus)
-    alert_worker = alerts.register(
-        settings,
-        clients.store,
-        delivery,
-        live,
-        wake=deps.wake,
-        storm=storm_policy(settings),
-        clock=clients.clock,
-        prometheus=enricher,
-        pause=lambda: deps.activity.quiet(REQUESTS_FIRST_SECONDS),
-    )
+    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
-    command_deps = replace(
-        commands.CommandDeps.for_settings(
-            settings, ctx=ctx, silences=clients.alertmanager, prometheus=clients.prometheus
-        ),
-        now=lambda: datetime.fromtimestamp(clients.clock(), UTC),
-        observe=lambda sub, seconds: metrics.command_seconds.labels(sub).observe(seconds),
-    )
     pool = digest_pool()
-    digests = digest.register(
-        settings,
-        clients.store,
-        delivery,
-        live.read,
-        cronjobs=ContextCronJobs(ctx),
-        prometheus=clients.prometheus,
-        pages={c.name: clients.readers[c.name] for c in settings.clusters if c.name in clients.readers},
-        executor=pool,
-    )
-    command_deps = replace(command_deps, digest=digests.runner.post_now)
+    digests = _digests(settings, clients, delivery, ctx, live, pool)
+    command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
     workers: list[Worker] = [
         lambda: warm_up(pool),  # the digest's worker processes start with the bot, not at 08:00
         alert_worker.run,
@@ -209,6 +180,71 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager)
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
     return Bot(deps, app, clients, live, command_deps, enricher, pool)
+
+
+def _deps(settings: Settings, clients: Clients) -> Deps:
+    metrics = BotMetrics()
+    clients.slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
+    readiness = [store_readiness(clients.store)]
+    return Deps(settings=settings, store=clients.store, metrics=metrics, readiness=readiness)
+
+
+def _alert_worker(
+    settings: Settings,
+    clients: Clients,
+    deps: Deps,
+    delivery: Delivery,
+    live: LiveState,
+    enricher: PromEnricher | None,
+) -> alerts.AlertWorker:
+    return alerts.register(
+        settings,
+        clients.store,
+        delivery,
+        live,
+        wake=deps.wake,
+        storm=storm_policy(settings),
+        clock=clients.clock,
+        prometheus=enricher,
+        pause=lambda: deps.activity.quiet(REQUESTS_FIRST_SECONDS),
+    )
+
+
+def _digests(
+    settings: Settings,
+    clients: Clients,
+    delivery: Delivery,
+    ctx: CheckContext,
+    live: LiveState,
+    pool: ProcessPoolExecutor,
+) -> digest.DigestScheduler:
+    return digest.register(
+        settings,
+        clients.store,
+        delivery,
+        live.read,
+        cronjobs=ContextCronJobs(ctx),
+        prometheus=clients.prometheus,
+        pages={c.name: clients.readers[c.name] for c in settings.clusters if c.name in clients.readers},
+        executor=pool,
+    )
+
+
+def _command_deps(
+    settings: Settings,
+    clients: Clients,
+    metrics: BotMetrics,
+    ctx: CheckContext,
+    digest_now: commands.DigestNow,
+) -> commands.CommandDeps:
+    shared = commands.CommandDeps.for_settings(
+        settings, ctx=ctx, silences=clients.alertmanager, digest=digest_now, prometheus=clients.prometheus
+    )
+    return replace(
+        shared,
+        now=lambda: datetime.fromtimestamp(clients.clock(), UTC),
+        observe=lambda sub, seconds: metrics.command_seconds.labels(sub).observe(seconds),
+    )
 
 
 def slack_inbound(

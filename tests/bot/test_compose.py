@@ -156,6 +156,10 @@ async def test_a_client_swapped_for_a_fake_reaches_every_consumer(
         prometheus.asked.clear()
         await ask(bot, f"reasons {TARGET} --window 30m")
         assert prometheus.asked, "/proxy reasons asked the fake"
+        prometheus.asked.clear()
+        assert bot.commands.digest is not None
+        await bot.commands.digest()
+        assert "query_range" in prometheus.asked, "the digest's charts asked the fake"
         assert bot.enricher is not None
         assert bot.enricher.client is swapped.prometheus, "the alerts' enrichment asks the fake"
     finally:
@@ -201,3 +205,23 @@ async def test_close_closes_what_was_opened_and_leaves_a_fake_to_its_test(settin
         await real_alertmanager.silences()  # swapped out, and still closed: it was opened
     assert silences.closed == 0
     await asyncio.wait_for(opened.close(), timeout=5)  # nothing left to close: a second close is a no-op
+
+
+async def test_a_source_whose_kubeconfig_fails_says_why_in_the_shared_live_state(
+    settings: Settings, tmp_path: Path
+) -> None:
+    missing = tmp_path / "missing.yaml"
+    broken = settings.clusters[0].model_copy(update={"kubeconfig": missing})
+    settings = settings.model_copy(update={"clusters": (broken, *settings.clusters[1:])})
+    clients = await compose.open_clients(settings)
+    bot = compose.build_bot(settings, clients)
+    try:
+        assert "team-a" in clients.unreadable
+        assert "team-a" not in clients.readers
+        read = await bot.live.read("team-a")
+        assert read.unavailable is not None
+        assert "missing.yaml" in read.unavailable
+        answers = await ask(bot, f"status {TARGET}")
+        assert "Traceback" not in answers[-1]["text"]
+    finally:
+        await bot.close()
