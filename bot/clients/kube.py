@@ -7,6 +7,7 @@ Transport errors and HTTP failures become `ClusterError` with a kind the diagnos
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,10 @@ from bot.domain.paths import ApiPath, syncer_metrics_path
 from bot.errors import ClusterError
 
 _STATUS_KINDS = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
+# The loader is not thread-safe: it caches the temp files it writes for inline certificates by content,
+# and names a file in that cache before writing it, so a second load of the same certificate could get
+# the file still empty. One load at a time, then (on worker threads: the event loop never waits on it).
+_LOADING = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +113,8 @@ def _load_configuration(kubeconfig: Path, context: str | None) -> Configuration:
     load = kube_config.load_kube_config(  # type: ignore[no-untyped-call]
         config_file=str(kubeconfig), context=context, client_configuration=configuration
     )
-    asyncio.run(load)
+    with _LOADING:
+        asyncio.run(load)
     return configuration
 
 

@@ -81,7 +81,7 @@ async def test_the_bots_readers_and_live_state_are_used_not_opened_again(setting
         await reader.close()
 
 
-async def test_each_reader_opens_once_and_a_slow_kubeconfig_holds_up_no_other(
+async def test_each_reader_opens_once_and_a_slow_kubeconfig_holds_up_no_open_reader(
     settings: Settings, tmp_path: Path
 ) -> None:
     # A FIFO's open blocks until a writer comes, and it can be read once: a second opening would hang.
@@ -90,8 +90,10 @@ async def test_each_reader_opens_once_and_a_slow_kubeconfig_holds_up_no_other(
     team_a = settings.clusters[0]
     ctx = CheckContext(settings)
     try:
+        opened = await ctx.client(team_a)
         slow = [asyncio.create_task(ctx.reader("slow", fifo, "team-a")) for _ in range(2)]
-        assert (await asyncio.wait_for(ctx.client(team_a), timeout=5)).name == "team-a"
+        await asyncio.sleep(0.05)  # both are waiting for the slow file now
+        assert await asyncio.wait_for(ctx.client(team_a), timeout=1) is opened
         assert not any(task.done() for task in slow)
         await asyncio.to_thread(fifo.write_text, team_a.kubeconfig.read_text())
         first, second = await asyncio.wait_for(asyncio.gather(*slow), timeout=5)
