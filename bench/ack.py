@@ -1,7 +1,7 @@
 """Benchmark: `/proxy` ack latency while a 1 000-alert storm is processed and a probed cluster hangs.
 
 Run from the repository root: `.venv/bin/python bench/ack.py`. The bot runs as its own process: the
-`serve` app (`build_bot`: real alert pipeline, outbox, live-state warming) with the `/proxy` command
+`serve` app (`open_bot`: real alert pipeline, outbox, live-state warming) with the `/proxy` command
 registered on its Slack route, against the simulator and the fake Slack. Its config adds a second client
 cluster, `hung`, whose API server accepts connections and never answers; half the commands sent under
 load probe a target of it, so their checks hang for the probe's 15 s timeout.
@@ -58,12 +58,12 @@ _keys = itertools.count()
 def serve_with_commands(config: Path, port: int) -> None:
     """`proxybot serve` as it is: its Slack route answers `/proxy` and the buttons with the real checks."""
     from bot.cli.serve import serve
-    from bot.compose import build_bot
+    from bot.compose import open_bot
     from config.loader import load_config
 
     async def main() -> None:
         settings = load_config(config, env={}, purpose="serve").settings
-        await serve(await build_bot(settings), "127.0.0.1", port)
+        await serve(await open_bot(settings), "127.0.0.1", port)
 
     asyncio.run(main())
 

@@ -1,7 +1,7 @@
 """The HTTP app of `proxybot serve`: routes, and the workers that run for the app's lifetime.
 
-`create_app(deps, workers)` only wires what it is given: every client lives in `Deps`, built by
-`bot.cli.main` (or by a test with fakes), so nothing here builds its own client.
+`create_app(deps, workers)` only wires what it is given: every client lives in `Deps`, built by the
+composition root `bot.compose` (or by a test with fakes), so nothing here builds its own client.
 """
 
 from __future__ import annotations

@@ -1,34 +1,49 @@
-"""Assemble the running bot from its settings: store, cluster readers, Slack, the workers, the app.
+"""The composition root: the running bot, built from its settings and its I/O clients.
 
-`Bot` owns everything it opened and closes it; `proxybot serve` and `proxybot demo` both run one.
+    open_clients(settings)         -> Clients  store, cluster readers, Slack, Prometheus, Alertmanager, clock
+    build_bot(settings, clients)   -> Bot      one LiveState, the workers, the app; `close()` releases all
+
+Every client is opened once and shared: alerts, `/proxy`, the buttons and the digest read each cluster
+(and each `cluster/pod` replica) through one reader and one `LiveState`, and Prometheus through one
+client. `proxybot serve`, `proxybot demo`, the benchmarks and the tests all build through here; a test
+swaps one client for a fake (`dataclasses.replace(clients, slack=fake)`) and every consumer gets it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Protocol
 
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, Worker, create_app
+from bot.checks.context import CheckContext, Unreadable, live_sources
+from bot.checks.verify import open_prometheus
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
 from bot.clients.prometheus import PrometheusClient
-from bot.clients.slack import SlackClient, SlackError
-from bot.delivery.worker import Delivery
+from bot.clients.slack import SlackClient
+from bot.delivery.worker import Delivery, SlackSender
 from bot.digest.fleet import ContextCronJobs
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.inbound.slack import slack_routes_and_workers
-from bot.live import LiveState
+from bot.live import Clock, LiveState, MetricsSource
 from bot.metrics import BotMetrics
 from bot.store import Store, StoreError, open_store
-from config.settings import Settings, replica_source
+from config.settings import Settings
 from handlers import alerts, commands, digest
+from handlers.command_silence import Silences
 
 log = logging.getLogger(__name__)
 
@@ -36,47 +51,231 @@ log = logging.getLogger(__name__)
 REQUESTS_FIRST_SECONDS = 0.05
 
 
+class ObservedSlack(SlackSender, Protocol):
+    """Slack as the outbox uses it, telling (method, outcome) of every call to `observe`."""
+
+    observe: Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The bot's I/O clients; `close()` closes what `open_clients` opened, each once."""
+
+    store: Store
+    slack: ObservedSlack
+    readers: Mapping[str, KubeReader]  # per live-state source: a cluster, or `cluster/pod`
+    unreadable: Mapping[str, ClusterError] = field(default_factory=dict)  # sources that failed to open
+    prometheus: PrometheusClient | None = None  # None: `prometheus.url` is not configured
+    alertmanager: Silences | None = None  # None: `alertmanager.url` is not configured
+    clock: Clock = time.time
+    # Shared by every copy `replace()` makes, so a client swapped out for a fake is still closed.
+    opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False, compare=False)
+
+    async def close(self) -> None:
+        await self.opened.aclose()
+
+
+async def open_clients(settings: Settings, *, clock: Clock = time.time) -> Clients:
+    """The real clients, from the settings: kubeconfigs loaded off the event loop, each once."""
+    slack = SlackClient.from_settings(settings.slack)  # first: a missing token fails before any I/O
+    opened = AsyncExitStack()
+    try:
+        store = await open_store(settings.store.url.get_secret_value(), clock=clock)
+        opened.push_async_callback(store.close)
+        readers, unreadable = await open_readers(settings, opened)
+        prometheus = open_prometheus(settings, settings.enrichment.timeout_seconds)
+        if prometheus is not None:
+            opened.push_async_callback(prometheus.aclose)
+        alertmanager = _open_alertmanager(settings, opened)
+    except BaseException:
+        await opened.aclose()
+        raise
+    return Clients(store, slack, readers, unreadable, prometheus, alertmanager, clock, opened)
+
+
+def _open_alertmanager(settings: Settings, opened: AsyncExitStack) -> AlertmanagerClient | None:
+    if settings.alertmanager.url is None:
+        return None
+    client = AlertmanagerClient.from_settings(settings.alertmanager)
+    opened.push_async_callback(client.aclose)
+    return client
+
+
+async def open_readers(
+    settings: Settings, opened: AsyncExitStack
+) -> tuple[dict[str, KubeReader], dict[str, ClusterError]]:
+    """One reader per live-state source, opened concurrently and closed with `opened`; a source that
+    fails is logged and kept apart with its error (its reads say why)."""
+    sources = live_sources(settings)
+    connecting = (KubeReader.connect(s.name, s.kubeconfig, s.context) for s in sources)
+    outcomes = await asyncio.gather(*connecting, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, KubeReader):
+            opened.push_async_callback(outcome.close)
+    readers: dict[str, KubeReader] = {}
+    unreadable: dict[str, ClusterError] = {}
+    for source, outcome in zip(sources, outcomes, strict=True):
+        if isinstance(outcome, KubeReader):
+            readers[source.name] = outcome
+        elif isinstance(outcome, ClusterError):
+            log.error("%s (its live state is unavailable)", outcome)
+            unreadable[source.name] = outcome
+        else:
+            raise outcome
+    return readers, unreadable
+
+
 @dataclass
 class Bot:
-    """The bot's parts, built once; `app` serves them, `close()` releases them."""
+    """The bot's parts, built once over its clients; `app` serves them, `close()` releases them."""
 
     deps: Deps
     app: Starlette
-    readers: list[KubeReader] = field(default_factory=list)
-    prometheus: PromEnricher | None = None  # owns the Prometheus client the digest shares
-    commands: commands.CommandDeps | None = None
-    silences: AlertmanagerClient | None = None
+    clients: Clients
+    live: LiveState
+    commands: commands.CommandDeps
+    enricher: PromEnricher | None = None
     pool: ProcessPoolExecutor | None = None  # the digest's worker processes
 
     async def close(self) -> None:
         if self.pool is not None:
             await asyncio.to_thread(self.pool.shutdown)
-        if self.prometheus is not None:
-            await self.prometheus.aclose()
-        if self.commands is not None:
-            await self.commands.aclose()
-        if self.silences is not None:
-            await self.silences.aclose()
-        for reader in self.readers:
-            await reader.close()
-        await self.deps.store.close()
+        if self.enricher is not None:
+            await self.enricher.cancel_pending()  # its client is one of the clients, closed below
+        await self.commands.aclose()
+        await self.clients.close()
 
 
-async def connect_readers(settings: Settings) -> dict[str, KubeReader]:
-    """Live-state sources: one reader per client cluster and per addressable replica (`replicas`).
+async def open_bot(settings: Settings, *, warm_interval: float = 60.0) -> Bot:
+    """`build_bot` over real clients (`serve`, `demo`, the benchmarks); they are closed if it fails."""
+    clients = await open_clients(settings)
+    try:
+        return build_bot(settings, clients, warm_interval=warm_interval)
+    except BaseException:
+        await clients.close()
+        raise
 
-    A source whose kubeconfig fails is logged and left out (its alerts are posted without live state).
+
+def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60.0) -> Bot:
+    """Everything `serve` runs, wired over `clients`; nothing runs until the app starts.
+
+    `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts.
     """
-    readers: dict[str, KubeReader] = {}
-    for cluster in settings.clusters:
-        contexts = {cluster.name: cluster.context}
-        contexts.update({replica_source(cluster.name, pod): ctx for pod, ctx in cluster.replicas.items()})
-        for source, context in contexts.items():
-            try:
-                readers[source] = await KubeReader.connect(source, cluster.kubeconfig, context)
-            except ClusterError as err:
-                log.error("%s (alerts for it are posted without live state)", err)
-    return readers
+    deps = _deps(settings, clients)
+    live = shared_live_state(settings, clients, deps.metrics)
+    delivery = Delivery(clients.store, clients.slack)
+    enricher = _enricher(settings, clients.prometheus)
+    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher)
+    ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
+    pool = digest_pool()
+    digests = _digests(settings, clients, delivery, ctx, live, pool)
+    command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
+    workers: list[Worker] = [
+        lambda: warm_up(pool),  # the digest's worker processes start with the bot, not at 08:00
+        alert_worker.run,
+        delivery.run,
+        digests.run,
+        lambda: live.keep_warm(warm_interval),
+    ]
+    routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager)
+    app = create_app(deps, [*workers, *slack_workers], extra=routes)
+    return Bot(deps, app, clients, live, command_deps, enricher, pool)
+
+
+def _deps(settings: Settings, clients: Clients) -> Deps:
+    metrics = BotMetrics()
+    clients.slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
+    readiness = [store_readiness(clients.store)]
+    return Deps(settings=settings, store=clients.store, metrics=metrics, readiness=readiness)
+
+
+def _alert_worker(
+    settings: Settings,
+    clients: Clients,
+    deps: Deps,
+    delivery: Delivery,
+    live: LiveState,
+    enricher: PromEnricher | None,
+) -> alerts.AlertWorker:
+    return alerts.register(
+        settings,
+        clients.store,
+        delivery,
+        live,
+        wake=deps.wake,
+        storm=storm_policy(settings),
+        clock=clients.clock,
+        prometheus=enricher,
+        pause=lambda: deps.activity.quiet(REQUESTS_FIRST_SECONDS),
+    )
+
+
+def _digests(
+    settings: Settings,
+    clients: Clients,
+    delivery: Delivery,
+    ctx: CheckContext,
+    live: LiveState,
+    pool: ProcessPoolExecutor,
+) -> digest.DigestScheduler:
+    return digest.register(
+        settings,
+        clients.store,
+        delivery,
+        live.read,
+        cronjobs=ContextCronJobs(ctx),
+        prometheus=clients.prometheus,
+        pages={c.name: clients.readers[c.name] for c in settings.clusters if c.name in clients.readers},
+        executor=pool,
+    )
+
+
+def _command_deps(
+    settings: Settings,
+    clients: Clients,
+    metrics: BotMetrics,
+    ctx: CheckContext,
+    digest_now: commands.DigestNow,
+) -> commands.CommandDeps:
+    shared = commands.CommandDeps.for_settings(
+        settings, ctx=ctx, silences=clients.alertmanager, digest=digest_now, prometheus=clients.prometheus
+    )
+    return replace(
+        shared,
+        now=lambda: datetime.fromtimestamp(clients.clock(), UTC),
+        observe=lambda sub, seconds: metrics.command_seconds.labels(sub).observe(seconds),
+    )
+
+
+def slack_inbound(
+    settings: Settings, deps: Deps, command_deps: commands.CommandDeps, silencer: Silences | None
+) -> tuple[list[BaseRoute], list[Worker]]:
+    """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`."""
+    return slack_routes_and_workers(
+        settings,
+        deps,
+        checks=commands.button_checks(command_deps),
+        silencer=silencer,
+        registrations=[lambda app: commands.register(app, command_deps)],
+    )
+
+
+def shared_live_state(settings: Settings, clients: Clients, metrics: BotMetrics) -> LiveState:
+    """The one live state of the bot: every source's reader, or why it has none."""
+    sources: dict[str, MetricsSource] = {name: Unreadable(err) for name, err in clients.unreadable.items()}
+    sources.update(clients.readers)
+    return LiveState(
+        sources,
+        timeout=settings.enrichment.timeout_seconds,
+        observe=metrics.enrichment_seconds.observe,
+        wall=clients.clock,
+    )
+
+
+def _enricher(settings: Settings, prometheus: PrometheusClient | None) -> PromEnricher | None:
+    if prometheus is None:
+        return None
+    return PromEnricher(prometheus, timeout=settings.enrichment.timeout_seconds)
 
 
 def storm_policy(settings: Settings) -> StormPolicy:
@@ -88,6 +287,8 @@ def storm_policy(settings: Settings) -> StormPolicy:
 
 
 def store_readiness(store: Store) -> ReadinessCheck:
+    """Ready when the store answers: a webhook can be accepted and kept (never Slack or the clusters)."""
+
     async def store_ready() -> str | None:
         try:
             await store.depth()
@@ -96,80 +297,3 @@ def store_readiness(store: Store) -> ReadinessCheck:
         return None
 
     return store_ready
-
-
-def slack_readiness(slack: SlackClient) -> ReadinessCheck:
-    async def slack_ready() -> str | None:
-        try:
-            await slack.auth_test()
-        except SlackError as err:
-            return f"Slack auth.test failed: {err}"
-        return None
-
-    return slack_ready
-
-
-async def build_bot(settings: Settings, store: Store | None = None, *, warm_interval: float = 60.0) -> Bot:
-    """Everything `serve` runs, from the settings alone.
-
-    `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts.
-    """
-    store = store or await open_store(settings.store.url.get_secret_value())
-    readers = await connect_readers(settings)
-    metrics = BotMetrics()
-    live = LiveState(
-        readers, timeout=settings.enrichment.timeout_seconds, observe=metrics.enrichment_seconds.observe
-    )
-    slack = SlackClient.from_settings(settings.slack)
-    slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
-    readiness = [store_readiness(store), slack_readiness(slack)]
-    deps = Deps(settings=settings, store=store, metrics=metrics, readiness=readiness)
-    delivery = Delivery(store, slack)
-    budget = settings.enrichment.timeout_seconds
-    prom_client = (
-        PrometheusClient(str(settings.prometheus.url), timeout=budget) if settings.prometheus.url else None
-    )
-    enricher = PromEnricher(prom_client, timeout=budget) if prom_client else None
-    alert_worker = alerts.register(
-        settings,
-        store,
-        delivery,
-        live,
-        wake=deps.wake,
-        storm=storm_policy(settings),
-        prometheus=enricher,
-        pause=lambda: deps.activity.quiet(REQUESTS_FIRST_SECONDS),
-    )
-    silences = AlertmanagerClient.from_settings(settings.alertmanager) if settings.alertmanager.url else None
-    command_deps = replace(
-        commands.CommandDeps.for_settings(settings, silences=silences),
-        observe=lambda sub, seconds: metrics.command_seconds.labels(sub).observe(seconds),
-    )
-    pool = digest_pool()
-    digests = digest.register(
-        settings,
-        store,
-        delivery,
-        live.read,
-        cronjobs=ContextCronJobs(command_deps.ctx),
-        prometheus=prom_client,
-        pages={c.name: readers[c.name] for c in settings.clusters if c.name in readers},
-        executor=pool,
-    )
-    command_deps = replace(command_deps, digest=digests.runner.post_now)
-    workers: list[Worker] = [
-        lambda: warm_up(pool),  # the digest's worker processes start with the bot, not at 08:00
-        alert_worker.run,
-        delivery.run,
-        digests.run,
-        lambda: live.keep_warm(warm_interval),
-    ]
-    routes, slack_workers = slack_routes_and_workers(
-        settings,
-        deps,
-        checks=commands.button_checks(command_deps),
-        silencer=silences,
-        registrations=[lambda app: commands.register(app, command_deps)],
-    )
-    app = create_app(deps, [*workers, *slack_workers], extra=routes)
-    return Bot(deps, app, list(readers.values()), enricher, command_deps, silences, pool)

@@ -38,7 +38,8 @@ from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request
 from bot.checks.probe_run import run_probe
 from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
-from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
+from bot.checks.verify import check_verify, chosen_clusters
+from bot.clients.prometheus import PrometheusClient
 from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, Refused
 from bot.render.blocks import Message, esc
@@ -83,6 +84,7 @@ class CommandDeps:
     ctx: CheckContext
     silences: Silences | None = None  # None: `alertmanager.url` is not configured
     digest: DigestNow | None = None  # None: no digest runner in this bot
+    prometheus: PrometheusClient | None = None  # the bot's one client; None: `prometheus.url` not set
     path_dial_window: float = 3.0
     now: Callable[[], datetime] = _utc_now
     # Told (subcommand, seconds from arrival to answer) after each command: the bot's own metrics.
@@ -90,12 +92,19 @@ class CommandDeps:
 
     @classmethod
     def for_settings(
-        cls, settings: Settings, *, silences: Silences | None = None, digest: DigestNow | None = None
+        cls,
+        settings: Settings,
+        *,
+        ctx: CheckContext | None = None,
+        silences: Silences | None = None,
+        digest: DigestNow | None = None,
+        prometheus: PrometheusClient | None = None,
     ) -> CommandDeps:
-        """The commands' dependencies with a fresh shared context over `settings`."""
-        return cls(settings, CheckContext(settings), silences, digest)
+        """The commands' dependencies over `ctx` (by default a context of their own over `settings`)."""
+        return cls(settings, ctx or CheckContext(settings), silences, digest, prometheus)
 
     async def aclose(self) -> None:
+        """Close what the context opened itself; the shared clients belong to the bot (`bot.compose`)."""
         await self.ctx.aclose()
 
 
@@ -234,13 +243,8 @@ def _plan_reasons(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     window = parse_window(inv.one("--window") or "15m")
 
     async def work() -> Message:
-        ctx = deps.ctx
-        prometheus = open_prometheus(deps.settings, ctx.timeout)
-        try:
-            return reasons_message(await run_reasons(ctx, ref.name, window=window, prometheus=prometheus))
-        finally:
-            if prometheus is not None:
-                await prometheus.aclose()
+        result = await run_reasons(deps.ctx, ref.name, window=window, prometheus=deps.prometheus)
+        return reasons_message(result)
 
     return Plan(work, f"reading the reasons of {ref.name}…")
 
@@ -283,12 +287,7 @@ def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     clusters = tuple(c for c in clusters if deps.settings.may_query(c.name, asker.who))
 
     async def work() -> Message:
-        prometheus = open_prometheus(deps.settings, deps.ctx.timeout)
-        try:
-            return verify_message(await check_verify(deps.ctx, prometheus, clusters=clusters))
-        finally:
-            if prometheus is not None:
-                await prometheus.aclose()
+        return verify_message(await check_verify(deps.ctx, deps.prometheus, clusters=clusters))
 
     note = "verifying the monitoring (Prometheus, probe CronJobs, /metrics/syncer)…"
     return Plan(work, note, at_once=True)

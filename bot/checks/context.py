@@ -1,14 +1,18 @@
-"""What every check may use: the settings, read-only cluster readers (opened once), live state.
+"""What every check may use: the settings, read-only cluster readers (each opened once), live state.
 
-Readers are opened lazily and cached per kubeconfig and context, so a command touches only the clusters
-it needs; `aclose()` releases them. TARGET arguments are resolved here, against the configuration only.
+The running bot hands its context the readers and live state it already has (`bot.compose`), so alerts,
+`/proxy`, the buttons and the digest read every source through one reader and one `LiveState`; readers
+it lacks (a target's direct access, a control plane) are opened on first use, once each. A context of
+its own (the CLI) opens everything on first use, so a command touches only the clusters it needs.
+`aclose()` releases what the context opened itself. TARGET arguments are resolved here, against the
+configuration only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,9 +58,30 @@ def resolve_target(
     return TargetRef(*found)
 
 
+@dataclass(frozen=True, slots=True)
+class LiveSource:
+    """One live-state source: a client cluster, or one addressable replica of it (`cluster/pod`)."""
+
+    name: str
+    kubeconfig: Path
+    context: str | None
+
+
+def live_sources(settings: Settings) -> tuple[LiveSource, ...]:
+    """Every client cluster and every replica listed under its `replicas`, in configuration order."""
+    sources: list[LiveSource] = []
+    for cluster in settings.clusters:
+        sources.append(LiveSource(cluster.name, cluster.kubeconfig, cluster.context))
+        sources += [
+            LiveSource(replica_source(cluster.name, pod), cluster.kubeconfig, context)
+            for pod, context in cluster.replicas.items()
+        ]
+    return tuple(sources)
+
+
 @dataclass(frozen=True)
-class _Unreadable:
-    """A cluster whose kubeconfig could not be loaded: every read reports why."""
+class Unreadable:
+    """A source whose kubeconfig could not be loaded: every read reports why."""
 
     error: ClusterError
 
@@ -64,27 +89,46 @@ class _Unreadable:
         raise self.error
 
 
+_Key = tuple[Path, str | None]
+
+
 @dataclass
 class CheckContext:
-    """Shared, lazily opened clients for the checks of one command (or of the running bot)."""
+    """Cluster readers and live state for the checks of one command, or of the running bot."""
 
     settings: Settings
     timeout: float = 5.0
     monotonic: Clock = time.monotonic
     wall: Clock = time.time
-    _readers: dict[tuple[Path, str | None], KubeReader] = field(default_factory=dict)
-    _live: LiveState | None = None
-    # The running bot shares one context across concurrent commands: two must not open (and leak) the
-    # same reader twice, or build live state twice.
-    _opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The running bot's readers per live-state source, and its live state (see `bot.compose`).
+    shared: Mapping[str, KubeReader] = field(default_factory=dict)
+    live_state: LiveState | None = None  # None: built on first use, over this context's readers
+    # One opening per kubeconfig and context: concurrent commands share it, and wait only for their own.
+    _opening: dict[_Key, asyncio.Task[KubeReader]] = field(default_factory=dict)
     _starting_live: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _shared_by_key: dict[_Key, KubeReader] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        by_name = {s.name: (s.kubeconfig, s.context) for s in live_sources(self.settings)}
+        self._shared_by_key = {by_name[name]: r for name, r in self.shared.items() if name in by_name}
 
     async def reader(self, name: str, kubeconfig: Path, context: str | None) -> KubeReader:
         key = (kubeconfig, context)
-        async with self._opening:
-            if key not in self._readers:
-                self._readers[key] = await KubeReader.connect(name, kubeconfig, context)
-            return self._readers[key]
+        shared = self._shared_by_key.get(key)
+        if shared is not None:
+            return shared
+        opening = self._opening.get(key)
+        if opening is None:
+            opening = asyncio.create_task(KubeReader.connect(name, kubeconfig, context))
+            self._opening[key] = opening
+            opening.add_done_callback(lambda done: self._forget_failed(key, done))
+        # Shielded: a command that stops waiting leaves the reader opening for the next one.
+        return await asyncio.shield(opening)
+
+    def _forget_failed(self, key: _Key, done: asyncio.Task[KubeReader]) -> None:
+        # A kubeconfig that failed to load is tried again by the next command (it may be fixed by then).
+        if (done.cancelled() or done.exception() is not None) and self._opening.get(key) is done:
+            del self._opening[key]
 
     async def client(self, cluster: ClusterSettings) -> KubeReader:
         """The client tenant cluster's API (where the proxy runs)."""
@@ -102,25 +146,29 @@ class CheckContext:
         return await self.reader(f"control plane of {name}", access.kubeconfig, access.context)
 
     async def live(self) -> LiveState:
-        """Live proxy state of every configured client cluster (readers opened on first use)."""
+        """Live proxy state of every source (the bot's, or this context's own, built on first use)."""
         async with self._starting_live:
-            return await self._live_state()
+            if self.live_state is None:
+                self.live_state = await self._live_state()
+            return self.live_state
 
     async def _live_state(self) -> LiveState:
-        if self._live is None:
-            readers: dict[str, MetricsSource] = {}
-            for cluster in self.settings.clusters:
-                contexts = {cluster.name: cluster.context}
-                contexts |= {replica_source(cluster.name, pod): c for pod, c in cluster.replicas.items()}
-                for source, context in contexts.items():
-                    try:
-                        readers[source] = await self.reader(source, cluster.kubeconfig, context)
-                    except ClusterError as err:
-                        readers[source] = _Unreadable(err)
-            self._live = LiveState(readers, timeout=self.timeout, monotonic=self.monotonic, wall=self.wall)
-        return self._live
+        sources = live_sources(self.settings)
+        opened = await asyncio.gather(*(self._source(s) for s in sources))
+        readers = {s.name: reader for s, reader in zip(sources, opened, strict=True)}
+        return LiveState(readers, timeout=self.timeout, monotonic=self.monotonic, wall=self.wall)
+
+    async def _source(self, source: LiveSource) -> MetricsSource:
+        try:
+            return await self.reader(source.name, source.kubeconfig, source.context)
+        except ClusterError as err:
+            return Unreadable(err)
 
     async def aclose(self) -> None:
-        for reader in self._readers.values():
-            await reader.close()
-        self._readers.clear()
+        """Close the readers this context opened (the shared ones belong to whoever opened them)."""
+        opening, self._opening = list(self._opening.values()), {}
+        for task in opening:
+            task.cancel()
+        for outcome in await asyncio.gather(*opening, return_exceptions=True):
+            if isinstance(outcome, KubeReader):
+                await outcome.close()

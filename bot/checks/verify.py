@@ -67,7 +67,10 @@ Progress = Callable[[str], None]
 
 
 def open_prometheus(settings: Settings, timeout: float = 5.0) -> PrometheusClient | None:
-    """A client for `prometheus.url`, or None when it is not configured."""
+    """A client for `prometheus.url`, or None when it is not configured.
+
+    Built once and shared: by the bot (`bot.compose.open_clients`), and by the CLI once per run.
+    """
     url = settings.prometheus.url
     return None if url is None else PrometheusClient(str(url), timeout=timeout)
 

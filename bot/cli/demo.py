@@ -1,7 +1,7 @@
 """`proxybot demo`: the whole alert flow on one machine, with no Slack, cluster or Prometheus.
 
 The simulator serves a scenario's tenant clusters over HTTPS; its alerting model sends the webhooks a real
-Prometheus + Alertmanager would send for the shipped rules; the real bot (`build_bot`, the same one
+Prometheus + Alertmanager would send for the shipped rules; the real bot (`open_bot`, the same one
 `serve` runs) receives them on its `/alertmanager` endpoint, reads live state from the simulated clusters
 and posts to a Slack-compatible fake server, which prints every message (and every edit) in the terminal.
 
@@ -25,7 +25,7 @@ from typing import TextIO
 import uvicorn
 import yaml
 
-from bot.compose import build_bot
+from bot.compose import open_bot
 from bot.render.terminal import Style, show_message
 from config.loader import parse_config
 from config.settings import Settings
@@ -123,7 +123,7 @@ def _free_socket() -> socket.socket:
 
 
 async def _run_bot(settings: Settings, sock: socket.socket, duration: float, feed: AlertFeed) -> None:
-    bot = await build_bot(settings, warm_interval=2.0)
+    bot = await open_bot(settings, warm_interval=2.0)
     config = uvicorn.Config(bot.app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

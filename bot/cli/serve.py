@@ -7,7 +7,7 @@ import gc
 
 import uvicorn
 
-from bot.compose import Bot, build_bot
+from bot.compose import Bot, open_bot
 from config.settings import Settings
 
 
@@ -24,7 +24,7 @@ async def serve(bot: Bot, host: str, port: int) -> None:
 
 def run_serve(settings: Settings, host: str | None, port: int | None) -> int:
     async def main() -> None:
-        bot = await build_bot(settings)
+        bot = await open_bot(settings)
         # Everything built so far (the imported libraries, the bot's parts) lives as long as the process.
         # Freezing it keeps the collector from walking it on every full collection: those walks were
         # 100 ms stalls of the event loop during a webhook storm (bench/storm.py p99 ~150 ms -> ~15 ms).

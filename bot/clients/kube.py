@@ -7,6 +7,7 @@ Transport errors and HTTP failures become `ClusterError` with a kind the diagnos
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,12 +16,16 @@ from typing import Any
 
 import aiohttp
 from kubernetes.aio import config as kube_config
-from kubernetes.aio.client import ApiClient
+from kubernetes.aio.client import ApiClient, Configuration
 
 from bot.domain.paths import ApiPath, syncer_metrics_path
 from bot.errors import ClusterError
 
 _STATUS_KINDS = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
+# The loader is not thread-safe: it caches the temp files it writes for inline certificates by content,
+# and names a file in that cache before writing it, so a second load of the same certificate could get
+# the file still empty. One load at a time, then (on worker threads: the event loop never waits on it).
+_LOADING = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +51,16 @@ class KubeReader:
 
     @classmethod
     async def connect(cls, name: str, kubeconfig: Path, context: str | None = None) -> KubeReader:
-        """A reader from a kubeconfig file and optional context; a bad file is a `bad_config` error."""
+        """A reader from a kubeconfig file and optional context; a bad file is a `bad_config` error.
+
+        The file is read and parsed on a worker thread (it is blocking I/O, and a credential plugin may
+        take seconds); only the client itself is made on the event loop, which its session belongs to.
+        """
         try:
-            api = await kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig), context=context
-            )
+            configuration = await asyncio.to_thread(_load_configuration, kubeconfig, context)
         except Exception as err:  # the loader raises ConfigException, OSError, yaml errors, ...
             raise ClusterError(name, "bad_config", f"cannot load kubeconfig {kubeconfig}: {err}") from None
-        return cls(name, api)
+        return cls(name, ApiClient(configuration=configuration))
 
     async def close(self) -> None:
         await self._api.close()  # type: ignore[no-untyped-call]
@@ -98,6 +105,17 @@ class KubeReader:
     async def syncer_metrics(self, *, timeout: float) -> str:
         """The text of `/metrics/syncer` (the proxy's metrics)."""
         return (await self.get_ok(syncer_metrics_path(), timeout=timeout)).text
+
+
+def _load_configuration(kubeconfig: Path, context: str | None) -> Configuration:
+    """The client configuration of one kubeconfig context (runs on a worker thread, on its own loop)."""
+    configuration = Configuration()
+    load = kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeconfig), context=context, client_configuration=configuration
+    )
+    with _LOADING:
+        asyncio.run(load)
+    return configuration
 
 
 def _hint(path: ApiPath, kind: str) -> str:

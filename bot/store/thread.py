@@ -47,7 +47,8 @@ class ConnectionThread:
         try:
             await self._submit(self._close_connection)
         finally:
-            self._executor.shutdown(wait=True)
+            # Joining the thread waits for whatever it still runs: not on the event loop.
+            await asyncio.to_thread(self._executor.shutdown, wait=True)
 
     async def _submit(self, call: Callable[[], T]) -> T:
         # If the caller is cancelled, work already running still finishes (a started write commits) and

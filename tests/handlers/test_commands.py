@@ -26,14 +26,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
+from bot import compose
 from bot.app import Deps, create_app
-from bot.checks.context import CheckContext
 from bot.clients.alertmanager import Matcher, Silence
-from bot.digest.runner import BuiltDigest, DigestRunner, DigestSources
 from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
-from bot.render.blocks import Message
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
 from bot.store import Store, open_store
 from config.loader import parse_config
@@ -41,7 +39,7 @@ from config.settings import Requester, Settings
 from handlers import commands
 from handlers.command_access import Asker, target_for
 from handlers.command_args import USAGES, parse_duration, parse_invocation, split_words
-from handlers.commands import CommandDeps, DigestNow, button_checks
+from handlers.commands import CommandDeps
 from sim.slack_api import FakeSlack, iter_texts
 from tests.bot.cli.conftest import RecordingSimServer
 from tests.config.test_settings import cluster as fleet_cluster
@@ -230,56 +228,31 @@ def shown(response: dict[str, Any]) -> str:
     return "\n".join([str(response["text"]), *iter_texts(response.get("blocks") or [])])
 
 
-async def run_digest_with(settings: Settings, store: Store) -> DigestNow:
-    posted: list[str] = []
-
-    class Poster:
-        async def post_digest(self, channel: str, period: str, message: Message, charts: Any) -> None:
-            posted.append(channel)
-
-    async def now() -> BuiltDigest:
-        ctx = CheckContext(settings)
-        try:
-            live = await ctx.live()
-            runner = DigestRunner(settings, store, DigestSources(live.read), Poster())
-            return await runner.post_now()
-        finally:
-            await ctx.aclose()
-
-    return now
-
-
 @pytest.fixture
-async def bots(fake: FakeSlack, store: Store) -> AsyncIterator[Any]:
-    opened: list[httpx.AsyncClient] = []
-    contexts: list[CommandDeps] = []
+async def bots(fake: FakeSlack, tmp_path: Path) -> AsyncIterator[Any]:
+    built: list[tuple[httpx.AsyncClient, compose.Bot]] = []
 
     async def make(
         sim: Sim, silences: FakeSilences | None = None, *, digest: bool = False, **update: Any
     ) -> Bot:
-        settings = sim.settings.model_copy(
-            update={"slack": sim.settings.slack.model_copy(update={"api_url": fake.api_url}), **update}
-        )
-        digest_now = await run_digest_with(settings, store) if digest else None
-        deps = CommandDeps.for_settings(settings, silences=silences, digest=digest_now)
-        deps = replace(deps, path_dial_window=1.0)  # the dial step needs only a short window here
-        contexts.append(deps)
-        routes, workers = slack_routes_and_workers(
-            settings,
-            Deps(settings=settings, store=store),
-            checks=button_checks(deps, path_samples=3),
-            silencer=silences,
-            registrations=[lambda app: commands.register(app, deps)],
-        )
-        http = asgi(create_app(Deps(settings=settings, store=store), workers, extra=routes))
-        opened.append(http)
+        slack = sim.settings.slack.model_copy(update={"api_url": fake.api_url})
+        db = SecretStr(f"sqlite:///{tmp_path / f'bot-{len(built)}.db'}")
+        store = sim.settings.store.model_copy(update={"url": db})
+        settings = sim.settings.model_copy(update={"slack": slack, "store": store, **update})
+        clients = replace(await compose.open_clients(settings), alertmanager=silences)
+        bot = compose.build_bot(settings, clients)
+        # `/proxy` over the bot's own checks and clients, with a short dial window (enough here), and
+        # without its on-demand digest unless asked for: the commands must also work without one.
+        tuned = replace(bot.commands, path_dial_window=1.0, digest=bot.commands.digest if digest else None)
+        routes, workers = compose.slack_inbound(settings, bot.deps, tuned, clients.alertmanager)
+        http = asgi(create_app(bot.deps, workers, extra=routes))
+        built.append((http, bot))
         return Bot(http, fake, sim)
 
     yield make
-    for http in opened:
+    for http, bot in built:
         await http.aclose()
-    for deps in contexts:
-        await deps.aclose()
+        await bot.close()
 
 
 def sim_named(request: pytest.FixtureRequest, name: str) -> Sim:

@@ -1,14 +1,18 @@
-"""CheckContext: target resolution, lazily opened readers, live state against the simulator."""
+"""CheckContext: target resolution, readers shared or opened once each, live state against the simulator."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bot.checks.context import CheckContext, resolve_target
+from bot.checks.context import CheckContext, live_sources, resolve_target
+from bot.clients.kube import KubeReader
 from bot.errors import InputError
+from bot.live import LiveState
 from config.loader import load_settings
 from config.settings import Settings
 from sim.server import SimServer
@@ -57,3 +61,49 @@ async def test_an_unloadable_kubeconfig_is_a_reason_in_live_state(settings: Sett
     assert read.snapshot is None
     assert read.unavailable is not None
     assert "missing.yaml" in read.unavailable
+
+
+async def test_the_bots_readers_and_live_state_are_used_not_opened_again(settings: Settings) -> None:
+    team_a = settings.clusters[0]
+    reader = await KubeReader.connect("team-a", team_a.kubeconfig, team_a.context)
+    live = LiveState({"team-a": reader})
+    ctx = CheckContext(settings, shared={"team-a": reader}, live_state=live)
+    try:
+        assert await ctx.client(team_a) is reader
+        assert await ctx.live() is live
+    finally:
+        await ctx.aclose()
+    try:
+        assert "vcluster_proxy_peers" in await reader.syncer_metrics(timeout=5), (
+            "still open: not the context's"
+        )
+    finally:
+        await reader.close()
+
+
+async def test_each_reader_opens_once_and_a_slow_kubeconfig_holds_up_no_open_reader(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # A FIFO's open blocks until a writer comes, and it can be read once: a second opening would hang.
+    fifo = tmp_path / "slow.yaml"
+    os.mkfifo(fifo)
+    team_a = settings.clusters[0]
+    ctx = CheckContext(settings)
+    try:
+        opened = await ctx.client(team_a)
+        slow = [asyncio.create_task(ctx.reader("slow", fifo, "team-a")) for _ in range(2)]
+        await asyncio.sleep(0.05)  # both are waiting for the slow file now
+        assert await asyncio.wait_for(ctx.client(team_a), timeout=1) is opened
+        assert not any(task.done() for task in slow)
+        await asyncio.to_thread(fifo.write_text, team_a.kubeconfig.read_text())
+        first, second = await asyncio.wait_for(asyncio.gather(*slow), timeout=5)
+        assert first is second
+    finally:
+        await ctx.aclose()
+
+
+def test_live_sources_are_every_cluster_and_its_listed_replicas(settings: Settings) -> None:
+    names = [source.name for source in live_sources(settings)]
+    assert names[0] == "team-a"
+    assert "team-a/team-a-0" in names
+    assert len(names) == len(set(names))

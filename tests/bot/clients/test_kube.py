@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,6 +77,30 @@ async def test_bad_kubeconfig_names_the_file(tmp_path: Path) -> None:
         await KubeReader.connect("c", missing)
     assert err.value.kind == "bad_config"
     assert str(missing) in str(err.value)
+
+
+async def test_the_kubeconfig_is_loaded_off_the_event_loop(kubeconfig: Path, tmp_path: Path) -> None:
+    # A FIFO's open blocks until a writer comes: loaded on the loop, the loop would stop until then.
+    fifo = tmp_path / "slow.yaml"
+    os.mkfifo(fifo)
+    text = kubeconfig.read_text()
+
+    def slow_writer() -> None:
+        time.sleep(0.3)
+        fifo.write_text(text)
+
+    threading.Thread(target=slow_writer, daemon=True).start()
+    connecting = asyncio.create_task(KubeReader.connect("team-a", fifo, "team-a"))
+    ticks = 0
+    while not connecting.done():
+        await asyncio.sleep(0.01)
+        ticks += 1
+    kube = await connecting
+    try:
+        assert "vcluster_proxy_peers" in await kube.syncer_metrics(timeout=5)
+    finally:
+        await kube.close()
+    assert ticks >= 10, "the loop kept running while the kubeconfig was read"
 
 
 async def test_unreachable_and_hung_servers(kubeconfig: Path, tmp_path: Path) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 from bot.domain.alerts import parse_webhook
 from bot.store import StoreError, open_store
 from bot.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from bot.store.thread import ConnectionThread
 from tests.bot.domain import alertmanager_samples as samples
 
 
@@ -96,6 +99,24 @@ async def test_a_closed_store_refuses_work(db_path: Path) -> None:
     await store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.pending()
+
+
+async def test_closing_joins_the_store_thread_off_the_event_loop(db_path: Path) -> None:
+    thread = ConnectionThread(lambda: sqlite3.connect(db_path, check_same_thread=False))
+    await thread.start()
+    release = threading.Event()
+    busy = asyncio.create_task(thread.run(lambda conn: release.wait(5)))
+    await asyncio.sleep(0.05)  # the store thread is inside that work now
+    closing = asyncio.create_task(thread.close())
+    await asyncio.sleep(0.01)
+    closing.cancel()  # the closer stops waiting: the thread is still joined, while the loop runs on
+    threading.Timer(0.3, release.set).start()
+    ticks = 0
+    while not closing.done():
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert ticks >= 10, "the loop kept running while the store thread finished its work"
+    assert await busy is True
 
 
 # -- migrations ------------------------------------------------------------------------------------------
