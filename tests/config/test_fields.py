@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from config.settings import Settings
-from tests.config.test_settings import PROBE, cluster, config, locations, target
+from tests.fakes.config_data import PROBE, cluster, config, locations, target
 
 
 @pytest.mark.parametrize(

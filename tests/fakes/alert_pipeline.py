@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.storm import StormPolicy
+from bot.clients.slack import Posted
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.domain.parser import parse_syncer
@@ -84,13 +85,15 @@ class FakeLive:
 class NoSlack:
     """The delivery worker is never run in these tests: any Slack call is a test bug."""
 
-    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> str:
+    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> Posted:
         raise AssertionError("Slack called")
 
-    async def update(self, channel: str, ts: str, message: Message) -> None:
+    async def update(self, channel_id: str, ts: str, message: Message) -> None:
         raise AssertionError("Slack called")
 
-    async def upload_png(self, channel: str, thread_ts: str, png: bytes, filename: str, title: str) -> None:
+    async def upload_png(
+        self, channel_id: str, thread_ts: str, png: bytes, filename: str, title: str
+    ) -> None:
         raise AssertionError("Slack called")
 
 

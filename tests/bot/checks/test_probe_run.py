@@ -20,7 +20,7 @@ from bot.live import ClusterRead
 from config.loader import load_settings
 from config.settings import Settings
 from sim.server import SimServer
-from tests.bot.checks.test_probe import GV, PROBE, SETTINGS, TARGET
+from tests.fakes.probe_settings import GV, PROBE, SETTINGS, TARGET
 
 DISCOVERY = "/apis/example.com/v1"
 
