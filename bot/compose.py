@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
@@ -27,12 +27,12 @@ from starlette.routing import BaseRoute
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, Worker, create_app
-from bot.checks.context import CheckContext, Unreadable, live_sources
+from bot.checks.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
 from bot.checks.verify import open_prometheus
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
 from bot.clients.prometheus import PrometheusClient
-from bot.clients.slack import SlackClient
+from bot.clients.slack import SlackClient, SlackError
 from bot.delivery.worker import Delivery, SlackSender
 from bot.digest.fleet import ContextCronJobs
 from bot.digest.pool import digest_pool, warm_up
@@ -55,6 +55,8 @@ class ObservedSlack(SlackSender, Protocol):
     """Slack as the outbox uses it, telling (method, outcome) of every call to `observe`."""
 
     observe: Callable[[str, str], None]
+
+    async def auth_test(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ async def open_clients(settings: Settings, *, clock: Clock = time.time) -> Clien
         store = await open_store(settings.store.url.get_secret_value(), clock=clock)
         opened.push_async_callback(store.close)
         readers, unreadable = await open_readers(settings, opened)
-        prometheus = open_prometheus(settings, settings.enrichment.timeout_seconds)
+        # The checks' own timeout (as /proxy verify and reasons had); enrichment passes its budget per call.
+        prometheus = open_prometheus(settings)
         if prometheus is not None:
             opened.push_async_callback(prometheus.aclose)
         alertmanager = _open_alertmanager(settings, opened)
@@ -138,12 +141,17 @@ class Bot:
     pool: ProcessPoolExecutor | None = None  # the digest's worker processes
 
     async def close(self) -> None:
-        if self.pool is not None:
-            await asyncio.to_thread(self.pool.shutdown)
-        if self.enricher is not None:
-            await self.enricher.cancel_pending()  # its client is one of the clients, closed below
-        await self.commands.aclose()
-        await self.clients.close()
+        """Release everything; a step that fails does not keep the later ones (the clients) open."""
+        try:
+            if self.pool is not None:
+                await asyncio.to_thread(self.pool.shutdown)
+            if self.enricher is not None:
+                await self.enricher.cancel_pending()  # its client is one of the clients, closed below
+        finally:
+            try:
+                await self.commands.aclose()
+            finally:
+                await self.clients.close()
 
 
 async def open_bot(settings: Settings, *, warm_interval: float = 60.0) -> Bot:
@@ -168,18 +176,34 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
     pool = digest_pool()
-    digests = _digests(settings, clients, delivery, ctx, live, pool)
-    command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
+    try:
+        digests = _digests(settings, clients, delivery, ctx, live, pool)
+        command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
+        routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager)
+    except BaseException:
+        pool.shutdown(wait=False)  # no worker has started yet: nothing to wait for
+        raise
     workers: list[Worker] = [
+        lambda: say_who_posts(clients.slack),
         lambda: warm_up(pool),  # the digest's worker processes start with the bot, not at 08:00
         alert_worker.run,
         delivery.run,
         digests.run,
         lambda: live.keep_warm(warm_interval),
     ]
-    routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager)
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
     return Bot(deps, app, clients, live, command_deps, enricher, pool)
+
+
+async def say_who_posts(slack: ObservedSlack) -> None:
+    """Log once at start whether Slack takes the bot token: readiness never depends on Slack (a Slack
+    outage must not stop webhooks being accepted), so the log and `/metrics` are where it shows."""
+    try:
+        who = await slack.auth_test()
+    except SlackError as err:
+        log.error("Slack: %s; messages wait in the outbox until Slack takes them", err)
+        return
+    log.info("Slack: posting as %s (team %s)", who.get("user", "?"), who.get("team_id", "?"))
 
 
 def _deps(settings: Settings, clients: Clients) -> Deps:
@@ -264,9 +288,11 @@ def shared_live_state(settings: Settings, clients: Clients, metrics: BotMetrics)
     """The one live state of the bot: every source's reader, or why it has none."""
     sources: dict[str, MetricsSource] = {name: Unreadable(err) for name, err in clients.unreadable.items()}
     sources.update(clients.readers)
+    # Alerts stop waiting at their own budget (bot.alerts.budget); /proxy keeps the checks' timeout even
+    # when the alert budget is set lower.
     return LiveState(
         sources,
-        timeout=settings.enrichment.timeout_seconds,
+        timeout=max(settings.enrichment.timeout_seconds, CHECK_TIMEOUT),
         observe=metrics.enrichment_seconds.observe,
         wall=clients.clock,
     )

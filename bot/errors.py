@@ -23,6 +23,11 @@ see this hierarchy and can answer with a clear message instead of a stack trace.
 from __future__ import annotations
 
 
+def shown(text: str, limit: int = 60) -> str:
+    """A user's word as an error message may quote it: cut short, quoted by repr."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 class ProxybotError(Exception):
     """Base of every error proxybot raises on purpose."""
 

@@ -16,7 +16,7 @@ from enum import Enum
 
 from bot.checks.netpol import ANYWHERE_V4, DEFAULT_STUN_PORT, CrossCluster, parse_cidr, parse_port
 from bot.domain import durations
-from bot.errors import InputError
+from bot.errors import InputError, shown
 
 MAX_TEXT = 1000
 MAX_WORDS = 40
@@ -94,11 +94,6 @@ class Invocation:
 
     def many(self, name: str) -> tuple[str, ...]:
         return self.options.get(name, ())
-
-
-def shown(text: str, limit: int = 60) -> str:
-    """A user's word as it may appear in an answer: cut short, quoted by repr."""
-    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 def unescape(text: str) -> str:

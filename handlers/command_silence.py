@@ -15,11 +15,11 @@ from typing import Protocol
 
 from bot.checks.context import resolve_target
 from bot.clients.alertmanager import Matcher, Silence, silence_id
-from bot.errors import InputError, Refused
+from bot.errors import InputError, Refused, shown
 from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines
 from config.settings import Requester, Settings
 from handlers.command_access import queryable, silence_refusal
-from handlers.command_args import Invocation, parse_duration, shown
+from handlers.command_args import Invocation, parse_duration
 
 DEFAULT_DURATION = "1h"
 MAX_LISTED = 20

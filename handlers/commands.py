@@ -95,13 +95,13 @@ class CommandDeps:
         cls,
         settings: Settings,
         *,
-        ctx: CheckContext | None = None,
+        ctx: CheckContext,
         silences: Silences | None = None,
         digest: DigestNow | None = None,
         prometheus: PrometheusClient | None = None,
     ) -> CommandDeps:
-        """The commands' dependencies over `ctx` (by default a context of their own over `settings`)."""
-        return cls(settings, ctx or CheckContext(settings), silences, digest, prometheus)
+        """The commands' dependencies over `ctx` (the bot's shared readers and live state)."""
+        return cls(settings, ctx, silences, digest, prometheus)
 
     async def aclose(self) -> None:
         """Close what the context opened itself; the shared clients belong to the bot (`bot.compose`)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.clients.kube import KubeReader
-from bot.errors import ClusterError, InputError
+from bot.errors import ClusterError, InputError, shown
 from bot.live import LiveState, MetricsSource
 from config.settings import (
     ClusterSettings,
@@ -28,6 +28,8 @@ from config.settings import (
     replica_source,
 )
 
+# How long one read of a check waits for a cluster or Prometheus.
+CHECK_TIMEOUT = 5.0
 Clock = Callable[[], float]
 
 
@@ -53,8 +55,7 @@ def resolve_target(
     if found is None:
         clusters = settings.clusters if visible is None else visible
         known = ", ".join(sorted(t.name for c in clusters for t in c.targets)) or "none you may query"
-        shown = name if len(name) <= 80 else name[:80] + "…"
-        raise InputError(f"TARGET: {shown!r} is not a configured target (configured: {known})")
+        raise InputError(f"TARGET: {shown(name, 80)} is not a configured target (configured: {known})")
     return TargetRef(*found)
 
 
@@ -97,7 +98,7 @@ class CheckContext:
     """Cluster readers and live state for the checks of one command, or of the running bot."""
 
     settings: Settings
-    timeout: float = 5.0
+    timeout: float = CHECK_TIMEOUT
     monotonic: Clock = time.monotonic
     wall: Clock = time.time
     # The running bot's readers per live-state source, and its live state (see `bot.compose`).

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
-from bot.checks.context import CheckContext
+from bot.checks.context import CHECK_TIMEOUT, CheckContext
 from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
 from bot.checks.verify_lines import (
     Outcome,
@@ -66,7 +66,7 @@ CLUSTER_ROLE_FIX = (
 Progress = Callable[[str], None]
 
 
-def open_prometheus(settings: Settings, timeout: float = 5.0) -> PrometheusClient | None:
+def open_prometheus(settings: Settings, timeout: float = CHECK_TIMEOUT) -> PrometheusClient | None:
     """A client for `prometheus.url`, or None when it is not configured.
 
     Built once and shared: by the bot (`bot.compose.open_clients`), and by the CLI once per run.

@@ -7,9 +7,9 @@ Transport errors and HTTP failures become `ClusterError` with a kind the diagnos
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,9 @@ from bot.errors import ClusterError
 _STATUS_KINDS = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
 # The loader is not thread-safe: it caches the temp files it writes for inline certificates by content,
 # and names a file in that cache before writing it, so a second load of the same certificate could get
-# the file still empty. One load at a time, then (on worker threads: the event loop never waits on it).
-_LOADING = threading.Lock()
+# the file still empty. One load at a time, then, on a thread of its own: a slow credential plugin must
+# not hold threads of the loop's default pool, which parses metrics pages and webhooks meanwhile.
+_LOADER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kubeconfig")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,8 @@ class KubeReader:
         take seconds); only the client itself is made on the event loop, which its session belongs to.
         """
         try:
-            configuration = await asyncio.to_thread(_load_configuration, kubeconfig, context)
+            loop = asyncio.get_running_loop()
+            configuration = await loop.run_in_executor(_LOADER, _load_configuration, kubeconfig, context)
         except Exception as err:  # the loader raises ConfigException, OSError, yaml errors, ...
             raise ClusterError(name, "bad_config", f"cannot load kubeconfig {kubeconfig}: {err}") from None
         return cls(name, ApiClient(configuration=configuration))
@@ -113,8 +115,7 @@ def _load_configuration(kubeconfig: Path, context: str | None) -> Configuration:
     load = kube_config.load_kube_config(  # type: ignore[no-untyped-call]
         config_file=str(kubeconfig), context=context, client_configuration=configuration
     )
-    with _LOADING:
-        asyncio.run(load)
+    asyncio.run(load)
     return configuration
 
 

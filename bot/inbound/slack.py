@@ -26,7 +26,6 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.app import Deps, Worker
-from bot.clients.alertmanager import AlertmanagerClient
 from bot.errors import ConfigError
 from bot.inbound.body import read_within
 from config.settings import Settings
@@ -121,16 +120,6 @@ def socket_mode_worker(app: AsyncApp, app_token: str) -> Worker:
     return slack_socket_mode
 
 
-def _closing(client: AlertmanagerClient) -> Worker:
-    async def alertmanager_client_lifetime() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await client.aclose()
-
-    return alertmanager_client_lifetime
-
-
 def slack_routes_and_workers(
     settings: Settings,
     deps: Deps,
@@ -143,15 +132,11 @@ def slack_routes_and_workers(
     """Slack inbound for `create_app(deps, workers, extra=routes)`.
 
     HTTP mode gives the `/slack/events` route; Socket Mode (`slack.app_token` set) gives a worker instead.
-    The buttons silence through `silencer`, else through an Alertmanager client built from
-    `alertmanager.url` (and closed when the app stops); `checks` back *Probe now* and *Path check*.
+    The buttons silence through `silencer` (the bot's one Alertmanager client; None: silencing is not
+    configured); `checks` back *Probe now* and *Path check*.
     `registrations` add further handler modules (the slash commands).
     """
     workers: list[Worker] = []
-    if silencer is None and settings.alertmanager.url is not None:
-        am = AlertmanagerClient.from_settings(settings.alertmanager)
-        silencer = am
-        workers.append(_closing(am))
     button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks())
     app = build_slack_app(
         settings, [lambda app: actions.register(app, button_deps), *registrations], client=client

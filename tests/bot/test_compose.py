@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,9 +19,10 @@ import yaml
 from bot import compose
 from bot.checks.context import live_sources
 from bot.clients.prometheus import PrometheusClient
+from bot.clients.slack import SlackClient
 from bot.store import StoreError
 from config.loader import load_config
-from config.settings import Settings
+from config.settings import Settings, SlackSettings
 from handlers import commands
 from sim.slack_api import FakeSlack
 from tests.bot.cli.conftest import RecordingSimServer
@@ -225,3 +227,20 @@ async def test_a_source_whose_kubeconfig_fails_says_why_in_the_shared_live_state
         assert "Traceback" not in answers[-1]["text"]
     finally:
         await bot.close()
+
+
+# -- Slack at start: in the log, never in readiness ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token", "said"), [("xoxb-right", "posting as proxybot"), ("xoxb-wrong", "invalid_auth")]
+)
+async def test_start_says_in_the_log_whether_slack_takes_the_token(
+    caplog: pytest.LogCaptureFixture, token: str, said: str
+) -> None:
+    caplog.set_level(logging.INFO, logger="bot.compose")
+    with FakeSlack(bot_token="xoxb-right") as slack:
+        client = SlackClient.from_settings(SlackSettings(bot_token=token, api_url=slack.api_url), timeout=2.0)
+        await compose.say_who_posts(client)
+    assert any(said in r.getMessage() for r in caplog.records)
+    assert token not in caplog.text

@@ -345,12 +345,15 @@ async def test_silence_button_against_real_alertmanager(
             update={"alertmanager": settings.alertmanager.model_copy(update={"url": am.url})}
         )
         deps = Deps(settings=settings, store=store)
-        routes, workers = slack_routes_and_workers(settings, deps)  # builds its own client
+        client = AlertmanagerClient.from_settings(settings.alertmanager)
+        routes, workers = slack_routes_and_workers(settings, deps, silencer=client)
         app = create_app(deps, workers, extra=routes)
-        # The lifespan runs the workers; one of them closes the Alertmanager client when the app stops.
-        async with app.router.lifespan_context(app), asgi(app) as http:
-            await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
-            [reply] = await eventually(lambda: thread_replies(fake), "the thread reply", timeout=20)
+        try:
+            async with app.router.lifespan_context(app), asgi(app) as http:
+                await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+                [reply] = await eventually(lambda: thread_replies(fake), "the thread reply", timeout=20)
+        finally:
+            await client.aclose()
         reader = AlertmanagerClient.from_settings(settings.alertmanager)
         [silence] = await reader.silences()
         await reader.aclose()

@@ -25,6 +25,7 @@ from pydantic import SecretStr
 
 from bot import compose
 from bot.app import Deps, create_app
+from bot.checks.context import CheckContext
 from bot.clients.alertmanager import Matcher, Silence
 from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
@@ -724,7 +725,7 @@ async def test_socket_mode_answers_the_same_command(healthy: Sim, store: Store) 
         }
     )
     settings = healthy.settings.model_copy(update={"slack": socket_slack})
-    deps = CommandDeps.for_settings(settings)
+    deps = CommandDeps.for_settings(settings, ctx=CheckContext(settings))
     routes, workers = slack_routes_and_workers(
         settings, Deps(settings, store), registrations=[lambda app: commands.register(app, deps)]
     )
