@@ -73,10 +73,11 @@ async def cronjob_line(ctx: CheckContext, cluster: ClusterSettings) -> VerifyLin
             (),
             fix,
         )
-    return judge_cronjob(cluster.name, namespace, _json(response.body), ctx.wall())
+    return judge_cronjob(cluster.name, namespace, json_object(response.body), ctx.wall())
 
 
-def _json(body: bytes) -> Mapping[str, Any]:
+def json_object(body: bytes) -> Mapping[str, Any]:
+    """A Kubernetes API answer as a JSON object; anything else (not JSON, not an object) is empty."""
     try:
         value = json.loads(body)
     except ValueError:

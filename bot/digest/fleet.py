@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from bot.checks.context import CheckContext
-from bot.checks.verify_cronjob import cronjob_path, judge_cronjob
+from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
 from bot.checks.verify_lines import Outcome
 from bot.errors import ClusterError
 from bot.live import ClusterRead
@@ -147,18 +146,10 @@ class ContextCronJobs:
             return ProbeRun(cluster.name, False, None, f"could not read the CronJob: {err}")
         if response.status != 200:
             return ProbeRun(cluster.name, False, None, f"reading the CronJob answered HTTP {response.status}")
-        cronjob = _json(response.body)
+        cronjob = json_object(response.body)
         line = judge_cronjob(cluster.name, namespace, cronjob, now)
         age = _success_age(cronjob, now)
         return ProbeRun(cluster.name, line.outcome is Outcome.PASS, age, line.summary)
-
-
-def _json(body: bytes) -> Mapping[str, Any]:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return {}
-    return value if isinstance(value, Mapping) else {}
 
 
 def _success_age(cronjob: Mapping[str, Any], now: float) -> float | None:
