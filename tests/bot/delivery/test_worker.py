@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.clients.slack import SlackClient
+from bot.clients.slack import Posted, SlackClient
 from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy
 from bot.delivery.worker import Delivery
@@ -393,12 +393,18 @@ async def test_edits_replies_and_uploads_use_the_id_slack_answered(fake: FakeSla
     assert group.channel_id == "C1"
 
 
+async def stored_without_channel_id(fake: FakeSlack, store: Store, channel: str) -> Posted:
+    """A message in Slack whose group row, as an older proxybot stored it, has its `ts` but no channel ID."""
+    posted = await slack_at(fake.api_url).post(channel, msg("posted by an older proxybot"))
+    await store.save_group(AlertGroupState(channel, "old", AlertStatus.FIRING, ts=posted.ts))
+    return posted
+
+
 async def test_a_message_stored_without_its_channel_id_edits_once_a_post_teaches_it(
     fake: FakeSlack, store: Store
 ) -> None:
     # Stored by a proxybot that kept only the ts (and Slack then refused every edit by name).
-    legacy = await slack_at(fake.api_url).post(ALERTS, msg("posted by an older proxybot"))
-    await store.save_group(AlertGroupState(ALERTS, "old", AlertStatus.FIRING, ts=legacy.ts))
+    legacy = await stored_without_channel_id(fake, store, ALERTS)
     async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
         await delivery.update(ALERTS, "old", msg("old resolved"), revision="n2")
 
@@ -421,8 +427,7 @@ async def test_a_message_stored_without_its_channel_id_edits_once_a_post_teaches
 async def test_a_reply_to_a_message_stored_without_its_channel_id_goes_by_name(
     fake: FakeSlack, store: Store
 ) -> None:
-    legacy = await slack_at(fake.api_url).post(ALERTS, msg("posted by an older proxybot"))
-    await store.save_group(AlertGroupState(ALERTS, "old", AlertStatus.FIRING, ts=legacy.ts))
+    legacy = await stored_without_channel_id(fake, store, ALERTS)
     async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
         await delivery.reply(ALERTS, "old", msg("still firing"), revision="n2")
         await delivery.update(ALERTS, "old", msg("edited after the reply taught the ID"), revision="n3")
@@ -432,9 +437,8 @@ async def test_a_reply_to_a_message_stored_without_its_channel_id_goes_by_name(
 
 
 async def test_a_channel_configured_by_id_needs_no_lookup(fake: FakeSlack, store: Store) -> None:
-    legacy = await slack_at(fake.api_url).post(ALERTS_ID, msg("posted by an older proxybot"))
-    await store.save_group(AlertGroupState(ALERTS_ID, "old", AlertStatus.FIRING, ts=legacy.ts))
+    legacy = await stored_without_channel_id(fake, store, ALERTS_ID)
     async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
         await delivery.update(ALERTS_ID, "old", msg("resolved"), revision="n2")
         await drained(store)
-    assert [m.text for m in fake.top_level(ALERTS_ID)] == ["resolved"]
+    assert [(m.ts, m.text) for m in fake.top_level(ALERTS_ID)] == [(legacy.ts, "resolved")]
