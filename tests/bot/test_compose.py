@@ -25,7 +25,6 @@ from config.loader import load_config
 from config.settings import Settings, SlackSettings
 from handlers import commands
 from sim.slack_api import FakeSlack
-from tests.bot.cli.conftest import RecordingSimServer
 from tests.e2e.stack import (
     BOT_TOKEN,
     CHANNEL,
@@ -36,6 +35,7 @@ from tests.e2e.stack import (
     proxy_alert,
     write_bot_config,
 )
+from tests.fakes.sim_scenarios import RecordingSimServer
 from tests.fakes.slack_requests import asgi, command_body, eventually
 
 OPS = "C0OPS0001"

@@ -38,9 +38,9 @@ from handlers import commands
 from handlers.command_access import Asker, target_for
 from handlers.commands import CommandDeps
 from sim.slack_api import FakeSlack, iter_texts
-from tests.bot.cli.conftest import RecordingSimServer
 from tests.fakes.config_data import cluster as fleet_cluster
 from tests.fakes.config_data import config as fleet_config
+from tests.fakes.sim_scenarios import RecordingSimServer, started
 from tests.fakes.slack_app import SocketSlack
 from tests.fakes.slack_requests import (
     BOT_TOKEN,
@@ -94,33 +94,29 @@ def settings_for(config: Path, **extra: Any) -> Settings:
     return parse_config(yaml.safe_dump(raw), base_dir=config.parent, env={}).settings
 
 
-def _sim(tmp: pytest.TempPathFactory, scenario: str, speed: float, at: float) -> Iterator[Sim]:
-    server = RecordingSimServer(scenario=scenario, speed=speed)
-    with server:
-        with server.lock:
-            server.world.advance_to(at)  # straight into the scenario's fault
-        config = server.write_config(tmp.mktemp(scenario) / "proxybot.yaml")
+def _sim(tmp: pytest.TempPathFactory, scenario: str) -> Iterator[Sim]:
+    for server, config in started(tmp, scenario):
         yield Sim(server, settings_for(config))
 
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "healthy", 10, 120.0)
+    yield from _sim(tmp_path_factory, "healthy")
 
 
 @pytest.fixture(scope="module")
 def target_down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "target-down", 20, 240.0)
+    yield from _sim(tmp_path_factory, "target-down")
 
 
 @pytest.fixture(scope="module")
 def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "relay-fallback", 2, 90.0)
+    yield from _sim(tmp_path_factory, "relay-fallback")
 
 
 @pytest.fixture(scope="module")
 def masked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "ownership-masked", 10, 120.0)
+    yield from _sim(tmp_path_factory, "ownership-masked")
 
 
 SCENARIOS = ["healthy", "target_down", "relay", "masked"]

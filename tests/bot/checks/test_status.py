@@ -30,31 +30,29 @@ from bot.render.blocks import MAX_BLOCKS
 from bot.render.checks_status import reasons_message, status_message
 from config.loader import load_settings
 from config.settings import Settings
-from sim.server import SimServer
+from tests.fakes.sim_scenarios import started
 
 TARGET = "platform/crd-store"
 
 
-def _settings(tmp: pytest.TempPathFactory, scenario: str, speed: float, at: float) -> Iterator[Settings]:
-    with SimServer(scenario=scenario, speed=speed) as srv:
-        with srv.lock:
-            srv.world.advance_to(at)
-        yield load_settings(srv.write_config(tmp.mktemp(scenario) / "p.yaml"), env={}, purpose="demo")
+def _settings(tmp: pytest.TempPathFactory, scenario: str) -> Iterator[Settings]:
+    for _, config in started(tmp, scenario):
+        yield load_settings(config, env={}, purpose="demo")
 
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    yield from _settings(tmp_path_factory, "healthy", 10, 120.0)
+    yield from _settings(tmp_path_factory, "healthy")
 
 
 @pytest.fixture(scope="module")
 def target_down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    yield from _settings(tmp_path_factory, "target-down", 20, 240.0)
+    yield from _settings(tmp_path_factory, "target-down")
 
 
 @pytest.fixture(scope="module")
 def masked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    yield from _settings(tmp_path_factory, "ownership-masked", 10, 120.0)
+    yield from _settings(tmp_path_factory, "ownership-masked")
 
 
 async def _status(settings: Settings, target: str | None = None) -> StatusResult:
@@ -79,7 +77,7 @@ async def test_healthy_status_passes_with_peers_per_group_version(healthy: Setti
 @pytest.fixture(scope="module")
 def ha_split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     # Only team-a-1's peer watch drops at t=60 (stale from t=120); team-a-0 stays healthy.
-    yield from _settings(tmp_path_factory, "ha-split", 20, 240.0)
+    yield from _settings(tmp_path_factory, "ha-split")
 
 
 async def test_each_ha_replica_reports_its_own_caches(ha_split: Settings) -> None:

@@ -10,27 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.requests import Request
-from starlette.responses import Response
 
 from bot.cli import netpol, probe, status
 from bot.cli.console import Console
 from bot.cli.main import build_parser
-from sim.server import SimServer
+from tests.fakes.sim_scenarios import RecordingSimServer, started
 
 PARSER_SUBCOMMANDS = (*probe.SUBCOMMANDS, *status.SUBCOMMANDS, *netpol.SUBCOMMANDS)
-
-
-class RecordingSimServer(SimServer):
-    """The real simulator, keeping (method, path, query) of every request that reached it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.requests: list[tuple[str, str, str]] = []
-
-    async def _endpoint(self, request: Request) -> Response:
-        self.requests.append((request.method, request.url.path, request.url.query))
-        return await super()._endpoint(request)
 
 
 @dataclass
@@ -60,24 +46,21 @@ def run_json(sim: Sim, *argv: str) -> tuple[int, dict[str, Any]]:
     return code, loaded
 
 
-def _sim(tmp: pytest.TempPathFactory, scenario: str, speed: float, at: float) -> Iterator[Sim]:
-    srv = RecordingSimServer(scenario=scenario, speed=speed)
-    with srv:
-        with srv.lock:
-            srv.world.advance_to(at)  # straight into the fault, without waiting for it
-        yield Sim(srv, srv.write_config(tmp.mktemp(scenario) / "proxybot.yaml"))
+def scenario(tmp: pytest.TempPathFactory, name: str, speed: float | None = None) -> Iterator[Sim]:
+    for server, config in started(tmp, name, speed):
+        yield Sim(server, config)
 
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "healthy", 10, 120.0)
+    yield from scenario(tmp_path_factory, "healthy")
 
 
 @pytest.fixture(scope="module")
 def target_down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "target-down", 20, 240.0)
+    yield from scenario(tmp_path_factory, "target-down")
 
 
 @pytest.fixture(scope="module")
 def ownership_masked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "ownership-masked", 10, 120.0)
+    yield from scenario(tmp_path_factory, "ownership-masked")

@@ -12,7 +12,7 @@ import pytest
 from bot.cli import path, verify
 from bot.cli.console import Console
 from bot.cli.main import build_parser
-from tests.bot.cli.conftest import RecordingSimServer, Sim
+from tests.bot.cli.conftest import Sim, scenario
 
 TARGET = "platform/crd-store"
 PARSER = build_parser((*path.SUBCOMMANDS, *verify.SUBCOMMANDS))
@@ -41,22 +41,14 @@ def run_json(sim: Sim, *argv: str) -> tuple[int, dict[str, Any]]:
     return code, report
 
 
-def _sim(tmp: pytest.TempPathFactory, scenario: str, at: float) -> Iterator[Sim]:
-    srv = RecordingSimServer(scenario=scenario, speed=2)
-    with srv:
-        with srv.lock:
-            srv.world.advance_to(at)  # straight past the scenario's fault
-        yield Sim(srv, srv.write_config(tmp.mktemp(scenario) / "proxybot.yaml"))
-
-
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "healthy", 120.0)
+    yield from scenario(tmp_path_factory, "healthy", speed=2)
 
 
 @pytest.fixture(scope="module")
 def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from _sim(tmp_path_factory, "relay-fallback", 90.0)
+    yield from scenario(tmp_path_factory, "relay-fallback")
 
 
 def test_path_json_on_healthy_is_likely_direct_and_only_reads(healthy: Sim) -> None:
