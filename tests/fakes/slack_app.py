@@ -105,6 +105,16 @@ class SocketSlack:
         self.connected = asyncio.Event()
         self.base_url = ""
 
+    async def serve(self) -> web.AppRunner:
+        """Listen on a free loopback port (`base_url`); the caller cleans the runner up."""
+        runner = web.AppRunner(self.app())
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return runner
+
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/api/apps.connections.open", self.open)

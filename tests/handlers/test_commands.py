@@ -20,7 +20,6 @@ from urllib.parse import parse_qsl
 import httpx
 import pytest
 import yaml
-from aiohttp import web
 from pydantic import SecretStr
 
 from bot import compose
@@ -31,7 +30,7 @@ from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
-from bot.store import Store, open_store
+from bot.store import Store
 from config.loader import parse_config
 from config.settings import Requester, Settings
 from handlers import commands
@@ -41,7 +40,7 @@ from sim.slack_api import FakeSlack, iter_texts
 from tests.fakes.config_data import cluster as fleet_cluster
 from tests.fakes.config_data import config as fleet_config
 from tests.fakes.sim_scenarios import RecordingSimServer, started
-from tests.fakes.slack_app import SocketSlack
+from tests.fakes.slack_app import SocketSlack, store
 from tests.fakes.slack_requests import (
     BOT_TOKEN,
     SIGNING_SECRET,
@@ -51,6 +50,8 @@ from tests.fakes.slack_requests import (
     eventually,
     signed,
 )
+
+__all__ = ["store"]  # the shared store fixture
 
 TARGET = "platform/crd-store"
 ALICE, BOB = "U0ALICE01", "U0BOB0001"  # Alice may silence and use DMs; Bob may only query from #ops
@@ -127,13 +128,6 @@ def fake() -> Iterator[FakeSlack]:
     channels = {channel: f"#{name}" for channel, name in CHANNEL_NAMES.items()}
     with FakeSlack(bot_token=BOT_TOKEN, channels=channels) as slack:
         yield slack
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await open_store(str(tmp_path / "bot.db"))
-    yield opened
-    await opened.close()
 
 
 # -- fakes ----------------------------------------------------------------------------------------------
@@ -706,12 +700,7 @@ async def test_buttons_run_the_real_checks_and_answer_in_the_thread(
 
 async def test_socket_mode_answers_the_same_command(healthy: Sim, store: Store) -> None:
     slack = SocketSlack()
-    runner = web.AppRunner(slack.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    slack.base_url = f"http://127.0.0.1:{port}"
+    runner = await slack.serve()
     app_token = "xapp-1-A0TEST-123-socketsecret"
     socket_slack = healthy.settings.slack.model_copy(
         update={

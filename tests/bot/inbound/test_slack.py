@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
-from aiohttp import web
 from starlette.applications import Starlette
 
 from bot.app import Deps, create_app
@@ -154,12 +153,7 @@ async def test_socket_mode_connects_with_the_app_token_and_acks_envelopes(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     slack = SocketSlack()
-    runner = web.AppRunner(slack.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    slack.base_url = f"http://127.0.0.1:{port}"
+    runner = await slack.serve()
     settings = make_settings(tmp_path, f"{slack.base_url}/api/", app_token=APP_TOKEN)
     # Socket Mode requests are not signed: the signing secret is not needed there.
     settings = settings.model_copy(
