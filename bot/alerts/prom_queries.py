@@ -163,19 +163,21 @@ def _by(labels: Sequence[str]) -> str:
 
 def counters_query(ask: WindowAsk) -> str:
     """Every proxy counter's increase over the window, summed by the family's own labels, tagged."""
-    sel, window = ask.labels(), duration(ask.seconds)
-    parts = [
-        _tagged(f"{_by(by)} (increase({selector(family, sel)}[{window}]))", family)
-        for family, by in COUNTER_LABELS.items()
-    ]
-    return " or ".join(parts)
+    return _increases(ask, COUNTER_LABELS)
 
 
 def buckets_query(ask: WindowAsk) -> str:
+    """Every proxy histogram's bucket increases over the window, by `le` and the family's labels, tagged."""
+    return _increases(ask, HISTOGRAM_LABELS, series="_bucket", by_also=("le",))
+
+
+def _increases(
+    ask: WindowAsk, families: Mapping[str, Sequence[str]], series: str = "", by_also: Sequence[str] = ()
+) -> str:
     sel, window = ask.labels(), duration(ask.seconds)
     parts = [
-        _tagged(f"{_by(('le', *by))} (increase({selector(family + '_bucket', sel)}[{window}]))", family)
-        for family, by in HISTOGRAM_LABELS.items()
+        _tagged(f"{_by((*by_also, *by))} (increase({selector(family + series, sel)}[{window}]))", family)
+        for family, by in families.items()
     ]
     return " or ".join(parts)
 
