@@ -34,6 +34,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
+def add_target_argument(parser: argparse.ArgumentParser) -> None:
+    """The TARGET positional of the checks that read one target."""
+    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+
+
 def load_settings_for(args: argparse.Namespace, console: Console) -> Settings:
     return load_config(config_path(args.config, console.env), env=console.env, purpose="check").settings
 

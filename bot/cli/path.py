@@ -14,7 +14,14 @@ from bot.checks.netpol_read import EndVerdict
 from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, PathResult, check_path, check_samples
 from bot.checks.path_signals import LatencySeries
 from bot.cli.console import Console, Subcommand
-from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.cli.output import (
+    add_common_arguments,
+    add_target_argument,
+    finish,
+    load_settings_for,
+    refuse,
+    run_check,
+)
 from bot.errors import ConfigError, InputError
 from bot.render.checks_path import path_message
 
@@ -70,7 +77,7 @@ def path_report(result: PathResult) -> dict[str, Any]:
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
-    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+    add_target_argument(parser)
     parser.add_argument(
         "--samples",
         type=int,

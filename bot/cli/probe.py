@@ -7,14 +7,21 @@ import argparse
 from bot.checks.probe import MAX_REPEAT, check_repeat, probe_request
 from bot.checks.probe_run import run_probe
 from bot.cli.console import Console, Subcommand
-from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.cli.output import (
+    add_common_arguments,
+    add_target_argument,
+    finish,
+    load_settings_for,
+    refuse,
+    run_check,
+)
 from bot.errors import ConfigError, InputError
 from bot.render.checks_probe import probe_message
 
 
 def _probe_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
-    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+    add_target_argument(parser)
     parser.add_argument("--gv", metavar="G/V", help="group/version (one of the target's group_versions)")
     parser.add_argument("--resource", metavar="R", help="plural resource name (default: the target's probe)")
     parser.add_argument("--namespace", metavar="N", help="namespace (default: the target's probe)")

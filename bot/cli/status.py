@@ -8,7 +8,15 @@ from contextlib import AsyncExitStack
 from bot.checks.context import CheckContext, resolve_target
 from bot.checks.status import ReasonsResult, parse_window, run_reasons, run_status
 from bot.cli.console import Console, Subcommand
-from bot.cli.output import add_common_arguments, finish, load_settings_for, now, refuse, run_check
+from bot.cli.output import (
+    add_common_arguments,
+    add_target_argument,
+    finish,
+    load_settings_for,
+    now,
+    refuse,
+    run_check,
+)
 from bot.clients.prometheus import PrometheusClient
 from bot.errors import ConfigError, InputError
 from bot.render.checks_status import reasons_message, status_message
@@ -24,12 +32,12 @@ def _status_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _peers_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
-    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+    add_target_argument(parser)
 
 
 def _reasons_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
-    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+    add_target_argument(parser)
     parser.add_argument(
         "--window",
         default=DEFAULT_WINDOW,
