@@ -33,11 +33,12 @@ from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
 from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient, SlackError
-from bot.delivery.worker import Delivery, SlackSender
+from bot.delivery.worker import Delivery, DeliveryPolicy, SlackSender
 from bot.digest.fleet import ContextCronJobs
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.inbound.slack import slack_routes_and_workers
+from bot.lease import Lease
 from bot.live import Clock, LiveState, MetricsSource
 from bot.metrics import BotMetrics
 from bot.store import Store, StoreError, open_store
@@ -49,6 +50,8 @@ log = logging.getLogger(__name__)
 
 # How long the alert worker waits, between notifications, for in-flight requests to be answered.
 REQUESTS_FIRST_SECONDS = 0.05
+# On a store shared by replicas, how often the leader looks for notifications another replica accepted.
+SHARED_STORE_POLL = 0.5
 
 
 class ObservedSlack(SlackSender, Protocol):
@@ -171,9 +174,13 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     """
     deps = _deps(settings, clients)
     live = shared_live_state(settings, clients, deps.metrics)
-    delivery = Delivery(clients.store, clients.slack)
+    lease = Lease(clients.store, clock=clients.clock)
+    clients.opened.push_async_callback(_released, lease)  # runs before the store closes
+    shared = clients.store.backend != "sqlite"
+    policy = DeliveryPolicy(idle_poll=SHARED_STORE_POLL * 4) if shared else None
+    delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease)
     enricher = _enricher(settings, clients.prometheus)
-    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher)
+    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
     pool = digest_pool()
     try:
@@ -213,6 +220,13 @@ def _deps(settings: Settings, clients: Clients) -> Deps:
     return Deps(settings=settings, store=clients.store, metrics=metrics, readiness=readiness)
 
 
+async def _released(lease: Lease) -> None:
+    try:
+        await lease.release()
+    except StoreError as err:
+        log.warning("could not release the %s lease (it expires by itself): %s", lease.name, err)
+
+
 def _alert_worker(
     settings: Settings,
     clients: Clients,
@@ -220,7 +234,9 @@ def _alert_worker(
     delivery: Delivery,
     live: LiveState,
     enricher: PromEnricher | None,
+    lease: Lease,
 ) -> alerts.AlertWorker:
+    shared = clients.store.backend != "sqlite"
     return alerts.register(
         settings,
         clients.store,
@@ -231,6 +247,9 @@ def _alert_worker(
         clock=clients.clock,
         prometheus=enricher,
         pause=lambda: deps.activity.quiet(REQUESTS_FIRST_SECONDS),
+        lease=lease,
+        # Another replica's intake cannot wake this worker: on a shared store it also looks by itself.
+        poll=SHARED_STORE_POLL if shared else None,
     )
 
 

@@ -6,6 +6,11 @@ before the crash) and whenever it is woken; between wake-ups it also ends storms
 One notification failing does not hold up the others: it is retried on a later pass, and set aside
 (logged, closed) after `max_failures` tries, since one that fails every time would block nothing but
 would be retried forever.
+
+With several replicas on one store, only the replica holding the leader lease (`bot.lease`) runs the
+pipeline; it also looks at the store every `poll` seconds, since another replica's intake cannot wake
+it. A replica that becomes the leader restores the storms from the store first. A store that fails
+(unreachable, disk full) is logged and tried again; the worker never dies of it.
 """
 
 from __future__ import annotations
@@ -21,12 +26,16 @@ from bot.alerts.outbox import Outbox
 from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
+from bot.lease import RETRY_EVERY, Lease
+from bot.store.errors import StoreError
 from bot.store.models import StoredNotification
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+# The lease must outlast one notification's processing by this much before the worker starts it.
+PROCESS_MARGIN = 5.0
 
 
 class NotificationQueue(Protocol):
@@ -74,8 +83,13 @@ class AlertWorker:
         wake: asyncio.Event | None = None,
         clock: Clock = time.time,
         pause: Callable[[], Awaitable[None]] = _next_turn,
+        lease: Lease | None = None,
+        poll: float | None = None,
     ) -> None:
         self._queue = queue
+        self._lease = lease
+        self._poll = poll
+        self._restored = False
         self._pipeline = pipeline
         self._batch = batch
         self._retry_seconds = retry_seconds
@@ -109,20 +123,43 @@ class AlertWorker:
     async def run(self) -> None:
         """Drain, end quiet storms, sleep until woken (or a storm or retry is due); until cancelled."""
         try:
-            await self._pipeline.restore()
             while True:
-                self._wake.clear()
-                retry = await self.drain()
-                await self._pipeline.expire_storms()
+                try:
+                    if not await self._leading():
+                        await self._wait(RETRY_EVERY)
+                        continue
+                    if not self._restored:
+                        await self._pipeline.restore()
+                        self._restored = True
+                    self._wake.clear()
+                    retry = await self.drain()
+                    await self._pipeline.expire_storms()
+                except StoreError as error:
+                    log.error(
+                        "alerts: the store failed, trying again in %g s: %s", self._retry_seconds, error
+                    )
+                    await self._wait(self._retry_seconds)
+                    continue
                 await self._idle(retry)
         finally:
             await self._pipeline.aclose()
+
+    async def _leading(self, margin: float = 0.0) -> bool:
+        """Whether this process runs the pipeline now (always, without a lease)."""
+        if self._lease is None:
+            return True
+        if await self._lease.ensure(margin):
+            return True
+        self._restored = False  # the next leadership starts from the store, not from memory
+        return False
 
     async def drain(self) -> bool:
         """Process every pending notification once, oldest first; True when some must be retried."""
         skipped: set[int] = set()
         held: set[int] = set()  # applied, closed by the pipeline once its storm rows are saved
         while True:
+            if not await self._leading(PROCESS_MARGIN):
+                return False
             fetched = await self._queue.pending(limit=self._batch)
             batch = [n for n in fetched if n.id not in skipped and n.id not in held]
             if not batch:
@@ -143,6 +180,8 @@ class AlertWorker:
         """True: closed; False: held open by the pipeline; None: failed, to be retried."""
         try:
             closed = await self._pipeline.process(notification, settle=settle)
+        except StoreError:
+            raise  # the store, not this notification: no try is counted against it
         except Exception:
             return True if await self._failed(notification) else None
         self._failures.pop(notification.id, None)
@@ -164,11 +203,17 @@ class AlertWorker:
 
     async def _idle(self, retry: bool) -> None:
         waits = [self._retry_seconds] if retry else []
+        if self._poll is not None:
+            waits.append(self._poll)
         deadline = self._pipeline.next_deadline()
         if deadline is not None:
             waits.append(max(0.0, deadline - self._clock()))
+        await self._wait(min(waits, default=None))
+
+    async def _wait(self, seconds: float | None) -> None:
+        """Until woken, or `seconds` passed (None: until woken)."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(min(waits, default=None)):
+            async with asyncio.timeout(seconds):
                 await self._wake.wait()
 
 
@@ -183,6 +228,8 @@ def register(
     clock: Clock = time.time,
     prometheus: PromEnricher | None = None,
     pause: Callable[[], Awaitable[None]] | None = None,
+    lease: Lease | None = None,
+    poll: float | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -193,4 +240,6 @@ def register(
     group gets a chart of its key series in its thread.
     """
     pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus)
-    return AlertWorker(store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn)
+    return AlertWorker(
+        store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll
+    )

@@ -170,7 +170,12 @@ class StormDesk:
         self._arrivals: dict[str, deque[_Arrival]] = {}
 
     async def restore(self) -> None:
-        """Pick up storms that were active when the process stopped, with every group's latest count."""
+        """Pick up storms that were active when the process stopped, with every group's latest count.
+
+        What this process held in memory is dropped first: another replica may have moved the storms on
+        while this one was not the leader."""
+        self._active.clear()
+        self._arrivals.clear()
         for state in await self._store.groups(status=AlertStatus.FIRING):
             if is_storm_key(state.group_key) and state.storm is not None:
                 storm = _Storm.from_record(state.group_key, state.channel, state.storm, self._clock())

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 10.0
+# The `event_type` of the metadata every post carries: which outbox row made it (`find_marked`).
+MARK_EVENT = "proxybot_message"
+# conversations.history pages looked through for a marked message (200 messages each).
+MARK_SEARCH_PAGES = 5
 # An upload is three requests (get URL, send bytes, complete) under one deadline.
 DEFAULT_UPLOAD_TIMEOUT = 30.0
 # Slack sends Retry-After with every 429; when a proxy in between drops it, one second is Slack's pace.
@@ -134,13 +138,47 @@ class SlackClient:
         )
         return cls(web, timeout=timeout, upload_timeout=upload_timeout)
 
-    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> Posted:
-        """chat.postMessage to a channel ID or `#name`; returns the channel's ID and the new `ts`."""
+    async def post(
+        self, channel: str, message: Message, thread_ts: str | None = None, *, mark: str | None = None
+    ) -> Posted:
+        """chat.postMessage to a channel ID or `#name`; returns the channel's ID and the new `ts`.
+
+        `mark` goes into the message's metadata, so `find_marked` can tell later whether it arrived."""
         args: dict[str, Any] = {"channel": channel, **message.as_kwargs()}
         if thread_ts is not None:
             args["thread_ts"] = thread_ts
+        if mark is not None:
+            args["metadata"] = {"event_type": MARK_EVENT, "event_payload": {"mark": mark}}
         response = await self._call("chat.postMessage", lambda: self._web.chat_postMessage(**args))
         return _posted(response, "chat.postMessage")
+
+    async def find_marked(
+        self, channel_id: str, mark: str, oldest: float, thread_ts: str | None = None
+    ) -> str | None:
+        """The `ts` of a message posted with `mark` since `oldest` (in the thread of `thread_ts` when
+        given), or None. Needs `channels:history` (`groups:history` in private channels)."""
+        args: dict[str, Any] = {
+            "channel": channel_id,
+            "oldest": f"{max(0.0, oldest):.6f}",
+            "include_all_metadata": True,
+            "limit": 200,
+        }
+        method = "conversations.history" if thread_ts is None else "conversations.replies"
+        if thread_ts is not None:
+            args["ts"] = thread_ts
+        for _ in range(MARK_SEARCH_PAGES):
+            if thread_ts is None:
+                response = await self._call(method, lambda: self._web.conversations_history(**args))
+            else:
+                response = await self._call(method, lambda: self._web.conversations_replies(**args))
+            for found in response.get("messages") or []:
+                if _marked(found, mark):
+                    return str(found["ts"])
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not response.get("has_more") or not cursor:
+                return None
+            args["cursor"] = cursor
+        return None
 
     async def update(self, channel_id: str, ts: str, message: Message) -> None:
         """chat.update of the message at `ts` with new content (`channel_id`: an ID, never a name)."""
@@ -228,6 +266,16 @@ def _retry_after(headers: Mapping[str, Any]) -> float:
     except (TypeError, ValueError):
         return DEFAULT_RETRY_AFTER
     return seconds if math.isfinite(seconds) and seconds >= 0 else DEFAULT_RETRY_AFTER
+
+
+def _marked(message: Any, mark: str) -> bool:
+    if not isinstance(message, dict) or not isinstance(message.get("ts"), str):
+        return False
+    metadata = message.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("event_type") != MARK_EVENT:
+        return False
+    payload = metadata.get("event_payload")
+    return isinstance(payload, dict) and payload.get("mark") == mark
 
 
 def _posted(response: AsyncSlackResponse, method: str) -> Posted:

@@ -7,31 +7,51 @@ ID until any message posted in its channel teaches it; a channel configured by I
 
 A post is keyed by (channel, group): when the group's `ts` is already known (a re-run after a crash
 between Slack's answer and our completion), the post becomes an edit, never a second top-level message.
+
+Slack's chat.postMessage has no idempotency key, and a sender can die (or time out) after Slack made the
+message but before its answer was recorded. So every post and reply carries its outbox row's id in the
+message metadata, the row is marked in flight (`Store.mark_sending`) before the call, and a row found
+marked is first looked for in the channel's history (or the thread's replies) since the mark: a message
+found there is adopted, not posted again. A refusal from Slack clears the mark (no message was made).
+Without the history scopes (`missing_scope`), this falls back to at-least-once, said once in the log.
+File uploads have no metadata to look for: they stay at-least-once.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.clients.slack import Posted
+from bot.clients.slack import Posted, SlackRateLimited, SlackRejected
 from bot.delivery.keys import post_key
 from bot.delivery.plan import Step
 from bot.render.blocks import Message
+from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
-from bot.store.sqlite import Store
 from config.validation import SLACK_CHANNEL_ID
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 
+log = logging.getLogger(__name__)
+
+# Looked for from this long before the in-flight mark: Slack's clock (its `ts`) may be behind ours.
+MARK_SKEW = 60.0
+
 
 class SlackSender(Protocol):
-    """What the worker needs of Slack: `bot.clients.slack.SlackClient`, or the demo's terminal sink."""
+    """What the worker needs of Slack (`bot.clients.slack.SlackClient`)."""
 
-    async def post(self, channel: str, message: Message, thread_ts: str | None = None) -> Posted: ...
+    async def post(
+        self, channel: str, message: Message, thread_ts: str | None = None, *, mark: str | None = None
+    ) -> Posted: ...
+
+    async def find_marked(
+        self, channel_id: str, mark: str, oldest: float, thread_ts: str | None = None
+    ) -> str | None: ...
 
     async def update(self, channel_id: str, ts: str, message: Message) -> None: ...
 
@@ -72,6 +92,8 @@ class StepSender:
         self._next_post_at: dict[str, float] = {}
         # Configured channel (a `#name` or an ID) -> its Slack ID, from chat.postMessage answers.
         self._channel_ids: dict[str, str] = {}
+        # False once Slack refused a history read (`missing_scope`): posts are then at-least-once.
+        self._can_look = True
 
     async def send(self, channel: str, step: Step) -> dict[str, Any] | None:
         """The call's result for the row; None when the row was completed by someone else meanwhile."""
@@ -84,9 +106,17 @@ class StepSender:
             await self._slack.update(where.channel_id, where.ts, _message(payload))
             return {"ts": where.ts, "channel_id": where.channel_id}
         if kind is OutboxKind.REPLY:
+            found = await self._earlier(step.item, channel, where.channel_id, where.ts)
+            if found is not None:
+                return {
+                    "ts": found.ts,
+                    "thread_ts": where.ts,
+                    "channel_id": found.channel_id,
+                    "adopted": True,
+                }
             await self._paced(channel)
             posted = self._learn(
-                channel, await self._slack.post(where.channel_id, _message(payload), where.ts)
+                channel, await self._marked_post(step.item, where.channel_id, _message(payload), where.ts)
             )
             return {"ts": posted.ts, "thread_ts": where.ts, "channel_id": posted.channel_id}
         png, filename, title = _upload(payload)
@@ -104,13 +134,64 @@ class StepSender:
         # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
         if not await self._still_pending(step.item):
             return None
+        known = state.channel_id if state is not None else None
+        found = await self._earlier(step.item, channel, known or await self._store.channel_id_of(channel))
+        if found is not None:
+            await self._store.record_post(channel, group, found.ts, found.channel_id)
+            return {"ts": found.ts, "channel_id": found.channel_id, "adopted": True}
         slot = await self._paced(channel)
         if not await self._still_pending(step.item):
             self._next_post_at[channel] = slot  # unused: the next post (the storm's summary) takes it
             return None
-        posted = self._learn(channel, await self._slack.post(channel, _message(payload)))
+        posted = self._learn(channel, await self._marked_post(step.item, channel, _message(payload)))
         await self._store.record_post(channel, group, posted.ts, posted.channel_id)
         return {"ts": posted.ts, "channel_id": posted.channel_id}
+
+    async def _marked_post(
+        self, item: OutboxItem, channel: str, message: Message, thread_ts: str | None = None
+    ) -> Posted:
+        """chat.postMessage carrying the row's mark, with the row marked in flight around the call."""
+        await self._store.mark_sending(item.id, self._clock())
+        try:
+            return await self._slack.post(channel, message, thread_ts, mark=mark_of(item))
+        except (SlackRateLimited, SlackRejected):
+            await self._store.mark_sending(item.id, None)  # Slack answered: no message was made
+            raise
+
+    async def _earlier(
+        self, item: OutboxItem, channel: str, channel_id: str | None, thread_ts: str | None = None
+    ) -> _Address | None:
+        """Where this row's message is when an earlier try that got no answer made it after all."""
+        if item.sent_at is None or not self._can_look:
+            return None
+        where = channel_id or self._channel_ids.get(channel)
+        if where is None and SLACK_CHANNEL_ID.match(channel):
+            where = channel
+        if where is None:
+            log.warning(
+                "delivery: %s may have reached %s before, but the channel's ID is not known to look for "
+                "it: sent again (configure the channel by ID to avoid this)",
+                item.key,
+                channel,
+            )
+            return None
+        try:
+            found = await self._slack.find_marked(where, mark_of(item), item.sent_at - MARK_SKEW, thread_ts)
+        except SlackRejected as error:
+            if error.error_code not in ("missing_scope", "not_allowed_token_type"):
+                raise
+            self._can_look = False
+            log.warning(
+                "delivery: Slack refused reading history (%s): a post whose answer was lost may be posted "
+                "twice; add the channels:history and groups:history scopes to the Slack app",
+                error.error_code,
+            )
+            return None
+        if found is None:
+            return None
+        log.info("delivery: %s was already in Slack (ts %s): adopted, not posted again", item.key, found)
+        self._channel_ids.setdefault(channel, where)
+        return _Address(where, found)
 
     async def _still_pending(self, item: OutboxItem) -> bool:
         current = await self._store.outbox_item(item.key)
@@ -164,6 +245,11 @@ class StepSender:
         if slot > now:
             await self._sleep(slot - now)
         return slot
+
+
+def mark_of(item: OutboxItem) -> str:
+    """What a row's message carries in its metadata (the row's id in the store)."""
+    return f"outbox:{item.id}"
 
 
 def _message(payload: Mapping[str, Any]) -> Message:

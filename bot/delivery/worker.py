@@ -12,6 +12,10 @@ exponentially with jitter, capped, and never give up; a rejection of the message
 (`invalid_blocks`, `message_not_found`) gives the operation up with the reason kept in the row; a
 rejection an operator fixes (token, scope, bot not in the channel) pauses the channel instead.
 
+With several replicas on one store, only the replica holding the leader lease (`bot.lease`) sends; it
+checks the lease before every call with a margin longer than the call's timeout, so a replica that lost
+it stops before another could send the same row.
+
 What to send is planned in `bot.delivery.plan`; how one step becomes a Slack call (addresses, channel
 IDs, pacing) is `bot.delivery.send`; the outbox keys are built in `bot.delivery.keys`.
 """
@@ -28,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.clients.slack import SlackRateLimited, SlackRejected, SlackTransient
+from bot.clients.slack import DEFAULT_TIMEOUT, SlackRateLimited, SlackRejected, SlackTransient
 from bot.delivery.keys import post_key, reply_key, update_key, upload_key
 from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
 from bot.delivery.send import (
@@ -40,10 +44,11 @@ from bot.delivery.send import (
     StepSender,
     Unsendable,
 )
+from bot.lease import RETRY_EVERY, Lease
 from bot.render.blocks import Message
+from bot.store.base import Store
 from bot.store.errors import StoreError
 from bot.store.models import Enqueued, OutboxItem, OutboxKind, OutboxState
-from bot.store.sqlite import Store
 
 __all__ = ["Delivery", "DeliveryPolicy", "SlackSender"]
 
@@ -51,6 +56,8 @@ log = logging.getLogger(__name__)
 
 # Far enough ahead that `Store.due(now + HORIZON)` lists every pending row, due or waiting.
 HORIZON = 10 * 365 * 86400.0
+# The lease must outlast one Slack call (its timeout) by this much before the call starts.
+SEND_MARGIN = DEFAULT_TIMEOUT + 1.0
 
 
 class Delivery:
@@ -65,8 +72,10 @@ class Delivery:
         clock: Clock = time.time,
         sleep: Sleep = asyncio.sleep,
         rand: Callable[[], float] = random.random,
+        lease: Lease | None = None,
     ) -> None:
         self._store = store
+        self._lease = lease
         self._policy = policy or DeliveryPolicy()
         self._clock = clock
         self._sleep = sleep
@@ -159,6 +168,9 @@ class Delivery:
                 await self._spaced()
                 self._wake.clear()
                 try:
+                    if not await self._leading():
+                        await self._idle_until(self._clock() + RETRY_EVERY)
+                        continue
                     wake_at = await self._dispatch()
                 except StoreError as error:
                     log.error("delivery: the store failed, trying again shortly: %s", error)
@@ -166,6 +178,9 @@ class Delivery:
                 await self._idle_until(wake_at)
         finally:
             await self._end_lanes(cancel=True)
+
+    async def _leading(self, margin: float = 0.0) -> bool:
+        return self._lease is None or await self._lease.ensure(margin)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop after the calls in flight (cut off after `grace` s; cut-off rows run again next start)."""
@@ -231,6 +246,8 @@ class Delivery:
                     break
                 if paced >= self._policy.paced_per_lane and step.paced:
                     break  # the rest is planned again, after any edit enqueued meanwhile
+                if not await self._leading(SEND_MARGIN):
+                    break  # another replica sends from now on
                 paced += step.paced
                 if step.group_key not in held and not await self._attempt(channel, step):
                     held.add(step.group_key)

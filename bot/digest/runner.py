@@ -10,9 +10,10 @@ that the outbox ignores; `DirectPoster` posts straight to Slack (the CLI).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,13 +35,17 @@ from bot.digest.pool import judge_fleet, judge_fleet_in_pool
 from bot.live import MetricsSource
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng, chart_pngs, digest_message
-from bot.store import Store
+from bot.store import DigestClaim, Store, StoreError
 from bot.store.digests import FleetSample
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
 SAMPLE_RETENTION = 8 * 86400.0
+# A claim on a digest period lapses this long after its replica stopped renewing it (it died).
+CLAIM_TTL = 30.0
+# How long a replica waits for another that holds the claim before it gives the period up.
+CLAIM_WAIT_MAX = 900.0
 DEFAULT_SPAN = 86400.0  # the first digest's charts, with no earlier digest to start from
 MIN_SPAN, MAX_SPAN = 3600.0, 7 * 86400.0
 
@@ -198,21 +203,59 @@ class DigestRunner:
         return BuiltDigest(digest, digest_message(digest, [note] if note else []), tuple(pngs))
 
     async def run_period(self, period: str) -> bool:
-        """Post the digest of `period` unless it was already posted; True when posted now."""
+        """Post the digest of `period` unless it was already posted; True when posted now.
+
+        With several replicas on one store, the one that claims the period posts it; the others wait
+        while its claim is live, and take over only if it lapses unposted (that replica died)."""
         async with self._lock:
-            if not await self._store.claim_digest(period):
-                log.info("digest %s was already posted: skipped", period)
+            if not await self._claim(period):
                 return False
-            built = await self.build(period)
-            await self._post(period, built)
+            async with self._claim_renewed(period):
+                built = await self.build(period)
+                await self._post(period, built)
             await self._store.finish_digest(period, built.digest.summary())
             return True
+
+    async def _claim(self, period: str) -> bool:
+        deadline = self._clock() + CLAIM_WAIT_MAX
+        while True:
+            claim, until = await self._store.claim_digest(period, CLAIM_TTL)
+            if claim is DigestClaim.CLAIMED:
+                return True
+            if claim is DigestClaim.POSTED:
+                log.info("digest %s was already posted: skipped", period)
+                return False
+            now = self._clock()
+            if now >= deadline:
+                log.warning("digest %s: another replica has held it for too long: skipped here", period)
+                return False
+            log.info("digest %s is being built by another replica: waiting for it", period)
+            await asyncio.sleep(max(0.1, min((until or now) - now, CLAIM_TTL / 3)))
+
+    @contextlib.asynccontextmanager
+    async def _claim_renewed(self, period: str) -> AsyncIterator[None]:
+        """Keep the claim on `period` live while the digest is built and handed to the outbox."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(CLAIM_TTL / 3)
+                if not await self._store.renew_digest(period, CLAIM_TTL):
+                    log.warning("digest %s: the claim lapsed while building", period)
+                    return
+
+        task = asyncio.create_task(renew(), name=f"proxybot-digest-claim-{period}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StoreError):
+                await task
 
     async def post_now(self) -> BuiltDigest:
         """An on-demand digest (`/proxy digest`, `proxybot digest --post`): always posted, recorded."""
         async with self._lock:
             period = "manual:" + datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="seconds")
-            await self._store.claim_digest(period)
+            await self._store.claim_digest(period, CLAIM_TTL)
             built = await self.build(period)
             await self._post(period, built)
             await self._store.finish_digest(period, built.digest.summary())

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from bot.store.base import Store
 from bot.store.errors import StoreError
 from bot.store.models import (
     Accepted,
     AlertGroupState,
+    DigestClaim,
     Enqueued,
     OutboxItem,
     OutboxKind,
     OutboxState,
     StoredNotification,
 )
-from bot.store.sqlite import Store, open_store
+from bot.store.opening import open_store
 
 __all__ = [
     "Accepted",
     "AlertGroupState",
+    "DigestClaim",
     "Enqueued",
     "OutboxItem",
     "OutboxKind",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from bot.store.models import DigestClaim
 from bot.store.transaction import immediate
 
 KEEP_RUNS = 200
@@ -45,73 +46,92 @@ class FleetSample:
     sample: Mapping[str, Any]
 
 
-_RUN_COLUMNS = "period, state, started_at, posted_at, summary"
+RUN_COLUMNS = "period, state, started_at, posted_at, summary"
+
+# Takes a period nobody has claimed, or whose claim expired, or that is ours; never a posted one.
+CLAIM = """
+INSERT INTO digest_runs (period, state, started_at, claimed_by, lease_until) VALUES (?, 'started', ?, ?, ?)
+ON CONFLICT (period) DO UPDATE SET
+    started_at = excluded.started_at, claimed_by = excluded.claimed_by, lease_until = excluded.lease_until
+WHERE digest_runs.state = 'started' AND (
+    digest_runs.claimed_by IS NULL OR digest_runs.claimed_by = excluded.claimed_by
+    OR digest_runs.lease_until IS NULL OR digest_runs.lease_until < ?)
+RETURNING period
+"""
+CLAIM_STATE = "SELECT state, lease_until FROM digest_runs WHERE period = ?"
+RENEW = "UPDATE digest_runs SET lease_until = ? WHERE period = ? AND claimed_by = ? AND state = 'started'"
+FINISH = (
+    "INSERT INTO digest_runs (period, state, started_at, posted_at, summary)"
+    " VALUES (?, 'posted', ?, ?, ?)"
+    " ON CONFLICT (period) DO UPDATE SET state = 'posted', posted_at = excluded.posted_at,"
+    " summary = excluded.summary"
+)
+KEEP_LATEST = (
+    "DELETE FROM digest_runs WHERE period NOT IN"
+    " (SELECT period FROM digest_runs ORDER BY started_at DESC LIMIT ?)"
+)
+LAST_POSTED = (
+    f"SELECT {RUN_COLUMNS} FROM digest_runs"  # noqa: S608 - constant columns
+    " WHERE state = 'posted' AND (CAST(? AS TEXT) IS NULL OR period != ?) ORDER BY posted_at DESC LIMIT 1"
+)
+ADD_SAMPLE = "INSERT INTO digest_samples (at, sample) VALUES (?, ?)"
+DROP_OLD_SAMPLES = "DELETE FROM digest_samples WHERE at < ?"
+KEEP_SAMPLES = (
+    "DELETE FROM digest_samples WHERE id NOT IN"
+    " (SELECT id FROM digest_samples ORDER BY at DESC, id DESC LIMIT ?)"
+)
+SAMPLES = "SELECT at, sample FROM digest_samples WHERE at >= ? ORDER BY at, id"
 
 
-def claim(conn: sqlite3.Connection, period: str, now: float) -> bool:
-    """Start the period's run; False when it was already posted (a restart must not post it again)."""
+def claim(
+    conn: sqlite3.Connection, period: str, owner: str, now: float, ttl: float
+) -> tuple[DigestClaim, float | None]:
+    """Claim the period for `ttl` s; POSTED when it went out (a restart must not post it again), BUSY
+    (with its expiry) while another process's claim is live."""
     with immediate(conn):
-        row = conn.execute("SELECT state FROM digest_runs WHERE period = ?", (period,)).fetchone()
-        if row is not None and row[0] == DigestState.POSTED.value:
-            return False
-        conn.execute(
-            "INSERT INTO digest_runs (period, state, started_at) VALUES (?, 'started', ?)"
-            " ON CONFLICT (period) DO UPDATE SET started_at = excluded.started_at",
-            (period, now),
-        )
-    return True
+        if conn.execute(CLAIM, (period, now, owner, now + ttl, now)).fetchone() is not None:
+            return DigestClaim.CLAIMED, now + ttl
+        state, until = conn.execute(CLAIM_STATE, (period,)).fetchone()
+    return claim_refusal(state, until)
+
+
+def claim_refusal(state: str, until: float | None) -> tuple[DigestClaim, float | None]:
+    if state == DigestState.POSTED.value:
+        return DigestClaim.POSTED, None
+    return DigestClaim.BUSY, until
+
+
+def renew(conn: sqlite3.Connection, period: str, owner: str, until: float) -> bool:
+    with immediate(conn):
+        cursor = conn.execute(RENEW, (until, period, owner))
+    return cursor.rowcount == 1
 
 
 def finish(conn: sqlite3.Connection, period: str, summary: Mapping[str, Any], now: float) -> None:
     """Record the period as posted, with the summary the next digest compares against."""
-    encoded = json.dumps(summary, sort_keys=True)
     with immediate(conn):
-        conn.execute(
-            "INSERT INTO digest_runs (period, state, started_at, posted_at, summary)"
-            " VALUES (?, 'posted', ?, ?, ?)"
-            " ON CONFLICT (period) DO UPDATE SET state = 'posted', posted_at = excluded.posted_at,"
-            " summary = excluded.summary",
-            (period, now, now, encoded),
-        )
-        conn.execute(
-            "DELETE FROM digest_runs WHERE period NOT IN"
-            " (SELECT period FROM digest_runs ORDER BY started_at DESC LIMIT ?)",
-            (KEEP_RUNS,),
-        )
+        conn.execute(FINISH, (period, now, now, json.dumps(summary, sort_keys=True)))
+        conn.execute(KEEP_LATEST, (KEEP_RUNS,))
 
 
 def last_posted(conn: sqlite3.Connection, other_than: str | None) -> DigestRun | None:
     """The most recently posted run, other than `other_than` (the period being built now)."""
-    row = conn.execute(
-        f"SELECT {_RUN_COLUMNS} FROM digest_runs"  # noqa: S608 - constant columns
-        " WHERE state = 'posted' AND (?1 IS NULL OR period != ?1) ORDER BY posted_at DESC LIMIT 1",
-        (other_than,),
-    ).fetchone()
-    return None if row is None else _run(row)
+    row = conn.execute(LAST_POSTED, (other_than, other_than)).fetchone()
+    return None if row is None else run_from_row(row)
 
 
 def add_sample(conn: sqlite3.Connection, sample: FleetSample, keep_after: float) -> None:
     """Store one fleet sample; drop samples older than `keep_after` and beyond `MAX_SAMPLES` rows."""
     with immediate(conn):
-        conn.execute(
-            "INSERT INTO digest_samples (at, sample) VALUES (?, ?)",
-            (sample.at, json.dumps(sample.sample, sort_keys=True)),
-        )
-        conn.execute("DELETE FROM digest_samples WHERE at < ?", (keep_after,))
-        conn.execute(
-            "DELETE FROM digest_samples WHERE id NOT IN"
-            " (SELECT id FROM digest_samples ORDER BY at DESC, id DESC LIMIT ?)",
-            (MAX_SAMPLES,),
-        )
+        conn.execute(ADD_SAMPLE, (sample.at, json.dumps(sample.sample, sort_keys=True)))
+        conn.execute(DROP_OLD_SAMPLES, (keep_after,))
+        conn.execute(KEEP_SAMPLES, (MAX_SAMPLES,))
 
 
 def samples(conn: sqlite3.Connection, since: float) -> list[FleetSample]:
-    rows = conn.execute(
-        "SELECT at, sample FROM digest_samples WHERE at >= ? ORDER BY at, id", (since,)
-    ).fetchall()
-    return [FleetSample(at, json.loads(sample)) for at, sample in rows]
+    return [FleetSample(at, json.loads(sample)) for at, sample in conn.execute(SAMPLES, (since,)).fetchall()]
 
 
-def _run(row: tuple[Any, ...]) -> DigestRun:
+def run_from_row(row: tuple[Any, ...]) -> DigestRun:
     period, state, started_at, posted_at, summary = row
     return DigestRun(period, DigestState(state), started_at, posted_at, json.loads(summary or "{}"))

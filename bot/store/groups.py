@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from bot.domain.alerts import AlertStatus
@@ -19,13 +20,13 @@ from bot.domain.storm_summary import StormEntry
 from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
 from bot.store.transaction import immediate
 
-_COLUMNS = (
+COLUMNS = (
     "channel, group_key, status, ts, first_firing_at, resolved_at, firing_fingerprints, details, updated_at,"
     " channel_id"
 )
 
-_UPSERT = f"""
-INSERT INTO alert_groups ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+UPSERT = f"""
+INSERT INTO alert_groups ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (channel, group_key) DO UPDATE SET
     status = excluded.status, ts = COALESCE(excluded.ts, alert_groups.ts),
     channel_id = COALESCE(excluded.channel_id, alert_groups.channel_id),
@@ -35,7 +36,7 @@ ON CONFLICT (channel, group_key) DO UPDATE SET
 """  # noqa: S608 - column names are constants of this module, values are bound parameters
 
 # The delivery side's write: only the message's address, whatever the alert side saved.
-_RECORD_POST = """
+RECORD_POST = """
 INSERT INTO alert_groups
     (channel, group_key, status, ts, firing_fingerprints, details, updated_at, channel_id)
 VALUES (?, ?, 'firing', ?, '[]', '{}', ?, ?)
@@ -44,33 +45,33 @@ ON CONFLICT (channel, group_key) DO UPDATE SET
 """
 
 
+GET = f"SELECT {COLUMNS} FROM alert_groups WHERE channel = ? AND group_key = ?"  # noqa: S608
+# The casts give PostgreSQL a type for a parameter that may be NULL; SQLite ignores them.
+LISTING = (
+    f"SELECT {COLUMNS} FROM alert_groups"  # noqa: S608
+    " WHERE (CAST(? AS TEXT) IS NULL OR channel = ?) AND (CAST(? AS TEXT) IS NULL OR status = ?)"
+    " ORDER BY updated_at, channel, group_key"
+)
+CHANNEL_ID = "SELECT channel_id FROM alert_groups WHERE channel = ? AND channel_id IS NOT NULL LIMIT 1"
+
+
 def get(conn: sqlite3.Connection, channel: str, group_key: str) -> AlertGroupState | None:
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM alert_groups WHERE channel = ? AND group_key = ?",  # noqa: S608
-        (channel, group_key),
-    ).fetchone()
-    return None if row is None else _state(row)
+    row = conn.execute(GET, (channel, group_key)).fetchone()
+    return None if row is None else group_from_row(row)
 
 
 def save(conn: sqlite3.Connection, state: AlertGroupState, now: float) -> AlertGroupState:
     """Upsert a group. A message `ts` (and channel ID) once stored is kept when `state.ts` is None: the
     pipeline may save a state it read before the delivery worker stored the ts of the post it just made."""
-    saved = AlertGroupState(
-        channel=state.channel,
-        group_key=state.group_key,
-        status=state.status,
-        ts=state.ts,
-        first_firing_at=state.first_firing_at,
-        resolved_at=state.resolved_at,
-        firing_fingerprints=frozenset(state.firing_fingerprints),
-        facts=state.facts,
-        storm=state.storm,
-        updated_at=now,
-        channel_id=state.channel_id,
-    )
+    saved = stamped(state, now)
     with immediate(conn):
-        conn.execute(_UPSERT, _row(saved, now))
+        conn.execute(UPSERT, group_row(saved, now))
     return saved
+
+
+def stamped(state: AlertGroupState, now: float) -> AlertGroupState:
+    """The state as saved at `now`."""
+    return replace(state, firing_fingerprints=frozenset(state.firing_fingerprints), updated_at=now)
 
 
 def record_post(
@@ -79,22 +80,27 @@ def record_post(
     """Store where the group's message is (a row is made when the alert side saved none yet)."""
     channel, group_key = address
     with immediate(conn):
-        conn.execute(_RECORD_POST, (channel, group_key, ts, now, channel_id))
+        conn.execute(RECORD_POST, (channel, group_key, ts, now, channel_id))
 
 
 def listing(
     conn: sqlite3.Connection, channel: str | None, status: AlertStatus | None
 ) -> list[AlertGroupState]:
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM alert_groups"  # noqa: S608
-        " WHERE (?1 IS NULL OR channel = ?1) AND (?2 IS NULL OR status = ?2)"
-        " ORDER BY updated_at, channel, group_key",
-        (channel, None if status is None else status.value),
-    ).fetchall()
-    return [_state(row) for row in rows]
+    rows = conn.execute(LISTING, listing_params(channel, status)).fetchall()
+    return [group_from_row(row) for row in rows]
 
 
-def _row(state: AlertGroupState, now: float) -> tuple[Any, ...]:
+def listing_params(channel: str | None, status: AlertStatus | None) -> tuple[str | None, ...]:
+    value = None if status is None else status.value
+    return (channel, channel, value, value)
+
+
+def channel_id_of(conn: sqlite3.Connection, channel: str) -> str | None:
+    row = conn.execute(CHANNEL_ID, (channel,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def group_row(state: AlertGroupState, now: float) -> tuple[Any, ...]:
     return (
         state.channel,
         state.group_key,
@@ -109,7 +115,7 @@ def _row(state: AlertGroupState, now: float) -> tuple[Any, ...]:
     )
 
 
-def _state(row: tuple[Any, ...]) -> AlertGroupState:
+def group_from_row(row: tuple[Any, ...]) -> AlertGroupState:
     channel, group_key, status, ts, first_firing_at, resolved_at, fingerprints, details, updated_at = row[:9]
     stored = json.loads(details)
     return AlertGroupState(

@@ -131,3 +131,14 @@ class OutboxItem:
     created_at: float
     last_error: str | None = None
     result: Mapping[str, Any] | None = None
+    # When a chat.postMessage of this row was last started without a definite answer (a timeout, a crash
+    # of the sender): Slack may hold the message, so the next try looks for it first (`Store.mark_sending`).
+    sent_at: float | None = None
+
+
+class DigestClaim(StrEnum):
+    """The answer to claiming a digest period."""
+
+    CLAIMED = "claimed"  # this process builds and posts it
+    POSTED = "posted"  # it went out already
+    BUSY = "busy"  # another process is building it right now (its claim is live)

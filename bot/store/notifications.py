@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from dataclasses import dataclass
+from typing import Any
 
 from bot.domain.alerts import AlertmanagerWebhook, parse_webhook
 from bot.errors import InputError
@@ -13,17 +14,21 @@ from bot.store.transaction import immediate
 
 log = logging.getLogger(__name__)
 
-_INSERT = """
+INSERT = """
 INSERT INTO notifications
     (identity, group_key, status, receiver, alert_count, truncated_alerts, received_at, body)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (identity) DO UPDATE SET duplicates = duplicates + 1
+ON CONFLICT (identity) DO UPDATE SET duplicates = notifications.duplicates + 1
 RETURNING id, duplicates
 """
-_PENDING = """
+PENDING = """
 SELECT id, identity, received_at, body FROM notifications
 WHERE processed_at IS NULL ORDER BY id LIMIT ?
 """
+SET_ASIDE = "UPDATE notifications SET processed_at = ?, error = ? WHERE id = ?"
+MARK_PROCESSED = "UPDATE notifications SET processed_at = ? WHERE id = ? AND processed_at IS NULL"
+PENDING_COUNT = "SELECT count(*) FROM notifications WHERE processed_at IS NULL"
+PRUNE = "DELETE FROM notifications WHERE processed_at IS NOT NULL AND processed_at < ?"
 
 
 @dataclass(slots=True)
@@ -54,8 +59,13 @@ def accept_batch(conn: sqlite3.Connection, arrivals: list[Arrival]) -> None:
 
 
 def _insert(conn: sqlite3.Connection, arrival: Arrival) -> Accepted:
+    notification_id, duplicates = conn.execute(INSERT, insert_row(arrival)).fetchone()
+    return Accepted(id=notification_id, duplicate=duplicates > 0)
+
+
+def insert_row(arrival: Arrival) -> tuple[object, ...]:
     webhook = arrival.webhook
-    row = (
+    return (
         webhook.identity(),
         webhook.group_key,
         webhook.status.value,
@@ -65,53 +75,50 @@ def _insert(conn: sqlite3.Connection, arrival: Arrival) -> Accepted:
         arrival.received_at,
         arrival.raw,
     )
-    notification_id, duplicates = conn.execute(_INSERT, row).fetchone()
-    return Accepted(id=notification_id, duplicate=duplicates > 0)
 
 
 def pending(conn: sqlite3.Connection, limit: int | None, now: float) -> list[StoredNotification]:
     # LIMIT -1 is SQLite for "no limit".
-    rows = conn.execute(_PENDING, (-1 if limit is None else limit,)).fetchall()
+    rows = conn.execute(PENDING, (-1 if limit is None else limit,)).fetchall()
+    stored, unreadable = parse_rows(rows)
+    for notification_id, problem in unreadable:
+        with immediate(conn):
+            conn.execute(SET_ASIDE, (now, problem, notification_id))
+    return stored
+
+
+def parse_rows(rows: list[tuple[Any, ...]]) -> tuple[list[StoredNotification], list[tuple[int, str]]]:
+    """Pending rows as notifications, and the (id, problem) of rows that no longer validate.
+
+    Those are only possible when a newer proxybot reads rows a looser older one accepted. Retrying can
+    never succeed, so the caller closes them with the reason kept next to the body for a person to read.
+    """
     stored: list[StoredNotification] = []
+    unreadable: list[tuple[int, str]] = []
     for notification_id, identity, received_at, body in rows:
         raw = bytes(body)
         try:
             webhook = parse_webhook(raw)
         except InputError as error:
-            _set_aside(conn, notification_id, str(error), now)
+            log.error("stored notification %d no longer validates, set aside: %s", notification_id, error)
+            unreadable.append((notification_id, str(error)))
             continue
         stored.append(StoredNotification(notification_id, identity, received_at, raw, webhook))
-    return stored
-
-
-def _set_aside(conn: sqlite3.Connection, notification_id: int, problem: str, now: float) -> None:
-    # Only possible when a newer proxybot reads rows a looser older one accepted. Retrying can never
-    # succeed, so the row is closed with the reason kept next to the body for a person to look at.
-    log.error("stored notification %d no longer validates and is set aside: %s", notification_id, problem)
-    with immediate(conn):
-        conn.execute(
-            "UPDATE notifications SET processed_at = ?, error = ? WHERE id = ?",
-            (now, problem, notification_id),
-        )
+    return stored, unreadable
 
 
 def mark_processed(conn: sqlite3.Connection, notification_id: int, now: float) -> bool:
     with immediate(conn):
-        cursor = conn.execute(
-            "UPDATE notifications SET processed_at = ? WHERE id = ? AND processed_at IS NULL",
-            (now, notification_id),
-        )
+        cursor = conn.execute(MARK_PROCESSED, (now, notification_id))
     return cursor.rowcount == 1
 
 
 def pending_count(conn: sqlite3.Connection) -> int:
-    count: int = conn.execute("SELECT count(*) FROM notifications WHERE processed_at IS NULL").fetchone()[0]
+    count: int = conn.execute(PENDING_COUNT).fetchone()[0]
     return count
 
 
 def prune(conn: sqlite3.Connection, before: float) -> int:
     with immediate(conn):
-        cursor = conn.execute(
-            "DELETE FROM notifications WHERE processed_at IS NOT NULL AND processed_at < ?", (before,)
-        )
+        cursor = conn.execute(PRUNE, (before,))
     return cursor.rowcount

@@ -84,6 +84,19 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE alert_groups ADD COLUMN channel_id TEXT;
     """,
+    # 4: several processes on one store. Leases name the process that runs a worker; a digest period is
+    # claimed by one process until its claim expires; a post's in-flight mark (`sent_at`) makes the next
+    # sender look for the message in Slack before posting it again.
+    """
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        until REAL NOT NULL
+    );
+    ALTER TABLE outbox ADD COLUMN sent_at REAL;
+    ALTER TABLE digest_runs ADD COLUMN claimed_by TEXT;
+    ALTER TABLE digest_runs ADD COLUMN lease_until REAL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

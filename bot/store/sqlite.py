@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.store import digests as digest_sql
 from bot.store import groups as group_sql
+from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
 from bot.store import outbox as outbox_sql
 from bot.store.arrivals import ArrivalQueue
@@ -30,6 +31,7 @@ from bot.store.errors import StoreError
 from bot.store.models import (
     Accepted,
     AlertGroupState,
+    DigestClaim,
     Enqueued,
     OutboxItem,
     OutboxKind,
@@ -45,13 +47,20 @@ BUSY_TIMEOUT_SECONDS = 5.0
 MEMORY = ":memory:"
 
 
-class Store:
-    """Accepted notifications, alert group lifecycle and the Slack outbox in one SQLite database."""
+class SqliteStore:
+    """The store (`bot.store.base.Store`) in one SQLite database: one replica, or processes on one host."""
 
-    def __init__(self, thread: ConnectionThread, clock: Clock) -> None:
+    backend = "sqlite"
+
+    def __init__(self, thread: ConnectionThread, clock: Clock, owner: str) -> None:
         self._thread = thread
         self._clock = clock
+        self._owner = owner
         self._arrivals = ArrivalQueue(thread)
+
+    @property
+    def owner(self) -> str:
+        return self._owner
 
     # -- notifications -------------------------------------------------------------------------------
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
@@ -95,6 +104,9 @@ class Store:
         """Groups, optionally of one channel and/or status, least recently updated first."""
         return await self._thread.run(lambda conn: group_sql.listing(conn, channel, status))
 
+    async def channel_id_of(self, channel: str) -> str | None:
+        return await self._thread.run(lambda conn: group_sql.channel_id_of(conn, channel))
+
     # -- outbox --------------------------------------------------------------------------------------
     async def enqueue(
         self,
@@ -117,10 +129,7 @@ class Store:
         return await self._thread.run(lambda conn: outbox_sql.enqueue(conn, op, due_at, now, replace_pending))
 
     async def due(self, now: float, limit: int = 50) -> list[OutboxItem]:
-        """Pending operations whose time has come, earliest first (then in enqueue order).
-
-        Rows are not leased: one delivery worker per store is assumed.
-        """
+        """Pending operations whose time has come, earliest first (then in enqueue order)."""
         return await self._thread.run(lambda conn: outbox_sql.due(conn, now, limit))
 
     async def outbox_item(self, key: str) -> OutboxItem | None:
@@ -134,6 +143,10 @@ class Store:
         """Mark delivered, keeping Slack's answer; False when the row was not pending."""
         now = self._clock()
         return await self._thread.run(lambda conn: outbox_sql.complete(conn, item_id, result, now))
+
+    async def mark_sending(self, item_id: int, at: float | None) -> bool:
+        now = self._clock()
+        return await self._thread.run(lambda conn: outbox_sql.mark_sending(conn, item_id, at, now))
 
     async def retry_later(self, item_id: int, at: float, error: str) -> bool:
         """Count a failed try and schedule the next one at `at`; False when the row was not pending."""
@@ -149,11 +162,18 @@ class Store:
         """Pending operations, due or not."""
         return await self._thread.run(outbox_sql.depth)
 
+    async def oldest_pending_at(self) -> float | None:
+        return await self._thread.run(outbox_sql.oldest_pending_at)
+
     # -- digests -------------------------------------------------------------------------------------
-    async def claim_digest(self, period: str) -> bool:
-        """Start the digest of `period`; False when that period was already posted."""
-        now = self._clock()
-        return await self._thread.run(lambda conn: digest_sql.claim(conn, period, now))
+    async def claim_digest(self, period: str, ttl: float = 60.0) -> tuple[DigestClaim, float | None]:
+        """Claim the digest of `period` (see `bot.store.base.Store.claim_digest`)."""
+        now, owner = self._clock(), self._owner
+        return await self._thread.run(lambda conn: digest_sql.claim(conn, period, owner, now, ttl))
+
+    async def renew_digest(self, period: str, ttl: float = 60.0) -> bool:
+        until, owner = self._clock() + ttl, self._owner
+        return await self._thread.run(lambda conn: digest_sql.renew(conn, period, owner, until))
 
     async def finish_digest(self, period: str, summary: Mapping[str, Any]) -> None:
         """Record `period` as posted, with the summary the next digest compares against."""
@@ -170,6 +190,15 @@ class Store:
 
     async def fleet_samples(self, since: float) -> list[FleetSample]:
         return await self._thread.run(lambda conn: digest_sql.samples(conn, since))
+
+    # -- leases --------------------------------------------------------------------------------------
+    async def hold_lease(self, name: str, ttl: float) -> float | None:
+        now, owner = self._clock(), self._owner
+        return await self._thread.run(lambda conn: lease_sql.hold(conn, name, owner, now, ttl))
+
+    async def release_lease(self, name: str) -> None:
+        owner = self._owner
+        await self._thread.run(lambda conn: lease_sql.release(conn, name, owner))
 
     # -- housekeeping --------------------------------------------------------------------------------
     async def prune(self, before: float) -> int:
@@ -195,7 +224,9 @@ class Store:
         await self.close()
 
 
-async def open_store(url: str, *, clock: Clock = time.time, synchronous: Synchronous = "NORMAL") -> Store:
+async def open_sqlite_store(
+    url: str, *, clock: Clock = time.time, owner: str, synchronous: Synchronous = "NORMAL"
+) -> SqliteStore:
     """Open (creating and migrating as needed) the store at `sqlite:///<path>`, a plain path or `:memory:`."""
     path = sqlite_path(url)
     thread = ConnectionThread(lambda: connect(path, synchronous))
@@ -204,7 +235,7 @@ async def open_store(url: str, *, clock: Clock = time.time, synchronous: Synchro
     except BaseException:
         await thread.close()
         raise
-    return Store(thread, clock)
+    return SqliteStore(thread, clock, owner)
 
 
 def sqlite_path(url: str) -> str:
@@ -214,7 +245,7 @@ def sqlite_path(url: str) -> str:
     elif "://" in url:
         # The URL may carry a password (postgresql://user:pw@host): name only its scheme.
         scheme = urlsplit(url).scheme
-        raise StoreError(f"store.url scheme {scheme!r} is not supported yet; use sqlite:///<path>")
+        raise StoreError(f"store.url scheme {scheme!r} is not SQLite")
     else:
         path = url
     if not path:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from contextlib import closing
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +10,7 @@ from bot.domain.alerts import parse_webhook
 from bot.store import Accepted, Store, StoreError
 from bot.store.arrivals import MAX_BATCH
 from tests.bot.domain import alertmanager_samples as samples
+from tests.bot.store.conftest import Raw
 
 
 def body_for_group(n: int) -> bytes:
@@ -30,9 +28,13 @@ async def test_a_burst_larger_than_one_batch_is_stored_whole(store: Store) -> No
     outcomes = await accept_all(store, bodies)
     assert not any(outcome.duplicate for outcome in outcomes)
     assert len({outcome.id for outcome in outcomes}) == len(bodies)
-    # Ids follow submission order, and pending returns exactly what was sent, oldest first.
-    assert [outcome.id for outcome in outcomes] == sorted(outcome.id for outcome in outcomes)
-    assert [stored.raw for stored in await store.pending()] == bodies
+    pending = await store.pending()
+    assert [stored.id for stored in pending] == sorted(outcome.id for outcome in outcomes)
+    assert sorted(stored.raw for stored in pending) == sorted(bodies)
+    if store.backend == "sqlite":
+        # One connection, one queue: ids follow submission order. (PostgreSQL takes concurrent requests on
+        # several connections; Alertmanager sends a group's notifications one after another anyway.)
+        assert [stored.raw for stored in pending] == bodies
 
 
 async def test_ha_peers_delivering_at_the_same_moment_store_one_row(store: Store) -> None:
@@ -43,14 +45,13 @@ async def test_ha_peers_delivering_at_the_same_moment_store_one_row(store: Store
     assert await store.pending_count() == 1
 
 
-async def test_a_failed_commit_fails_every_arrival_of_its_batch(store: Store, db_path: Path) -> None:
-    # The table vanishing behind the store's back makes every insert fail inside sqlite.
-    with closing(sqlite3.connect(db_path)) as conn:
-        conn.execute("DROP TABLE notifications")
+async def test_a_failed_commit_fails_every_arrival_of_its_batch(store: Store, raw: Raw) -> None:
+    # The table vanishing behind the store's back makes every insert fail inside the database.
+    await raw("DROP TABLE notifications")
     results = await asyncio.gather(
         *(store.accept(body, parse_webhook(body), 1.0) for body in (samples.FIRING, samples.ALL_RESOLVED)),
         return_exceptions=True,
     )
     assert all(isinstance(result, StoreError) for result in results)
-    with pytest.raises(StoreError, match="no such table"):
+    with pytest.raises(StoreError, match=r'no such table|relation "notifications" does not exist'):
         await store.accept(samples.ONE_RESOLVED, parse_webhook(samples.ONE_RESOLVED), 1.0)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import replace
-from pathlib import Path
 
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
@@ -13,7 +11,7 @@ from bot.domain.storm_summary import StormEntry
 from bot.store import AlertGroupState, Store
 from bot.store.models import GroupFacts, StormRecord, StormShare
 from tests.bot.domain import alertmanager_samples as samples
-from tests.bot.store.conftest import FakeClock
+from tests.bot.store.conftest import FakeClock, Raw
 
 FIRING = AlertGroupState(
     channel="C0ALERTS",
@@ -120,29 +118,24 @@ OLD_STORM_DETAILS = {
 }
 
 
-def _write_old_rows(db_path: Path) -> None:
-    with sqlite3.connect(db_path) as conn:
-        for key, details in (("g1", OLD_GROUP_DETAILS), ("storm:C0ALERTS:1", OLD_STORM_DETAILS)):
-            conn.execute(
-                "INSERT INTO alert_groups (channel, group_key, status, ts, first_firing_at, resolved_at,"
-                " firing_fingerprints, details, updated_at, channel_id)"
-                " VALUES ('C0ALERTS', ?, 'firing', NULL, 5.0, NULL, '[]', ?, 6.0, NULL)",
-                (key, json.dumps(details, sort_keys=True)),
-            )
-    conn.close()
+async def _write_old_rows(raw: Raw) -> None:
+    for key, details in (("g1", OLD_GROUP_DETAILS), ("storm:C0ALERTS:1", OLD_STORM_DETAILS)):
+        await raw(
+            "INSERT INTO alert_groups (channel, group_key, status, ts, first_firing_at, resolved_at,"
+            " firing_fingerprints, details, updated_at, channel_id)"
+            " VALUES ('C0ALERTS', ?, 'firing', NULL, 5.0, NULL, '[]', ?, 6.0, NULL)",
+            key,
+            json.dumps(details, sort_keys=True),
+        )
 
 
-def _stored_details(db_path: Path) -> dict[str, object]:
-    with sqlite3.connect(db_path) as conn:
-        rows = conn.execute("SELECT group_key, details FROM alert_groups").fetchall()
-    conn.close()
+async def _stored_details(raw: Raw) -> dict[str, object]:
+    rows = await raw("SELECT group_key, details FROM alert_groups")
     return {key: json.loads(details) for key, details in rows}
 
 
-async def test_rows_written_by_the_previous_version_load_and_save_unchanged(
-    store: Store, db_path: Path
-) -> None:
-    _write_old_rows(db_path)
+async def test_rows_written_by_the_previous_version_load_and_save_unchanged(store: Store, raw: Raw) -> None:
+    await _write_old_rows(raw)
     group = await store.get_group("C0ALERTS", "g1")
     assert group is not None
     assert group.storm is None
@@ -157,7 +150,7 @@ async def test_rows_written_by_the_previous_version_load_and_save_unchanged(
     assert storm.storm == StormRecord(10.0, 20.0, None, True, {"g1": (ENTRY,)})
     await store.save_group(group)
     await store.save_group(storm)
-    assert _stored_details(db_path) == {"g1": OLD_GROUP_DETAILS, "storm:C0ALERTS:1": OLD_STORM_DETAILS}
+    assert await _stored_details(raw) == {"g1": OLD_GROUP_DETAILS, "storm:C0ALERTS:1": OLD_STORM_DETAILS}
 
 
 async def test_recording_a_post_keeps_what_the_alert_side_saved(store: Store) -> None:
@@ -172,3 +165,12 @@ async def test_recording_a_post_keeps_what_the_alert_side_saved(store: Store) ->
     new = await store.get_group("C0ALERTS", "new")
     assert new is not None
     assert (new.status, new.ts, new.facts) == (AlertStatus.FIRING, "1.2", GroupFacts())
+
+
+async def test_a_channels_id_is_known_once_a_post_in_it_answered(store: Store) -> None:
+    assert await store.channel_id_of("#alerts") is None
+    await store.save_group(replace(FIRING, channel="#alerts"))
+    assert await store.channel_id_of("#alerts") is None  # saved, not posted yet
+    await store.record_post("#alerts", "other", "1.2", "C0ALERTS")
+    assert await store.channel_id_of("#alerts") == "C0ALERTS"
+    assert await store.channel_id_of("#elsewhere") is None

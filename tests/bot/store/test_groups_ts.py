@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bot.domain.alerts import AlertStatus
-from bot.store import AlertGroupState, open_store
+from bot.store import AlertGroupState, Store
 
 
-async def test_saving_a_stale_state_keeps_the_stored_ts(tmp_path: Path) -> None:
-    store = await open_store(str(tmp_path / "s.db"))
-    try:
-        stale = AlertGroupState(
-            channel="C1", group_key="g", status=AlertStatus.FIRING, ts=None, first_firing_at=1.0
-        )
-        await store.save_group(stale)
-        await store.save_group(
-            AlertGroupState(channel="C1", group_key="g", status=AlertStatus.FIRING, ts="1.2")
-        )
-        await store.save_group(stale)  # the pipeline's copy, read before the post's ts was stored
-        group = await store.get_group("C1", "g")
-    finally:
-        await store.close()
+async def test_saving_a_stale_state_keeps_the_stored_ts(store: Store) -> None:
+    stale = AlertGroupState(
+        channel="C1", group_key="g", status=AlertStatus.FIRING, ts=None, first_firing_at=1.0
+    )
+    await store.save_group(stale)
+    await store.save_group(AlertGroupState(channel="C1", group_key="g", status=AlertStatus.FIRING, ts="1.2"))
+    await store.save_group(stale)  # the pipeline's copy, read before the post's ts was stored
+    group = await store.get_group("C1", "g")
     assert group is not None
     assert group.ts == "1.2"

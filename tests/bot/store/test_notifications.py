@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 from bot.domain.alerts import parse_webhook
 from bot.store import Store, open_store
 from tests.bot.domain import alertmanager_samples as samples
-from tests.bot.store.conftest import FakeClock
+from tests.bot.store.conftest import FakeClock, Raw
 
 
 async def accept(store: Store, raw: bytes, at: float = 100.0) -> tuple[int, bool]:
@@ -30,12 +27,12 @@ async def test_an_accepted_notification_is_pending_with_its_exact_body(store: St
     assert await store.pending_count() == 1
 
 
-async def test_the_same_body_twice_is_stored_once(store: Store, db_path: Path) -> None:
+async def test_the_same_body_twice_is_stored_once(store: Store, raw: Raw) -> None:
     first = await accept(store, samples.FIRING)
     again = await accept(store, samples.FIRING, at=130.0)
     assert again == (first[0], True)
     assert len(await store.pending()) == 1
-    assert _rows(db_path, "SELECT count(*), max(duplicates) FROM notifications") == [(1, 1)]
+    assert await raw("SELECT count(*), max(duplicates) FROM notifications") == [(1, 1)]
 
 
 async def test_an_ha_peer_copy_is_a_duplicate(store: Store) -> None:
@@ -66,29 +63,26 @@ async def test_pending_is_oldest_first_and_processed_ones_leave(store: Store, cl
     assert [stored.id for stored in await store.pending()] == [ids[0], ids[2]]
 
 
-async def test_truncated_alerts_are_recorded(store: Store, db_path: Path) -> None:
+async def test_truncated_alerts_are_recorded(store: Store, raw: Raw) -> None:
     payload = samples.as_dict(samples.FIRING)
     payload["truncatedAlerts"] = 12
     await accept(store, samples.encode(payload))
     [stored] = await store.pending()
     assert stored.webhook.truncated_alerts == 12
-    assert _rows(db_path, "SELECT truncated_alerts, alert_count, group_key FROM notifications") == [
+    assert await raw("SELECT truncated_alerts, alert_count, group_key FROM notifications") == [
         (12, 2, samples.GROUP_KEY)
     ]
 
 
 async def test_a_stored_body_that_no_longer_validates_is_set_aside_with_the_reason(
-    store: Store, db_path: Path, clock: FakeClock
+    store: Store, raw: Raw, clock: FakeClock
 ) -> None:
     kept, _ = await accept(store, samples.FIRING)
     broken, _ = await accept(store, samples.ALL_RESOLVED)
     # What an older, looser proxybot could have stored: simulated by editing the row behind the store.
-    with closing(sqlite3.connect(db_path)) as conn, conn:
-        conn.execute("UPDATE notifications SET body = ? WHERE id = ?", (b'{"version": "4"}', broken))
+    await raw("UPDATE notifications SET body = ? WHERE id = ?", b'{"version": "4"}', broken)
     assert [stored.id for stored in await store.pending()] == [kept]
-    [(processed_at, error)] = _rows(
-        db_path, "SELECT processed_at, error FROM notifications WHERE id = ?", broken
-    )
+    [(processed_at, error)] = await raw("SELECT processed_at, error FROM notifications WHERE id = ?", broken)
     assert processed_at == clock.now
     assert error.startswith("groupKey: Field required")
 
@@ -104,15 +98,16 @@ async def test_prune_forgets_old_processed_notifications_only(store: Store, cloc
     assert (await accept(store, samples.FIRING))[1] is False
 
 
-async def test_a_reopened_store_keeps_everything(db_path: Path, clock: FakeClock) -> None:
-    async with await open_store(str(db_path), clock=clock) as first:
+async def test_a_reopened_store_keeps_everything(store_url: str, clock: FakeClock) -> None:
+    async with await open_store(store_url, clock=clock) as first:
         notification_id, _ = await accept(first, samples.FIRING)
-    async with await open_store(f"sqlite:///{db_path}", clock=clock) as second:
+    async with await open_store(store_url, clock=clock) as second:
         assert [stored.id for stored in await second.pending()] == [notification_id]
         assert (await accept(second, samples.FIRING))[1] is True
 
 
-def _rows(db_path: Path, query: str, *params: object) -> list[tuple[Any, ...]]:
-    # A second connection, read-only in spirit: what another process would see on disk.
-    with closing(sqlite3.connect(db_path)) as conn:
-        return conn.execute(query, params).fetchall()
+async def test_a_plain_path_is_a_sqlite_store(db_path: Path, clock: FakeClock) -> None:
+    async with await open_store(str(db_path), clock=clock) as first:
+        notification_id, _ = await accept(first, samples.FIRING)
+    async with await open_store(f"sqlite:///{db_path}", clock=clock) as second:
+        assert [stored.id for stored in await second.pending()] == [notification_id]

@@ -80,11 +80,18 @@ async def test_a_missing_directory_is_a_store_error_naming_the_path(tmp_path: Pa
         await open_store(str(path))
 
 
-@pytest.mark.parametrize("url", ["postgresql://bot:s3cr3t@db/proxybot", "mysql://root:s3cr3t@db/x"])
+@pytest.mark.parametrize("url", ["mysql://root:s3cr3t@db/x", "redis://:s3cr3t@db/0"])
 async def test_other_schemes_are_refused_without_repeating_the_url(url: str) -> None:
     with pytest.raises(StoreError) as caught:
         await open_store(url)
     assert "not supported" in str(caught.value)
+    assert "s3cr3t" not in str(caught.value)
+
+
+async def test_an_unreachable_postgresql_names_the_server_never_the_password() -> None:
+    with pytest.raises(StoreError) as caught:
+        await open_store("postgresql://bot:s3cr3t@127.0.0.1:9/proxybot")
+    assert "cannot connect to postgresql at 127.0.0.1:9/proxybot" in str(caught.value)
     assert "s3cr3t" not in str(caught.value)
 
 

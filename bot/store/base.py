@@ -1,0 +1,183 @@
+"""The store's interface: what every backend (SQLite for one replica, PostgreSQL for several) provides.
+
+Both backends behave the same; `tests/bot/store/` runs one suite against each. Several processes may share
+one store (replicas on PostgreSQL, or two processes on one SQLite file): work that must happen once is
+claimed in the store, by the store's `owner` (one per process):
+
+- a **lease** (`hold_lease`) names the one process that runs a worker (the alert pipeline, the outbox)
+  until it stops renewing it; another takes over once it has expired;
+- a **digest period** is claimed (`claim_digest`) by one process, which renews the claim while it builds;
+- a **post in flight** is marked (`mark_sending`) before chat.postMessage, so whoever sends the row next
+  looks for the message in Slack before posting it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.store.digests import DigestRun, FleetSample
+from bot.store.models import (
+    Accepted,
+    AlertGroupState,
+    DigestClaim,
+    Enqueued,
+    OutboxItem,
+    OutboxKind,
+    StoredNotification,
+)
+
+
+class Store(Protocol):
+    """Accepted notifications, alert group lifecycle, the Slack outbox, digests and leases."""
+
+    @property
+    def owner(self) -> str:
+        """Who this process is in leases and claims (host, pid and a random part)."""
+        ...
+
+    @property
+    def backend(self) -> str:
+        """`sqlite` or `postgresql`, for logs and /readyz."""
+        ...
+
+    # -- notifications -------------------------------------------------------------------------------
+    async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
+        """Store a notification durably (committed when this returns); an equal one is kept once."""
+        ...
+
+    async def pending(self, limit: int | None = None) -> list[StoredNotification]:
+        """Accepted notifications not yet processed, oldest first."""
+        ...
+
+    async def pending_count(self) -> int: ...
+
+    async def mark_processed(self, notification_id: int) -> bool:
+        """Close a notification; False when it was unknown or already processed."""
+        ...
+
+    # -- alert groups --------------------------------------------------------------------------------
+    async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None: ...
+
+    async def save_group(self, state: AlertGroupState) -> AlertGroupState:
+        """Insert or replace the group's state; returns it with `updated_at` stamped."""
+        ...
+
+    async def record_post(self, channel: str, group_key: str, ts: str, channel_id: str) -> None:
+        """Store where the group's message is in Slack (the delivery side's part of the group's row)."""
+        ...
+
+    async def groups(
+        self, channel: str | None = None, status: AlertStatus | None = None
+    ) -> list[AlertGroupState]:
+        """Groups, optionally of one channel and/or status, least recently updated first."""
+        ...
+
+    async def channel_id_of(self, channel: str) -> str | None:
+        """The Slack ID of a configured channel, as some group's post in it answered; None if unknown."""
+        ...
+
+    # -- outbox --------------------------------------------------------------------------------------
+    async def enqueue(
+        self,
+        key: str,
+        channel: str,
+        kind: OutboxKind,
+        payload: Mapping[str, Any],
+        *,
+        not_before: float | None = None,
+        replace_pending: bool = False,
+    ) -> Enqueued:
+        """Queue a Slack operation once per `key`.
+
+        A key seen before is a duplicate and changes nothing, except that `replace_pending=True` swaps
+        the payload of a row still pending (debounced edits: the newest content wins, one call is made).
+        """
+        ...
+
+    async def due(self, now: float, limit: int = 50) -> list[OutboxItem]:
+        """Pending operations whose time has come, earliest first (then in enqueue order).
+
+        Rows are not leased one by one: the process holding the outbox lease sends them.
+        """
+        ...
+
+    async def outbox_item(self, key: str) -> OutboxItem | None: ...
+
+    async def next_attempt_at(self) -> float | None:
+        """When the earliest pending operation becomes due (None when nothing is pending)."""
+        ...
+
+    async def complete(self, item_id: int, result: Mapping[str, Any] | None = None) -> bool:
+        """Mark delivered, keeping Slack's answer; False when the row was not pending."""
+        ...
+
+    async def mark_sending(self, item_id: int, at: float | None) -> bool:
+        """Record that a post of the row starts at `at` (its outcome unknown until Slack answers); None
+        clears the mark (Slack answered with a refusal: no message was made)."""
+        ...
+
+    async def retry_later(self, item_id: int, at: float, error: str) -> bool:
+        """Count a failed try and schedule the next one at `at`; False when the row was not pending."""
+        ...
+
+    async def give_up(self, item_id: int, error: str) -> bool:
+        """Stop retrying an operation Slack will never accept (kept as `failed` with the reason)."""
+        ...
+
+    async def depth(self) -> int:
+        """Pending operations, due or not."""
+        ...
+
+    async def oldest_pending_at(self) -> float | None:
+        """When the oldest pending operation was enqueued (None when nothing is pending)."""
+        ...
+
+    # -- digests -------------------------------------------------------------------------------------
+    async def claim_digest(self, period: str, ttl: float = 60.0) -> tuple[DigestClaim, float | None]:
+        """Claim `period` for `ttl` seconds: CLAIMED (post it), POSTED (it went out) or BUSY with the
+        time the other process's claim runs out (it may still post it)."""
+        ...
+
+    async def renew_digest(self, period: str, ttl: float = 60.0) -> bool:
+        """Extend this process's claim on `period`; False when the claim is no longer ours."""
+        ...
+
+    async def finish_digest(self, period: str, summary: Mapping[str, Any]) -> None:
+        """Record `period` as posted, with the summary the next digest compares against."""
+        ...
+
+    async def last_digest(self, other_than: str | None = None) -> DigestRun | None:
+        """The most recently posted digest, other than `other_than`."""
+        ...
+
+    async def add_fleet_sample(self, sample: FleetSample, keep_after: float) -> None:
+        """Store a fleet sample for digest charts; older samples than `keep_after` are dropped."""
+        ...
+
+    async def fleet_samples(self, since: float) -> list[FleetSample]: ...
+
+    # -- leases --------------------------------------------------------------------------------------
+    async def hold_lease(self, name: str, ttl: float) -> float | None:
+        """Take or renew the lease `name` for `ttl` seconds; its expiry when this process holds it now,
+        None when another process holds it (and it has not expired)."""
+        ...
+
+    async def release_lease(self, name: str) -> None:
+        """Give the lease up (a clean stop), so another process need not wait for it to expire."""
+        ...
+
+    # -- housekeeping --------------------------------------------------------------------------------
+    async def prune(self, before: float) -> int:
+        """Delete processed notifications and finished outbox rows last touched before `before`."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
