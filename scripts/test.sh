@@ -4,9 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# PostgreSQL's server programs live in /usr/lib/postgresql/<version>/bin on Debian, not on PATH. The tests
+# start a throwaway server of their own (sim/postgres.py) and never use the cluster the package may start.
+have_initdb() {
+  command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
 need_debs=()
 command -v promtool >/dev/null 2>&1 || need_debs+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need_debs+=(prometheus-alertmanager)
+have_initdb || need_debs+=(postgresql)
 if [ ${#need_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "== installing Debian packages: ${need_debs[*]}"
