@@ -23,7 +23,7 @@ from typing import Any
 from sim.slack_blocks import check_message
 
 # The bot scopes of config/slack/manifest.yaml (a test keeps the two equal).
-MANIFEST_SCOPES = frozenset({"commands", "chat:write", "files:write"})
+MANIFEST_SCOPES = frozenset({"commands", "chat:write", "files:write", "channels:history", "groups:history"})
 BOT_USER, BOT_ID, TEAM_ID = "UBOT", "BBOT", "T1"
 HISTORY_PAGE = 100
 

@@ -17,7 +17,7 @@ from sim.alerting import GROUP_BY
 
 ROOT = Path(__file__).resolve().parents[2]
 RECEIVER = ROOT / "config" / "alertmanager" / "receiver.yaml"
-SERVICE = ROOT / "config" / "deploy" / "service.yaml"
+SERVICE = ROOT / "config" / "deploy" / "base" / "service.yaml"
 
 Json = dict[str, Any]
 

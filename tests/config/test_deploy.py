@@ -1,9 +1,12 @@
 """The deployment artifacts: Kubernetes manifests (schema-valid, locked down, least privilege, consistent
-with the config they carry), the PrometheusRule (the shipped rules, unchanged) and the Dockerfile (checked
-without a Docker engine by a small parser)."""
+with the config they carry) in their two variants, `sqlite/` (one replica, the store on a volume) and
+`postgres/` (several replicas on a PostgreSQL named by the Secret), each as `kubectl kustomize` builds it;
+the PrometheusRule (the shipped rules, unchanged) and the Dockerfile (checked without a Docker engine by a
+small parser)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import json
@@ -13,7 +16,7 @@ import shlex
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,14 +33,16 @@ DEPLOY = ROOT / "config" / "deploy"
 RULES = ROOT / "config" / "rules" / "proxy-alerts.yaml"
 # The oldest Kubernetes release we support and the newest the validator knows.
 K8S_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version() + ".0")
+VARIANTS = ("sqlite", "postgres")
 READ_VERBS = {"get", "list", "watch"}
 STORE_URL = "sqlite:////var/lib/proxybot/proxybot.db"
+IMAGE = "registry.example.com/platform/proxybot:0.1.0"
 
 Doc = dict[str, Any]
 
 
 def manifests() -> list[tuple[str, Doc]]:
-    """Every Kubernetes object under config/deploy, named `file#index`; kustomization.yaml is not one."""
+    """Every Kubernetes object in a file under config/deploy, named `file#index` (kustomizations are not)."""
     found = []
     for path in sorted(DEPLOY.rglob("*.yaml")):
         if path.name == "kustomization.yaml":
@@ -47,23 +52,48 @@ def manifests() -> list[tuple[str, Doc]]:
     return found
 
 
-def one(kind: str, name: str | None = None) -> Doc:
-    matches = [d for _, d in manifests() if d["kind"] == kind and name in (None, d["metadata"]["name"])]
-    assert len(matches) == 1, f"expected one {kind} {name or ''}, found {len(matches)}"
-    return matches[0]
+@functools.cache
+def built(variant: str) -> tuple[Doc, ...]:
+    """What `kubectl apply -k config/deploy/<variant>` applies."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.fail("kubectl is not on PATH")
+    argv = [kubectl, "kustomize", str(DEPLOY / variant)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+    return tuple(doc for doc in yaml.safe_load_all(out.stdout) if doc is not None)
 
 
-def of_kind(*kinds: str) -> list[Doc]:
-    return [doc for _, doc in manifests() if doc["kind"] in kinds]
+def docs_of(variant: str | None) -> list[Doc]:
+    """A variant's objects as built, or (None) the objects of every file."""
+    return [doc for _, doc in manifests()] if variant is None else list(built(variant))
 
 
-def container() -> Doc:
-    containers: list[Doc] = one("Deployment")["spec"]["template"]["spec"]["containers"]
+def one(kind: str, name: str | None = None, *, variant: str | None = None) -> Doc:
+    found = [d for d in docs_of(variant) if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def of_kind(*kinds: str, variant: str | None = None) -> list[Doc]:
+    return [doc for doc in docs_of(variant) if doc["kind"] in kinds]
+
+
+def pod(variant: str) -> Doc:
+    spec: Doc = one("Deployment", variant=variant)["spec"]["template"]["spec"]
+    return spec
+
+
+def container(variant: str) -> Doc:
+    containers: list[Doc] = pod(variant)["containers"]
     assert len(containers) == 1
     return containers[0]
 
 
-def shipped_settings(tmp_path: Path) -> Settings:
+def secret_refs(variant: str) -> dict[str, Doc]:
+    return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container(variant)["env"] if "valueFrom" in e}
+
+
+def shipped_settings(tmp_path: Path, env: Mapping[str, str] | None = None) -> Settings:
     """The ConfigMap's config as `proxybot serve` would load it in the pod, kubeconfigs stubbed in tmp."""
     data = one("ConfigMap", "proxybot-config")["data"]
     (tmp_path / "in-cluster.kubeconfig.yaml").write_text(data["in-cluster.kubeconfig.yaml"])
@@ -73,9 +103,22 @@ def shipped_settings(tmp_path: Path) -> Settings:
             kubeconfig = tmp_path / access["kubeconfig"]
             kubeconfig.parent.mkdir(parents=True, exist_ok=True)
             kubeconfig.write_text("apiVersion: v1\nkind: Config\ncontexts: []\n")
-    env = {"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-1-2-realish", "PROXYBOT_SLACK_SIGNING_SECRET": "a1b2c3d4"}
-    env["PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"] = "f00dfeed"
-    return parse_config(data["proxybot.yaml"], base_dir=tmp_path, env=env, purpose="serve").settings
+    secrets = {"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-1-2-realish", "PROXYBOT_SLACK_SIGNING_SECRET": "a1b2c3d4"}
+    secrets["PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"] = "f00dfeed"
+    secrets |= env or {}
+    return parse_config(data["proxybot.yaml"], base_dir=tmp_path, env=secrets, purpose="serve").settings
+
+
+def listed(directory: Path) -> set[tuple[str, str]]:
+    """(kind, name) of every object a kustomization's resources name, through the bases it names."""
+    found: set[tuple[str, str]] = set()
+    for entry in yaml.safe_load((directory / "kustomization.yaml").read_text())["resources"]:
+        path = directory / entry
+        if path.is_dir():
+            found |= listed(path)
+        else:
+            found |= {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(path.read_text()) if d}
+    return found
 
 
 # -- schemas ---------------------------------------------------------------------------------------
@@ -89,29 +132,56 @@ def test_manifest_is_valid_for_kubernetes(where: str, doc: Doc, version: str) ->
     kubernetes_validate.validate(doc, version, strict=True)
 
 
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_each_variant_as_built_is_valid_for_kubernetes(variant: str, version: str) -> None:
+    for doc in built(variant):  # the patched Deployment is only whole here
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
 def test_validator_rejects_an_unknown_field() -> None:
-    broken = json.loads(json.dumps(one("Deployment")))
-    broken["spec"]["template"]["spec"]["containers"][0]["securityContxt"] = {}
+    broken = json.loads(json.dumps(one("Deployment", variant="postgres")))
+    broken["spec"]["template"]["spec"]["affinity"]["podAntiAffinty"] = {}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, K8S_VERSIONS[0], strict=True)
 
 
-def test_kustomization_builds_the_control_plane_set_with_the_image_override() -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.fail("kubectl is not on PATH")
-    out = subprocess.run([kubectl, "kustomize", str(DEPLOY)], capture_output=True, text=True, check=True)
-    built = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out.stdout)}
-    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
-    expected = set()
-    for name in listed:
-        expected |= {
-            (d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all((DEPLOY / name).read_text())
-        }
-    assert built == expected
-    assert ("Secret", "proxybot-tokens") not in built  # the template holds placeholders
-    assert not {kind for kind, _ in built} & {"ClusterRoleBinding", "PrometheusRule"}  # tenant side, CRD
-    assert "image: registry.example.com/platform/proxybot:0.1.0" in out.stdout
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_each_variant_builds_the_control_plane_set_with_the_image_override(variant: str) -> None:
+    names = {(d["kind"], d["metadata"]["name"]) for d in built(variant)}
+    assert names == listed(DEPLOY / variant)
+    assert listed(DEPLOY / "base") < names
+    assert ("Secret", "proxybot-tokens") not in names  # the template holds placeholders
+    assert not {kind for kind, _ in names} & {"ClusterRoleBinding", "PrometheusRule"}  # tenant side, CRD
+    assert container(variant)["image"] == IMAGE
+
+
+def without_variant_parts(docs: tuple[Doc, ...]) -> list[Doc]:
+    """The objects minus what a variant may set: its own objects, replicas, strategy, spread, the store."""
+    kept = [
+        json.loads(json.dumps(d))
+        for d in docs
+        if d["kind"] not in ("PersistentVolumeClaim", "PodDisruptionBudget")
+    ]
+    for doc in kept:
+        if doc["kind"] != "Deployment":
+            continue
+        for key in ("replicas", "strategy"):
+            doc["spec"].pop(key, None)
+        spec = doc["spec"]["template"]["spec"]
+        spec.pop("affinity", None)
+        spec["volumes"] = [v for v in spec["volumes"] if v["name"] != "data"]
+        for c in spec["containers"]:
+            c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "data"]
+            c["env"] = sorted(c["env"], key=lambda e: str(e["name"]))
+            for e in c["env"]:
+                if e["name"] == "PROXYBOT_STORE_URL":
+                    e["valueFrom"]["secretKeyRef"].pop("optional", None)
+    return sorted(kept, key=lambda d: (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]))
+
+
+def test_the_variants_differ_only_in_replicas_strategy_spread_and_store() -> None:
+    assert without_variant_parts(built("sqlite")) == without_variant_parts(built("postgres"))
 
 
 # -- the PrometheusRule ----------------------------------------------------------------------------
@@ -140,23 +210,25 @@ def test_prometheus_rule_is_the_shipped_rule_file() -> None:
 # -- the Deployment --------------------------------------------------------------------------------
 
 
-def test_pod_runs_as_non_root_with_a_locked_down_container() -> None:
-    pod = one("Deployment")["spec"]["template"]["spec"]
-    assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["securityContext"]["runAsUser"] == int(final_user()[0])
-    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    security = container()["securityContext"]
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pod_runs_as_non_root_with_a_locked_down_container(variant: str) -> None:
+    spec, c = pod(variant), container(variant)
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] == int(final_user()[0])
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    security = c["securityContext"]
     assert security["readOnlyRootFilesystem"] is True
     assert security["allowPrivilegeEscalation"] is False
     assert security["capabilities"] == {"drop": ["ALL"]}
     assert security["runAsNonRoot"] is True
     assert security["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert set(container()["resources"]) == {"requests", "limits"}
-    assert container()["resources"]["limits"]["memory"]
+    assert set(c["resources"]) == {"requests", "limits"}
+    assert c["resources"]["limits"]["memory"]
 
 
-def test_probes_ask_healthz_and_readyz_on_the_served_port() -> None:
-    c = container()
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_probes_ask_healthz_and_readyz_on_the_served_port(variant: str) -> None:
+    c = container(variant)
     assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
     port = next(p for p in c["ports"] if p["name"] == c["livenessProbe"]["httpGet"]["port"])
@@ -164,40 +236,68 @@ def test_probes_ask_healthz_and_readyz_on_the_served_port() -> None:
     assert c["args"][0] == "serve"  # after the image's ENTRYPOINT: `proxybot serve`
 
 
-def test_store_lives_on_the_persistent_volume(tmp_path: Path) -> None:
+def test_sqlite_variant_keeps_one_replica_and_its_store_on_the_persistent_volume(tmp_path: Path) -> None:
     settings = shipped_settings(tmp_path)
     assert settings.store.url.get_secret_value() == STORE_URL
     assert settings.server.host == "0.0.0.0"  # noqa: S104 (in a pod, loopback is unreachable)
-    mounts = {m["name"]: m["mountPath"] for m in container()["volumeMounts"]}
-    volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in container("sqlite")["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod("sqlite")["volumes"]}
     store_dir = posixpath.dirname(STORE_URL.removeprefix("sqlite:///"))
     data = next(name for name, path in mounts.items() if path == store_dir)
     claim = volumes[data]["persistentVolumeClaim"]["claimName"]
-    assert one("PersistentVolumeClaim", claim)["spec"]["accessModes"] == ["ReadWriteOnce"]
-    assert one("Deployment")["spec"]["strategy"]["type"] == "Recreate"  # never two writers on SQLite
+    assert one("PersistentVolumeClaim", claim, variant="sqlite")["spec"]["accessModes"] == ["ReadWriteOnce"]
+    deployment = one("Deployment", variant="sqlite")["spec"]
+    assert (deployment["replicas"], deployment["strategy"]) == (1, {"type": "Recreate"})  # one SQLite writer
     assert "emptyDir" in volumes[next(n for n, p in mounts.items() if p == "/tmp")]
+    assert not of_kind("PodDisruptionBudget", variant="sqlite")  # minAvailable 1 of 1 would block every drain
 
 
-def test_config_and_kubeconfigs_share_the_directory_the_pod_reads(tmp_path: Path) -> None:
-    config_dir = posixpath.dirname(
-        next(e["value"] for e in container()["env"] if e["name"] == "PROXYBOT_CONFIG")
-    )
-    volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
-    (mount,) = [m for m in container()["volumeMounts"] if m["mountPath"] == config_dir]
+def test_postgres_variant_runs_two_replicas_apart_on_the_secrets_store(tmp_path: Path) -> None:
+    deployment = one("Deployment", variant="postgres")["spec"]
+    assert deployment["replicas"] == 2
+    assert deployment["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    labels = deployment["template"]["metadata"]["labels"]
+    (preferred,) = pod("postgres")["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ]
+    term = preferred["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"].items() <= labels.items()
+    budget = one("PodDisruptionBudget", variant="postgres")["spec"]
+    assert budget["selector"] == deployment["selector"]
+    assert budget["minAvailable"] == 1 < deployment["replicas"]  # a drain may take one, never both
+    assert not of_kind("PersistentVolumeClaim", variant="postgres")
+    assert not [v for v in pod("postgres")["volumes"] if "persistentVolumeClaim" in v]
+    store_dir = posixpath.dirname(STORE_URL.removeprefix("sqlite:///"))
+    assert store_dir not in {m["mountPath"] for m in container("postgres")["volumeMounts"]}
+    ref = secret_refs("postgres")["PROXYBOT_STORE_URL"]
+    assert ref == {"name": "proxybot-tokens", "key": "PROXYBOT_STORE_URL", "optional": False}
+    url = "postgresql://proxybot:s3cret@db.example.internal:5432/proxybot?sslmode=require"
+    settings = shipped_settings(tmp_path, {"PROXYBOT_STORE_URL": url})  # the Secret's key replaces store.url
+    assert (settings.store.url.get_secret_value(), settings.store.sqlite_path) == (url, None)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_config_and_kubeconfigs_share_the_directory_the_pod_reads(variant: str, tmp_path: Path) -> None:
+    c = container(variant)
+    config_dir = posixpath.dirname(next(e["value"] for e in c["env"] if e["name"] == "PROXYBOT_CONFIG"))
+    volumes = {v["name"]: v for v in pod(variant)["volumes"]}
+    (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == config_dir]
     sources = volumes[mount["name"]]["projected"]["sources"]
     assert {"configMap": {"name": "proxybot-config"}} in sources
     assert {"secret": {"name": "proxybot-kubeconfigs"}} in sources
-    assert not [m for m in container()["volumeMounts"] if m["mountPath"].startswith(config_dir + "/")]
+    assert not [m for m in c["volumeMounts"] if m["mountPath"].startswith(config_dir + "/")]
     settings = shipped_settings(tmp_path)  # loads with serve's rules, given the Secret's values
-    in_config_map = set(one("ConfigMap", "proxybot-config")["data"])
+    in_config_map = set(one("ConfigMap", "proxybot-config", variant=variant)["data"])
     for cluster in settings.clusters:
         assert cluster.kubeconfig.parent == tmp_path  # a file of the kubeconfigs Secret, beside the config
         planes = [cluster.control_plane, *(t.control_plane for t in cluster.targets)]
         assert all(p.kubeconfig.name in in_config_map for p in planes if p is not None)
 
 
-def test_every_environment_secret_comes_from_the_tokens_secret() -> None:
-    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container()["env"] if "valueFrom" in e}
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_environment_secret_comes_from_the_tokens_secret(variant: str) -> None:
+    refs = secret_refs(variant)
     assert set(refs) == set(SECRET_OVERRIDES)
     assert all(ref["name"] == "proxybot-tokens" and ref["key"] == name for name, ref in refs.items())
     template = set(one("Secret", "proxybot-tokens")["stringData"])
@@ -205,6 +305,8 @@ def test_every_environment_secret_comes_from_the_tokens_secret() -> None:
     required = {"PROXYBOT_SLACK_BOT_TOKEN", "PROXYBOT_SLACK_SIGNING_SECRET", "PROXYBOT_SLACK_APP_TOKEN"}
     assert template >= required | {"PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"}
     assert not refs["PROXYBOT_SLACK_BOT_TOKEN"].get("optional", False)
+    # Only the PostgreSQL variant needs the store URL: without it, its pods must not start at all.
+    assert refs["PROXYBOT_STORE_URL"].get("optional", False) is (variant == "sqlite")
 
 
 # -- RBAC ------------------------------------------------------------------------------------------

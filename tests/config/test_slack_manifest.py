@@ -1,5 +1,5 @@
 """The shipped Slack app manifests (HTTP mode and Socket Mode): `/proxy` with a usage hint naming exactly the
-subcommands Slack answers, the three scopes and no more, interactivity on, request URLs on /slack/events."""
+subcommands Slack answers, the five scopes and no more, interactivity on, request URLs on /slack/events."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ SLACK = Path(__file__).resolve().parents[2] / "config" / "slack"
 HTTP_MODE = SLACK / "manifest.yaml"
 SOCKET_MODE = SLACK / "manifest.socket-mode.yaml"
 MANIFESTS = [HTTP_MODE, SOCKET_MODE]
-SCOPES = {"commands", "chat:write", "files:write"}
+# The slash command, posting, the charts, and reading back the bot's own posts (public and private channels).
+SCOPES = {"commands", "chat:write", "files:write", "channels:history", "groups:history"}
 # CLI commands that only make sense on the operator's machine, never in a Slack channel.
 LOCAL_ONLY = {"check-config", "demo", "serve", "sim"}
 SLACK_ONLY = {"help", "silence"}
@@ -66,7 +67,7 @@ def test_hint_parser_reads_alternatives() -> None:
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
-def test_scopes_are_exactly_the_three_the_bot_uses(path: Path) -> None:
+def test_scopes_are_exactly_the_ones_the_bot_uses(path: Path) -> None:
     scopes = load(path)["oauth_config"]["scopes"]
     assert set(scopes) == {"bot"}  # no user scopes at all
     assert set(scopes["bot"]) == SCOPES

@@ -221,8 +221,15 @@ async def test_history_carries_metadata_and_needs_its_scope() -> None:
 
 
 async def test_methods_beyond_the_apps_scopes_are_missing_scope(slack: FakeSlack) -> None:
-    answer = await refused(client(slack).conversations_history(channel="C1"))
-    assert (answer["error"], answer["needed"]) == ("missing_scope", "channels:history")
+    answer = await refused(client(slack).conversations_info(channel="C1"))
+    assert (answer["error"], answer["needed"]) == ("missing_scope", "channels:read")
+
+
+async def test_an_app_installed_before_the_history_scopes_cannot_read_history() -> None:
+    with FakeSlack(channels={"C1": "#alerts"}, scopes={"commands", "chat:write", "files:write"}) as slack:
+        answer = await refused(client(slack).conversations_history(channel="C1", include_all_metadata=True))
+        assert (answer["error"], answer["needed"]) == ("missing_scope", "channels:history")
+        assert "channels:history" not in answer["provided"].split(",")
 
 
 def test_the_fake_has_the_scopes_of_the_shipped_manifests() -> None:
