@@ -19,7 +19,7 @@ SOCKET_MODE = SLACK / "manifest.socket-mode.yaml"
 MANIFESTS = [HTTP_MODE, SOCKET_MODE]
 SCOPES = {"commands", "chat:write", "files:write"}
 # CLI commands that only make sense on the operator's machine, never in a Slack channel.
-LOCAL_ONLY = {"check-config", "demo", "serve", "sim"}
+LOCAL_ONLY = {"check-config", "check-vcluster", "demo", "serve", "sim"}
 SLACK_ONLY = {"help", "silence"}
 
 Json = dict[str, Any]
