@@ -20,7 +20,7 @@ MANIFESTS = [HTTP_MODE, SOCKET_MODE]
 # The slash command, posting, the charts, and reading back the bot's own posts (public and private channels).
 SCOPES = {"commands", "chat:write", "files:write", "channels:history", "groups:history"}
 # CLI commands that only make sense on the operator's machine, never in a Slack channel.
-LOCAL_ONLY = {"check-config", "demo", "serve", "sim"}
+LOCAL_ONLY = {"check-config", "check-vcluster", "demo", "serve", "sim"}
 SLACK_ONLY = {"help", "silence"}
 
 Json = dict[str, Any]

@@ -1,0 +1,62 @@
+"""`proxybot check-vcluster` for the terminal: the verdict, the group/versions the proxy would serve, then
+every problem with its YAML path (kept whole, to search for in the file), what is wrong and the next step.
+"""
+
+from __future__ import annotations
+
+from bot.checks.vcluster_yaml import ProxyState, Route, VclusterYamlResult
+from bot.checks.vcluster_yaml_entry import Problem, Severity
+from bot.render.terminal import WIDTH, Style, wrap
+
+_INDENT = "    "
+_HEADLINE = {
+    ProxyState.STARTS: "ok: vCluster's startup validation accepts the resource proxy configuration",
+    ProxyState.ALL_DISABLED: "ok, but every entry is disabled: vCluster starts without the resource proxy",
+    ProxyState.NOT_CONFIGURED: (
+        "ok: no experimental.proxy.customResources entries: vCluster starts without the resource proxy"
+    ),
+    ProxyState.REFUSED: "refused: vCluster's startup validation refuses this configuration",
+}
+_COLOUR = {Severity.REFUSED: "31", Severity.WARNING: "33"}
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _route(route: Route) -> list[str]:
+    project = route.project or "the client's project"
+    text = f"{route.group_version} -> {route.target} ({project}), accessResources {route.access}: "
+    text += ", ".join(route.keys)
+    first, *rest = wrap(text, WIDTH - 2 * len(_INDENT))
+    return [_INDENT + first, *(2 * _INDENT + line for line in rest)]
+
+
+def _problem(problem: Problem, style: Style) -> list[str]:
+    label = style.wrap(_COLOUR[problem.severity], problem.severity.value)
+    width = WIDTH - len(_INDENT)
+    lines = [f"{label} {style.bold(problem.key)}"]
+    lines += [_INDENT + line for line in wrap(problem.message, width)]
+    lines += [_INDENT + line for line in wrap(f"next: {problem.next_step}", width)]
+    return lines
+
+
+def _counts(result: VclusterYamlResult) -> str:
+    refused = sum(1 for p in result.problems if p.severity is Severity.REFUSED)
+    warnings = len(result.problems) - refused
+    return f"{_plural(refused, 'refusal')}, {_plural(warnings, 'warning')}"
+
+
+def vcluster_text(file: str, result: VclusterYamlResult, style: Style | None = None) -> str:
+    """The whole answer for one vcluster.yaml."""
+    style = style or Style()
+    colour = "32" if result.passed else "31"
+    lines = [f"{file}: {style.wrap(colour, _HEADLINE[result.proxy])}"]
+    if result.routes:
+        lines.append(f"the proxy would serve {_plural(len(result.routes), 'group/version')}:")
+        lines += [line for route in result.routes for line in _route(route)]
+    for problem in result.problems:
+        lines += ["", *_problem(problem, style)]
+    if result.problems:
+        lines += ["", _counts(result)]
+    return "\n".join(lines)
