@@ -116,6 +116,7 @@ class FakeSlack:
         self._faults: dict[str, list[Fault]] = {}
         self._response_urls: dict[str, ResponseUrl] = {}
         self._posting_limit: PostingLimit | None = None
+        self._lost: dict[str, list[float]] = {}
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -127,7 +128,8 @@ class FakeSlack:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self._app(), log_level="warning", lifespan="off")
+        # Answers held back (`lose_answers`) do not keep the server from stopping.
+        config = uvicorn.Config(self._app(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
@@ -173,13 +175,13 @@ class FakeSlack:
             raise KeyError(ref)
         return found.id
 
-    def seed_message(self, channel: str, text: str) -> Message:
+    def seed_message(self, channel: str, text: str, *, ts: str | None = None) -> Message:
         """A message of the bot's already in `channel` (by ID or `#name`), as if posted before the test."""
         with self._lock:
             found = self.workspace.find(channel)
             if found is None:
                 raise KeyError(channel)
-            return self.workspace.add_message(found.id, text)
+            return self.workspace.add_message(found.id, text, ts=ts)
 
     def limit_posts(self, per_second: float = 1.0, burst: float = 3.0) -> None:
         """Answer chat.postMessage beyond Slack's pace in a channel with 429 and `Retry-After`."""
@@ -198,6 +200,12 @@ class FakeSlack:
         """Answer the next `times` calls of `method` with `status` (429 carries `Retry-After`)."""
         with self._lock:
             self._faults.setdefault(method, []).append(Fault(status, retry_after, times, error))
+
+    def lose_answers(self, method: str, *, times: int = 1, hold: float = 30.0) -> None:
+        """Do the next `times` calls of `method` (a post is made) but hold the answer back for `hold` s,
+        as when the answer is lost on the way: the client times out, or its process dies meanwhile."""
+        with self._lock:
+            self._lost.setdefault(method, []).extend([hold] * times)
 
     def heal(self, method: str) -> None:
         """Drop every fault still queued for `method`: it answers normally again."""
@@ -267,6 +275,13 @@ class FakeSlack:
             if answer is None and wait == 0.0:
                 answer = handler(self.workspace, params)
             changed = None if answer is None else self._changed(method, answer)
+            lost = self._lost.get(method)
+            hold = lost.pop(0) if lost and answer is not None and answer.get("ok") else None
+        if hold is not None:
+            if changed is not None and self.on_message is not None:
+                self.on_message(*changed)
+            await asyncio.sleep(hold)
+            return Response(status_code=504)
         if answer is None:
             headers = {"Retry-After": str(max(1, math.ceil(wait)))}
             return JSONResponse(_error("ratelimited"), status_code=429, headers=headers)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +28,8 @@ from sim.slack_blocks import check_message
 MANIFEST_SCOPES = frozenset({"commands", "chat:write", "files:write", "channels:history", "groups:history"})
 BOT_USER, BOT_ID, TEAM_ID = "UBOT", "BBOT", "T1"
 HISTORY_PAGE = 100
+# Message metadata's `event_type`: Slack takes letters, digits and underscores (e.g. `task_created`).
+EVENT_TYPE = re.compile(r"[A-Za-z0-9_]{1,255}")
 
 Answer = dict[str, Any]
 
@@ -79,14 +83,22 @@ SCOPES = {
 class Workspace:
     """Channels and messages; every method takes the request's params and returns Slack's answer."""
 
-    def __init__(self, upload_base: Callable[[], str], scopes: Iterable[str] = MANIFEST_SCOPES) -> None:
+    def __init__(
+        self,
+        upload_base: Callable[[], str],
+        scopes: Iterable[str] = MANIFEST_SCOPES,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self._upload_base = upload_base
+        # Slack's `ts` is the message's time (seconds.microseconds), unique per channel: history's
+        # `oldest`/`latest` compare against it.
+        self._wall = wall
+        self._last_ts = 0.0
         self.scopes = frozenset(scopes)
         self.channels: dict[str, Channel] = {}
         self.messages: dict[tuple[str, str], Message] = {}
         self.uploads: list[dict[str, Any]] = []
         self.pending_files: dict[str, dict[str, Any]] = {}
-        self._ts = itertools.count(1)
         self._ids = itertools.count(1)
 
     # -- channels ------------------------------------------------------------------------------------
@@ -110,10 +122,12 @@ class Workspace:
         name = ref.removeprefix("#")
         return next((c for c in self.channels.values() if c.name == name), None)
 
-    def add_message(self, channel_id: str, text: str, thread_ts: str | None = None) -> Message:
+    def add_message(
+        self, channel_id: str, text: str, thread_ts: str | None = None, ts: str | None = None
+    ) -> Message:
         """A message of the bot's that is already in the channel (posted before a test began)."""
         channel = self.channels[channel_id]
-        msg = Message(channel.id, self._next_ts(), text, [], thread_ts, channel.name)
+        msg = Message(channel.id, ts or self._next_ts(), text, [], thread_ts, channel.name)
         self.messages[(channel.id, msg.ts)] = msg
         return msg
 
@@ -137,9 +151,12 @@ class Workspace:
         thread_ts = params.get("thread_ts") or None
         if thread_ts is not None and (channel.id, str(thread_ts)) not in self.messages:
             return _error("thread_not_found")
+        metadata, bad = _metadata(params)
+        if bad is not None:
+            return bad
         ts = self._next_ts()
         msg = Message(channel.id, ts, str(params.get("text", "")), blocks_of(params), thread_ts, channel.name)
-        msg.metadata = _json_param(params.get("metadata"))
+        msg.metadata = metadata
         self.messages[(channel.id, ts)] = msg
         return {"ok": True, "channel": channel.id, "ts": ts, "message": {"ts": ts, "text": msg.text}}
 
@@ -156,7 +173,10 @@ class Workspace:
         msg.versions.append({"text": msg.text, "blocks": msg.blocks})
         msg.text, msg.blocks = str(params.get("text", "")), blocks_of(params)
         if "metadata" in params:
-            msg.metadata = _json_param(params.get("metadata"))
+            metadata, bad = _metadata(params)
+            if bad is not None:
+                return bad
+            msg.metadata = metadata
         return {"ok": True, "channel": channel.id, "ts": msg.ts, "text": msg.text}
 
     def delete(self, params: dict[str, Any]) -> Answer:
@@ -244,7 +264,8 @@ class Workspace:
         return {"ok": True, "channel": about}
 
     def _next_ts(self) -> str:
-        return f"{1_700_000_000 + next(self._ts)}.000100"
+        self._last_ts = max(self._wall(), self._last_ts + 1e-6)
+        return f"{self._last_ts:.6f}"
 
 
 def auth_test(_: dict[str, Any]) -> Answer:
@@ -268,12 +289,47 @@ def _membership(channel: Channel | None) -> Answer | None:
     return None if channel.member else _error("not_in_channel")
 
 
+def _metadata(params: dict[str, Any]) -> tuple[dict[str, Any] | None, Answer | None]:
+    """The message metadata of a post, or Slack's refusal: an object with an `event_type` of letters,
+    digits and `_`, and an `event_payload` object."""
+    if "metadata" not in params:
+        return None, None
+    metadata = _json_param(params.get("metadata"))
+    event_type = metadata.get("event_type") if isinstance(metadata, dict) else None
+    payload = metadata.get("event_payload") if isinstance(metadata, dict) else None
+    if (
+        not isinstance(event_type, str)
+        or not EVENT_TYPE.fullmatch(event_type)
+        or not isinstance(payload, dict)
+    ):
+        return None, _error("invalid_metadata_format")
+    return metadata, None
+
+
+def _window(messages: list[Message], params: dict[str, Any]) -> list[Message] | None:
+    """The messages between `oldest` and `latest` (exclusive unless `inclusive`), as Slack filters
+    history; None when either bound is not a timestamp."""
+    try:
+        oldest = float(str(params.get("oldest") or 0))
+        latest = float(str(params.get("latest") or "inf"))
+    except ValueError:
+        return None
+    inclusive = str(params.get("inclusive", "")).lower() in ("1", "true")
+    if inclusive:
+        return [m for m in messages if oldest <= float(m.ts) <= latest]
+    return [m for m in messages if oldest < float(m.ts) < latest]
+
+
 def _page(messages: list[Message], params: dict[str, Any]) -> Answer:
     try:
         limit = min(int(str(params.get("limit") or HISTORY_PAGE)), 999)
         start = int(str(params.get("cursor") or 0))
     except ValueError:
         return _error("invalid_cursor")
+    windowed = _window(messages, params)
+    if windowed is None:
+        return _error("invalid_ts_oldest")
+    messages = windowed
     with_metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
     chunk = messages[start : start + limit]
     more = start + limit < len(messages)

@@ -144,7 +144,7 @@ async def press(http: httpx.AsyncClient, body: str) -> httpx.Response:
 @pytest.fixture(autouse=True)
 def alert_message(fake: FakeSlack) -> None:
     """The alert message the buttons are on: in Slack before anyone can press them."""
-    assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers").ts == MESSAGE_TS
+    assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers", ts=MESSAGE_TS).ts == MESSAGE_TS
 
 
 def thread_replies(fake: FakeSlack) -> list[Any]:

@@ -676,7 +676,7 @@ async def test_buttons_run_the_real_checks_and_answer_in_the_thread(
 ) -> None:
     sim = sim_named(request, scenario)
     bot = await bots(sim)
-    assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers").ts == MESSAGE_TS
+    assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers", ts=MESSAGE_TS).ts == MESSAGE_TS
     value = ActionRef.for_group("team-a", TARGET, GROUP_KEY).encode()
     body = button_body(
         action,
