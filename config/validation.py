@@ -256,7 +256,19 @@ def store_url(value: SecretStr, info: ValidationInfo) -> SecretStr:
             resolved = resolve_path(Path(path), info)
             return SecretStr(f"sqlite:///{resolved}")
         return value
-    if urlsplit(url).scheme in ("postgres", "postgresql") and urlsplit(url).hostname:
+    parts = urlsplit(url)
+    if parts.scheme in ("postgres", "postgresql"):
+        # The value may hold a password: problems name the part, never repeat the URL.
+        try:
+            parts.port  # noqa: B018 - parsing the port is the check
+        except ValueError:
+            raise ValueError("the PostgreSQL URL's port is not a number") from None
+        if not parts.hostname:
+            raise ValueError("the PostgreSQL URL names no host: postgresql://<user>:<password>@<host>/<db>")
+        if not parts.path.strip("/") or "/" in parts.path.strip("/"):
+            raise ValueError("the PostgreSQL URL names no database: postgresql://<user>@<host>/<db>")
+        if not parts.username:
+            raise ValueError("the PostgreSQL URL names no user: postgresql://<user>@<host>/<db>")
         return value
     # The value may hold a password: never repeat it.
     raise ValueError("must be sqlite:///<path> or postgresql://<user>@<host>/<db>")

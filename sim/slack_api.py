@@ -287,7 +287,8 @@ class FakeSlack:
             return JSONResponse(_error("ratelimited"), status_code=429, headers=headers)
         if changed is not None and self.on_message is not None:
             self.on_message(*changed)
-        return JSONResponse(answer)
+        # Slack names the token's scopes on every answer to an authenticated call.
+        return JSONResponse(answer, headers={"x-oauth-scopes": ",".join(sorted(self.workspace.scopes))})
 
     def _posting_wait(self, method: str, params: dict[str, Any]) -> float:
         if self._posting_limit is None or method != "chat.postMessage":

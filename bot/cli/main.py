@@ -9,6 +9,7 @@ are `/proxy`'s, in handlers/commands.py.)
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -44,7 +45,8 @@ def _check_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--serve",
         action="store_true",
-        help="apply the rules of `serve` too: real secrets required, kubeconfig files must exist",
+        help="apply the rules of `serve` too: real secrets required, kubeconfig files must exist, the store "
+        "answers, Slack takes the token (and has the scopes proxybot uses)",
     )
 
 
@@ -61,18 +63,32 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
                 console.warn(problem)
         return EXIT_USAGE
     settings = loaded.settings
+    warnings = list(loaded.warnings)
+    if args.serve:
+        # Imported here: only --serve talks to the store and Slack.
+        from bot.cli.check_live import live_checks
+
+        live = asyncio.run(live_checks(settings))
+        warnings += live.warnings
+        if live.problems:
+            if args.json:
+                console.say(json.dumps({"ok": False, "config": str(path), "problems": live.problems}))
+            else:
+                for problem in live.problems:
+                    console.warn(problem)
+            return EXIT_USAGE
     if args.json:
         report = {
             "ok": True,
             "config": str(path),
             "clusters": len(settings.clusters),
             "targets": settings.target_count(),
-            "warnings": list(loaded.warnings),
+            "warnings": warnings,
             "env_overrides": list(loaded.env_overrides),
         }
         console.say(json.dumps(report))
         return EXIT_OK
-    for warning in loaded.warnings:
+    for warning in warnings:
         console.warn(f"warning: {warning}")
     clusters = _plural(len(settings.clusters), "cluster")
     console.say(f"ok: {clusters}, {_plural(settings.target_count(), 'target')} ({path})")

@@ -202,6 +202,16 @@ class SlackClient:
         response = await self._call("auth.test", self._web.auth_test)
         return dict(response.data) if isinstance(response.data, dict) else {}
 
+    async def granted_scopes(self) -> frozenset[str]:
+        """The token's OAuth scopes, as Slack names them on every answer (`x-oauth-scopes`); a bad token
+        is `SlackRejected`."""
+        response = await self._call("auth.test", self._web.auth_test)
+        headers = {str(k).lower(): v for k, v in (response.headers or {}).items()}
+        raw = headers.get("x-oauth-scopes", "")
+        if isinstance(raw, list):
+            raw = ",".join(str(v) for v in raw)
+        return frozenset(scope.strip() for scope in str(raw).split(",") if scope.strip())
+
     async def _call(
         self,
         method: str,

@@ -244,6 +244,36 @@ def test_store_urls_are_sqlite_or_postgres_and_never_echoed() -> None:
     assert memory.store.sqlite_path is None
 
 
+@pytest.mark.parametrize(
+    ("url", "names"),
+    [
+        ("postgresql://bot:hunter2@/proxybot", "no host"),
+        ("postgresql://bot:hunter2@db", "no database"),
+        ("postgresql://bot:hunter2@db/", "no database"),
+        ("postgresql://bot:hunter2@db/a/b", "no database"),
+        ("postgresql://:hunter2@db/proxybot", "no user"),
+        ("postgresql://bot:hunter2@db:port/proxybot", "port is not a number"),
+    ],
+)
+def test_a_postgresql_url_names_its_missing_part_never_the_password(url: str, names: str) -> None:
+    [(loc, message)] = problems(config(store={"url": url}))
+    assert loc == ("store", "url")
+    assert names in message
+    assert "hunter2" not in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://bot:pw@db.internal:5432/proxybot?sslmode=require",
+        "postgres://bot@10.0.0.7/proxybot",
+        "postgresql://bot:p%40ss@[::1]:5433/proxybot",
+    ],
+)
+def test_libpq_urls_are_accepted(url: str) -> None:
+    assert Settings.model_validate(config(store={"url": url})).store.url.get_secret_value() == url
+
+
 @pytest.mark.parametrize("cron", ["* * *", "61 * * * *", "0 8 * * 8", "0 8 1 * 1", "@daily", "0 25 * * *"])
 def test_invalid_crontabs_are_refused(cron: str) -> None:
     assert locations(config(digest={"cron": cron})) == {("digest", "cron")}
