@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.inbound.webhook import WebhookAuth, alertmanager_route
 from bot.metrics import BotMetrics
-from bot.store import Accepted, Store
+from bot.store import Accepted, Store, StoreError
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ class Deps:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     readiness: list[ReadinessCheck] = field(default_factory=list)
     activity: RequestActivity = field(default_factory=RequestActivity)
+    clock: Callable[[], float] = time.time
 
 
 async def _healthz(request: Request) -> Response:
@@ -103,7 +105,7 @@ def _readyz(deps: Deps) -> Callable[[Request], Awaitable[Response]]:
         problems = [p for check in deps.readiness if (p := await _check(check)) is not None]
         if problems:
             return JSONResponse({"ready": False, "problems": problems}, status_code=503)
-        return JSONResponse({"ready": True})
+        return JSONResponse({"ready": True, "store": deps.store.backend})
 
     return readyz
 
@@ -118,7 +120,13 @@ async def _check(check: ReadinessCheck) -> str | None:
 
 def _metrics(deps: Deps) -> Callable[[Request], Awaitable[Response]]:
     async def metrics(request: Request) -> Response:
-        deps.metrics.outbox_depth.set(await deps.store.depth())
+        try:
+            depth, oldest = await deps.store.depth(), await deps.store.oldest_pending_at()
+        except StoreError as err:  # the gauges keep their last values; /readyz says what is wrong
+            log.warning("metrics: the store did not answer: %s", err)
+        else:
+            deps.metrics.outbox_depth.set(depth)
+            deps.metrics.outbox_oldest_age.set(0.0 if oldest is None else max(0.0, deps.clock() - oldest))
         return Response(deps.metrics.exposition(), media_type="text/plain; version=0.0.4")
 
     return metrics

@@ -217,7 +217,9 @@ def _deps(settings: Settings, clients: Clients) -> Deps:
     metrics = BotMetrics()
     clients.slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
     readiness = [store_readiness(clients.store)]
-    return Deps(settings=settings, store=clients.store, metrics=metrics, readiness=readiness)
+    return Deps(
+        settings=settings, store=clients.store, metrics=metrics, readiness=readiness, clock=clients.clock
+    )
 
 
 async def _released(lease: Lease) -> None:

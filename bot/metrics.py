@@ -31,6 +31,11 @@ class BotMetrics:
         self.outbox_depth = Gauge(
             "proxybot_outbox_depth", "Slack operations waiting to be delivered.", registry=self.registry
         )
+        self.outbox_oldest_age = Gauge(
+            "proxybot_outbox_oldest_pending_age_seconds",
+            "How long the oldest Slack operation still waiting has waited (0 when none waits).",
+            registry=self.registry,
+        )
         self.command_seconds = Histogram(
             "proxybot_command_seconds",
             "Time from a slash command's arrival to its answer.",

@@ -14,7 +14,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from bot.app import Deps, create_app
-from bot.store import open_store
+from bot.store import OutboxKind, open_store
 from config.loader import parse_config
 from config.settings import Settings
 from tests.bot.domain.alertmanager_samples import FIRING
@@ -56,6 +56,26 @@ async def test_health_and_metrics(deps: Deps) -> None:
     assert "proxybot_outbox_depth 0.0" in metrics.text
 
 
+async def test_metrics_show_how_long_the_oldest_pending_slack_operation_waits(tmp_path: Path) -> None:
+    now = [1000.0]
+    store = await open_store(str(tmp_path / "clocked.db"), clock=lambda: now[0])
+    deps = Deps(settings=settings(tmp_path), store=store, clock=lambda: now[0])
+    try:
+        await store.enqueue("post:#alerts:g", "#alerts", OutboxKind.POST, {"text": "x"})
+        now[0] += 42.0
+        async with client(create_app(deps)) as http:
+            text = (await http.get("/metrics")).text
+        await store.close()  # a store that does not answer: /metrics still answers, with the last values
+        async with client(create_app(deps)) as http:
+            after = await http.get("/metrics")
+    finally:
+        await store.close()
+    assert "proxybot_outbox_depth 1.0" in text
+    assert "proxybot_outbox_oldest_pending_age_seconds 42.0" in text
+    assert after.status_code == 200
+    assert "proxybot_outbox_oldest_pending_age_seconds 42.0" in after.text
+
+
 async def test_readyz_names_what_is_not_ready(deps: Deps) -> None:
     async def slack_auth() -> str | None:
         return "slack auth.test failed: invalid_auth"
@@ -70,7 +90,7 @@ async def test_readyz_names_what_is_not_ready(deps: Deps) -> None:
     assert answer.json()["problems"] == ["slack auth.test failed: invalid_auth", "RuntimeError: store closed"]
     deps.readiness.clear()
     async with client(create_app(deps)) as http:
-        assert (await http.get("/readyz")).json() == {"ready": True}
+        assert (await http.get("/readyz")).json() == {"ready": True, "store": "sqlite"}
 
 
 async def test_webhook_is_stored_and_wakes_the_worker(deps: Deps) -> None:
