@@ -147,7 +147,8 @@ class DigestScheduler:
         while True:
             await asyncio.sleep(self._sample_interval)
             try:
-                await self.runner.sample()
+                # The lease outlives one interval: its holder keeps it, another takes over if it dies.
+                await self.runner.sample(lease_ttl=self._sample_interval * 1.5)
             except Exception:  # a failed sample leaves a gap in a chart, nothing worse
                 log.exception("digest: fleet sample failed")
 

@@ -42,10 +42,14 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 SAMPLE_RETENTION = 8 * 86400.0
+# Held by the replica that takes the fleet samples between digests.
+SAMPLE_LEASE = "digest-sample"
 # A claim on a digest period lapses this long after its replica stopped renewing it (it died).
 CLAIM_TTL = 30.0
-# How long a replica waits for another that holds the claim before it gives the period up.
+# How long a replica waits for another that holds the claim before it gives the period up, and how often
+# it looks whether the other posted it (or its claim lapsed).
 CLAIM_WAIT_MAX = 900.0
+CLAIM_POLL = CLAIM_TTL / 3
 DEFAULT_SPAN = 86400.0  # the first digest's charts, with no earlier digest to start from
 MIN_SPAN, MAX_SPAN = 3600.0, 7 * 86400.0
 
@@ -230,7 +234,7 @@ class DigestRunner:
                 log.warning("digest %s: another replica has held it for too long: skipped here", period)
                 return False
             log.info("digest %s is being built by another replica: waiting for it", period)
-            await asyncio.sleep(max(0.1, min((until or now) - now, CLAIM_TTL / 3)))
+            await asyncio.sleep(max(0.05, min((until or now) - now, CLAIM_POLL)))
 
     @contextlib.asynccontextmanager
     async def _claim_renewed(self, period: str) -> AsyncIterator[None]:
@@ -261,14 +265,20 @@ class DigestRunner:
             await self._store.finish_digest(period, built.digest.summary())
             return built
 
-    async def sample(self) -> None:
-        """Store a fleet sample between digests, so the charts have points to draw without Prometheus."""
+    async def sample(self, *, lease_ttl: float | None = None) -> bool:
+        """Store a fleet sample between digests, so the charts have points to draw without Prometheus.
+
+        With `lease_ttl`, only the replica holding the sampling lease samples (replicas sharing a store
+        would otherwise each add a sample per interval); False when another replica holds it."""
+        if lease_ttl is not None and await self._store.hold_lease(SAMPLE_LEASE, lease_ttl) is None:
+            return False
         judged, seconds = await self._judge_fleet()
         now = self._clock()
         digest = assemble_digest(judged, seconds, period="sample", at=now)
         await self._store.add_fleet_sample(
             FleetSample(now, digest.sample()), keep_after=now - SAMPLE_RETENTION
         )
+        return True
 
     async def _post(self, period: str, built: BuiltDigest) -> None:
         channel = self.settings.digest_channel()

@@ -8,8 +8,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
 from apscheduler.triggers.cron import CronTrigger
 
+from bot.digest import runner as runner_module
 from bot.digest.runner import DigestRunner, DigestSources, chart_span
 from bot.live import ClusterRead
 from bot.render.blocks import Message
@@ -118,6 +120,54 @@ async def test_a_slow_digest_and_a_second_trigger_make_one_run(tmp_path: Path) -
     assert sorted(done) == [False, True]
     assert len(poster.posts) == 1
     assert poster.peak == 1
+
+
+async def test_two_replicas_on_one_store_post_a_period_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner_module, "CLAIM_POLL", 0.05)
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    stores = [await open_store(url, owner="replica-a"), await open_store(url, owner="replica-b")]
+    poster = RecordingPoster(delay=0.3)
+    runners = [DigestRunner(settings(), s, DigestSources(unreadable), poster) for s in stores]
+    try:
+        done = await asyncio.gather(*(r.run_period("2026-12-01T08:00:00+01:00") for r in runners))
+    finally:
+        for store in stores:
+            await store.close()
+    assert sorted(done) == [False, True]
+    assert len(poster.posts) == 1
+
+
+async def test_a_period_whose_replica_died_while_building_is_posted_by_another(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    now = [1000.0]
+    dead = await open_store(url, owner="dead-replica", clock=lambda: now[0])
+    await dead.claim_digest("p", ttl=30)  # ... and then it was killed
+    await dead.close()
+    now[0] += 31
+    store = await open_store(url, owner="replica-b", clock=lambda: now[0])
+    poster = RecordingPoster()
+    runner = DigestRunner(settings(), store, DigestSources(unreadable), poster, clock=lambda: now[0])
+    try:
+        assert await runner.run_period("p")
+    finally:
+        await store.close()
+    assert [p[1] for p in poster.posts] == ["p"]
+
+
+async def test_only_one_replica_takes_the_fleet_samples(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    stores = [await open_store(url, owner="replica-a"), await open_store(url, owner="replica-b")]
+    runners = [DigestRunner(settings(), s, DigestSources(unreadable), None) for s in stores]
+    try:
+        sampled = [await r.sample(lease_ttl=2700.0) for r in runners * 2]
+        samples = await stores[0].fleet_samples(since=0.0)
+    finally:
+        for store in stores:
+            await store.close()
+    assert sampled == [True, False, True, False]
+    assert len(samples) == 2
 
 
 async def test_the_next_digest_compares_with_the_last_posted_one(tmp_path: Path) -> None:
