@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 LEADER = "leader"
 # Lost within this long after the holder stops renewing (the several-replicas bar is 30 s).
-LEASE_TTL = 15.0
+LEASE_TTL = 20.0
 # A replica without the lease asks again this often.
 RETRY_EVERY = LEASE_TTL / 3
 
@@ -71,7 +71,9 @@ class Lease:
 
     async def ensure(self, margin: float = 0.0) -> bool:
         """True when the lease is ours for at least `margin` more seconds, renewing it once a third of
-        its TTL has passed since the last renewal (so work in progress keeps it)."""
+        its TTL has passed since the last renewal (so work in progress keeps it). A margin is at most two
+        thirds of the TTL (a fresh renewal must be able to meet it)."""
+        margin = min(margin, self.ttl * 2 / 3)
         if self.remaining() >= max(margin, self.ttl * 2 / 3):
             return True
         return await self.acquire() and self.remaining() >= margin
