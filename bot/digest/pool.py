@@ -16,7 +16,9 @@ digest judges each target on the page alone, as on a cold `LiveState`.
 
 Each worker costs tens of MB, so the pool follows the CPUs the pod may use (its cgroup quota), not the
 node's cores that `os.sched_getaffinity` sees, and never exceeds `MAX_DEFAULT_WORKERS` unless configured
-(`digest.workers`).
+(`digest.workers`). Workers exit when the process that made the pool does, however it ends (a clean
+shutdown joins them first; a SIGKILL or `os._exit` leaves them to notice): a worker left running would
+keep the forkserver, and its own memory, alive after the bot.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import asyncio
 import math
 import multiprocessing
 import os
+import select
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -97,7 +101,7 @@ def default_workers(cpu_max: Path = CGROUP_V2_CPU_MAX, cfs: Path = CGROUP_V1_CPU
 
 
 class DigestPool(ProcessPoolExecutor):
-    """The digest's worker processes (forkserver), `workers` of them."""
+    """The digest's worker processes (forkserver), `workers` of them; each exits when its maker does."""
 
     def __init__(self, workers: int) -> None:
         # Workers come from a forkserver, not from a fork of the bot: the bot runs threads (the store's,
@@ -105,7 +109,7 @@ class DigestPool(ProcessPoolExecutor):
         # imports the judging code once, so each worker starts with it loaded.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["bot.digest.pool"])
-        super().__init__(workers, mp_context=context)
+        super().__init__(workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),))
         self.workers = workers
 
 
@@ -115,6 +119,27 @@ def digest_pool(workers: int | None = None) -> DigestPool:
     `serve` starts the pool at startup (`warm_up`) and keeps it, so a digest never pays for the imports.
     """
     return DigestPool(workers or default_workers())
+
+
+def exit_with(maker: int) -> None:
+    """A worker's initializer: exit as soon as the process `maker` ends, however it ends.
+
+    A worker is the forkserver's child, not the bot's, so the kernel's parent-death signal would follow
+    the forkserver; and the forkserver ends only when no process holds its "alive" pipe, which every
+    worker does. So each worker watches the bot itself (a pidfd, readable once the process has ended;
+    Linux 5.3 or later).
+    """
+    try:
+        watched = os.pidfd_open(maker)
+    except ProcessLookupError:  # already gone
+        os._exit(0)
+    threading.Thread(target=_exit_when_readable, args=(watched,), name="exit-with-bot", daemon=True).start()
+
+
+def _exit_when_readable(fd: int) -> None:
+    select.select([fd], [], [])
+    # Not sys.exit: this is not the main thread, and nothing is left to clean up for a process gone.
+    os._exit(0)
 
 
 # How long each warm-up task holds its worker. The pool starts a worker for a task only when none is idle,
