@@ -182,7 +182,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     enricher = _enricher(settings, clients.prometheus)
     alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
-    pool = digest_pool()
+    pool = digest_pool(settings.digest.workers)
     try:
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+
+RSS = "process_resident_memory_bytes"
 
 
 class BotMetrics:
@@ -10,6 +12,9 @@ class BotMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # The process's own RSS, CPU, open file descriptors and start time, read from /proc at each scrape
+        # (the standard `process_*` names; the default registry has them, ours must ask).
+        ProcessCollector(registry=self.registry)
         self.alerts_accepted = Counter(
             "proxybot_notifications_accepted",
             "Alertmanager notifications accepted, by whether they repeated an earlier one.",
@@ -42,6 +47,10 @@ class BotMetrics:
             ["command"],
             registry=self.registry,
         )
+
+    def rss_bytes(self) -> float | None:
+        """The process's resident memory now, as `/metrics` shows it; None where /proc is not there."""
+        return self.registry.get_sample_value(RSS)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -209,6 +209,9 @@ class DigestSettings(StrictModel):
     cron: Annotated[str, AfterValidator(validation.crontab)] = "0 8 * * 1-5"
     timezone: Annotated[str, AfterValidator(validation.iana_timezone)] = "UTC"
     channel: SlackChannel | None = None
+    # Worker processes that parse and judge the clusters' pages; None: one per CPU of the pod's quota
+    # (cgroup cpu.max) and affinity, at most 4 (bot.digest.pool.default_workers). Each costs memory.
+    workers: int | None = Field(default=None, ge=1, le=64)
 
     def cron_trigger(self) -> CronTrigger:
         """An APScheduler CronTrigger that fires exactly when cron would, in the digest's time zone."""

@@ -3,7 +3,8 @@
     judge_fleet(clusters, sources, executor)   every cluster's page fetched (through `fleet.Bound`, as
                                                `read_fleet`), then parsed and judged in `executor`
                                                as soon as it arrives; returns each cluster's judged targets
-    digest_pool()                              a process pool sized to the machine's cores (forkserver)
+    digest_pool(workers)                       a process pool (forkserver) of `workers`, by default
+                                               `default_workers()`: the pod's CPU quota, capped
     warm_up(pool)                              start its workers now, not at the first digest
     judge_fleet_in_pool(clusters, sources)     `judge_fleet` in a pool started and stopped for one digest
 
@@ -12,17 +13,27 @@ page waits on one interpreter lock, so a big fleet took longer than its digest b
 goes to a worker and only the small judged targets come back (a parsed snapshot is not picklable, and is not
 needed afterwards). These reads bypass `LiveState` (its cache and window serve alert enrichment), so the
 digest judges each target on the page alone, as on a cold `LiveState`.
+
+Each worker costs tens of MB, so the pool follows the CPUs the pod may use (its cgroup quota), not the
+node's cores that `os.sched_getaffinity` sees, and never exceeds `MAX_DEFAULT_WORKERS` unless configured
+(`digest.workers`). Workers exit when the process that made the pool does, however it ends (a clean
+shutdown joins them first; a SIGKILL or `os._exit` leaves them to notice): a worker left running would
+keep the forkserver, and its own memory, alive after the bot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import multiprocessing
 import os
+import select
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Bound, Clock
 from bot.digest.judge import TargetDigest, judge_cluster
@@ -51,29 +62,101 @@ def judge_page(cluster: ClusterSettings, read_at: float, text: str) -> tuple[Tar
     return judge_cluster(cluster, ClusterRead(cluster.name, read_at, snapshot, None, None))
 
 
-def digest_pool(workers: int | None = None) -> ProcessPoolExecutor:
-    """Worker processes for `judge_fleet`, one per usable core unless told otherwise.
+# Without a configured `digest.workers`, at most this many: the digest is one burst a day, and each worker
+# is memory the pod's limit must hold on any node.
+MAX_DEFAULT_WORKERS = 4
+CGROUP_V2_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
 
-    Workers come from a forkserver, not from a fork of the bot: the bot runs threads (the store's, the
-    event loop's executors), and a fork copies any lock one of them holds. The forkserver imports the
-    judging code once, so each worker starts with it loaded; `serve` starts the pool at startup
-    (`warm_up`) and keeps it, so a digest never pays for the imports.
+
+def quota_cores(cpu_max: Path = CGROUP_V2_CPU_MAX, cfs: Path = CGROUP_V1_CPU) -> float | None:
+    """The CPUs this process's cgroup may use (its CFS quota over its period); None when unlimited.
+
+    cgroup v2: `cpu.max` holds "max 100000" (unlimited) or "200000 100000" (2 CPUs); cgroup v1:
+    `cpu.cfs_quota_us` (-1 unlimited) over `cpu.cfs_period_us`. A file that is missing or unreadable
+    means no quota is known.
     """
-    count = workers or len(os.sched_getaffinity(0)) or 1
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["bot.digest.pool"])
-    return ProcessPoolExecutor(count, mp_context=context)
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota = (cfs / "cpu.cfs_quota_us").read_text().strip()
+            period = (cfs / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    try:
+        cores = int(quota) / int(period)
+    except ValueError:  # "max", or text that is not a number
+        return None
+    return cores if cores > 0 else None
+
+
+def default_workers(cpu_max: Path = CGROUP_V2_CPU_MAX, cfs: Path = CGROUP_V1_CPU) -> int:
+    """One worker per CPU the process may use (its affinity, and its cgroup quota rounded up), capped."""
+    cores = len(os.sched_getaffinity(0))
+    quota = quota_cores(cpu_max, cfs)
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    return max(1, min(cores, MAX_DEFAULT_WORKERS))
+
+
+class DigestPool(ProcessPoolExecutor):
+    """The digest's worker processes (forkserver), `workers` of them; each exits when its maker does."""
+
+    def __init__(self, workers: int) -> None:
+        # Workers come from a forkserver, not from a fork of the bot: the bot runs threads (the store's,
+        # the event loop's executors), and a fork copies any lock one of them holds. The forkserver
+        # imports the judging code once, so each worker starts with it loaded.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["bot.digest.pool"])
+        super().__init__(workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),))
+        self.workers = workers
+
+
+def digest_pool(workers: int | None = None) -> DigestPool:
+    """Worker processes for `judge_fleet`: `workers` of them, else `default_workers()`.
+
+    `serve` starts the pool at startup (`warm_up`) and keeps it, so a digest never pays for the imports.
+    """
+    return DigestPool(workers or default_workers())
+
+
+def exit_with(maker: int) -> None:
+    """A worker's initializer: exit as soon as the process `maker` ends, however it ends.
+
+    A worker is the forkserver's child, not the bot's, so the kernel's parent-death signal would follow
+    the forkserver; and the forkserver ends only when no process holds its "alive" pipe, which every
+    worker does. So each worker watches the bot itself (a pidfd, readable once the process has ended;
+    Linux 5.3 or later).
+    """
+    try:
+        watched = os.pidfd_open(maker)
+    except ProcessLookupError:  # already gone
+        os._exit(0)
+    threading.Thread(target=_exit_when_readable, args=(watched,), name="exit-with-bot", daemon=True).start()
+
+
+def _exit_when_readable(fd: int) -> None:
+    select.select([fd], [], [])
+    # Not sys.exit: this is not the main thread, and nothing is left to clean up for a process gone.
+    os._exit(0)
+
+
+# How long each warm-up task holds its worker. The pool starts a worker for a task only when none is idle,
+# and an instant task could free its worker before the next was submitted: of 4 workers 1 to 3 started, of
+# 8 only 3 to 5. Each start is a few ms once the forkserver runs; this covers dozens on a busy machine.
+WARM_UP_HOLD_SECONDS = 0.25
 
 
 def _ready() -> int:
+    time.sleep(WARM_UP_HOLD_SECONDS)
     return os.getpid()
 
 
-async def warm_up(pool: Executor, workers: int | None = None) -> None:
-    """Start the pool's workers (and the forkserver) now."""
+async def warm_up(pool: DigestPool) -> None:
+    """Start the pool's workers (and the forkserver) now, every one of them."""
     loop = asyncio.get_running_loop()
-    count = workers or len(os.sched_getaffinity(0)) or 1
-    await asyncio.gather(*(loop.run_in_executor(pool, _ready) for _ in range(count)))
+    await asyncio.gather(*(loop.run_in_executor(pool, _ready) for _ in range(pool.workers)))
 
 
 async def judge_fleet(

@@ -182,7 +182,10 @@ class DigestRunner:
             if executor is not None:
                 fleet = await judge_fleet(clusters, pages, executor, concurrency=concurrency, timeout=timeout)
             else:
-                fleet = await judge_fleet_in_pool(clusters, pages, concurrency=concurrency, timeout=timeout)
+                workers = self.settings.digest.workers
+                fleet = await judge_fleet_in_pool(
+                    clusters, pages, workers=workers, concurrency=concurrency, timeout=timeout
+                )
             judged = [t for c in clusters for t in fleet[c.name].targets]
             return judged, {name: j.seconds for name, j in fleet.items()}
         names = [c.name for c in clusters]

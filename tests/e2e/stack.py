@@ -116,22 +116,32 @@ class BotProcess:
         """SIGKILL: no shutdown code runs, exactly like a crash or an OOM kill."""
         self._end(signal.SIGKILL)
 
-    def stop(self) -> None:
-        """SIGTERM for a clean shutdown; SIGKILL if it does not exit within 10 s."""
-        self._end(signal.SIGTERM)
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
 
-    def _end(self, sig: signal.Signals) -> None:
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> int | None:
+        """SIGTERM (or SIGINT, as Ctrl-C) for a clean shutdown; SIGKILL if it does not exit within 10 s.
+
+        Returns the exit status (negative: killed by that signal), None when it was not running.
+        """
+        return self._end(sig)
+
+    def _end(self, sig: signal.Signals) -> int | None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(sig)
+        code = None
+        if process is not None:
+            if process.poll() is None:
+                process.send_signal(sig)
             try:
-                process.wait(timeout=10)
+                code = process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
-                process.wait(timeout=10)
+                code = process.wait(timeout=10)
         if self._log is not None:
             self._log.close()
             self._log = None
+        return code
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -22,7 +22,7 @@ async def test_judging_the_pages_in_workers_gives_the_digest_of_live_reads(
     pool = digest_pool(1) if long_lived_pool else None
     try:
         if pool is not None:
-            await warm_up(pool, 1)
+            await warm_up(pool)
         live = LiveState(SOURCES)
         in_process = DigestRunner(SETTINGS, store, DigestSources(live.read), None, timeout=0.5)
         sources = DigestSources(live.read, pages=SOURCES, executor=pool)

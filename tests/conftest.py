@@ -1,0 +1,75 @@
+"""The whole suite: no process a test started may outlive the session.
+
+At the start pytest becomes a child subreaper, so a process orphaned by a test (the digest workers of a
+`proxybot serve` killed with SIGKILL) is re-parented to pytest instead of PID 1 and stays visible here.
+At the end every process still under pytest is reported, killed and fails the session, except pytest's
+own `multiprocessing` helpers with nothing under them (the forkserver and resource tracker of the pools the
+tests run in-process: they end when pytest does).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from tests.harness.descendants import Proc, descendants, reap_zombie_children
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+# Orphans notice their maker is gone within milliseconds; this leaves room on a loaded machine.
+GRACE_SECONDS = 5.0
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    left = _outliving(GRACE_SECONDS)
+    reap_zombie_children()
+    if not left:
+        return
+    lines = [f"{len(left)} process(es) started by the tests outlived them (killed now):"]
+    lines += [f"  {proc.describe()}" for proc in sorted(left, key=lambda p: p.pid)]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("\n".join(lines), red=True, bold=True)
+    else:
+        print("\n".join(lines), file=sys.stderr)
+    for proc in left:
+        if proc.running():
+            os.kill(proc.pid, signal.SIGKILL)
+    reap_zombie_children()
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _outliving(within: float) -> set[Proc]:
+    """What is still left behind after waiting up to `within` seconds for it to end."""
+    deadline = time.monotonic() + within
+    while (left := _left_behind()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _left_behind() -> set[Proc]:
+    """Everything under pytest but its own idle multiprocessing helpers."""
+    under = descendants(os.getpid())
+    busy = {proc.ppid for proc in under}
+    own = _own_helpers()
+    return {proc for proc in under if not (proc.pid in own and proc.pid not in busy)}
+
+
+def _own_helpers() -> set[int]:
+    """The pids of this process's forkserver and resource tracker, when started (multiprocessing's own
+    bookkeeping: no public API names them)."""
+    forkserver = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    tracker = getattr(multiprocessing.resource_tracker._resource_tracker, "_pid", None)
+    return {pid for pid in (forkserver, tracker) if isinstance(pid, int)}
