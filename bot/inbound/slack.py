@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Route
 
 from bot.app import Deps, Worker
 from bot.errors import ConfigError
-from bot.inbound.body import read_within
+from bot.inbound.body import BodyTimeout, read_within
 from config.settings import Settings
 from handlers import actions
 from handlers.actions import ActionDeps, ButtonChecks
@@ -96,6 +96,8 @@ async def _read_body(request: Request) -> bytes | Response:
         body = await read_within(request, MAX_BODY_BYTES)
     except ClientDisconnect:
         return PlainTextResponse("client disconnected", status_code=400)
+    except BodyTimeout as error:
+        return PlainTextResponse(str(error), status_code=408)
     if body is None:
         return PlainTextResponse("request body too large", status_code=413)
     try:
