@@ -4,6 +4,7 @@ import argparse
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,30 @@ def test_python_dash_m_bot_runs_check_config() -> None:
     assert (result.returncode, result.stdout) == (
         0,
         "ok: 2 clusters, 5 targets (config/proxybot.example.yaml)\n",
+    )
+
+
+def test_version_prints_the_installed_packages_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"], env={})
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"proxybot {metadata.version('proxybot')}\n"
+
+
+def test_python_dash_m_bot_version_exits_0() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "--version"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        f"proxybot {metadata.version('proxybot')}\n",
+        "",
     )
 
 
