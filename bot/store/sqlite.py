@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
@@ -255,6 +256,11 @@ def sqlite_path(url: str) -> str:
 
 def connect(path: str, synchronous: Synchronous) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, migrated to the latest schema."""
+    if path != MEMORY and not Path(path).parent.is_dir():
+        raise StoreError(
+            f"cannot open the store at {path}: the directory {Path(path).parent} does not exist "
+            "(proxybot creates the file, not its directory)"
+        )
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
     except sqlite3.Error as error:
