@@ -174,11 +174,14 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     """
     deps = _deps(settings, clients)
     live = shared_live_state(settings, clients, deps.metrics)
-    lease = Lease(clients.store, clock=clients.clock)
-    clients.opened.push_async_callback(_released, lease)  # runs before the store closes
+    # SQLite is one replica's store (the shipped variant runs one pod, `strategy: Recreate`): no lease, so
+    # a restart after a crash starts at once instead of waiting out the dead process's lease.
     shared = clients.store.backend != "sqlite"
+    lease = Lease(clients.store, clock=clients.clock) if shared else None
     policy = DeliveryPolicy(idle_poll=SHARED_STORE_POLL * 4) if shared else None
     delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease)
+    if lease is not None:
+        clients.opened.push_async_callback(_released, lease, delivery)  # runs before the store closes
     enricher = _enricher(settings, clients.prometheus)
     alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
@@ -222,7 +225,12 @@ def _deps(settings: Settings, clients: Clients) -> Deps:
     )
 
 
-async def _released(lease: Lease) -> None:
+async def _released(lease: Lease, delivery: Delivery) -> None:
+    if delivery.cut_off:
+        # A post cut off mid-flight may still reach Slack: the next leader takes over when the lease
+        # expires, and looks for it then.
+        log.info("the %s lease is left to expire: a Slack call was cut off by the stop", lease.name)
+        return
     try:
         await lease.release()
     except StoreError as err:
@@ -236,7 +244,7 @@ def _alert_worker(
     delivery: Delivery,
     live: LiveState,
     enricher: PromEnricher | None,
-    lease: Lease,
+    lease: Lease | None,
 ) -> alerts.AlertWorker:
     shared = clients.store.backend != "sqlite"
     return alerts.register(

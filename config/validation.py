@@ -279,6 +279,22 @@ def slack_token(prefix: str) -> Callable[[SecretStr | None], SecretStr | None]:
     return check
 
 
+def _libpq_parses(url: str) -> None:
+    """libpq's own reading of the URL (what serve will do); its message may quote the password: not kept."""
+    import psycopg  # here: only a PostgreSQL URL needs the driver
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        if urlsplit(url).netloc.count("@") > 1:  # libpq and urllib would split it differently
+            raise psycopg.ProgrammingError("more than one @")
+        conninfo_to_dict(url)
+    except psycopg.Error:
+        raise ValueError(
+            "the PostgreSQL URL does not parse: percent-encode special characters in the user and "
+            "password (@ as %40, % as %25, : as %3A, / as %2F, space as %20)"
+        ) from None
+
+
 def store_url(value: SecretStr, info: ValidationInfo) -> SecretStr:
     """`sqlite:///<path>` (relative paths resolved like kubeconfigs) or `postgresql://...`."""
     url = value.get_secret_value()
@@ -301,6 +317,7 @@ def store_url(value: SecretStr, info: ValidationInfo) -> SecretStr:
             raise ValueError("the PostgreSQL URL names no database: postgresql://<user>@<host>/<db>")
         if not parts.username:
             raise ValueError("the PostgreSQL URL names no user: postgresql://<user>@<host>/<db>")
+        _libpq_parses(url)
         return value
     # The value may hold a password: never repeat it.
     raise ValueError("must be sqlite:///<path> or postgresql://<user>@<host>/<db>")

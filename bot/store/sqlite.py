@@ -145,9 +145,9 @@ class SqliteStore:
         now = self._clock()
         return await self._thread.run(lambda conn: outbox_sql.complete(conn, item_id, result, now))
 
-    async def mark_sending(self, item_id: int, at: float | None) -> bool:
-        now = self._clock()
-        return await self._thread.run(lambda conn: outbox_sql.mark_sending(conn, item_id, at, now))
+    async def mark_sending(self, item_id: int, at: float | None, *, fence: str | None = None) -> bool:
+        now, held = self._clock(), None if fence is None else (fence, self._owner)
+        return await self._thread.run(lambda conn: outbox_sql.mark_sending(conn, item_id, at, now, held))
 
     async def retry_later(self, item_id: int, at: float, error: str) -> bool:
         """Count a failed try and schedule the next one at `at`; False when the row was not pending."""

@@ -253,6 +253,9 @@ def test_store_urls_are_sqlite_or_postgres_and_never_echoed() -> None:
         ("postgresql://bot:hunter2@db/a/b", "no database"),
         ("postgresql://:hunter2@db/proxybot", "no user"),
         ("postgresql://bot:hunter2@db:port/proxybot", "port is not a number"),
+        ("postgresql://bot:hun%zzter2@db/proxybot", "percent-encode"),
+        ("postgresql://bot:hun@ter2@db/proxybot", "percent-encode"),
+        ("postgresql://bot:hun ter2@db/proxybot", "percent-encode"),
     ],
 )
 def test_a_postgresql_url_names_its_missing_part_never_the_password(url: str, names: str) -> None:
