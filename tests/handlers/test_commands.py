@@ -393,7 +393,7 @@ async def test_digest_is_posted_on_demand_and_listed_in_help(healthy: Sim, bots:
     assert "`/proxy digest`" in shown(help_answer)
     answers = await bot.ask("digest")
     assert answers[0]["text"].startswith("building the fleet digest")
-    assert answers[-1]["text"].startswith("Digest posted to #digest:")
+    assert answers[-1]["text"].startswith("Digest posted to `#digest`:")
 
 
 async def test_digest_without_a_runner_is_refused_and_not_in_help(healthy: Sim, bots: Any) -> None:
@@ -419,8 +419,8 @@ async def test_public_answers_go_to_the_channel(healthy: Sim, bots: Any) -> None
 @pytest.mark.parametrize(
     ("text", "user", "channel", "refusal"),
     [
-        ("status", ALICE, RANDOM, "You may not run `/proxy status` here: #random is granted no cluster"),
-        (f"probe {TARGET}", ALICE, RANDOM, "You may not run `/proxy probe` here: #random"),
+        ("status", ALICE, RANDOM, "You may not run `/proxy status` here: `#random` is granted no cluster"),
+        (f"probe {TARGET}", ALICE, RANDOM, "You may not run `/proxy probe` here: `#random`"),
         (
             f"probe {TARGET}",
             BOB,
@@ -497,7 +497,7 @@ async def test_help_lists_only_what_the_asker_may_run(healthy: Sim, bots: Any) -
     assert "`/proxy silence TARGET" in shown(alice)
     assert "`/proxy probe TARGET" in shown(bob)
     assert "silence" not in shown(bob)
-    assert "answers nothing in #random for you" in shown(nowhere)
+    assert "answers nothing in `#random` for you" in shown(nowhere)
     assert "/proxy probe" not in shown(nowhere)
 
 
