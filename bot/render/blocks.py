@@ -304,6 +304,11 @@ def message(fallback: str, body: Sequence[Block], tail: Sequence[Block] = ()) ->
     return Message(text, (*kept, *tail))
 
 
+def text_message(text: str) -> Message:
+    """A short answer (a sentence, a refusal) through `message`: one section, within every limit."""
+    return message(text, [section(text)])
+
+
 def _shrunk(block: Block, budget: int) -> Block | None:
     """A section or context cut down to `budget` units, or None when too little is left to be useful."""
     kind = block.get("type")

@@ -37,8 +37,10 @@ from handlers import commands
 from handlers.command_access import Asker, target_for
 from handlers.commands import CommandDeps
 from sim.slack_api import FakeSlack, iter_texts
+from sim.slack_blocks import check_message
 from tests.fakes.config_data import cluster as fleet_cluster
 from tests.fakes.config_data import config as fleet_config
+from tests.fakes.config_data import target as fleet_target
 from tests.fakes.sim_scenarios import RecordingSimServer, started
 from tests.fakes.slack_app import SocketSlack, store
 from tests.fakes.slack_requests import (
@@ -207,7 +209,8 @@ def _answered(fake: FakeSlack, key: str) -> list[dict[str, Any]] | None:
 
 
 def _is_progress(response: dict[str, Any]) -> bool:
-    return "blocks" not in response and str(response["text"]).endswith("…")
+    # "reading …" notes are one section; every check's answer has a header first.
+    return len(response.get("blocks") or []) <= 1 and str(response["text"]).endswith("…")
 
 
 def shown(response: dict[str, Any]) -> str:
@@ -477,6 +480,46 @@ def test_an_unknown_target_lists_only_the_targets_the_asker_may_query() -> None:
         InputError, match=r"'dev/nope' is not a configured target \(configured: prod/ledger\)$"
     ):
         target_for(settings, asker, "dev/nope")
+
+
+async def test_a_mistyped_target_among_5000_gets_an_answer_slack_takes(
+    fake: FakeSlack, store: Store, tmp_path: Path
+) -> None:
+    # 50 clusters of 100 targets each: the answer names the 10 closest, not all 5 000.
+    clusters = [
+        fleet_cluster(f"c{c}", targets=[fleet_target(f"team-{c}/svc-{t}") for t in range(100)])
+        for c in range(50)
+    ]
+    data = fleet_config(
+        clusters=clusters,
+        access={"channels": [{"channel": "#ops", "clusters": ["*"]}]},
+        slack={
+            "bot_token": BOT_TOKEN,
+            "signing_secret": SIGNING_SECRET,
+            "api_url": fake.api_url,
+            "default_channel": "#alerts",
+        },
+    )
+    settings = Settings.model_validate(data)
+    deps = CommandDeps.for_settings(settings, ctx=CheckContext(settings))
+    routes, workers = slack_routes_and_workers(
+        settings, Deps(settings, store), registrations=[lambda app: commands.register(app, deps)]
+    )
+    body = command_body(
+        "status team-7/svc-42x", fake.response_url("typo"), user=BOB, channel=OPS, channel_name="ops"
+    )
+    async with asgi(create_app(Deps(settings, store), workers, extra=routes)) as http:
+        answer = await http.post("/slack/events", content=body, headers=signed(body))
+        assert (answer.status_code, answer.text) == (200, "")
+        [reply] = await eventually(lambda: fake.responses, "the answer to a mistyped TARGET", timeout=40)
+    await deps.aclose()
+    assert fake.refused_responses == []
+    assert check_message(reply["text"], reply["blocks"]) is None
+    assert len(reply["text"]) <= 1000
+    for text in (reply["text"], *iter_texts(reply["blocks"])):
+        named = text.split("closest of 5000 configured: ")[1].split(", +4990 more)")[0].split(", ")
+        assert named[0] == "team-7/svc-42"
+        assert len(named) == 10
 
 
 async def test_grants_by_alert_channel_and_direct_message_rule(healthy: Sim, bots: Any) -> None:
