@@ -26,11 +26,12 @@ from bot import compose
 from bot.app import Deps, create_app
 from bot.checks.context import CheckContext
 from bot.clients.alertmanager import Matcher, Silence
+from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
-from bot.store import Store
+from bot.store import AlertGroupState, Store
 from config.loader import parse_config
 from config.settings import Requester, Settings
 from handlers import commands
@@ -187,6 +188,7 @@ class Bot:
     http: httpx.AsyncClient
     fake: FakeSlack
     sim: Sim
+    store: Store  # the bot's own
 
     async def ask(self, text: str, *, user: str = ALICE, channel: str = OPS, public: bool = False) -> Any:
         """Post `/proxy text`; the answers through its response_url, once the final one arrived."""
@@ -220,7 +222,7 @@ def shown(response: dict[str, Any]) -> str:
 
 @pytest.fixture
 async def bots(fake: FakeSlack, tmp_path: Path) -> AsyncIterator[Any]:
-    built: list[tuple[httpx.AsyncClient, compose.Bot]] = []
+    built: list[tuple[httpx.AsyncClient, compose.Bot, asyncio.Task[None]]] = []
 
     async def make(
         sim: Sim, silences: FakeSilences | None = None, *, digest: bool = False, **update: Any
@@ -234,14 +236,18 @@ async def bots(fake: FakeSlack, tmp_path: Path) -> AsyncIterator[Any]:
         # `/proxy` over the bot's own checks and clients, with a short dial window (enough here), and
         # without its on-demand digest unless asked for: the commands must also work without one.
         tuned = replace(bot.commands, path_dial_window=1.0, digest=bot.commands.digest if digest else None)
-        routes, workers = compose.slack_inbound(settings, bot.deps, tuned, clients.alertmanager)
+        routes, workers = compose.slack_inbound(settings, bot.deps, tuned, clients.alertmanager, bot.delivery)
         http = asgi(create_app(bot.deps, workers, extra=routes))
-        built.append((http, bot))
-        return Bot(http, fake, sim)
+        # The in-process client runs no lifespan: the delivery worker (the buttons' thread answers go
+        # through the outbox) is started here.
+        built.append((http, bot, asyncio.create_task(bot.delivery.run())))
+        return Bot(http, fake, sim, clients.store)
 
     yield make
-    for http, bot in built:
+    for http, bot, delivering in built:
         await http.aclose()
+        await bot.delivery.stop()
+        await delivering
         await bot.close()
 
 
@@ -720,6 +726,8 @@ async def test_buttons_run_the_real_checks_and_answer_in_the_thread(
     sim = sim_named(request, scenario)
     bot = await bots(sim)
     assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers", ts=MESSAGE_TS).ts == MESSAGE_TS
+    group = AlertGroupState("#alerts", GROUP_KEY, AlertStatus.FIRING, MESSAGE_TS, channel_id=ALERTS)
+    await bot.store.save_group(group)  # as the bot keeps the alert message it posted
     value = ActionRef.for_group("team-a", TARGET, GROUP_KEY).encode()
     body = button_body(
         action,
