@@ -140,6 +140,7 @@ class Bot:
     clients: Clients
     live: LiveState
     commands: commands.CommandDeps
+    delivery: Delivery
     enricher: PromEnricher | None = None
     pool: ProcessPoolExecutor | None = None  # the digest's worker processes
 
@@ -189,7 +190,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     try:
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
-        routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager)
+        routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager, delivery)
     except BaseException:
         pool.shutdown(wait=False)  # no worker has started yet: nothing to wait for
         raise
@@ -202,7 +203,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         lambda: live.keep_warm(warm_interval),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
-    return Bot(deps, app, clients, live, command_deps, enricher, pool)
+    return Bot(deps, app, clients, live, command_deps, delivery, enricher, pool)
 
 
 async def say_who_posts(slack: ObservedSlack) -> None:
@@ -301,14 +302,20 @@ def _command_deps(
 
 
 def slack_inbound(
-    settings: Settings, deps: Deps, command_deps: commands.CommandDeps, silencer: Silences | None
+    settings: Settings,
+    deps: Deps,
+    command_deps: commands.CommandDeps,
+    silencer: Silences | None,
+    delivery: Delivery,
 ) -> tuple[list[BaseRoute], list[Worker]]:
-    """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`."""
+    """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`;
+    the buttons' thread answers go through `delivery`, like every Slack operation."""
     return slack_routes_and_workers(
         settings,
         deps,
         checks=commands.button_checks(command_deps),
         silencer=silencer,
+        replies=delivery,
         registrations=[lambda app: commands.register(app, command_deps)],
     )
 
