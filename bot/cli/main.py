@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bot.cli import check_vcluster, digest, netpol, path, probe, status, verify
+from bot.cli import check_vcluster, digest, logs, netpol, path, probe, status, verify
 from bot.cli.console import Console, Subcommand
 from bot.errors import ConfigError
 from config.loader import config_path, load_config
@@ -192,6 +192,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     *verify.SUBCOMMANDS,
     *digest.SUBCOMMANDS,
     *check_vcluster.SUBCOMMANDS,
+    *logs.SUBCOMMANDS,
 )
 
 
