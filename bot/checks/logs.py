@@ -202,16 +202,27 @@ Clock = Callable[[], float]
 
 class ControlPlaneLogReader:
     """The alerts' reads: each client's last lines, one read per cluster shared for `ttl` seconds
-    (a storm of alerts on one client reads its control plane once)."""
+    (a storm of alerts on one client reads its control plane once), at most `concurrent` clusters at a
+    time (a storm over many clients does not flood the control plane cluster)."""
 
-    def __init__(self, ctx: CheckContext, *, ttl: float = 5.0, monotonic: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        ctx: CheckContext,
+        *,
+        ttl: float = 5.0,
+        concurrent: int = 16,
+        monotonic: Clock = time.monotonic,
+    ) -> None:
         self._ctx = ctx
         self._reads: SharedReads[str, ControlPlaneLogs] = SharedReads(ttl, monotonic)
+        self._slots = asyncio.Semaphore(concurrent)
 
     async def read(self, cluster: ClusterSettings) -> ControlPlaneLogs:
-        return await self._reads.get(
-            cluster.name, lambda: read_control_plane(self._ctx, cluster), name=f"logs-{cluster.name}"
-        )
+        return await self._reads.get(cluster.name, lambda: self._read(cluster), name=f"logs-{cluster.name}")
+
+    async def _read(self, cluster: ClusterSettings) -> ControlPlaneLogs:
+        async with self._slots:
+            return await read_control_plane(self._ctx, cluster)
 
     async def cancel_pending(self) -> None:
         await self._reads.cancel_pending()

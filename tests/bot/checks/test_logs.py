@@ -210,3 +210,24 @@ def test_since_is_a_duration_within_bounds() -> None:
     for bad in ("0s", "9s", "8d", "10", "ten minutes", "10m?x"):
         with pytest.raises(InputError, match=r"^--since: "):
             parse_since(bad)
+
+
+async def test_the_alerts_reader_reads_a_bounded_number_of_clusters_at_once(tmp_path: Path) -> None:
+    class Counting(FakeApi):
+        now = peak = 0
+
+        async def get(self, path: ApiPath, *, timeout: float) -> RawResponse:
+            Counting.now += 1
+            Counting.peak = max(Counting.peak, Counting.now)
+            await asyncio.sleep(0.01)
+            Counting.now -= 1
+            return await super().get(path, timeout=timeout)
+
+    data = config(clusters=[cluster(f"c{i}", control_plane={"kubeconfig": "cp.yaml"}) for i in range(6)])
+    s = Settings.model_validate(data)
+    ctx = FakeContext(s)
+    ctx.api = Counting({})
+    reader = ControlPlaneLogReader(ctx, concurrent=2)
+    found = await asyncio.gather(*(reader.read(c) for c in s.clusters))
+    assert [f.cluster for f in found] == [f"c{i}" for i in range(6)]
+    assert Counting.peak == 2
