@@ -21,6 +21,7 @@ from bot.alerts.state import ChannelGroup
 from bot.domain.alerts import Alert, AlertmanagerWebhook
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
+from bot.domain.log_reference import LogEvidence
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot
 from bot.live import ClusterRead
@@ -140,10 +141,15 @@ def _diagnosis(
         outcome = prom.outcome(r.alert.alertname, labels, r.cluster)
         window = outcome.window.delta if outcome and outcome.window else found.window
         diagnosis = diagnose_alert(r.alert.alertname, labels, found.snapshot, window)
-        diagnosis = with_prometheus(diagnosis, outcome)
-        lines = None if logs is None else logs.evidence(r.cluster, labels.get("target"))
-        memo[key] = with_logs(diagnosis, lines)
+        memo[key] = with_logs(with_prometheus(diagnosis, outcome), _log_lines(logs, r))
     return memo[key]
+
+
+def _log_lines(logs: LogRound | None, r: Routed) -> LogEvidence | Unavailable | None:
+    if logs is None:
+        return None
+    labels = r.alert.labels
+    return logs.evidence(r.cluster, labels.get("target"), labels.get("group_version") or None)
 
 
 def _alert_view(alert: Alert, diagnosis: AlertDiagnosis) -> AlertView:

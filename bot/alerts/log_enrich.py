@@ -64,8 +64,11 @@ class LogRound:
             if not task.done():
                 task.cancel()
 
-    def evidence(self, cluster: str | None, target: str | None) -> LogEvidence | Unavailable | None:
-        """What the logs say about one alert's target; None when they were not read for it."""
+    def evidence(
+        self, cluster: str | None, target: str | None, group_version: str | None = None
+    ) -> LogEvidence | Unavailable | None:
+        """What the logs say about one alert's target (and its group/version, when the alert names one:
+        lines of the target's other group/versions belong to their own alerts); None when not read."""
         if cluster is None or target is None or cluster not in self._outcomes:
             return None
         settings = self._settings.cluster(cluster)
@@ -73,4 +76,6 @@ class LogRound:
         if settings is None or configured is None:
             return None  # a target this cluster does not proxy to: its lines would say nothing of it
         got = self._outcomes[cluster]
-        return got if isinstance(got, Unavailable) else evidence_for(got, TargetRef(settings, configured))
+        if isinstance(got, Unavailable):
+            return got
+        return evidence_for(got, TargetRef(settings, configured), group_version)

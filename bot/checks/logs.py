@@ -139,12 +139,14 @@ async def read_control_plane(
     return ControlPlaneLogs(cluster.name, namespace, since, tuple(await asyncio.gather(*reads)))
 
 
-def evidence_for(logs: ControlPlaneLogs, ref: TargetRef) -> LogEvidence:
-    """The reference's lines about one target in what was read of its client's control plane."""
+def evidence_for(logs: ControlPlaneLogs, ref: TargetRef, group_version: str | None = None) -> LogEvidence:
+    """The reference's lines about one target (of one of its group/versions, when given: an alert's) in
+    what was read of its client's control plane."""
     scope = scope_of(logs.since)
     if logs.unavailable is not None:
         return LogEvidence(ref.name, logs.namespace, scope, (), (), logs.unavailable)
-    return log_evidence(ref.name, logs.namespace, scope, logs.pods, ref.target.group_versions)
+    gvs = ref.target.group_versions if group_version is None else (group_version,)
+    return log_evidence(ref.name, logs.namespace, scope, logs.pods, gvs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,8 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "peer-watch-dropped": (
         "ResourceProxyPeerCacheUnsynced",
         [
-            "team-a-0: peer watch subscription is down and no fresh netmap is available (2 lines",
+            # The alert's own group/version's line: the other one belongs to that group/version's alert.
+            "team-a-0: peer watch subscription is down and no fresh netmap is available (1 line",
             "lastNetmapAge=2m1s",
             "the platform's peer feed dropped and the cached peer list expired",
             "A client-to-platform problem",
@@ -65,9 +66,9 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "license-failure": (
         "ResourceProxyPeerCacheUnsynced",
         [
-            "team-a-0: peer cache did not sync in time for the startup probe (2 lines",
+            "team-a-0: peer cache did not sync in time for the startup probe (1 line",
             "Check the client's platform connectivity and its license.",
-            "team-a-0: initial probe of proxy target failed, requests will keep retrying (2 lines",
+            "team-a-0: initial probe of proxy target failed, requests will keep retrying (1 line",
             "error=dial kube.crd-store.platform.vcluster.invalid",
         ],
     ),
@@ -215,3 +216,18 @@ async def test_an_unreadable_control_plane_is_said_in_the_alert(harness: Harness
     await harness.run(webhook([alert("a1", target="alpha/db")]))
     text = text_of((await harness.items())[0])
     assert "Control-plane logs: unavailable: the bot's identity lacks list on pods in vcluster-alpha" in text
+
+
+async def test_an_alert_shows_only_its_own_group_versions_lines(harness: Harness) -> None:
+    class TwoVersions(FakeLogs):
+        async def read(self, cluster: ClusterSettings) -> ControlPlaneLogs:
+            lines = tuple(
+                LINE.replace('{"target": "alpha/db"}', f'{{"target": "alpha/db", "groupVersion": "{gv}"}}')
+                for gv in ("example.com/v1", "example.com/v2", "example.com/v2")
+            )
+            return ControlPlaneLogs(cluster.name, "vcluster-alpha", None, (PodLog("alpha-0", lines),))
+
+    harness.pipeline = pipeline(harness, configured(), TwoVersions())
+    await harness.run(webhook([alert("a1", target="alpha/db")]))  # group_version example.com/v1
+    text = text_of((await harness.items())[0])
+    assert "alpha-0: all peer hosts for the proxy target are quarantined (1 line," in text
