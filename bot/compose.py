@@ -28,6 +28,7 @@ from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, Worker, create_app
 from bot.checks.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
+from bot.checks.logs import ControlPlaneLogReader
 from bot.checks.verify import open_prometheus
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
@@ -184,8 +185,9 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     if lease is not None:
         clients.opened.push_async_callback(_released, lease, delivery)  # runs before the store closes
     enricher = _enricher(settings, clients.prometheus)
-    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
+    logs = ControlPlaneLogReader(ctx)
+    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs)
     pool = digest_pool(settings.digest.workers)
     try:
         digests = _digests(settings, clients, delivery, ctx, live, pool)
@@ -246,6 +248,7 @@ def _alert_worker(
     live: LiveState,
     enricher: PromEnricher | None,
     lease: Lease | None,
+    logs: ControlPlaneLogReader,
 ) -> alerts.AlertWorker:
     shared = clients.store.backend != "sqlite"
     return alerts.register(
@@ -261,6 +264,7 @@ def _alert_worker(
         lease=lease,
         # Another replica's intake cannot wake this worker: on a shared store it also looks by itself.
         poll=SHARED_STORE_POLL if shared else None,
+        logs=logs,
     )
 
 

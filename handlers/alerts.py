@@ -22,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from bot.alerts.log_enrich import LogSource
 from bot.alerts.outbox import Outbox
 from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore
 from bot.alerts.prom_enrich import PromEnricher
@@ -234,6 +235,7 @@ def register(
     pause: Callable[[], Awaitable[None]] | None = None,
     lease: Lease | None = None,
     poll: float | None = None,
+    logs: LogSource | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -241,9 +243,12 @@ def register(
     `create_app(deps, workers=[worker.run, ...])`, whose lifespan runs and cancels it; the intake sets
     `deps.wake` for every new notification. Elsewhere `worker.start()` / `await worker.stop()`.
     With `prometheus`, alerts are also enriched with Prometheus' windowed counts and p99s, and each new
-    group gets a chart of its key series in its thread.
+    group gets a chart of its key series in its thread. With `logs`, alerts of clients whose control plane
+    is configured also show the log reference's lines from its pods.
     """
-    pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus)
+    pipeline = AlertPipeline(
+        settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus, logs=logs
+    )
     return AlertWorker(
         store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll
     )

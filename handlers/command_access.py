@@ -53,7 +53,7 @@ def allowed_subcommands(
     clusters = queryable(settings, who)
     if not clusters:
         return frozenset({"help"})
-    found = {"help", "status", "peers", "reasons", "probe", "path", "verify", "netpol"}
+    found = {"help", "status", "peers", "reasons", "probe", "path", "logs", "verify", "netpol"}
     if silences and any(settings.may_silence(c.name, who) for c in clusters):
         found.add("silence")
     if digest and len(clusters) == len(settings.clusters):

@@ -59,6 +59,7 @@ USAGES: dict[str, Usage] = {
         {"--gv": Takes.ONE, "--resource": Takes.ONE, "--namespace": Takes.ONE, "--repeat": Takes.ONE},
     ),
     "path": Usage(_TARGET, {"--samples": Takes.ONE}),
+    "logs": Usage(_TARGET, {"--since": Takes.ONE}),
     "verify": Usage((), {"--cluster": Takes.ONE}),
     "netpol": Usage(
         (),

@@ -30,6 +30,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.checks.context import CheckContext, TargetRef
+from bot.checks.logs import check_logs, parse_since
 from bot.checks.netpol import (
     netpol,
     parse_endpoint,
@@ -43,6 +44,7 @@ from bot.clients.prometheus import PrometheusClient
 from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, Refused
 from bot.render.blocks import Message, code, text_message
+from bot.render.checks_logs import logs_message
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
 from bot.render.checks_probe import probe_message
@@ -279,6 +281,16 @@ async def _path(deps: CommandDeps, ref: TargetRef, samples: int) -> Message:
     return path_message(result)
 
 
+def _plan_logs(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    ref = target_for(deps.settings, asker, _target_arg(inv))
+    since = parse_since(inv.one("--since"))
+
+    async def work() -> Message:
+        return logs_message(await check_logs(deps.ctx, ref, since=since))
+
+    return Plan(work, f"reading the control-plane logs of {ref.cluster.name}…")
+
+
 def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     clusters = chosen_clusters(deps.settings, inv.one("--cluster"))
     refused = next((c for c in clusters if not deps.settings.may_query(c.name, asker.who)), None)
@@ -332,6 +344,7 @@ _PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], Plan]] = {
     "reasons": _plan_reasons,
     "probe": _plan_probe,
     "path": _plan_path,
+    "logs": _plan_logs,
     "verify": _plan_verify,
     "netpol": _plan_netpol,
 }

@@ -6,9 +6,20 @@ import random
 from dataclasses import dataclass, field
 
 from sim.clock import Clock
-from sim.fleet import OWNER_LABEL, ClientCluster, Path, Platform, PodPhase, Replica, StoredObject, TargetLink
+from sim.fleet import (
+    OWNER_LABEL,
+    ClientCluster,
+    Path,
+    Platform,
+    PodPhase,
+    Replica,
+    StoredObject,
+    TargetCluster,
+    TargetLink,
+)
 from sim.names import DIAL_TIMEOUT, REQUEST_DEADLINE, RETRY_AFTER, WRITE_VERBS, PeerState, Reason, Verb
 from sim.peers import DialOutcome, PeerCache
+from sim.proxy_journal import ProxyJournal
 from sim.registry import ProxyMetrics
 
 # A relayed path adds this much to every dial and every request (the DERP hop), a direct one nothing.
@@ -88,6 +99,8 @@ class ReplicaProxy:
         # Set by a scenario: streams opened from now on deliver no events (a half-dead stream).
         self.stall_streams = False
         self._busy_until: list[tuple[float, str]] = []
+        # The process's own log (`kubectl logs` of this replica's pod): the startup pair is written now.
+        self.journal = ProxyJournal(clock, self.caches)
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -138,6 +151,7 @@ class ReplicaProxy:
         self.metrics.dial_duration.observe((link.target.target_label,), duration)
         outcome = cache.record_success(host) if ok else cache.record_failure(host)
         self._count_transitions(link.target.target_label, outcome)
+        self.journal.dial_failed(link.target.target_label, cache, host, outcome)
         if not ok:
             self.metrics.dial_failures.inc((link.target.target_label, Reason.TIMEOUT.value))
         return _Dial(ok, Reason.UPSTREAM if ok else Reason.TIMEOUT, duration)
@@ -158,6 +172,35 @@ class ReplicaProxy:
         path = self.platform.path(self.client, link.target)
         floor = RELAY_REQUEST_FLOOR if path is Path.RELAYED else 0.0
         return link.target.latency * self.rng.uniform(0.8, 1.6) + floor
+
+    # -- the process's own work ----------------------------------------------------------------
+
+    def housekeep(self) -> None:
+        """One simulated second of the process's own work: startup probes, the peer-watch check."""
+        for target, gv in self.journal.probes_due(self.caches):
+            link, cache = self.link(target), self.caches[(target, gv)]
+            failure = None if link is None else self._unreachable(link, cache)
+            self.journal.probed((target, gv), synced=cache.synced(), failure=failure)
+        self.journal.watch(self.caches)
+
+    def _unreachable(self, link: TargetLink, cache: PeerCache) -> str | None:
+        """Why the startup probe does not reach the target (it counts no dial: it is not a request)."""
+        # The probe dials the placeholder host, rewritten to a peer endpoint on every request.
+        host = f"kube.{link.target.name}.{link.target.project}.vcluster.invalid"
+        reason = self._availability(cache)
+        if reason is not None:
+            return f"dial {host}: no usable peer ({reason.value})"
+        pods = [link.target.pod_by_hostname(h) for h in cache.hosts]
+        answering = any(p is not None and p.phase is PodPhase.RUNNING and p.answering for p in pods)
+        if not answering or self.platform.path(self.client, link.target) is Path.CUT:
+            return f"dial {host}: i/o timeout after {DIAL_TIMEOUT:g}s"
+        return None
+
+    def _mirror_namespace(self, req: ProxyRequest, target: TargetCluster) -> None:
+        """The first namespaced write to a namespace the target lacks creates it there."""
+        if req.verb in WRITE_VERBS and req.namespace and req.namespace not in target.namespaces:
+            target.namespaces.add(req.namespace)
+            self.journal.namespace_mirrored(req.namespace, target.target_label)
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -189,6 +232,7 @@ class ReplicaProxy:
         target = link.target
         if req.group_version in target.failing_group_versions:
             return ProxyResponse(503, Reason.UPSTREAM, elapsed, "the target's API is unavailable")
+        self._mirror_namespace(req, target)
         found = [
             o
             for o in target.objects

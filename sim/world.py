@@ -183,9 +183,11 @@ def _publisher(target: TargetCluster) -> Action:
 
 
 def _tick(world: World) -> None:
-    """One simulated second: noise, traffic, the probe schedule; then the next tick."""
+    """One simulated second: noise, the proxies' own work, traffic, the probe schedule; then the next tick."""
     for noise in world.noise.values():
         noise.tick()
+    for proxy in world.proxies.values():
+        proxy.housekeep()
     if world.traffic is not None:
         world.traffic(world)
     world.at(world.now() + 1.0, "tick", _tick)

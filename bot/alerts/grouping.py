@@ -15,14 +15,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.alerts.budget import Unavailable, within_budget
+from bot.alerts.log_enrich import LogRound
 from bot.alerts.prom_enrich import PromRound
 from bot.alerts.state import ChannelGroup
 from bot.domain.alerts import Alert, AlertmanagerWebhook
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
+from bot.domain.log_reference import LogEvidence
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot
 from bot.live import ClusterRead
+from bot.render.checks_logs import with_logs
 from bot.render.enrichment import live_unavailable, with_prometheus
 from config.settings import Settings
 
@@ -88,6 +91,7 @@ def build(
     routed: list[Routed],
     readings: Mapping[str, Reading],
     prom: PromRound,
+    logs: LogRound | None = None,
 ) -> ChannelGroup:
     """One channel's share of the notification, every alert diagnosed."""
     unmatched = Reading(None, None, LiveRead.missing(NO_CLUSTER))
@@ -95,7 +99,7 @@ def build(
     views: dict[str, AlertView] = {}
     for r in routed:
         found = unmatched if r.source is None else readings[r.source]
-        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, found, prom, memo))
+        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, found, prom, logs, memo))
     clusters = {r.cluster for r in routed}
     sources = {r.source for r in routed}
     live = _merge_live([unmatched if c is None else readings[c] for c in sorted(sources, key=str)])
@@ -122,7 +126,11 @@ def build(
 
 
 def _diagnosis(
-    r: Routed, found: Reading, prom: PromRound, memo: dict[tuple[Any, ...], AlertDiagnosis]
+    r: Routed,
+    found: Reading,
+    prom: PromRound,
+    logs: LogRound | None,
+    memo: dict[tuple[Any, ...], AlertDiagnosis],
 ) -> AlertDiagnosis:
     # A storm repeats the same alert on many HA replicas and group/versions: explain each shape once.
     labels = r.alert.labels
@@ -133,8 +141,15 @@ def _diagnosis(
         outcome = prom.outcome(r.alert.alertname, labels, r.cluster)
         window = outcome.window.delta if outcome and outcome.window else found.window
         diagnosis = diagnose_alert(r.alert.alertname, labels, found.snapshot, window)
-        memo[key] = with_prometheus(diagnosis, outcome)
+        memo[key] = with_logs(with_prometheus(diagnosis, outcome), _log_lines(logs, r))
     return memo[key]
+
+
+def _log_lines(logs: LogRound | None, r: Routed) -> LogEvidence | Unavailable | None:
+    if logs is None:
+        return None
+    labels = r.alert.labels
+    return logs.evidence(r.cluster, labels.get("target"), labels.get("group_version") or None)
 
 
 def _alert_view(alert: Alert, diagnosis: AlertDiagnosis) -> AlertView:

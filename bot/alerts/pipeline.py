@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.alerts.grouping import Reading, build, reading, route
+from bot.alerts.log_enrich import LogRound, LogSource
 from bot.alerts.outbox import Outbox
 from bot.alerts.prom_enrich import PromEnricher, PromRound, chart_subject
 from bot.alerts.state import ChannelGroup, applied_before, next_state, with_history
@@ -69,9 +70,11 @@ class AlertPipeline:
         storm: StormPolicy | None = None,
         clock: Clock = time.time,
         prometheus: PromEnricher | None = None,
+        logs: LogSource | None = None,
     ) -> None:
         self._settings = settings
         self._prometheus = prometheus
+        self._logs = logs
         self._store = store
         self._outbox = outbox
         self._live = live
@@ -100,9 +103,11 @@ class AlertPipeline:
         clusters = {r.source for routed in routes.values() for r in routed if r.source is not None}
         prom = PromRound(self._prometheus, self._settings)
         prom.start((r.alert.alertname, r.alert.labels, r.cluster) for rs in routes.values() for r in rs)
-        readings = await self._enrich(clusters, prom)
+        logs = LogRound(self._logs, self._settings, self._budget)
+        logs.start(sorted({r.cluster for rs in routes.values() for r in rs if r.cluster is not None}))
+        readings = await self._enrich(clusters, prom, logs)
         for channel, routed in routes.items():
-            group = build(webhook, channel, routed, readings, prom)
+            group = build(webhook, channel, routed, readings, prom, logs)
             await self._apply(notification.identity, group)
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
@@ -130,17 +135,20 @@ class AlertPipeline:
             task.cancel()
         await asyncio.gather(*self._late, return_exceptions=True)
         await self._live.cancel_pending()
+        if self._logs is not None:
+            await self._logs.cancel_pending()
         if self._prometheus is not None:
             await self._prometheus.cancel_pending()
 
     # -- routing and enrichment ----------------------------------------------------------------------
-    async def _enrich(self, clusters: Iterable[str], prom: PromRound) -> dict[str, Reading]:
+    async def _enrich(self, clusters: Iterable[str], prom: PromRound, logs: LogRound) -> dict[str, Reading]:
         tasks = {name: self._start_read(name) for name in sorted(clusters)}
-        waiting = [*tasks.values(), *prom.tasks]
+        waiting = [*tasks.values(), *prom.tasks, *logs.tasks]
         if waiting:
             # asyncio.wait neither raises on the deadline nor cancels what is late.
             await asyncio.wait(waiting, timeout=self._budget)
         prom.collect()
+        logs.collect()
         return {name: reading(task, self._budget) for name, task in tasks.items()}
 
     def _start_read(self, cluster: str) -> asyncio.Task[ClusterRead]:

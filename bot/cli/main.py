@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
-from bot.cli import check_vcluster, digest, netpol, path, probe, status, verify
+from bot.cli import check_vcluster, digest, logs, netpol, path, probe, status, verify
 from bot.cli.console import Console, Subcommand
 from bot.errors import ConfigError
 from config.loader import config_path, load_config
@@ -193,6 +193,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     *verify.SUBCOMMANDS,
     *digest.SUBCOMMANDS,
     *check_vcluster.SUBCOMMANDS,
+    *logs.SUBCOMMANDS,
 )
 
 

@@ -46,3 +46,32 @@ def discovery_path(gv: str) -> ApiPath:
 
 def syncer_metrics_path() -> ApiPath:
     return ApiPath(SYNCER_METRICS)
+
+
+def pods_path(namespace: str, label_selector: str) -> ApiPath:
+    """The pods of one namespace that carry a label selector (a fixed one: never typed by a user)."""
+    namespace = _checked("namespace", namespace, dns1123_label)
+    return ApiPath(f"/api/v1/namespaces/{namespace}/pods", (("labelSelector", label_selector),))
+
+
+def pod_log_path(
+    namespace: str,
+    pod: str,
+    container: str | None,
+    *,
+    tail_lines: int,
+    since_seconds: int | None = None,
+    limit_bytes: int | None = None,
+) -> ApiPath:
+    """One container's log, each line prefixed by its time: the last `tail_lines`, of the last
+    `since_seconds` when given, at most `limit_bytes`."""
+    namespace = _checked("namespace", namespace, dns1123_label)
+    pod = _checked("pod", pod, dns1123_label)
+    query = [("timestamps", "true"), ("tailLines", str(tail_lines))]
+    if container is not None:
+        query.insert(0, ("container", _checked("container", container, dns1123_label)))
+    if since_seconds is not None:
+        query.append(("sinceSeconds", str(since_seconds)))
+    if limit_bytes is not None:
+        query.append(("limitBytes", str(limit_bytes)))
+    return ApiPath(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", tuple(query))

@@ -41,6 +41,11 @@ HELP: dict[str, SubcommandHelp] = {
         "direct or relayed? latency floor, dial step and both ends' NetworkPolicies",
         "path platform/crd-store --samples 5",
     ),
+    "logs": SubcommandHelp(
+        "logs TARGET [--since 10m]",
+        "the client control plane's log lines the vendor's log reference explains, per pod, with what to do",
+        "logs platform/crd-store --since 30m",
+    ),
     "verify": SubcommandHelp(
         "verify [--cluster NAME]",
         "is the monitoring working: scrape up, rules loaded, probe CronJob succeeding, metrics readable",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sim.fleet import ClientCluster, StoredObject, TargetCluster
-from sim.kube import objects, resources
+from sim.kube import objects, pod_logs, resources
 from sim.kube.api import (
     LocalResource,
     Query,
@@ -200,7 +200,13 @@ class ControlPlaneView(ClusterView):
             ),
             resources.cronjobs(self.world),
             resources.network_policies(self.world),
+            pod_logs.client_pods(self.world),
         ]
+
+    def _read(self, rp: ResourcePath, q: Query) -> Reply:
+        if (rp.group_version, rp.plural, rp.subresource) == ("v1", "pods", "log"):
+            return pod_logs.serve_log(self.world, rp, q)
+        return super()._read(rp, q)
 
 
 __all__ = ["ClientView", "ClusterView", "ControlPlaneView", "Reason", "TargetView"]

@@ -351,6 +351,38 @@ def test_control_plane_reads_are_bound_in_each_configured_namespace_only(tmp_pat
     ]
 
 
+def test_log_reads_are_bound_in_each_clients_control_plane_namespace_only(tmp_path: Path) -> None:
+    settings = shipped_settings(tmp_path)
+    clients = {c.control_plane_namespace for c in settings.clusters if c.control_plane is not None}
+    targets = {t.control_plane_namespace for c in settings.clusters for t in c.targets if t.control_plane}
+    assert clients
+    assert targets
+    bindings = [b for b in of_kind("RoleBinding") if b["roleRef"]["name"] == "proxybot-control-plane-logs"]
+    assert {b["metadata"]["namespace"] for b in bindings} == clients
+    assert not {b["metadata"]["namespace"] for b in bindings} & targets
+    for binding in bindings:
+        assert binding["roleRef"]["kind"] == "ClusterRole"
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "proxybot", "namespace": "proxybot"}
+        ]
+    rules = one("ClusterRole", "proxybot-control-plane-logs")["rules"]
+    granted = {
+        (g, r, v)
+        for rule in rules
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert granted == {("", "pods", "list"), ("", "pods/log", "get")}
+    assert not [
+        b for b in of_kind("ClusterRoleBinding") if b["roleRef"]["name"] == "proxybot-control-plane-logs"
+    ]
+    for variant in VARIANTS:
+        assert ("ClusterRole", "proxybot-control-plane-logs") in {
+            (d["kind"], d["metadata"]["name"]) for d in built(variant)
+        }
+
+
 def test_tenant_role_covers_syncer_metrics_every_probe_and_apiservices(tmp_path: Path) -> None:
     rules = one("ClusterRole", "proxybot-tenant-reader")["rules"]
     assert {"nonResourceURLs": ["/metrics/syncer"], "verbs": ["get"]} in rules

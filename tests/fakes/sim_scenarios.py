@@ -24,6 +24,8 @@ AT: dict[str, tuple[float, float]] = {
     "ownership-masked": (10, 120.0),
     "relay-fallback": (2, 90.0),
     "ha-split": (20, 240.0),
+    "peer-watch-dropped": (20, 240.0),
+    "license-failure": (20, 240.0),
 }
 
 

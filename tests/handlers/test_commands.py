@@ -261,6 +261,7 @@ def sim_named(request: pytest.FixtureRequest, name: str) -> Sim:
 POLICIES = "/clusters/control-plane/apis/networking.k8s.io/v1/namespaces/"
 DIRECT = "/clusters/crd-store/apis/example.com/v1/namespaces/default/widgets"
 CRONJOB = "/clusters/control-plane/apis/batch/v1/namespaces/vcluster-team-a/cronjobs/proxy-probe"
+CONTROL_PLANE_PODS = "/clusters/control-plane/api/v1/namespaces/vcluster-team-a/pods"
 NETPOL = "netpol --client vcluster-team-a/team-a --target vcluster-crd-store/crd-store"
 
 # subcommand -> (text, paths it may read, what each scenario's answer says)
@@ -315,6 +316,20 @@ EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
             "target_down": ["Path platform/crd-store:", "evidence, not certainty"],
             "relay": ["Path platform/crd-store: likely relayed", "proxybot netpol --client"],
             "masked": ["Path platform/crd-store: likely direct"],
+        },
+    ),
+    "logs": (
+        f"logs {TARGET} --since 30m",
+        {CONTROL_PLANE_PODS, f"{CONTROL_PLANE_PODS}/team-a-0/log"},
+        {
+            "healthy": ["Logs of platform/crd-store: nothing the log reference calls for action"],
+            "target_down": [
+                "*all peer hosts for the proxy target are quarantined*",
+                "*Action:* Incident-grade",
+                "placeholder",
+            ],
+            "relay": ["nothing the log reference calls for action", "Starting proxy server"],
+            "masked": ["nothing the log reference calls for action"],
         },
     ),
     "verify": (
@@ -545,6 +560,7 @@ async def test_help_lists_only_what_the_asker_may_run(healthy: Sim, bots: Any) -
     [nowhere] = await bot.ask("help", user=ALICE, channel=RANDOM)
     assert "`/proxy silence TARGET" in shown(alice)
     assert "`/proxy probe TARGET" in shown(bob)
+    assert "`/proxy logs TARGET [--since 10m]`" in shown(bob)
     assert "silence" not in shown(bob)
     assert "answers nothing in `#random` for you" in shown(nowhere)
     assert "/proxy probe" not in shown(nowhere)
@@ -592,6 +608,10 @@ HOSTILE = [
     f"path {TARGET} --samples 51",
     f"path {TARGET} --samples -1",
     "path ../../api/v1/secrets",
+    "logs ../../api/v1/namespaces/kube-system/secrets",
+    f"logs {TARGET} --since 1y",
+    f"logs {TARGET} --since 10m?follow=true",
+    f"logs {TARGET} --container sidecar",
     "verify --cluster ../x",
     "verify --cluster team-a?x",
     "netpol --client ../x --target a/b",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.domain.paths import ApiPath, discovery_path, probe_path
+from bot.domain.paths import ApiPath, discovery_path, pod_log_path, pods_path, probe_path
 from bot.errors import InputError
 
 
@@ -52,3 +52,37 @@ def test_discovery_path_validates() -> None:
     assert discovery_path("example.com/v1").path == "/apis/example.com/v1"
     with pytest.raises(InputError):
         discovery_path("example.com/v1/../../api")
+
+
+def test_pod_paths_read_one_namespace_and_one_pod_log() -> None:
+    assert pods_path("vcluster-team-a", "app=vcluster") == ApiPath(
+        "/api/v1/namespaces/vcluster-team-a/pods", (("labelSelector", "app=vcluster"),)
+    )
+    log = pod_log_path("vcluster-team-a", "team-a-0", "syncer", tail_lines=100)
+    assert log.path == "/api/v1/namespaces/vcluster-team-a/pods/team-a-0/log"
+    assert log.query == (("container", "syncer"), ("timestamps", "true"), ("tailLines", "100"))
+    since = pod_log_path("ns", "p-1", None, tail_lines=5000, since_seconds=600, limit_bytes=1024)
+    assert dict(since.query) == {
+        "timestamps": "true",
+        "tailLines": "5000",
+        "sinceSeconds": "600",
+        "limitBytes": "1024",
+    }
+
+
+@pytest.mark.parametrize(
+    ("namespace", "pod", "container", "field"),
+    [
+        ("..", "team-a-0", None, "namespace"),
+        ("ns/../../secrets", "team-a-0", None, "namespace"),
+        ("ns", "../secrets", None, "pod"),
+        ("ns", "team-a-0/exec", None, "pod"),
+        ("ns", "team-a-0?follow=true", None, "pod"),
+        ("ns", "team-a-0", "syncer&previous=true", "container"),
+    ],
+)
+def test_hostile_pod_path_parts_are_refused(
+    namespace: str, pod: str, container: str | None, field: str
+) -> None:
+    with pytest.raises(InputError, match=rf"^{field}: "):
+        pod_log_path(namespace, pod, container, tail_lines=1)

@@ -1,0 +1,62 @@
+"""`proxybot logs TARGET [--since 10m]`: the client control plane's log lines that the vendor's log reference
+explains, per pod, with their meaning and the action to take.
+
+Exit 0 when every pod was read and no line calls for action, 1 when a line does or a pod could not be
+read, 2 for bad usage (nothing is requested then).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bot.checks.context import resolve_target
+from bot.checks.logs import SINCE_MAX_LINES, TAIL_LINES, check_logs, parse_since
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import (
+    add_common_arguments,
+    add_target_argument,
+    finish,
+    load_settings_for,
+    refuse,
+    run_check,
+)
+from bot.errors import ConfigError, InputError
+from bot.render.checks_logs import logs_message
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    add_target_argument(parser)
+    parser.add_argument(
+        "--since",
+        metavar="D",
+        help=f"the lines of the last D (e.g. 10m, 1h; at most {SINCE_MAX_LINES} per pod) instead of the "
+        f"last {TAIL_LINES}",
+    )
+
+
+def logs_subcommand(args: argparse.Namespace, console: Console) -> int:
+    """Read every control-plane pod of TARGET's client and match the log reference."""
+    try:
+        settings = load_settings_for(args, console)
+        ref = resolve_target(settings, args.target)
+        since = parse_since(args.since)
+    except (InputError, ConfigError) as err:
+        return refuse(args, console, "logs", err)
+    result = run_check(
+        settings,
+        console,
+        lambda ctx: check_logs(ctx, ref, since=since),
+        f"reading the control-plane logs of {ref.cluster.name}…",
+    )
+    return finish(args, console, result.as_dict(), logs_message(result))
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        name="logs",
+        help="the client control plane's log lines that the vendor's log reference explains, per pod",
+        add_arguments=_arguments,
+        run=logs_subcommand,
+    ),
+)
