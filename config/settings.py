@@ -326,12 +326,26 @@ class Settings(StrictModel):
 
         Rules that aggregate away the scrape labels (the guide's DiscoveryDegraded keeps only target and
         group_version) carry no `match` label: then the cluster that configures the alert's target is it.
+        An alert on a control plane's own object (kube-state-metrics' CronJob series, as the guide's
+        ProbeFailing: `namespace` and `cronjob`, scraped in the control plane cluster, so without the
+        tenant's labels) is the tenant's whose control-plane namespace it names, before any `match`.
         """
+        if "cronjob" in labels:
+            owner = self.cluster_for_namespace(labels.get("namespace", ""))
+            if owner is not None:
+                return owner
         fitting = [cluster for cluster in self.clusters if cluster.matches(labels)]
         if fitting:
             return max(fitting, key=lambda cluster: len(cluster.match))
         found = self.find_target(labels.get("target", ""))
         return None if found is None else found[0]
+
+    def cluster_for_namespace(self, namespace: str) -> ClusterSettings | None:
+        """The client whose control plane runs in `namespace` (of the control plane cluster), else the client
+        proxying to the target whose control plane does; the first listed of several."""
+        clients = (c for c in self.clusters if c.control_plane_namespace == namespace)
+        targets = (c for c in self.clusters for t in c.targets if t.control_plane_namespace == namespace)
+        return next(clients, None) or next(targets, None)
 
     def alert_channel(self, cluster: ClusterSettings) -> str | None:
         return cluster.channel or self.slack.default_channel
