@@ -14,7 +14,7 @@ from typing import Annotated, Self
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic import model_validator as _model_validator
 
 from config import validation
@@ -36,6 +36,7 @@ from config.fields import (
 )
 
 ALL_CLUSTERS = "*"
+CATCH_UP_DEFAULT_MINUTES = 60
 
 
 class SlackSettings(StrictModel):
@@ -215,6 +216,16 @@ class DigestSettings(StrictModel):
     # Worker processes that parse and judge the clusters' pages; None: one per CPU of the pod's quota
     # (cgroup cpu.max) and affinity, at most 4 (bot.digest.pool.default_workers). Each costs memory.
     workers: int | None = Field(default=None, ge=1, le=64)
+    # At start, post the run missed while proxybot was down: `true` within the hour after its cron time,
+    # a number of minutes for another grace, `false` never (the next run comes at the next cron time).
+    catch_up: Annotated[bool | int, BeforeValidator(validation.catch_up)] = True
+
+    @property
+    def catch_up_seconds(self) -> float | None:
+        """How late a missed run may still be posted at start; None: a missed run is not posted."""
+        if self.catch_up is True:
+            return CATCH_UP_DEFAULT_MINUTES * 60.0
+        return None if self.catch_up is False else self.catch_up * 60.0
 
     def cron_trigger(self) -> CronTrigger:
         """An APScheduler CronTrigger that fires exactly when cron would, in the digest's time zone."""
