@@ -50,10 +50,44 @@ class SlackSettings(StrictModel):
     default_channel: SlackChannel | None = None
 
 
-class AlertmanagerSettings(StrictModel):
-    """The Alertmanager that sends webhooks here and receives silences."""
+class BasicAuthSettings(StrictModel):
+    """HTTP basic auth of the bot to a service: a username, and the password in a file (a mounted Secret)."""
+
+    username: Annotated[str, Field(min_length=1)]
+    password_file: ConfigPath
+
+
+class HttpClientSettings(StrictModel):
+    """A service the bot calls over HTTP: its URL, and how the bot authenticates to it and trusts it.
+
+    Credentials come from files, re-read as they rotate (a projected token, a Secret mounted as a file),
+    never from the config itself; `ca_file` is the CA bundle that signed the service's certificate.
+    """
 
     url: HttpUrl | None = None
+    bearer_token_file: ConfigPath | None = None
+    basic_auth: BasicAuthSettings | None = None
+    ca_file: ConfigPath | None = None
+
+    @_model_validator(mode="after")
+    def _auth_needs_a_url(self) -> Self:
+        problems: list[tuple[Loc, str]] = []
+        if self.bearer_token_file is not None and self.basic_auth is not None:
+            problems.append((("basic_auth",), "set bearer_token_file or basic_auth, not both"))
+        if self.url is None:
+            problems += [
+                ((key,), "means nothing without url (it says how the bot calls that URL)")
+                for key in ("bearer_token_file", "basic_auth", "ca_file")
+                if getattr(self, key) is not None
+            ]
+        raise_if_any(problems)
+        return self
+
+
+class AlertmanagerSettings(HttpClientSettings):
+    """The Alertmanager that sends webhooks here (`webhook_*`: how it authenticates to the bot) and receives
+    silences (`url`, `bearer_token_file`/`basic_auth`, `ca_file`: how the bot calls it)."""
+
     webhook_token: OptionalSecret = None
     webhook_username: str | None = None
     webhook_password: OptionalSecret = None
@@ -72,10 +106,8 @@ class AlertmanagerSettings(StrictModel):
         return self
 
 
-class PrometheusSettings(StrictModel):
-    """The Prometheus that scrapes the client tenant clusters (used by `verify` and digests)."""
-
-    url: HttpUrl | None = None
+class PrometheusSettings(HttpClientSettings):
+    """The Prometheus that scrapes the client tenant clusters (used by `verify`, enrichment and digests)."""
 
 
 class StoreSettings(StrictModel):

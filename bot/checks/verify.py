@@ -74,8 +74,9 @@ def open_prometheus(settings: Settings, timeout: float = CHECK_TIMEOUT) -> Prome
 
     Built once and shared: by the bot (`bot.compose.open_clients`), and by the CLI once per run.
     """
-    url = settings.prometheus.url
-    return None if url is None else PrometheusClient(str(url), timeout=timeout)
+    if settings.prometheus.url is None:
+        return None
+    return PrometheusClient.from_settings(settings.prometheus, timeout=timeout)
 
 
 async def check_verify(

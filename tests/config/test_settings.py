@@ -428,3 +428,24 @@ def test_placeholder_secrets_are_recognised(value: str) -> None:
 )
 def test_real_looking_secrets_are_not_placeholders(value: str) -> None:
     assert not validation.is_placeholder_secret(value)
+
+
+@pytest.mark.parametrize("section", ["prometheus", "alertmanager"])
+def test_client_credentials_are_one_scheme_and_need_a_url(section: str) -> None:
+    both = {
+        "url": "https://x:1",
+        "bearer_token_file": "/t",
+        "basic_auth": {"username": "u", "password_file": "/p"},
+    }
+    assert problems(config(**{section: both})) == [
+        ((section, "basic_auth"), "set bearer_token_file or basic_auth, not both")
+    ]
+    nothing_to_call = {"bearer_token_file": "/t", "ca_file": "/ca.pem"}
+    without_url = "means nothing without url (it says how the bot calls that URL)"
+    assert problems(config(**{section: nothing_to_call})) == [
+        ((section, "bearer_token_file"), without_url),
+        ((section, "ca_file"), without_url),
+    ]
+    assert locations(
+        config(**{section: {"url": "https://x:1", "basic_auth": {"username": "", "password_file": "/p"}}})
+    ) == {(section, "basic_auth", "username")}

@@ -4,8 +4,9 @@
     with LocalServer(handler, tls=True) as server: # HTTPS with a throwaway CA at `server.ca_path`
         server.url, server.requests
 
-The handler sees each request (method, path with query, headers, body) and returns (status, JSON body);
-what it refuses (401 without the credentials it wants) is what the real service would refuse.
+The handler sees each request (method, path with query, headers, body) and returns (status, answer): JSON,
+or bytes sent as they are (text/plain); what it refuses (401 without the credentials it wants) is what
+the real service would refuse.
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ class LocalServer:
                 request = Request(self.command, self.path, headers, body)
                 server.requests.append(request)
                 status, answer = server._handler(request)
-                data = json.dumps(answer).encode()
+                raw = isinstance(answer, bytes)
+                data = answer if raw else json.dumps(answer).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/plain" if raw else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
