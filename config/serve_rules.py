@@ -1,4 +1,5 @@
-"""What `serve` needs beyond valid settings: real secrets, webhook authentication, kubeconfigs that load.
+"""What `serve` needs beyond valid settings: real secrets, webhook authentication, kubeconfigs that load,
+the credential and CA files of the Prometheus and Alertmanager clients.
 
 `serve` refuses every problem found here; `check` refuses the ones that are wrong wherever the config is
 read (a kubeconfig that is not one) and warns about the rest (a placeholder secret, a file mounted only at
@@ -7,7 +8,9 @@ deploy time); `demo` asks none of it.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, SecretStr
@@ -26,7 +29,12 @@ def purpose_problems(settings: Settings, purpose: Purpose) -> tuple[list[str], l
     """(errors, warnings) for loading with this purpose."""
     if purpose == "demo":
         return [], []
-    found = [*_secret_problems(settings), *_webhook_problems(settings), *_kubeconfig_problems(settings)]
+    found = [
+        *_secret_problems(settings),
+        *_webhook_problems(settings),
+        *_kubeconfig_problems(settings),
+        *_client_file_problems(settings),
+    ]
     if purpose == "serve":
         return [problem for problem, _ in found], []
     errors = [problem for problem, fatal_for_check in found if fatal_for_check]
@@ -78,6 +86,36 @@ def _webhook_problems(settings: Settings) -> Iterator[Problem]:
         "set alertmanager.allow_unauthenticated: true if that is meant",
         False,
     )
+
+
+def _client_file_problems(settings: Settings) -> Iterator[Problem]:
+    """The files the Prometheus and Alertmanager clients read at start: missing or empty only warns in
+    `check` (they may be mounted at deploy time); a CA bundle that is no PEM is wrong anywhere."""
+    for section, client in (("prometheus", settings.prometheus), ("alertmanager", settings.alertmanager)):
+        files = [("bearer_token_file", client.bearer_token_file), ("ca_file", client.ca_file)]
+        if client.basic_auth is not None:
+            files.append(("basic_auth.password_file", client.basic_auth.password_file))
+        for key, path in files:
+            if path is not None:
+                yield from _client_file_problem(f"{section}.{key}", path, is_ca=key == "ca_file")
+
+
+def _client_file_problem(where: str, path: Path, *, is_ca: bool) -> Iterator[Problem]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        yield f"{where}: {path} does not exist", False
+        return
+    except (OSError, UnicodeDecodeError) as err:
+        yield f"{where}: cannot read {path}: {getattr(err, 'strerror', None) or type(err).__name__}", False
+        return
+    if not text.strip():
+        yield f"{where}: {path} is empty", False
+    elif is_ca:
+        try:
+            ssl.create_default_context(cadata=text)
+        except ssl.SSLError:
+            yield f"{where}: {path} is not a PEM CA bundle (no certificate loads from it)", True
 
 
 def _kubeconfig_problems(settings: Settings) -> Iterator[Problem]:

@@ -14,7 +14,7 @@ from typing import Annotated, Self
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic import model_validator as _model_validator
 
 from config import validation
@@ -36,6 +36,7 @@ from config.fields import (
 )
 
 ALL_CLUSTERS = "*"
+CATCH_UP_DEFAULT_MINUTES = 60
 
 
 class SlackSettings(StrictModel):
@@ -49,10 +50,44 @@ class SlackSettings(StrictModel):
     default_channel: SlackChannel | None = None
 
 
-class AlertmanagerSettings(StrictModel):
-    """The Alertmanager that sends webhooks here and receives silences."""
+class BasicAuthSettings(StrictModel):
+    """HTTP basic auth of the bot to a service: a username, and the password in a file (a mounted Secret)."""
+
+    username: Annotated[str, Field(min_length=1)]
+    password_file: ConfigPath
+
+
+class HttpClientSettings(StrictModel):
+    """A service the bot calls over HTTP: its URL, and how the bot authenticates to it and trusts it.
+
+    Credentials come from files, re-read as they rotate (a projected token, a Secret mounted as a file),
+    never from the config itself; `ca_file` is the CA bundle that signed the service's certificate.
+    """
 
     url: HttpUrl | None = None
+    bearer_token_file: ConfigPath | None = None
+    basic_auth: BasicAuthSettings | None = None
+    ca_file: ConfigPath | None = None
+
+    @_model_validator(mode="after")
+    def _auth_needs_a_url(self) -> Self:
+        problems: list[tuple[Loc, str]] = []
+        if self.bearer_token_file is not None and self.basic_auth is not None:
+            problems.append((("basic_auth",), "set bearer_token_file or basic_auth, not both"))
+        if self.url is None:
+            problems += [
+                ((key,), "means nothing without url (it says how the bot calls that URL)")
+                for key in ("bearer_token_file", "basic_auth", "ca_file")
+                if getattr(self, key) is not None
+            ]
+        raise_if_any(problems)
+        return self
+
+
+class AlertmanagerSettings(HttpClientSettings):
+    """The Alertmanager that sends webhooks here (`webhook_*`: how it authenticates to the bot) and receives
+    silences (`url`, `bearer_token_file`/`basic_auth`, `ca_file`: how the bot calls it)."""
+
     webhook_token: OptionalSecret = None
     webhook_username: str | None = None
     webhook_password: OptionalSecret = None
@@ -71,10 +106,8 @@ class AlertmanagerSettings(StrictModel):
         return self
 
 
-class PrometheusSettings(StrictModel):
-    """The Prometheus that scrapes the client tenant clusters (used by `verify` and digests)."""
-
-    url: HttpUrl | None = None
+class PrometheusSettings(HttpClientSettings):
+    """The Prometheus that scrapes the client tenant clusters (used by `verify`, enrichment and digests)."""
 
 
 class StoreSettings(StrictModel):
@@ -215,6 +248,16 @@ class DigestSettings(StrictModel):
     # Worker processes that parse and judge the clusters' pages; None: one per CPU of the pod's quota
     # (cgroup cpu.max) and affinity, at most 4 (bot.digest.pool.default_workers). Each costs memory.
     workers: int | None = Field(default=None, ge=1, le=64)
+    # At start, post the run missed while proxybot was down: `true` within the hour after its cron time,
+    # a number of minutes for another grace, `false` never (the next run comes at the next cron time).
+    catch_up: Annotated[bool | int, BeforeValidator(validation.catch_up)] = True
+
+    @property
+    def catch_up_seconds(self) -> float | None:
+        """How late a missed run may still be posted at start; None: a missed run is not posted."""
+        if self.catch_up is True:
+            return CATCH_UP_DEFAULT_MINUTES * 60.0
+        return None if self.catch_up is False else self.catch_up * 60.0
 
     def cron_trigger(self) -> CronTrigger:
         """An APScheduler CronTrigger that fires exactly when cron would, in the digest's time zone."""
@@ -326,12 +369,26 @@ class Settings(StrictModel):
 
         Rules that aggregate away the scrape labels (the guide's DiscoveryDegraded keeps only target and
         group_version) carry no `match` label: then the cluster that configures the alert's target is it.
+        An alert on a control plane's own object (kube-state-metrics' CronJob series, as the guide's
+        ProbeFailing: `namespace` and `cronjob`, scraped in the control plane cluster, so without the
+        tenant's labels) is the tenant's whose control-plane namespace it names, before any `match`.
         """
+        if "cronjob" in labels:
+            owner = self.cluster_for_namespace(labels.get("namespace", ""))
+            if owner is not None:
+                return owner
         fitting = [cluster for cluster in self.clusters if cluster.matches(labels)]
         if fitting:
             return max(fitting, key=lambda cluster: len(cluster.match))
         found = self.find_target(labels.get("target", ""))
         return None if found is None else found[0]
+
+    def cluster_for_namespace(self, namespace: str) -> ClusterSettings | None:
+        """The client whose control plane runs in `namespace` (of the control plane cluster), else the client
+        proxying to the target whose control plane does; the first listed of several."""
+        clients = (c for c in self.clusters if c.control_plane_namespace == namespace)
+        targets = (c for c in self.clusters for t in c.targets if t.control_plane_namespace == namespace)
+        return next(clients, None) or next(targets, None)
 
     def alert_channel(self, cluster: ClusterSettings) -> str | None:
         return cluster.channel or self.slack.default_channel

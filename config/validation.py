@@ -321,3 +321,20 @@ def store_url(value: SecretStr, info: ValidationInfo) -> SecretStr:
         return value
     # The value may hold a password: never repeat it.
     raise ValueError("must be sqlite:///<path> or postgresql://<user>@<host>/<db>")
+
+
+CATCH_UP_MAX_MINUTES = 7 * 24 * 60
+
+
+def catch_up(value: Any) -> bool | int:
+    """`digest.catch_up`: true, false, or a whole number of minutes (1 to a week); `${VAR}` text too."""
+    text = value.strip().lower() if isinstance(value, str) else value
+    if text in ("true", "false"):
+        return text == "true"
+    if isinstance(text, str) and text.isdigit():
+        text = int(text)
+    if isinstance(text, bool) or (isinstance(text, int) and 1 <= text <= CATCH_UP_MAX_MINUTES):
+        return text
+    raise ValueError(
+        f"must be true, false or a number of minutes from 1 to {CATCH_UP_MAX_MINUTES}; got {value!r}"
+    )

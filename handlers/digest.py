@@ -3,8 +3,10 @@
 Scheduling decisions (all pure functions here, tested without a scheduler):
 - The job fires on `digest.cron` in `digest.timezone` (`settings.digest.cron_trigger()`, cron's weekdays).
 - Late still goes out: `misfire_grace_time` is an hour, `coalesce=True` (several missed runs become one).
-  APScheduler's default grace of one second would silently drop a digest whose loop was busy. A run
-  missed while proxybot was down is caught up at start when its fire time is within the same grace.
+  APScheduler's default grace of one second would silently drop a digest whose loop was busy.
+- A run missed while proxybot was down is caught up at start when its fire time is within
+  `digest.catch_up` (`true`: the same hour; a number of minutes; `false`: never, the next run is the next
+  cron time), so a restart soon after the cron time posts that run's digest then.
 - Never overlapping: `max_instances=1` for the job, and a lock around every run (the job, the catch-up and
   on-demand digests share it).
 - Never twice: each scheduled run has a period key, its fire time in the digest's time zone. The store
@@ -32,12 +34,12 @@ from bot.digest.history import RangeQueries
 from bot.digest.runner import DigestRunner, DigestSources, OutboxPoster
 from bot.live import MetricsSource
 from bot.store import Store
-from config.settings import Settings
+from config.settings import CATCH_UP_DEFAULT_MINUTES, Settings
 
 log = logging.getLogger(__name__)
 
 JOB_ID = "proxybot-digest"
-MISFIRE_GRACE_SECONDS = 3600
+MISFIRE_GRACE_SECONDS = CATCH_UP_DEFAULT_MINUTES * 60  # `digest.catch_up: true` is the same hour
 SAMPLE_INTERVAL = 1800.0
 
 
@@ -84,6 +86,7 @@ class DigestScheduler:
         timezone: ZoneInfo,
         *,
         grace: int = MISFIRE_GRACE_SECONDS,
+        catch_up: float | None = MISFIRE_GRACE_SECONDS,
         sample_interval: float | None = SAMPLE_INTERVAL,
         enabled: bool = True,
         clock: Clock = time.time,
@@ -93,6 +96,7 @@ class DigestScheduler:
         self._trigger = trigger
         self._timezone = timezone
         self._grace = grace
+        self._catch_up = catch_up  # seconds a missed run may be late at start; None: never caught up
         self._sample_interval = sample_interval
         self._clock = clock
 
@@ -102,18 +106,23 @@ class DigestScheduler:
     async def fire(self) -> None:
         """The job: the digest of the latest fire time (a late run keeps its own period)."""
         now = self._now()
-        scheduled = latest_fire(self._trigger, now, self._grace + 60) or now
+        await self._run(latest_fire(self._trigger, now, self._grace + 60) or now)
+
+    async def _run(self, scheduled: datetime) -> None:
         try:
             await self.runner.run_period(period_key(scheduled))
         except Exception:  # one failed digest must not stop the schedule; the next period tries again
             log.exception("digest %s failed", period_key(scheduled))
 
     async def catch_up(self) -> None:
-        """At start: post the run missed while proxybot was down, when still within the grace."""
+        """At start: post the run missed while proxybot was down, when `digest.catch_up` allows it."""
+        if self._catch_up is None:
+            return
         now = self._now()
-        missed = latest_fire(self._trigger, now, self._grace)
-        if missed is not None and within_grace(missed, now, self._grace):
-            await self.fire()
+        missed = latest_fire(self._trigger, now, self._catch_up)
+        if missed is not None and within_grace(missed, now, self._catch_up):
+            log.info("digest: posting the run of %s, missed while down", period_key(missed))
+            await self._run(missed)
 
     def add_job(self, scheduler: AsyncIOScheduler) -> None:
         scheduler.add_job(
@@ -172,4 +181,10 @@ def register(
     sources = DigestSources(read, cronjobs, prometheus, pages, executor)
     runner = DigestRunner(settings, store, sources, OutboxPoster(delivery))
     zone = ZoneInfo(settings.digest.timezone)
-    return DigestScheduler(runner, settings.digest.cron_trigger(), zone, enabled=settings.digest.enabled)
+    return DigestScheduler(
+        runner,
+        settings.digest.cron_trigger(),
+        zone,
+        catch_up=settings.digest.catch_up_seconds,
+        enabled=settings.digest.enabled,
+    )

@@ -1,8 +1,9 @@
 """From one notification to one view per channel: routing alerts to channels, and diagnosing them.
 
-Each alert goes to its client cluster's channel (else `slack.default_channel`); each channel's share of
-the group becomes one `AlertGroupView` with every alert diagnosed from the live state and Prometheus'
-window read for it (what was late or failed is marked unavailable).
+Each alert goes to its client cluster's channel (else `slack.default_channel`), the cluster found by
+`Settings.cluster_for_alert`: a control-plane object's namespace (ProbeFailing), its `match` labels, or
+its target. Each channel's share of the group becomes one `AlertGroupView` with every alert diagnosed
+from the live state and Prometheus' window read for it (what was late or failed is marked unavailable).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Lines, per configured client cluster unless noted:
 - `scrape`: Prometheus scrapes the client's `/metrics/syncer` and `up == 1`. The scrape is identified by
   the cluster's `match` labels (the labels its alerts carry, so they must be on the scrape): an active
   target whose labels include all of them and that scrapes `/metrics/syncer` or belongs to a job named
-  like the guide's `up{job=~".*vcluster.*"}`. Every such target (HA replicas) must be up.
+  like the guide's `up{job=~".*vcluster.*"}`. Every such target (HA replicas) must be up. When none
+  carries them, the peer gauge is read without the `match` selector to tell "not scraped" from "scraped
+  without label X" (then alerts match no cluster), and the line names the missing label.
 - `rules` (once): the seven `ResourceProxy*` alert rules are loaded and healthy.
 - `probe-cronjob`: the `proxy-probe` CronJob exists in the client's control-plane namespace, is not
   suspended, was scheduled within three intervals and succeeded within 900 s (Kubernetes API).
@@ -58,6 +60,7 @@ GUIDE_ALERTS = (
     PROBE_FAILING,
 )
 _VCLUSTER_JOB = "vcluster"
+_SHOWN_SERIES = 5
 CLUSTER_ROLE_FIX = (
     "grant the bot's identity `get` on the non-resource URL /metrics/syncer in the tenant cluster: the "
     "guide's ClusterRole `metrics-syncer-reader` (nonResourceURLs: [/metrics/syncer], verbs: [get]) and a "
@@ -71,8 +74,9 @@ def open_prometheus(settings: Settings, timeout: float = CHECK_TIMEOUT) -> Prome
 
     Built once and shared: by the bot (`bot.compose.open_clients`), and by the CLI once per run.
     """
-    url = settings.prometheus.url
-    return None if url is None else PrometheusClient(str(url), timeout=timeout)
+    if settings.prometheus.url is None:
+        return None
+    return PrometheusClient.from_settings(settings.prometheus, timeout=timeout)
 
 
 async def check_verify(
@@ -178,24 +182,32 @@ async def scrape_line(
     try:
         targets = [t for t in await prometheus.targets(timeout=timeout) if is_syncer_scrape(t, cluster.match)]
         up = await prometheus.query(selector("up", cluster.match), timeout=timeout) if targets else []
+        # No scrape carries the labels: are the proxy series there at all, and with which of the labels?
+        series = [] if targets else await prometheus.query(scrapes_of_peers(cluster), timeout=timeout)
     except UpstreamError as err:
         return unreachable_line("scrape", cluster.name, err)
-    return judge_scrape(cluster, targets, up)
+    return judge_scrape(cluster, targets, up, series)
+
+
+def scrapes_of_peers(cluster: ClusterSettings) -> str:
+    """One sample per scrape of the peer gauge, whatever its labels: its job, instance and match labels."""
+    names = dict.fromkeys(["job", "instance", *sorted(cluster.match)])
+    return f"group by ({', '.join(names)}) ({PEERS})"
 
 
 def judge_scrape(
-    cluster: ClusterSettings, targets: Sequence[ScrapeTarget], up: Sequence[Sample]
+    cluster: ClusterSettings,
+    targets: Sequence[ScrapeTarget],
+    up: Sequence[Sample],
+    series: Sequence[Sample] = (),
 ) -> VerifyLine:
-    """Pass when at least one matching syncer scrape exists and every one of them has `up == 1`."""
-    labels = ", ".join(f'{k}="{v}"' for k, v in sorted(cluster.match.items()))
+    """Pass when at least one matching syncer scrape exists and every one of them has `up == 1`.
+
+    Without one, `series` (the peer gauge's scrapes, read without the `match` selector) tells "not
+    scraped" from "scraped without label X", which the line then names.
+    """
     if not targets:
-        fix = (
-            f"scrape /metrics/syncer of {cluster.name} (controlPlane.serviceMonitor.enabled: true, or "
-            f"your own job) and put the labels {{{labels}}} on it, so that the alerts name this cluster"
-        )
-        evidence = (f"no active scrape target of /metrics/syncer carries {{{labels}}}",)
-        summary = "not scraped: an absent target is indistinguishable from a healthy proxy"
-        return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, evidence, fix)
+        return _unmatched_scrape(cluster, series)
     values = {(s.labels.get("job"), s.labels.get("instance")): s.value for s in up}
     shown_targets: list[str] = []
     down: list[str] = []
@@ -211,6 +223,67 @@ def judge_scrape(
         return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, tuple(shown_targets), fix)
     summary = f"scraped, up == 1 ({len(targets)} target(s))"
     return VerifyLine("scrape", cluster.name, Outcome.PASS, summary, tuple(shown_targets))
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def _relabel_fix(cluster: ClusterSettings, missing: Mapping[str, str]) -> str:
+    return (
+        f"add {_labels(missing)} to the scrape of {cluster.name}'s /metrics/syncer: ServiceMonitor "
+        "`relabelings` or scrape_config `relabel_configs` with `target_label` and `replacement` (not "
+        "metric_relabel_configs, which `up` never gets), so that its alerts name this cluster"
+    )
+
+
+def _unmatched_scrape(cluster: ClusterSettings, series: Sequence[Sample]) -> VerifyLine:
+    """No scrape target carries the `match` labels: not scraped, or scraped without (some of) them."""
+    wanted = _labels(cluster.match)
+    if not series:
+        fix = (
+            f"scrape /metrics/syncer of {cluster.name} (controlPlane.serviceMonitor.enabled: true, or "
+            f"your own job) and put the labels {wanted} on it, so that the alerts name this cluster"
+        )
+        absent = (
+            f"no active scrape target of /metrics/syncer carries {wanted}",
+            f"no {PEERS} series at all",
+        )
+        summary = "not scraped: an absent target is indistinguishable from a healthy proxy"
+        return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, absent, fix)
+    # A series contradicting none of the labels may be this cluster's, lacking those it does not carry.
+    fitting = [s for s in series if all(s.labels.get(k, v) == v for k, v in cluster.match.items())]
+    listed = fitting or list(series)
+    evidence: tuple[str, ...] = tuple(_scrape_of(s, cluster.match) for s in listed[:_SHOWN_SERIES])
+    if len(listed) > _SHOWN_SERIES:
+        evidence += (f"… and {len(listed) - _SHOWN_SERIES} more",)
+    if not fitting:
+        summary = f"not scraped with {wanted}: every {PEERS} series carries other values"
+        fix = (
+            f"compare `match` of {cluster.name} with the labels on its scrape (the series of other "
+            f"clusters are listed too), or add {wanted} to the scrape"
+        )
+        return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, evidence, fix)
+    missing = {k: v for k, v in cluster.match.items() if any(k not in s.labels for s in fitting)}
+    if not missing:
+        summary = f"{PEERS} carries {wanted}, but no active scrape target of /metrics/syncer does"
+        fix = _relabel_fix(cluster, cluster.match)
+        return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, evidence, fix)
+    names = ", ".join(f"`{k}`" for k in sorted(missing))
+    summary = (
+        f"scraped without the label {names}: its alerts match no cluster (they go to the default channel)"
+    )
+    return VerifyLine("scrape", cluster.name, Outcome.FAIL, summary, evidence, _relabel_fix(cluster, missing))
+
+
+def _scrape_of(series: Sample, match: Mapping[str, str]) -> str:
+    labels = series.labels
+    where = f"{PEERS} of job {labels.get('job', '?')}, instance {labels.get('instance', '?')}"
+    lacking = [k for k in sorted(match) if k not in labels]
+    carried = {k: labels[k] for k in match if k in labels}
+    parts = [f"without {', '.join(lacking)}"] if lacking else []
+    parts += [f"with {_labels(carried)}"] if carried else []
+    return f"{where}: {'; '.join(parts)}"
 
 
 # -- /metrics/syncer with the bot's credentials --------------------------------------------------------

@@ -24,6 +24,17 @@ PROBE_SUCCESS_MAX_AGE = 900.0  # the guide's ResourceProxyProbeFailing threshold
 MISSED_INTERVALS = 3
 DEFAULT_INTERVAL = 300.0  # the guide's `*/5 * * * *`
 _CRONJOB = "/apis/batch/v1/namespaces/{namespace}/cronjobs/" + PROBE_CRONJOB
+# The shipped ClusterRole that a RoleBinding grants in each control-plane namespace.
+CONTROL_PLANE_ROLE = "proxybot-control-plane-reader"
+
+
+def cronjob_grant_fix(namespace: str) -> str:
+    """The grant `verify` needs as the shipped control-plane RBAC gives it: one CronJob, one namespace."""
+    return (
+        f"give the bot `get` on the CronJob {PROBE_CRONJOB} in {namespace} (cronjobs.batch, resourceNames: "
+        f"[{PROBE_CRONJOB}]): a RoleBinding in {namespace} to the ClusterRole {CONTROL_PLANE_ROLE} of "
+        "config/deploy/base/rbac-control-plane.yaml"
+    )
 
 
 def cronjob_path(namespace: str) -> ApiPath:
@@ -51,7 +62,11 @@ async def cronjob_line(ctx: CheckContext, cluster: ClusterSettings) -> VerifyLin
         reader = await ctx.control_plane(cluster.name, access)
         response = await reader.get(cronjob_path(namespace), timeout=ctx.timeout)
     except ClusterError as err:
-        fix = "give the bot read access (get on cronjobs.batch) to the control plane cluster"
+        fix = (
+            f"fix the control_plane kubeconfig of cluster {cluster.name}"
+            if err.kind == "bad_config"
+            else "make the control plane cluster's API reachable from the bot"
+        )
         return VerifyLine(
             "probe-cronjob", cluster.name, Outcome.FAIL, "could not read the CronJob", (str(err),), fix
         )
@@ -64,14 +79,17 @@ async def cronjob_line(ctx: CheckContext, cluster: ClusterSettings) -> VerifyLin
             "probe-cronjob", cluster.name, Outcome.FAIL, f"no CronJob {PROBE_CRONJOB} in {namespace}", (), fix
         )
     if response.status != 200:
-        fix = "give the bot `get` on cronjobs.batch in the client's control-plane namespace"
+        fixes = {
+            403: cronjob_grant_fix(namespace),
+            401: "the control_plane kubeconfig's credentials were rejected: refresh the token or certificate",
+        }
         return VerifyLine(
             "probe-cronjob",
             cluster.name,
             Outcome.FAIL,
             f"reading the CronJob answered HTTP {response.status}",
             (),
-            fix,
+            fixes.get(response.status),
         )
     return judge_cronjob(cluster.name, namespace, json_object(response.body), ctx.wall())
 

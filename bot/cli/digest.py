@@ -52,7 +52,7 @@ async def open_runner(settings: Settings, *, post: bool) -> AsyncIterator[Digest
         stack.push_async_callback(store.close)
         prometheus = None
         if settings.prometheus.url is not None:
-            prometheus = await stack.enter_async_context(PrometheusClient(settings.prometheus.url))
+            prometheus = await stack.enter_async_context(PrometheusClient.from_settings(settings.prometheus))
         live = await ctx.live()
         sources = DigestSources(live.read, ContextCronJobs(ctx), prometheus)
         poster = DirectPoster(SlackClient.from_settings(settings.slack)) if post else None

@@ -73,7 +73,7 @@ async def _reasons(ctx: CheckContext, settings: Settings, target: str, window: i
     async with AsyncExitStack() as stack:
         prometheus = None
         if settings.prometheus.url is not None:
-            prometheus = await stack.enter_async_context(PrometheusClient(settings.prometheus.url))
+            prometheus = await stack.enter_async_context(PrometheusClient.from_settings(settings.prometheus))
         return await run_reasons(ctx, target, window=window, prometheus=prometheus)
 
 

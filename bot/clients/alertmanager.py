@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from bot.clients.credentials import http_security
 from bot.errors import ConfigError, InputError, UpstreamError
 from config.settings import AlertmanagerSettings
 
@@ -132,7 +133,14 @@ class AlertmanagerClient:
         if settings.url is None:
             raise ConfigError(["alertmanager.url: required to create, list or expire silences"])
         base = httpx.URL(settings.url)
-        http = httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(timeout), transport=transport)
+        security = http_security(settings, "alertmanager")
+        http = httpx.AsyncClient(
+            base_url=base,
+            timeout=httpx.Timeout(timeout),
+            transport=transport,
+            auth=security.auth,
+            verify=security.verify,
+        )
         return cls(http, shown_as=str(base.copy_with(username=None, password=None)))
 
     async def aclose(self) -> None:

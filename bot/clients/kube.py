@@ -2,22 +2,31 @@
 
 Only GET is exposed, only on an `ApiPath` (built from validated parts), and every call has a timeout.
 Transport errors and HTTP failures become `ClusterError` with a kind the diagnosis can explain.
+
+The client's kubeconfig loader reads a user's `tokenFile` once, at load (its `refresh_token` only renews
+gcp and exec credentials), while a projected ServiceAccount token is rotated by kubelet and expires: a
+reader whose user has a `tokenFile` (and nothing that takes precedence: `token`, `exec`, an auth
+provider) re-reads the file as it is used (`bot.clients.credentials.CredentialFile`). Nothing is ever
+written back into a kubeconfig: the loader gets no persister.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from kubernetes.aio import config as kube_config
+import yaml
 from kubernetes.aio.client import ApiClient, Configuration
+from kubernetes.aio.config import kube_config
 
+from bot.clients.credentials import CredentialFile
 from bot.domain.paths import ApiPath, syncer_metrics_path
 from bot.errors import ClusterError
 
@@ -51,15 +60,24 @@ class KubeReader:
         self._api = api
 
     @classmethod
-    async def connect(cls, name: str, kubeconfig: Path, context: str | None = None) -> KubeReader:
+    async def connect(
+        cls,
+        name: str,
+        kubeconfig: Path,
+        context: str | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> KubeReader:
         """A reader from a kubeconfig file and optional context; a bad file is a `bad_config` error.
 
         The file is read and parsed on a worker thread (it is blocking I/O, and a credential plugin may
         take seconds); only the client itself is made on the event loop, which its session belongs to.
+        `clock` times the re-reads of a `tokenFile`.
         """
         try:
             loop = asyncio.get_running_loop()
-            configuration = await loop.run_in_executor(_LOADER, _load_configuration, kubeconfig, context)
+            load = functools.partial(_load_configuration, kubeconfig, context, clock)
+            configuration = await loop.run_in_executor(_LOADER, load)
         except Exception as err:  # the loader raises ConfigException, OSError, yaml errors, ...
             raise ClusterError(name, "bad_config", f"cannot load kubeconfig {kubeconfig}: {err}") from None
         return cls(name, ApiClient(configuration=configuration))
@@ -109,14 +127,41 @@ class KubeReader:
         return (await self.get_ok(syncer_metrics_path(), timeout=timeout)).text
 
 
-def _load_configuration(kubeconfig: Path, context: str | None) -> Configuration:
+def _load_configuration(kubeconfig: Path, context: str | None, clock: Callable[[], float]) -> Configuration:
     """The client configuration of one kubeconfig context (runs on a worker thread, on its own loop)."""
-    configuration = Configuration()
-    load = kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=str(kubeconfig), context=context, client_configuration=configuration
+    document = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))  # read once: it may be a pipe
+    # Relative paths (certificates, tokenFile) resolve against the kubeconfig's directory, as kubectl's do.
+    base = kubeconfig.absolute().parent
+    loader = kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call]
+        config_dict=document, config_base_path=str(base), active_context=context
     )
-    asyncio.run(load)
+    configuration = Configuration()
+    asyncio.run(loader.load_and_set(configuration))  # type: ignore[no-untyped-call]
+    token_file = _token_file(document, loader.current_context, base)
+    if token_file is not None:
+        token = CredentialFile(token_file, what=f"the tokenFile of {kubeconfig}", clock=clock)
+        token.load()
+        configuration.refresh_api_key_hook = _bearer_from(token)  # type: ignore[assignment]
     return configuration
+
+
+def _token_file(document: Mapping[str, Any], context: Mapping[str, Any], base: Path) -> Path | None:
+    """The chosen context's user's `tokenFile` (relative to `base`), when the loader authenticated with it."""
+    name = context["context"].get("user")
+    users = [u for u in document.get("users") or [] if u.get("name") == name]
+    user = (users[0].get("user") or {}) if users else {}
+    if "tokenFile" not in user or any(key in user for key in ("token", "exec", "auth-provider")):
+        return None  # no tokenFile, or one of these wins over it in the loader
+    return base / str(user["tokenFile"])
+
+
+def _bearer_from(token: CredentialFile) -> Callable[[Configuration], Awaitable[None]]:
+    """The client's `refresh_api_key_hook`: before each request, the token file's current token."""
+
+    async def refresh(configuration: Configuration) -> None:
+        configuration.api_key["BearerToken"] = f"Bearer {await token.current()}"
+
+    return refresh
 
 
 def _hint(path: ApiPath, kind: str) -> str:

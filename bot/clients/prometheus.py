@@ -22,7 +22,9 @@ from typing import Any, Self
 
 import httpx
 
-from bot.errors import InputError, UpstreamError
+from bot.clients.credentials import HttpSecurity, http_security
+from bot.errors import ConfigError, InputError, UpstreamError
+from config.settings import PrometheusSettings
 
 DEFAULT_TIMEOUT = 5.0
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -123,13 +125,26 @@ class PrometheusClient:
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
+        security: HttpSecurity | None = None,
     ) -> None:
+        security = security or HttpSecurity()
         self._base = str(url).rstrip("/")
         self._shown = _redacted(self._base)
         self._timeout = timeout
         self._http = httpx.AsyncClient(
-            transport=transport, headers=dict(headers or {}), follow_redirects=False
+            transport=transport,
+            headers=dict(headers or {}),
+            follow_redirects=False,
+            auth=security.auth,
+            verify=security.verify,
         )
+
+    @classmethod
+    def from_settings(cls, settings: PrometheusSettings, *, timeout: float = DEFAULT_TIMEOUT) -> Self:
+        """A client of `prometheus.url` with its TLS trust and credentials; ConfigError when unusable."""
+        if settings.url is None:
+            raise ConfigError(["prometheus.url: required to query Prometheus"])
+        return cls(settings.url, timeout=timeout, security=http_security(settings, "prometheus"))
 
     @property
     def url(self) -> str:

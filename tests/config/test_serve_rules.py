@@ -1,5 +1,5 @@
 """What `serve` refuses beyond valid settings: the placeholders our docs show, a token as the signing secret,
-a webhook nobody authenticates."""
+a webhook nobody authenticates, the clients' credential and CA files missing."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import trustme
 import yaml
 
 from bot.errors import ConfigError
@@ -125,3 +126,33 @@ def test_a_token_or_basic_auth_from_the_environment_is_authentication(
     tmp_path: Path, alertmanager: str, env: dict[str, str]
 ) -> None:
     assert load_config(write(tmp_path, alertmanager), env=env, purpose="serve").warnings == ()
+
+
+def test_the_clients_credential_files_must_be_there_for_serve(tmp_path: Path) -> None:
+    alertmanager = (
+        "{webhook_token: real-webhook-token, url: 'https://am:9093', ca_file: am-ca.pem, "
+        "basic_auth: {username: bot, password_file: am-password}}"
+    )
+    path = write(tmp_path, alertmanager)
+    path.write_text(
+        path.read_text() + "prometheus: {url: 'https://prom:9090', bearer_token_file: prom-token}\n"
+    )
+    (tmp_path / "am-password").write_text("\n")
+    missing = [
+        f"prometheus.bearer_token_file: {tmp_path / 'prom-token'} does not exist",
+        f"alertmanager.ca_file: {tmp_path / 'am-ca.pem'} does not exist",
+        f"alertmanager.basic_auth.password_file: {tmp_path / 'am-password'} is empty",
+    ]
+    # Mounted only at deploy time, perhaps: `check` warns, `serve` refuses.
+    assert load_config(path, env={}, purpose="check").warnings == tuple(
+        f"{m} (`serve` refuses this)" for m in missing
+    )
+    assert refused(path) == missing
+    (tmp_path / "prom-token").write_text("token")
+    (tmp_path / "am-password").write_text("password")
+    (tmp_path / "am-ca.pem").write_text("-----BEGIN CERTIFICATE-----\nnot one\n-----END CERTIFICATE-----\n")
+    ca = tmp_path / "am-ca.pem"
+    not_a_ca = f"alertmanager.ca_file: {ca} is not a PEM CA bundle (no certificate loads from it)"
+    assert refused(path, purpose="check") == [not_a_ca]  # wrong wherever the config is read
+    (tmp_path / "am-ca.pem").write_text(trustme.CA().cert_pem.bytes().decode())
+    assert load_config(path, env={}, purpose="serve").warnings == ()

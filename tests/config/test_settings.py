@@ -160,6 +160,23 @@ def test_an_alert_without_match_labels_maps_by_its_target() -> None:
     assert settings.cluster_for_alert({"target": "p/unknown"}) is None
 
 
+def test_an_alert_on_a_control_plane_object_maps_by_its_namespace() -> None:
+    # The guide's ProbeFailing carries kube-state-metrics' labels only: namespace and cronjob.
+    plane = {"kubeconfig": "/kc", "namespace": "cp-b"}
+    a = cluster("a", targets=[target("p/ledger", control_plane={"kubeconfig": "/kc", "namespace": "cp-l"})])
+    b = cluster("b", control_plane=plane, targets=[target("p/queue")])
+    settings = Settings.model_validate(config(clusters=[a, b]))
+    probe = {"cronjob": "proxy-probe"}
+    assert settings.cluster_for_alert({**probe, "namespace": "vcluster-a"}).name == "a"  # type: ignore[union-attr]
+    assert settings.cluster_for_alert({**probe, "namespace": "cp-b"}).name == "b"  # type: ignore[union-attr]
+    # A target's control plane is the client's that proxies to it.
+    assert settings.cluster_for_alert({**probe, "namespace": "cp-l"}).name == "a"  # type: ignore[union-attr]
+    # The namespace says more than a `match` that the control plane's scrape happens to fit.
+    assert settings.cluster_for_alert({**probe, "namespace": "cp-b", "cluster": "a"}).name == "b"  # type: ignore[union-attr]
+    assert settings.cluster_for_alert({**probe, "namespace": "vcluster-b"}) is None  # b's is cp-b
+    assert settings.cluster_for_alert({"namespace": "vcluster-a"}) is None  # not a control-plane object
+
+
 def test_control_plane_namespaces_default_to_vclusters_convention() -> None:
     configured = {"kubeconfig": "/kc", "namespace": "cp-ledger"}
     data = config(clusters=[cluster(targets=[target(control_plane=configured)])])
@@ -411,3 +428,24 @@ def test_placeholder_secrets_are_recognised(value: str) -> None:
 )
 def test_real_looking_secrets_are_not_placeholders(value: str) -> None:
     assert not validation.is_placeholder_secret(value)
+
+
+@pytest.mark.parametrize("section", ["prometheus", "alertmanager"])
+def test_client_credentials_are_one_scheme_and_need_a_url(section: str) -> None:
+    both = {
+        "url": "https://x:1",
+        "bearer_token_file": "/t",
+        "basic_auth": {"username": "u", "password_file": "/p"},
+    }
+    assert problems(config(**{section: both})) == [
+        ((section, "basic_auth"), "set bearer_token_file or basic_auth, not both")
+    ]
+    nothing_to_call = {"bearer_token_file": "/t", "ca_file": "/ca.pem"}
+    without_url = "means nothing without url (it says how the bot calls that URL)"
+    assert problems(config(**{section: nothing_to_call})) == [
+        ((section, "bearer_token_file"), without_url),
+        ((section, "ca_file"), without_url),
+    ]
+    assert locations(
+        config(**{section: {"url": "https://x:1", "basic_auth": {"username": "", "password_file": "/p"}}})
+    ) == {(section, "basic_auth", "username")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,23 +12,28 @@ from zoneinfo import ZoneInfo
 import pytest
 from apscheduler.triggers.cron import CronTrigger
 
+from bot.delivery.worker import Delivery
 from bot.digest import runner as runner_module
 from bot.digest.runner import DigestRunner, DigestSources, chart_span
 from bot.live import ClusterRead
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng
-from bot.store import open_store
+from bot.store import OutboxKind, open_store
 from config.settings import DigestSettings, Settings
-from handlers.digest import DigestScheduler, latest_fire, next_run, period_key, within_grace
+from handlers.digest import DigestScheduler, latest_fire, next_run, period_key, register, within_grace
+from tests.fakes.alert_pipeline import NoSlack
 
 BERLIN = ZoneInfo("Europe/Berlin")
 GV = "example.com/v1"
 
 
+_TARGET = {"name": "p/x", "group_versions": [GV], "probe": {"group_version": GV, "resource": "things"}}
+_CLUSTER = {"name": "a", "kubeconfig": "/nonexistent", "match": {"cluster": "a"}, "targets": [_TARGET]}
+CONFIG = {"slack": {"default_channel": "#fleet"}, "clusters": [_CLUSTER]}
+
+
 def settings() -> Settings:
-    target = {"name": "p/x", "group_versions": [GV], "probe": {"group_version": GV, "resource": "things"}}
-    cluster = {"name": "a", "kubeconfig": "/nonexistent", "match": {"cluster": "a"}, "targets": [target]}
-    return Settings.model_validate({"slack": {"default_channel": "#fleet"}, "clusters": [cluster]})
+    return Settings.model_validate(CONFIG)
 
 
 # -- pure decisions ----------------------------------------------------------------------------------
@@ -212,3 +218,54 @@ async def test_the_real_scheduler_fires_and_never_overlaps(tmp_path: Path) -> No
     assert poster.peak == 1
     periods = [p[1] for p in poster.posts]
     assert len(set(periods)) == len(periods)
+
+
+def _catch_up_schedule(
+    runner: DigestRunner, clock: list[float], catch_up: bool | int | str
+) -> DigestScheduler:
+    digest = DigestSettings(cron="0 8 * * *", timezone="Europe/Berlin", catch_up=catch_up)
+    zone = ZoneInfo(digest.timezone)
+    return DigestScheduler(
+        runner, digest.cron_trigger(), zone, catch_up=digest.catch_up_seconds, clock=lambda: clock[0]
+    )
+
+
+async def test_catch_up_can_be_turned_off_or_given_its_own_grace(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+    poster = RecordingPoster()
+    fired_at = datetime(2025, 6, 2, 8, 0, tzinfo=BERLIN)
+    clock = [(fired_at + timedelta(minutes=20)).timestamp()]
+    runner = DigestRunner(settings(), store, DigestSources(unreadable), poster, clock=lambda: clock[0])
+    await _catch_up_schedule(runner, clock, False).catch_up()  # off: 20 minutes late is not posted
+    assert poster.posts == []
+    clock[0] = (fired_at + timedelta(minutes=100)).timestamp()
+    await _catch_up_schedule(runner, clock, True).catch_up()  # the default hour is over
+    assert poster.posts == []
+    await _catch_up_schedule(runner, clock, 90).catch_up()  # 90 minutes: 100 late is too late
+    assert poster.posts == []
+    await _catch_up_schedule(runner, clock, "120").catch_up()  # as `${VAR}` gives it: within 120
+    await store.close()
+    assert [p[1] for p in poster.posts] == [period_key(fired_at)]
+
+
+@pytest.mark.parametrize("value", [0, -5, 1.5, "soon", None, 10_081])
+def test_catch_up_is_true_false_or_minutes(value: object) -> None:
+    with pytest.raises(ValueError, match=r"must be true, false or a number of minutes from 1 to 10080"):
+        DigestSettings(catch_up=value)
+    assert DigestSettings().catch_up_seconds == 3600
+    assert DigestSettings(catch_up=False).catch_up_seconds is None
+    assert DigestSettings(catch_up=15).catch_up_seconds == 900
+
+
+@pytest.mark.parametrize(("catch_up", "posted"), [(True, 1), (False, 0)])
+async def test_serve_catches_up_as_digest_catch_up_says(tmp_path: Path, catch_up: bool, posted: int) -> None:
+    # Every minute: a run fired within the last minute, whenever the test runs.
+    data = {**CONFIG, "digest": {"cron": "* * * * *", "catch_up": catch_up}}
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+    try:
+        schedule = register(Settings.model_validate(data), store, Delivery(store, NoSlack()), unreadable)
+        await schedule.catch_up()
+        queued = await store.due(time.time() + 86_400, limit=10)
+    finally:
+        await store.close()
+    assert len([item for item in queued if item.kind is OutboxKind.POST]) == posted

@@ -130,6 +130,31 @@ async def test_an_alert_of_no_cluster_goes_plainly_to_the_default_channel(harnes
     assert harness.live.reads == []
 
 
+async def test_a_failing_probe_goes_to_the_cluster_whose_control_plane_namespace_it_names(
+    harness: Harness,
+) -> None:
+    # kube-state-metrics' labels only, scraped in the control plane cluster: no `cluster`, no `target`.
+    probe = alert("p1", "ResourceProxyProbeFailing", cluster=None)
+    probe["labels"] = {
+        "alertname": "ResourceProxyProbeFailing",
+        "namespace": "vcluster-beta",
+        "cronjob": "proxy-probe",
+        "job": "kube-state-metrics",
+        "severity": "critical",
+    }
+    elsewhere = {**probe, "fingerprint": "p2", "labels": {**probe["labels"], "namespace": "vcluster-gone"}}
+    await harness.run(webhook([probe, elsewhere], group='{}:{alertname="ResourceProxyProbeFailing"}'))
+    items = await harness.items()
+    assert sorted((i.kind, i.channel) for i in items) == [
+        (OutboxKind.POST, "#beta-alerts"),
+        (OutboxKind.POST, "#proxy-alerts"),
+    ]
+    by_channel = {i.channel: i.payload for i in items}
+    assert by_channel["#beta-alerts"]["text"] == "FIRING: ResourceProxyProbeFailing (beta)"
+    assert "no configured cluster matches" in json.dumps(by_channel["#proxy-alerts"])
+    assert harness.live.reads == ["beta"]
+
+
 async def test_one_group_spanning_two_clusters_is_one_message_in_each_channel(harness: Harness) -> None:
     await harness.run(webhook([alert("a1", cluster="alpha"), alert("b1", cluster="beta")]))
     assert sorted(await harness.kinds()) == [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ def _settings(srv: SimServer, directory: Path, **changes: Any) -> Settings:
         data["prometheus"] = {"url": changes["prometheus"]}
     if "context" in changes:
         data["clusters"][0]["context"] = changes["context"]
+    if "match" in changes:
+        data["clusters"][0]["match"] = changes["match"]
     path.write_text(yaml.safe_dump(data))
     return load_settings(path, env={}, purpose="demo")
 
@@ -87,6 +90,8 @@ def _line(result: VerifyResult, key: str) -> VerifyLine:
 class Runs:
     with_rules: VerifyResult
     without_rules: VerifyResult
+    without_region: VerifyResult  # `match` also asks for a `region` label that no scrape puts on
+    pods: tuple[str, ...]
 
 
 def _scraped(prom: Prometheus) -> bool | None:
@@ -104,9 +109,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             for prom in (ruled, bare):
                 prom.wait_for_scrapes()
                 prom.wait_until(_scraped, 20, "kube_cronjob_created to be scraped")
+            (tmp / "c").mkdir()
+            regional = {"cluster": CLIENT, "region": "eu"}
             yield Runs(
                 _verify(_settings(srv, tmp / "a", prometheus=ruled.url)),
                 _verify(_settings(srv, tmp / "b", prometheus=bare.url)),
+                _verify(_settings(srv, tmp / "c", prometheus=bare.url, match=regional)),
+                tuple(srv.pods(CLIENT)),
             )
 
 
@@ -132,6 +141,23 @@ def test_without_rules_only_the_rules_line_fails(runs: Runs) -> None:
     assert all(name in " ".join(rules.evidence) for name in GUIDE_ALERTS)
     assert {line.key for line in result.lines if line.outcome is not Outcome.PASS} == {"rules"}
     assert result.outcome is Outcome.FAIL
+
+
+def test_a_scrape_without_one_of_the_match_labels_is_named_as_such(runs: Runs) -> None:
+    line = _line(runs.without_region, "scrape")
+    assert line.outcome is Outcome.FAIL
+    assert line.summary == (
+        "scraped without the label `region`: its alerts match no cluster (they go to the default channel)"
+    )
+    # One sample per replica's scrape, read from the real Prometheus without the `match` selector.
+    shape = (
+        rf"vcluster_proxy_peers of job syncer-{CLIENT}-\d, instance [\d.]+:\d+: "
+        rf'without region; with {{cluster="{CLIENT}"}}'
+    )
+    assert len(line.evidence) == len(runs.pods)
+    assert all(re.fullmatch(shape, shown) for shown in line.evidence), line.evidence
+    assert line.fix is not None
+    assert line.fix.startswith('add {region="eu"} to the scrape of team-a\'s /metrics/syncer')
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +251,37 @@ def test_judge_scrape_needs_the_cluster_labels_and_up_1(tmp_path: Path) -> None:
     down = judge_scrape(cluster, [_target(labelled, syncer, "down")], [_up("syncer", 0.0)])
     assert down.outcome is Outcome.FAIL
     assert down.evidence == ("syncer https://10.0.0.1:443/metrics/syncer: up=0, health down",)
+
+
+def _peers(**labels: str) -> Sample:
+    return Sample({"job": "vcluster", "instance": "10.0.0.2:8443", **labels}, 1.0, NOW)
+
+
+def test_judge_scrape_tells_not_scraped_from_scraped_without_the_labels(tmp_path: Path) -> None:
+    cluster = parse_config(CONFIG, base_dir=tmp_path, env={}, purpose="demo").settings.clusters[0]
+    nothing = judge_scrape(cluster, [], [], [])
+    assert nothing.summary.startswith("not scraped: ")
+    assert "no vcluster_proxy_peers series at all" in nothing.evidence
+    unlabelled = judge_scrape(cluster, [], [], [_peers(), _peers(cluster="team-b")])
+    assert unlabelled.summary.startswith("scraped without the label `cluster`: its alerts match no cluster")
+    # team-b's series contradicts the match: it is not offered as this cluster's.
+    assert unlabelled.evidence == (
+        "vcluster_proxy_peers of job vcluster, instance 10.0.0.2:8443: without cluster",
+    )
+    assert unlabelled.fix is not None
+    assert unlabelled.fix.startswith('add {cluster="team-a"} to the scrape of team-a\'s /metrics/syncer')
+    others = judge_scrape(cluster, [], [], [_peers(cluster="team-b")])
+    assert (
+        others.summary
+        == 'not scraped with {cluster="team-a"}: every vcluster_proxy_peers series carries other values'
+    )
+    assert others.evidence == (
+        'vcluster_proxy_peers of job vcluster, instance 10.0.0.2:8443: with {cluster="team-b"}',
+    )
+    relabelled = judge_scrape(cluster, [], [], [_peers(cluster="team-a")])
+    assert relabelled.summary == (
+        'vcluster_proxy_peers carries {cluster="team-a"}, but no active scrape target of /metrics/syncer does'
+    )
+    many = judge_scrape(cluster, [], [], [_peers(pod=f"p{i}") for i in range(8)])
+    assert many.evidence[-1] == "… and 3 more"
+    assert len(many.evidence) == 6

@@ -7,6 +7,8 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -20,6 +22,7 @@ from bot.clients.alertmanager import (
 )
 from bot.errors import ConfigError, InputError, UpstreamError
 from config.settings import AlertmanagerSettings
+from tests.fakes.http_server import LocalServer, Request
 from tests.harness.alertmanager import Alertmanager
 from tests.harness.process import free_port
 
@@ -233,3 +236,27 @@ def test_matchers_are_equal_when_shared_and_an_escaped_alternation_when_not() ->
     )
     assert found == (Matcher("pod", r"|a\.b|c\|d", is_regex=True), Matcher("target", "p/n"))
     assert [str(m) for m in found] == ['pod=~"|a\\\\.b|c\\\\|d"', 'target="p/n"']
+
+
+async def test_the_bots_own_credentials_and_ca_reach_an_alertmanager_that_needs_them(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("am-token")
+
+    def wants_token(request: Request) -> tuple[int, Any]:
+        if request.headers.get("authorization") != "Bearer am-token":
+            return 401, b"Unauthorized\n"
+        return 200, []
+
+    with LocalServer(wants_token, tls=True) as server:
+        # webhook_token is how Alertmanager authenticates to the bot: never sent to Alertmanager.
+        settings = {"url": server.url, "ca_file": str(server.ca_path), "webhook_token": "inbound"}
+        calling = {**settings, "bearer_token_file": str(tmp_path / "token")}
+        am = AlertmanagerClient.from_settings(AlertmanagerSettings.model_validate(calling))
+        anonymous = AlertmanagerClient.from_settings(AlertmanagerSettings.model_validate(settings))
+        try:
+            assert await am.silences() == []
+            with pytest.raises(UpstreamError, match=r"listing silences: HTTP 401: Unauthorized"):
+                await anonymous.silences()
+        finally:
+            await am.aclose()
+            await anonymous.aclose()
+    assert [r.headers.get("authorization") for r in server.requests] == ["Bearer am-token", None]

@@ -1,4 +1,5 @@
-"""KubeReader against the simulator over HTTPS with the kubeconfigs it writes."""
+"""KubeReader against the simulator over HTTPS with the kubeconfigs it writes, and against a local server
+that records the token each request carries."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from bot.clients.kube import KubeReader
 from bot.domain.parser import parse_syncer
-from bot.domain.paths import probe_path
+from bot.domain.paths import probe_path, syncer_metrics_path
 from bot.domain.snapshot import PEERS
 from bot.errors import ClusterError
 from sim.server import SimServer
+from tests.fakes.http_server import LocalServer, Request
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +135,77 @@ async def test_unreachable_and_hung_servers(kubeconfig: Path, tmp_path: Path) ->
         hung.close()
         for conn in accepted:
             conn.close()
+
+
+# -- a rotated tokenFile -----------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _token_kubeconfig(directory: Path, server: str, user: dict[str, str]) -> Path:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "bot", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "bot"}}],
+        "current-context": "c",
+    }
+    path = directory / "kubeconfig.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _ok(request: Request) -> tuple[int, Any]:
+    return 200, {"kind": "Status"}
+
+
+async def test_a_rotated_token_file_is_read_again_and_sent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("first-token\n")
+    clock = Clock()
+    with LocalServer(_ok) as server:
+        # Relative to the kubeconfig's directory, as the projected token's path is to the pod's.
+        kubeconfig = _token_kubeconfig(tmp_path, server.url, {"tokenFile": "token"})
+        before = kubeconfig.read_bytes()
+        kube = await KubeReader.connect("c", kubeconfig, clock=clock)
+        try:
+            await kube.get(syncer_metrics_path(), timeout=5)
+            token.write_text("second-token\n")  # kubelet rotates the projected token
+            await kube.get(syncer_metrics_path(), timeout=5)  # read less than a minute ago: kept
+            clock.now += 61
+            await kube.get(syncer_metrics_path(), timeout=5)
+            token.unlink()  # a read that fails keeps the last token, and says so without it
+            clock.now += 61
+            await kube.get(syncer_metrics_path(), timeout=5)
+        finally:
+            await kube.close()
+    sent = [r.headers.get("authorization") for r in server.requests]
+    assert sent == ["Bearer first-token", "Bearer first-token", "Bearer second-token", "Bearer second-token"]
+    assert f"the tokenFile of {kubeconfig}: cannot read {token}" in caplog.text
+    assert "second-token" not in caplog.text
+    assert kubeconfig.read_bytes() == before  # nothing written back
+
+
+async def test_an_inline_token_is_sent_as_it_is(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("from-file")
+    clock = Clock()
+    with LocalServer(_ok) as server:
+        # `token` wins over `tokenFile` in the client's loader; the file is never read again.
+        kubeconfig = _token_kubeconfig(tmp_path, server.url, {"token": "inline", "tokenFile": "token"})
+        kube = await KubeReader.connect("c", kubeconfig, clock=clock)
+        try:
+            await kube.get(syncer_metrics_path(), timeout=5)
+            clock.now += 61
+            await kube.get(syncer_metrics_path(), timeout=5)
+        finally:
+            await kube.close()
+    assert [r.headers.get("authorization") for r in server.requests] == ["Bearer inline"] * 2

@@ -1,13 +1,16 @@
-"""PrometheusClient against a real Prometheus 2.42 scraping the simulator, and dead or mute servers."""
+"""PrometheusClient against a real Prometheus 2.42 scraping the simulator, dead or mute servers, and a local
+HTTPS server that wants credentials."""
 
 from __future__ import annotations
 
+import base64
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -16,8 +19,10 @@ from bot.clients.prometheus import PrometheusClient, promql_string, selector
 from bot.domain.parser import parse_syncer
 from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, label
 from bot.errors import InputError, UpstreamError
+from config.settings import PrometheusSettings
 from sim.defaults import CLIENT, TARGET_LABEL
 from sim.server import METRICS_PATH, SimServer
+from tests.fakes.http_server import LocalServer, Request
 from tests.fakes.sim_scrape import syncer_jobs
 from tests.harness.prometheus import Prometheus
 
@@ -227,3 +232,55 @@ async def test_an_answer_that_is_not_prometheus_json_is_an_upstream_error() -> N
     async with PrometheusClient("http://prometheus.invalid", transport=transport) as client:
         with pytest.raises(UpstreamError, match="HTTP 502 without JSON"):
             await client.query("up")
+
+
+# -- TLS and authentication: a local HTTPS server that wants its credentials -----------------------------
+
+EMPTY_VECTOR = {"status": "success", "data": {"resultType": "vector", "result": []}}
+
+
+def _wants(header: str) -> Callable[[Request], tuple[int, Any]]:
+    """Answers like Prometheus behind an authenticating proxy: 401 text unless `Authorization` is right."""
+
+    def answer(request: Request) -> tuple[int, Any]:
+        if request.headers.get("authorization") != header:
+            return 401, b"Unauthorized\n"
+        return 200, EMPTY_VECTOR
+
+    return answer
+
+
+async def test_a_bearer_token_file_and_a_ca_file_reach_a_prometheus_that_needs_them(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("prom-token\n")
+    with LocalServer(_wants("Bearer prom-token"), tls=True) as server:
+        settings = {
+            "url": server.url,
+            "bearer_token_file": str(tmp_path / "token"),
+            "ca_file": str(server.ca_path),
+        }
+        async with PrometheusClient.from_settings(PrometheusSettings.model_validate(settings)) as client:
+            assert await client.query("up") == []
+        untrusted = {**settings, "ca_file": None}
+        async with PrometheusClient.from_settings(PrometheusSettings.model_validate(untrusted)) as client:
+            with pytest.raises(UpstreamError, match=r"unreachable.*CERTIFICATE_VERIFY_FAILED"):
+                await client.query("up")
+        anonymous = {"url": server.url, "ca_file": str(server.ca_path)}
+        async with PrometheusClient.from_settings(PrometheusSettings.model_validate(anonymous)) as client:
+            with pytest.raises(UpstreamError, match="answered HTTP 401 without JSON"):
+                await client.query("up")
+    assert [r.path for r in server.requests] == ["/api/v1/query", "/api/v1/query"]  # the untrusted never sent
+
+
+async def test_basic_auth_with_a_password_file_reaches_prometheus(tmp_path: Path) -> None:
+    (tmp_path / "password").write_text("s3cret\n")
+    header = "Basic " + base64.b64encode(b"proxybot:s3cret").decode()
+    with LocalServer(_wants(header), tls=True) as server:
+        settings = PrometheusSettings.model_validate(
+            {
+                "url": server.url,
+                "basic_auth": {"username": "proxybot", "password_file": str(tmp_path / "password")},
+                "ca_file": str(server.ca_path),
+            }
+        )
+        async with PrometheusClient.from_settings(settings) as client:
+            assert await client.query("up") == []
