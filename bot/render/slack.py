@@ -300,6 +300,8 @@ def findings_message(report: FindingsReport, now: datetime) -> Message:
     ordered = sort_worst_first(list(report.findings))
     full = [f for f in ordered if f.severity >= Severity.WARNING][: DETAILED_ALERTS * 2]
     body: list[Block] = [header(f"{SEVERITY_MARK[report.severity]} {report.title}")]
+    if report.lead:
+        body.append(section_lines([esc(line) for line in report.lead]))
     body.append(section(_counts_line(ordered)))
     body.extend(section_lines(_finding_lines(f)) for f in full)
     rest = [_finding_line(f) for f in ordered if f not in full]
