@@ -87,14 +87,19 @@ def fleet_newest(triages: Sequence[ClusterTriage]) -> VClusterVersion | None:
 
 
 async def read_triage(
-    ctx: CheckContext, cluster: ClusterSettings, targets: Sequence[TargetSettings] | None = None
+    ctx: CheckContext,
+    cluster: ClusterSettings,
+    targets: Sequence[TargetSettings] | None = None,
+    *,
+    with_pods: bool = True,
 ) -> ClusterTriage:
-    """The client's version, `targets`' (default: all of the cluster's) pods and versions, its APIServices."""
+    """The client's version, `targets`' (default: all of the cluster's) pods and versions, its APIServices;
+    `with_pods=False` leaves the pods unread (`verify` judges no verdict)."""
     chosen = tuple(cluster.targets if targets is None else targets)
     client, apiservices, per_target = await asyncio.gather(
         client_version(ctx, cluster),
         read_apiservices(ctx, cluster, chosen),
-        asyncio.gather(*(_target(ctx, target) for target in chosen)),
+        asyncio.gather(*(_target(ctx, target, with_pods) for target in chosen)),
     )
     return ClusterTriage(cluster.name, client, {t.target: t for t in per_target}, apiservices)
 
@@ -111,15 +116,19 @@ async def read_target_pods(ctx: CheckContext, target: TargetSettings) -> TargetP
     return await read_pods(ctx, target.name, target.control_plane, target.control_plane_namespace)
 
 
-async def _target(ctx: CheckContext, target: TargetSettings) -> TargetTriage:
+async def _target(ctx: CheckContext, target: TargetSettings, with_pods: bool) -> TargetTriage:
     access = target.control_plane
     release = (access.release if access else None) or target.tenant_name
     namespace = target.control_plane_namespace
     pods, version = await asyncio.gather(
-        read_target_pods(ctx, target),
+        read_target_pods(ctx, target) if with_pods else _unread_pods(),
         read_version(ctx, target.name, Role.TARGET, access, namespace, release),
     )
     return TargetTriage(target.name, pods, version)
+
+
+async def _unread_pods() -> TargetPods:
+    return TargetPods.missing("not read")
 
 
 def metrics_of(read: ClusterRead, target: str, client: TenantVersion | None = None) -> MetricsSignal:

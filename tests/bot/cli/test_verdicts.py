@@ -123,3 +123,16 @@ def test_without_the_targets_control_plane_the_verdict_is_unknown_and_says_why(
         assert code == 1  # no healthy peer: the diagnosis fails it anyway
         read = {path for _, path, _ in server.requests[before:]}
         assert not [path for path in read if "vcluster-crd-store" in path]  # nothing guessed
+
+
+def test_verify_fails_the_orphan_and_the_old_client(tmp_path_factory: pytest.TempPathFactory) -> None:
+    outcomes = {}
+    for scenario in ("healthy", "apiservice-orphan", "old-client"):
+        for server, config in started(tmp_path_factory, scenario, speed=1, at=120.0):
+            _, report = run_json(Sim(server, config), "verify")
+            outcomes[scenario] = {line["key"]: line["outcome"] for line in report["lines"]}
+    assert outcomes["healthy"]["apiservices"] == outcomes["healthy"]["versions"] == "pass"
+    assert outcomes["apiservice-orphan"]["apiservices"] == "fail"
+    assert outcomes["apiservice-orphan"]["versions"] == "pass"
+    assert outcomes["old-client"]["versions"] == "fail"
+    assert outcomes["old-client"]["syncer"] == "fail"
