@@ -34,7 +34,7 @@ from bot.clients.kube import KubeReader
 from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient, SlackError
 from bot.delivery.worker import Delivery, DeliveryPolicy, SlackSender
-from bot.digest.fleet import ContextCronJobs
+from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.inbound.slack import slack_routes_and_workers
@@ -272,6 +272,7 @@ def _digests(
         prometheus=clients.prometheus,
         pages={c.name: clients.readers[c.name] for c in settings.clusters if c.name in clients.readers},
         executor=pool,
+        triage=ContextTriage(ctx),
     )
 
 

@@ -11,12 +11,18 @@ from typing import Any
 
 import pytest
 
-from bot.cli import netpol, probe, status, verify
+from bot.cli import digest, netpol, probe, status, verify
 from bot.cli.console import Console
 from bot.cli.main import build_parser
 from tests.fakes.sim_scenarios import RecordingSimServer, started
 
-PARSER_SUBCOMMANDS = (*probe.SUBCOMMANDS, *status.SUBCOMMANDS, *netpol.SUBCOMMANDS, *verify.SUBCOMMANDS)
+PARSER_SUBCOMMANDS = (
+    *probe.SUBCOMMANDS,
+    *status.SUBCOMMANDS,
+    *netpol.SUBCOMMANDS,
+    *verify.SUBCOMMANDS,
+    *digest.SUBCOMMANDS,
+)
 
 
 @dataclass

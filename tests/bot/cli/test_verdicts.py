@@ -136,3 +136,19 @@ def test_verify_fails_the_orphan_and_the_old_client(tmp_path_factory: pytest.Tem
     assert outcomes["apiservice-orphan"]["versions"] == "pass"
     assert outcomes["old-client"]["versions"] == "fail"
     assert outcomes["old-client"]["syncer"] == "fail"
+
+
+def test_the_digest_carries_each_targets_verdict_and_the_orphan(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    found = {}
+    for scenario in ("target-down", "apiservice-orphan"):
+        for server, config in started(tmp_path_factory, scenario, speed=1, at=240.0):
+            _, found[scenario] = run_json(Sim(server, config), "digest")
+    down, orphan = found["target-down"], found["apiservice-orphan"]
+    assert [(t["target"], t["verdict"]) for t in down["targets"]] == [("platform/crd-store", "target_down")]
+    assert down["targets"][0]["verdict_inputs"][0] == "target pods: 0 of 1 Ready"
+    assert [t["verdict"] for t in orphan["targets"]] == ["healthy"]
+    assert [f["kind"] for f in orphan["triage_findings"]] == ["apiservice_orphan"]
+    assert orphan["passed"] is False
+    assert {v["version"] for v in orphan["versions"]} == {"0.37.1"}
