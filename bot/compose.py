@@ -28,6 +28,7 @@ from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, Worker, create_app
 from bot.checks.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
+from bot.checks.triage import SharedTargetPods
 from bot.checks.verify import open_prometheus
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
@@ -180,8 +181,8 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     policy = DeliveryPolicy(idle_poll=SHARED_STORE_POLL * 4) if shared else None
     delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease)
     enricher = _enricher(settings, clients.prometheus)
-    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
+    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, ctx)
     pool = digest_pool(settings.digest.workers)
     try:
         digests = _digests(settings, clients, delivery, ctx, live, pool)
@@ -237,6 +238,7 @@ def _alert_worker(
     live: LiveState,
     enricher: PromEnricher | None,
     lease: Lease,
+    ctx: CheckContext,
 ) -> alerts.AlertWorker:
     shared = clients.store.backend != "sqlite"
     return alerts.register(
@@ -252,6 +254,7 @@ def _alert_worker(
         lease=lease,
         # Another replica's intake cannot wake this worker: on a shared store it also looks by itself.
         poll=SHARED_STORE_POLL if shared else None,
+        pods=SharedTargetPods(ctx),  # the verdict: each alert's target's control-plane pods
     )
 
 

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from bot.alerts.outbox import Outbox
-from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore
+from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore, TargetPodsSource
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
 from bot.lease import RETRY_EVERY, Lease
@@ -230,6 +230,7 @@ def register(
     pause: Callable[[], Awaitable[None]] | None = None,
     lease: Lease | None = None,
     poll: float | None = None,
+    pods: TargetPodsSource | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -237,9 +238,12 @@ def register(
     `create_app(deps, workers=[worker.run, ...])`, whose lifespan runs and cancels it; the intake sets
     `deps.wake` for every new notification. Elsewhere `worker.start()` / `await worker.stop()`.
     With `prometheus`, alerts are also enriched with Prometheus' windowed counts and p99s, and each new
-    group gets a chart of its key series in its thread.
+    group gets a chart of its key series in its thread. With `pods`, each alert's target gets the quick-triage
+    verdict (its control-plane pods read within the enrichment budget).
     """
-    pipeline = AlertPipeline(settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus)
+    pipeline = AlertPipeline(
+        settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus, pods=pods
+    )
     return AlertWorker(
         store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll
     )

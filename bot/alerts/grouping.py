@@ -20,10 +20,12 @@ from bot.alerts.state import ChannelGroup
 from bot.domain.alerts import Alert, AlertmanagerWebhook
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
+from bot.domain.diagnosis_readings import Readings
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot
+from bot.domain.verdict import TargetPods, TargetVerdict, judge, metrics_signal, unreadable_metrics
 from bot.live import ClusterRead
-from bot.render.enrichment import live_unavailable, with_prometheus
+from bot.render.enrichment import live_unavailable, with_prometheus, with_verdict
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -82,20 +84,30 @@ def reading(task: asyncio.Task[ClusterRead], budget: float) -> Reading:
     return Reading(read.snapshot, read.window, LiveRead.read(at, read.replica))
 
 
+def pods_reading(task: asyncio.Task[TargetPods], budget: float) -> TargetPods:
+    """What one target-pods read brought by the end of the enrichment budget (late is said so)."""
+    read = within_budget(task, budget)
+    if isinstance(read, Unavailable):
+        return TargetPods.missing(live_unavailable(read).replace("the live read", "the read"))
+    return read
+
+
 def build(
     webhook: AlertmanagerWebhook,
     channel: str,
     routed: list[Routed],
     readings: Mapping[str, Reading],
     prom: PromRound,
+    pods: Mapping[str, TargetPods] | None = None,
 ) -> ChannelGroup:
-    """One channel's share of the notification, every alert diagnosed."""
+    """One channel's share of the notification, every alert diagnosed (and, with `pods`, the verdict of
+    each alert's target from its control-plane pods)."""
     unmatched = Reading(None, None, LiveRead.missing(NO_CLUSTER))
     memo: dict[tuple[Any, ...], AlertDiagnosis] = {}
     views: dict[str, AlertView] = {}
     for r in routed:
         found = unmatched if r.source is None else readings[r.source]
-        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, found, prom, memo))
+        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, found, prom, memo, pods or {}))
     clusters = {r.cluster for r in routed}
     sources = {r.source for r in routed}
     live = _merge_live([unmatched if c is None else readings[c] for c in sorted(sources, key=str)])
@@ -122,7 +134,11 @@ def build(
 
 
 def _diagnosis(
-    r: Routed, found: Reading, prom: PromRound, memo: dict[tuple[Any, ...], AlertDiagnosis]
+    r: Routed,
+    found: Reading,
+    prom: PromRound,
+    memo: dict[tuple[Any, ...], AlertDiagnosis],
+    pods: Mapping[str, TargetPods],
 ) -> AlertDiagnosis:
     # A storm repeats the same alert on many HA replicas and group/versions: explain each shape once.
     labels = r.alert.labels
@@ -133,8 +149,20 @@ def _diagnosis(
         outcome = prom.outcome(r.alert.alertname, labels, r.cluster)
         window = outcome.window.delta if outcome and outcome.window else found.window
         diagnosis = diagnose_alert(r.alert.alertname, labels, found.snapshot, window)
-        memo[key] = with_prometheus(diagnosis, outcome)
+        diagnosis = with_prometheus(diagnosis, outcome)
+        target = labels.get("target")
+        if r.cluster is not None and target is not None and target in pods:
+            diagnosis = with_verdict(diagnosis, _verdict(found, window, target, pods[target]))
+        memo[key] = diagnosis
     return memo[key]
+
+
+def _verdict(found: Reading, window: ProxyDelta | None, target: str, pods: TargetPods) -> TargetVerdict:
+    if found.snapshot is None:
+        metrics = unreadable_metrics(found.live.unavailable or "no live state")
+    else:
+        metrics = metrics_signal(Readings(found.snapshot, window, target))
+    return judge(pods, metrics)
 
 
 def _alert_view(alert: Alert, diagnosis: AlertDiagnosis) -> AlertView:

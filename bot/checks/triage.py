@@ -3,7 +3,9 @@
     read_triage(ctx, cluster)        per client cluster, concurrently: the client's and each target's
                                      vCluster version (StatefulSet images), each target's control-plane pods,
                                      the client's APIServices and their Services (with the orphans)
-    read_target_pods(ctx, target)    one target's control-plane pods (alert enrichment)
+    read_target_pods(ctx, target)    one target's control-plane pods
+    SharedTargetPods(ctx)            the same by target name, one read per target for a few seconds
+                                     (alert enrichment: a storm reads each target's pods once)
     metrics_of(read, target, ...)    the metrics' side of the verdict from a live read
     verdict_of(read, target, pods)   the quick-triage verdict (`bot.domain.verdict.judge`)
 
@@ -34,6 +36,7 @@ from bot.domain.verdict import (
 )
 from bot.domain.versions import Role, TenantVersion, VClusterVersion, newest, too_old, version_findings
 from bot.live import ClusterRead
+from bot.shared_reads import SharedReads
 from config.settings import ClusterSettings, TargetSettings
 
 
@@ -114,6 +117,26 @@ async def client_version(ctx: CheckContext, cluster: ClusterSettings) -> TenantV
 async def read_target_pods(ctx: CheckContext, target: TargetSettings) -> TargetPods:
     """The target's control-plane pods, from its `control_plane` (the cluster hosting it)."""
     return await read_pods(ctx, target.name, target.control_plane, target.control_plane_namespace)
+
+
+class SharedTargetPods:
+    """Target pods by target name: concurrent and recent callers share one read (single-flight + TTL)."""
+
+    def __init__(self, ctx: CheckContext, ttl: float = 5.0) -> None:
+        self._ctx = ctx
+        self._reads: SharedReads[str, TargetPods] = SharedReads(ttl)
+
+    async def read(self, target: str) -> TargetPods:
+        found = self._ctx.settings.find_target(target)
+        if found is None:
+            return TargetPods.missing("not a configured target")
+        settings = found[1]
+        return await self._reads.get(
+            target, lambda: read_target_pods(self._ctx, settings), name=f"pods-{target}"
+        )
+
+    async def cancel_pending(self) -> None:
+        await self._reads.cancel_pending()
 
 
 async def _target(ctx: CheckContext, target: TargetSettings, with_pods: bool) -> TargetTriage:

@@ -42,6 +42,7 @@ from bot.render.blocks import (
     section_lines,
     utc,
 )
+from bot.render.verdict import verdict_short
 
 ACTION_PROBE = "proxy_probe"
 ACTION_PATH = "proxy_path"
@@ -229,6 +230,7 @@ def _alert_blocks(alert: AlertView) -> list[Block]:
         return _plain_alert_blocks(alert, head)
     lines = [
         head,
+        *([f"*Verdict:* {esc(verdict_short(d.verdict))}"] if d.verdict else []),
         f"*What it means:* {esc(d.meaning)}",
         f"*Now:* {STANDING_WORDS[d.standing]}: {esc(d.now)}",
         f"*Likely cause:* {esc(d.cause)}",
