@@ -16,8 +16,9 @@ import asyncio
 import dataclasses
 import re
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.alerts.prom_queries import WindowAsk, counters_query, window_from
 from bot.checks.context import CheckContext, TargetRef, resolve_target
@@ -42,6 +43,9 @@ from bot.live import ClusterRead
 from config.settings import ClusterSettings, Settings, replica_source
 
 REPLICA_UNKNOWN = "not pinned: the client cluster's Service chose one replica"
+# Clusters (their metrics, or their triage reads) read at once by one status check.
+STATUS_CONCURRENCY = 8
+T = TypeVar("T")
 # Verdicts that fail the check: the triage found something broken.
 BROKEN = frozenset(Verdict) - {Verdict.HEALTHY, Verdict.UNKNOWN}
 
@@ -175,9 +179,16 @@ async def run_status(ctx: CheckContext, target: str | None = None) -> StatusResu
     sources = list(dict.fromkeys(source for ref in refs for source in _sources(ref.cluster)))
     clusters = list({ref.cluster.name: ref.cluster for ref in refs}.values())
     chosen = {c.name: tuple(r.target for r in refs if r.cluster.name == c.name) for c in clusters}
+    # A fleet-wide status reads a few clusters at a time, not all of them at once.
+    slots = asyncio.Semaphore(STATUS_CONCURRENCY)
+
+    async def bounded(work: Awaitable[T]) -> T:
+        async with slots:
+            return await work
+
     read_list, triages = await asyncio.gather(
-        asyncio.gather(*(live.read(source) for source in sources)),
-        asyncio.gather(*(read_triage(ctx, c, chosen[c.name]) for c in clusters)),
+        asyncio.gather(*(bounded(live.read(source)) for source in sources)),
+        asyncio.gather(*(bounded(read_triage(ctx, c, chosen[c.name])) for c in clusters)),
     )
     reads = dict(zip(sources, read_list, strict=True))
     by_cluster = {t.cluster: t for t in triages}
