@@ -141,6 +141,7 @@ class Bot:
     clients: Clients
     live: LiveState
     commands: commands.CommandDeps
+    delivery: Delivery
     enricher: PromEnricher | None = None
     pool: ProcessPoolExecutor | None = None  # the digest's worker processes
 
@@ -175,11 +176,14 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     """
     deps = _deps(settings, clients)
     live = shared_live_state(settings, clients, deps.metrics)
-    lease = Lease(clients.store, clock=clients.clock)
-    clients.opened.push_async_callback(_released, lease)  # runs before the store closes
+    # SQLite is one replica's store (the shipped variant runs one pod, `strategy: Recreate`): no lease, so
+    # a restart after a crash starts at once instead of waiting out the dead process's lease.
     shared = clients.store.backend != "sqlite"
+    lease = Lease(clients.store, clock=clients.clock) if shared else None
     policy = DeliveryPolicy(idle_poll=SHARED_STORE_POLL * 4) if shared else None
     delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease)
+    if lease is not None:
+        clients.opened.push_async_callback(_released, lease, delivery)  # runs before the store closes
     enricher = _enricher(settings, clients.prometheus)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
     alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, ctx)
@@ -187,7 +191,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     try:
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
-        routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager)
+        routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager, delivery)
     except BaseException:
         pool.shutdown(wait=False)  # no worker has started yet: nothing to wait for
         raise
@@ -200,7 +204,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         lambda: live.keep_warm(warm_interval),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
-    return Bot(deps, app, clients, live, command_deps, enricher, pool)
+    return Bot(deps, app, clients, live, command_deps, delivery, enricher, pool)
 
 
 async def say_who_posts(slack: ObservedSlack) -> None:
@@ -223,7 +227,12 @@ def _deps(settings: Settings, clients: Clients) -> Deps:
     )
 
 
-async def _released(lease: Lease) -> None:
+async def _released(lease: Lease, delivery: Delivery) -> None:
+    if delivery.cut_off:
+        # A post cut off mid-flight may still reach Slack: the next leader takes over when the lease
+        # expires, and looks for it then.
+        log.info("the %s lease is left to expire: a Slack call was cut off by the stop", lease.name)
+        return
     try:
         await lease.release()
     except StoreError as err:
@@ -237,7 +246,7 @@ def _alert_worker(
     delivery: Delivery,
     live: LiveState,
     enricher: PromEnricher | None,
-    lease: Lease,
+    lease: Lease | None,
     ctx: CheckContext,
 ) -> alerts.AlertWorker:
     shared = clients.store.backend != "sqlite"
@@ -297,14 +306,20 @@ def _command_deps(
 
 
 def slack_inbound(
-    settings: Settings, deps: Deps, command_deps: commands.CommandDeps, silencer: Silences | None
+    settings: Settings,
+    deps: Deps,
+    command_deps: commands.CommandDeps,
+    silencer: Silences | None,
+    delivery: Delivery,
 ) -> tuple[list[BaseRoute], list[Worker]]:
-    """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`."""
+    """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`;
+    the buttons' thread answers go through `delivery`, like every Slack operation."""
     return slack_routes_and_workers(
         settings,
         deps,
         checks=commands.button_checks(command_deps),
         silencer=silencer,
+        replies=delivery,
         registrations=[lambda app: commands.register(app, command_deps)],
     )
 

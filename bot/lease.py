@@ -3,14 +3,15 @@
 Any replica accepts webhooks and answers Slack (everything is stored first); the replica holding the
 `leader` lease runs the alert pipeline and the delivery worker. It renews the lease as it works; when it
 dies, the lease expires after `LEASE_TTL` seconds and the next replica to ask takes it over and finishes
-what the dead one left (pending notifications, pending outbox rows). One process on SQLite holds it
-always. Each worker checks the lease before every unit of work with a margin longer than that work can
-take (`ensure`), so a replica that lost the lease (paused, cut off from the database) stops before the
-next replica could start on the same work.
+what the dead one left (pending notifications, pending outbox rows). A SQLite store is one process's and
+takes no lease (`bot/compose.py`). Each worker checks the lease before every unit of work with a margin
+longer than that work can take (`ensure`), so a replica that lost the lease (paused, cut off from the
+database) stops before the next replica could start on the same work.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -53,6 +54,10 @@ class Lease:
         self._clock = clock
         self._until = 0.0
         self._announced: bool | None = None
+        # Counts the times this process took the lease after not holding it: each is a new leadership.
+        self.term = 0
+        # One renewal at a time: the workers sharing this lease wait for it rather than queue their own.
+        self._renewing = asyncio.Lock()
 
     @property
     def held(self) -> bool:
@@ -64,8 +69,11 @@ class Lease:
 
     async def acquire(self) -> bool:
         """Take or renew the lease now; True when this process holds it afterwards."""
+        was_held = self.held
         until = await self._store.hold_lease(self.name, self.ttl)
         self._until = 0.0 if until is None else until
+        if until is not None and not was_held:
+            self.term += 1
         self._announce(until is not None)
         return until is not None
 
@@ -76,7 +84,10 @@ class Lease:
         margin = min(margin, self.ttl * 2 / 3)
         if self.remaining() >= max(margin, self.ttl * 2 / 3):
             return True
-        return await self.acquire() and self.remaining() >= margin
+        async with self._renewing:
+            if self.remaining() >= max(margin, self.ttl * 2 / 3):  # renewed while this one waited
+                return True
+            return await self.acquire() and self.remaining() >= margin
 
     async def release(self) -> None:
         """Hand the lease back on a clean stop (another replica takes over at once, not after the TTL)."""

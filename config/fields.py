@@ -1,9 +1,10 @@
-"""The building blocks of every settings section: the strict base model, the validated field types, and
-`LocatedProblems` for checks that span several fields.
+"""The building blocks of every settings section: the strict base model, the validated field types,
+`LocatedProblems` for checks that span several fields, and `format_loc`, how every problem names its key.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -21,6 +22,21 @@ class LocatedProblems(ValueError):
     def __init__(self, problems: list[tuple[Loc, str]]) -> None:
         self.problems = problems
         super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems))
+
+
+def format_loc(loc: Loc) -> str:
+    """`("clusters", 1, "targets", 0, "name")` -> `clusters[1].targets[0].name`."""
+    text = ""
+    for part in loc:
+        if part == "[key]":
+            continue  # pydantic's marker for "the key itself", which the message then names
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{part!r}]"
+    return text or "(top level)"
 
 
 def raise_if_any(problems: list[tuple[Loc, str]]) -> None:

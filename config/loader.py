@@ -1,10 +1,12 @@
 """Load the YAML config into `Settings`, collecting every problem as `location: message`.
 
-Order: read the file, parse YAML (duplicate keys refused), substitute `${VAR}` / `${VAR:-default}` in
-string values (`$${` is a literal `${`), apply `PROXYBOT_*` secret overrides, validate the models, then
-apply the rules of the purpose: `serve` refuses placeholder secrets and missing files that `check` only
-warns about and `demo` ignores. Substitution runs on parsed values, not on the YAML text, so a variable's
-value can never change the document's structure.
+Order: read the file, parse YAML (duplicate keys refused, and `channel: #name`, a comment, caught),
+substitute `${VAR}` / `${VAR:-default}` in string values (`$${` is a literal `${`), apply `PROXYBOT_*` secret
+overrides, validate the models, then apply the rules of the purpose (`config/serve_rules.py`): `serve`
+refuses placeholder secrets, unauthenticated webhooks and missing files that `check` only warns about and
+`demo` ignores. `PROXYBOT_*` variables that mean nothing are warned about (`config/environment.py`).
+Substitution runs on parsed values, not on the YAML text, so a variable's value can never change the
+document's structure.
 """
 
 from __future__ import annotations
@@ -12,32 +14,23 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import yaml
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bot.errors import ConfigError
-from config import validation
-from config.fields import Loc, LocatedProblems
+from config.environment import CONFIG_ENV, SECRET_OVERRIDES, overrides, unknown_variables
+from config.fields import Loc, LocatedProblems, format_loc
+from config.serve_rules import Purpose, purpose_problems
 from config.settings import Settings
 
-Purpose = Literal["serve", "demo", "check"]
 DEFAULT_PATH = Path("config/proxybot.yaml")
-CONFIG_ENV = "PROXYBOT_CONFIG"
-
-# Every secret can come from the environment; the variable wins over the file.
-SECRET_OVERRIDES: Mapping[str, tuple[str, ...]] = {
-    "PROXYBOT_SLACK_BOT_TOKEN": ("slack", "bot_token"),
-    "PROXYBOT_SLACK_SIGNING_SECRET": ("slack", "signing_secret"),
-    "PROXYBOT_SLACK_APP_TOKEN": ("slack", "app_token"),
-    "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN": ("alertmanager", "webhook_token"),
-    "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD": ("alertmanager", "webhook_password"),
-    "PROXYBOT_STORE_URL": ("store", "url"),
-}
+# Keys whose value is a Slack channel: unquoted, `channel: #ops` is a YAML comment, so no channel at all.
+CHANNEL_KEYS = frozenset({"channel", "default_channel"})
 
 _REFERENCE = re.compile(
     r"\$\$\{"  # escaped: a literal "${"
@@ -91,12 +84,10 @@ def parse_config(
 ) -> LoadedConfig:
     """Validate config text as if it were a file in `base_dir` (used for files and embedded configs)."""
     source = str(path) if path is not None else "<config>"
-    data = _parse_yaml(text, source)
-    overrides = {name: env[name] for name in SECRET_OVERRIDES if env.get(name, "").strip()}
-    overridden: set[Loc] = {SECRET_OVERRIDES[name] for name in overrides}
-    problems: list[str] = []
-    data = _substitute(data, (), env, overridden, problems)
-    for name, value in overrides.items():
+    data, problems = _parse_yaml(text, source)
+    overridden = dict(overrides(env))
+    data = _substitute(data, (), env, {SECRET_OVERRIDES[name] for name in overridden}, problems)
+    for name, value in overridden.items():
         _set_in(data, SECRET_OVERRIDES[name], value)
     try:
         settings = Settings.model_validate(data, context={"base_dir": base_dir})
@@ -104,10 +95,12 @@ def parse_config(
         raise ConfigError(problems + problems_from_validation_error(exc)) from None
     if problems:
         raise ConfigError(problems)
-    errors, warnings = _purpose_problems(settings, purpose)
+    errors, warnings = purpose_problems(settings, purpose)
     if errors:
         raise ConfigError(errors)
-    return LoadedConfig(settings, path, tuple(warnings), tuple(sorted(overrides)))
+    if purpose != "demo":
+        warnings += unknown_variables(env)
+    return LoadedConfig(settings, path, tuple(warnings), tuple(sorted(overridden)))
 
 
 def _read(path: Path) -> str:
@@ -122,12 +115,17 @@ def _read(path: Path) -> str:
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (PyYAML silently keeps the last)."""
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML silently keeps the last), and notes
+    channel keys left empty, with where they are."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.empty_channels: list[tuple[str, yaml.Mark]] = []
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Hashable] = set()
-    for key_node, _ in node.value:
+    for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if isinstance(key, Hashable) and key in seen:
             raise yaml.constructor.ConstructorError(
@@ -135,15 +133,24 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
             )
         if isinstance(key, Hashable):
             seen.add(key)
+        if isinstance(key, str) and key in CHANNEL_KEYS and _is_empty(value_node):
+            loader.empty_channels.append((key, key_node.end_mark))
     return loader.construct_mapping(node, deep=True)
+
+
+def _is_empty(node: yaml.Node) -> bool:
+    """`key:` with nothing after it (a null written as nothing, not as `~` or `null`)."""
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null" and node.value == ""
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _parse_yaml(text: str, source: str) -> dict[str, Any]:
+def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], list[str]]:
+    """The top-level mapping, and the problems seen while parsing it that do not stop validation."""
+    loader = _StrictLoader(text)
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+        data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source} line {mark.line + 1} column {mark.column + 1}" if mark else source
@@ -151,11 +158,27 @@ def _parse_yaml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError([f"{where}: YAML syntax error: {detail}"]) from None
     except yaml.YAMLError as exc:
         raise ConfigError([f"{source}: YAML error: {exc}"]) from None
+    finally:
+        loader.dispose()
     if data is None:
         raise ConfigError([f"{source}: the file is empty; at least `clusters` is required"])
     if not isinstance(data, dict):
         raise ConfigError([f"{source}: the top level must be a mapping of sections (slack, clusters, ...)"])
-    return data
+    lines = text.splitlines()
+    commented = (_commented(key, mark, lines, source) for key, mark in loader.empty_channels)
+    return data, [problem for problem in commented if problem is not None]
+
+
+def _commented(key: str, mark: yaml.Mark, lines: list[str], source: str) -> str | None:
+    """`channel: #ops` unquoted: YAML reads `#ops` as a comment, so the key is there with no channel."""
+    found = re.match(r"\s*:\s+(#\S*)", lines[mark.line][mark.column :])
+    if found is None:
+        return None  # `channel:` with nothing after it: unset, as if omitted
+    channel = found.group(1)
+    return (
+        f"{source} line {mark.line + 1}: `{key}: {channel}` is a YAML comment, not a channel, so no channel "
+        f'is set; quote it: {key}: "{channel}"'
+    )
 
 
 def _substitute(node: Any, loc: Loc, env: Mapping[str, str], skip: set[Loc], problems: list[str]) -> Any:
@@ -197,102 +220,6 @@ def _set_in(data: dict[str, Any], path: tuple[str, ...], value: str) -> None:
             return  # the section itself is malformed: validation reports that
         node = child
     node[path[-1]] = value
-
-
-def secret_fields(model: BaseModel, loc: Loc = ()) -> Iterator[tuple[Loc, SecretStr | None]]:
-    """Every SecretStr field of a settings tree (set or not), with its location."""
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        annotation = type(model).model_fields[name].annotation
-        if isinstance(value, SecretStr) or (value is None and _mentions(annotation, SecretStr)):
-            yield (*loc, name), value
-        elif isinstance(value, BaseModel):
-            yield from secret_fields(value, (*loc, name))
-        elif isinstance(value, tuple):
-            for index, item in enumerate(value):
-                if isinstance(item, BaseModel):
-                    yield from secret_fields(item, (*loc, name, index))
-
-
-def _env_hint(loc: Loc) -> str:
-    names = [name for name, path in SECRET_OVERRIDES.items() if path == loc]
-    return f" here or in {names[0]}" if names else ""
-
-
-def _purpose_problems(settings: Settings, purpose: Purpose) -> tuple[list[str], list[str]]:
-    """(errors, warnings) for loading with this purpose."""
-    if purpose == "demo":
-        return [], []
-    found = [*_secret_problems(settings), *_kubeconfig_problems(settings)]
-    if purpose == "serve":
-        return [problem for problem, _ in found], []
-    errors = [problem for problem, fatal_for_check in found if fatal_for_check]
-    warnings = [f"{problem} (`serve` refuses this)" for problem, fatal in found if not fatal]
-    return errors, warnings
-
-
-def _secret_problems(settings: Settings) -> Iterator[tuple[str, bool]]:
-    slack = settings.slack
-    required = {("slack", "bot_token")}
-    if slack.app_token is None:
-        required.add(("slack", "signing_secret"))  # HTTP mode verifies Slack's request signatures
-    for loc, secret in secret_fields(settings):
-        if secret is None:
-            if loc in required:
-                yield f"{format_loc(loc)}: required to serve; set it{_env_hint(loc)}", False
-        elif validation.is_placeholder_secret(secret.get_secret_value()):
-            yield f"{format_loc(loc)}: still a placeholder; put the real secret{_env_hint(loc)}", False
-
-
-def _kubeconfig_problems(settings: Settings) -> Iterator[tuple[str, bool]]:
-    for index, cluster in enumerate(settings.clusters):
-        yield from _kubeconfig_problem(("clusters", index), cluster.kubeconfig, cluster.context)
-        for t_index, target in enumerate(cluster.targets):
-            if target.direct is not None:
-                loc = ("clusters", index, "targets", t_index, "direct")
-                yield from _kubeconfig_problem(loc, target.direct.kubeconfig, target.direct.context)
-
-
-def _kubeconfig_problem(loc: Loc, path: Path, context: str | None) -> Iterator[tuple[str, bool]]:
-    """A missing file only warns for check (it may be mounted at deploy time); a wrong one is an error."""
-    where = format_loc((*loc, "kubeconfig"))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        yield f"{where}: {path} does not exist", False
-        return
-    except (OSError, UnicodeDecodeError) as exc:
-        yield f"{where}: {path} cannot be read: {exc}", True
-        return
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError:
-        yield f"{where}: {path} is not valid YAML", True
-        return
-    contexts = document.get("contexts") if isinstance(document, dict) else None
-    names = {entry.get("name") for entry in contexts or [] if isinstance(entry, dict)}
-    if context is not None and context not in names:
-        known = ", ".join(sorted(str(name) for name in names)) or "none"
-        yield f"{format_loc((*loc, 'context'))}: {context!r} is not a context in {path} (has: {known})", True
-
-
-def _mentions(annotation: Any, kind: type) -> bool:
-    return annotation is kind or any(_mentions(arg, kind) for arg in get_args(annotation))
-
-
-def format_loc(loc: Loc) -> str:
-    """`("clusters", 1, "targets", 0, "name")` -> `clusters[1].targets[0].name`."""
-    text = ""
-    for part in loc:
-        if part == "[key]":
-            continue  # pydantic's marker for "the key itself", which the message then names
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
-            text += f".{part}" if text else part
-        else:
-            text += f"[{part!r}]"
-    return text or "(top level)"
 
 
 def problems_from_validation_error(error: ValidationError) -> list[str]:

@@ -42,7 +42,7 @@ class SlackSettings(StrictModel):
     """Slack app credentials and where messages go."""
 
     bot_token: Annotated[OptionalSecret, AfterValidator(validation.slack_token("xoxb-"))] = None
-    signing_secret: OptionalSecret = None
+    signing_secret: Annotated[OptionalSecret, AfterValidator(validation.not_a_slack_token)] = None
     # Set: Socket Mode (no public endpoint needed). Unset: HTTP mode on POST /slack/events.
     app_token: Annotated[OptionalSecret, AfterValidator(validation.slack_token("xapp-"))] = None
     api_url: Annotated[HttpUrl, AfterValidator(validation.with_trailing_slash)] = "https://slack.com/api/"
@@ -56,6 +56,9 @@ class AlertmanagerSettings(StrictModel):
     webhook_token: OptionalSecret = None
     webhook_username: str | None = None
     webhook_password: OptionalSecret = None
+    # Without a token or basic auth, anyone who reaches POST /alertmanager can post alerts into Slack:
+    # `serve` refuses that unless this says it is meant (e.g. only Alertmanager can reach the pod).
+    allow_unauthenticated: bool = False
 
     @_model_validator(mode="after")
     def _one_auth_scheme(self) -> Self:

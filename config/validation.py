@@ -176,18 +176,50 @@ def crontab_for_apscheduler(expression: str) -> str:
 _PLACEHOLDERS = frozenset(
     {"changeme", "change-me", "change_me", "replaceme", "replace-me", "todo", "secret", "xxx"}
 )
+# What our docs write where a secret goes: `xoxb-your-token`, `your-signing-secret` (config/deploy/README.md).
+_YOUR_WORD = re.compile(r"(\A|[-_ ])your[-_ ]", re.IGNORECASE)
+# ... and in a PostgreSQL URL: postgresql://proxybot:PASSWORD@HOST:5432/proxybot
+_URL_PLACEHOLDERS = frozenset({"PASSWORD", "HOST"})
+# Every kind of Slack token (bot, user, app-level, legacy and refresh): none of them is a signing secret.
+SLACK_TOKEN_PREFIXES = ("xoxb-", "xoxp-", "xapp-", "xoxa-", "xoxe-", "xoxr-", "xoxs-")
 
 
 def is_placeholder_secret(value: str) -> bool:
-    """A value copied from an example rather than a real secret: empty, `changeme`, `xoxb-...`, `<token>`."""
+    """A value copied from an example rather than a real secret: empty, `changeme`, `xoxb-...`, `<token>`,
+    `xoxb-your-token`, or a URL whose password or host is still `PASSWORD`, `HOST` or `<password>`."""
     text = value.strip()
     return (
         not text
         or text.lower() in _PLACEHOLDERS
         or "..." in text
         or "…" in text
-        or (text.startswith("<") and text.endswith(">"))
+        or _is_bracketed(text)
+        or (_url_placeholder(text) if "://" in text else _YOUR_WORD.search(text) is not None)
     )
+
+
+def _is_bracketed(text: str) -> bool:
+    return text.startswith("<") and text.endswith(">")
+
+
+def _url_placeholder(text: str) -> bool:
+    """A URL whose password or host is still the docs' `PASSWORD`, `HOST` or `<password>`."""
+    credentials, _, host_port = urlsplit(text).netloc.rpartition("@")
+    password = credentials.partition(":")[2]
+    host = host_port.rpartition(":")[0] if host_port.count(":") == 1 else host_port
+    return any(part in _URL_PLACEHOLDERS or _is_bracketed(part) for part in (password, host))
+
+
+def not_a_slack_token(value: SecretStr | None) -> SecretStr | None:
+    """A signing secret that is no Slack token pasted into the wrong field (errors name only the prefix)."""
+    text = "" if value is None else value.get_secret_value().strip()
+    prefix = next((prefix for prefix in SLACK_TOKEN_PREFIXES if text.startswith(prefix)), None)
+    if prefix is not None and not is_placeholder_secret(text):  # placeholders: `serve` refuses those
+        raise ValueError(
+            f"this is a Slack token ({prefix}...), not the signing secret: copy the app's Basic Information "
+            "-> App Credentials -> Signing Secret"
+        )
+    return value
 
 
 def non_empty(value: _Sized) -> _Sized:
@@ -247,6 +279,22 @@ def slack_token(prefix: str) -> Callable[[SecretStr | None], SecretStr | None]:
     return check
 
 
+def _libpq_parses(url: str) -> None:
+    """libpq's own reading of the URL (what serve will do); its message may quote the password: not kept."""
+    import psycopg  # here: only a PostgreSQL URL needs the driver
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        if urlsplit(url).netloc.count("@") > 1:  # libpq and urllib would split it differently
+            raise psycopg.ProgrammingError("more than one @")
+        conninfo_to_dict(url)
+    except psycopg.Error:
+        raise ValueError(
+            "the PostgreSQL URL does not parse: percent-encode special characters in the user and "
+            "password (@ as %40, % as %25, : as %3A, / as %2F, space as %20)"
+        ) from None
+
+
 def store_url(value: SecretStr, info: ValidationInfo) -> SecretStr:
     """`sqlite:///<path>` (relative paths resolved like kubeconfigs) or `postgresql://...`."""
     url = value.get_secret_value()
@@ -269,6 +317,7 @@ def store_url(value: SecretStr, info: ValidationInfo) -> SecretStr:
             raise ValueError("the PostgreSQL URL names no database: postgresql://<user>@<host>/<db>")
         if not parts.username:
             raise ValueError("the PostgreSQL URL names no user: postgresql://<user>@<host>/<db>")
+        _libpq_parses(url)
         return value
     # The value may hold a password: never repeat it.
     raise ValueError("must be sqlite:///<path> or postgresql://<user>@<host>/<db>")

@@ -3,6 +3,8 @@
 Each button is acknowledged at once (bolt's `ack` listener) and its work runs after, as a bolt lazy
 listener, so a slow Alertmanager or cluster never delays the ack. Every outcome is answered: refusals and
 failures ephemerally to the person who pressed (through `response_url`), results in the alert's thread.
+A thread answer is a reply in the delivery outbox like every other Slack operation (paced, 429s and
+Slack's failures retried, kept across a restart), keyed by the press so a redelivered press adds none.
 A failure is a sentence naming what failed, never a stack trace and never silence.
 
 The button value is an `ActionRef` (validated cluster, target and group id); nothing else from the payload
@@ -19,14 +21,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, Refused
-from bot.render.blocks import Message, code, esc
+from bot.render.blocks import Message, code, context, esc, message, section, text_message
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
+from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 from config.settings import ClusterSettings, Requester, Settings, TargetSettings
 from handlers.command_access import silence_refusal
@@ -60,19 +62,27 @@ class GroupSource(Protocol):
     ) -> list[AlertGroupState]: ...
 
 
+class ThreadReplies(Protocol):
+    """The outbox's side of the buttons (`bot.delivery.worker.Delivery` is one)."""
+
+    async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> object: ...
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
 class ActionDeps:
-    """What the buttons use; `silencer` is None when `alertmanager.url` is not configured."""
+    """What the buttons use; `silencer` is None when `alertmanager.url` is not configured, `replies`
+    None when no outbox is given (answers then go to the person who pressed only)."""
 
     settings: Settings
     groups: GroupSource
     silencer: Silences | None
     checks: ButtonChecks = field(default_factory=ButtonChecks)
     now: Callable[[], datetime] = _utc_now
+    replies: ThreadReplies | None = None
 
 
 def register(app: AsyncApp, deps: ActionDeps) -> None:
@@ -95,14 +105,18 @@ async def _ack(ack: AsyncAck) -> None:
 
 @dataclass(frozen=True)
 class Pressed:
-    """A button press as the handlers use it: who, where, which alert, and its thread."""
+    """A button press as the handlers use it: who, where, which alert, and which press."""
 
     action_id: str
     ref: ActionRef
     who: Requester
     user_name: str
-    channel: str
-    thread_ts: str | None
+    press: str  # this press, as Slack stamps it (`action_ts`): the same on a redelivery
+
+    @property
+    def revision(self) -> str:
+        """The outbox revision of this press's thread answer."""
+        return f"button:{self.action_id}:{self.who.user}:{self.press}"
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Pressed:
@@ -120,15 +134,10 @@ class Pressed:
             ref = ActionRef.decode(str(action["value"]))
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise InputError("the button press is missing fields") from exc
-        return cls(str(action["action_id"]), ref, who, name, who.channel_id, _thread_of(body))
-
-
-def _thread_of(body: Mapping[str, Any]) -> str | None:
-    message = body.get("message") or {}
-    container = body.get("container") or {}
-    found = message.get("thread_ts") or message.get("ts") or container.get("thread_ts")
-    found = found or container.get("message_ts")
-    return str(found) if found else None
+        press = str(action.get("action_ts") or body.get("trigger_id") or "")
+        if not press:
+            raise InputError("the button press carries neither action_ts nor trigger_id")
+        return cls(str(action["action_id"]), ref, who, name, press)
 
 
 def _mention(user: str) -> str:
@@ -139,15 +148,13 @@ def _mention(user: str) -> str:
 
 
 def _silence_listener(deps: ActionDeps) -> Callable[..., Awaitable[None]]:
-    async def silence_alert_group(
-        body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
-    ) -> None:
-        await _answering(respond, "silence", lambda pressed: _silence(deps, pressed, respond, client), body)
+    async def silence_alert_group(body: dict[str, Any], respond: AsyncRespond) -> None:
+        await _answering(respond, "silence", lambda pressed: _silence(deps, pressed, respond), body)
 
     return silence_alert_group
 
 
-async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond, client: AsyncWebClient) -> None:
+async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond) -> None:
     cluster = _silence_allowed(deps, pressed)
     if deps.silencer is None:
         raise Refused("proxybot cannot silence: `alertmanager.url` is not set in its configuration.")
@@ -164,7 +171,7 @@ async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond, cl
     log.info("silence %s created by %s for group %s", silence, pressed.who.user, pressed.ref.group)
     shown = ", ".join(code(m) for m in matchers)
     text = f"Silenced for 1h by {_mention(pressed.who.user)} (silence {code(silence)}): {shown}"
-    await _in_thread(client, respond, pressed, Message(text))
+    await _in_thread(deps, respond, pressed, group, text_message(text))
 
 
 def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
@@ -181,13 +188,17 @@ def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
 
 
 async def _find_group(groups: GroupSource, wanted: str) -> AlertGroupState:
-    # Group ids are hashes of group keys, so the store is scanned; it holds one row per live group.
-    found = next((g for g in await groups.groups() if group_id(g.group_key) == wanted), None)
+    found = await _group_of(groups, wanted)
     if found is None:
         raise Refused(
             "proxybot no longer knows this alert group (it was cleaned up): silence it in Alertmanager."
         )
     return found
+
+
+async def _group_of(groups: GroupSource, wanted: str) -> AlertGroupState | None:
+    # Group ids are hashes of group keys, so the store is scanned; it holds one row per live group.
+    return next((g for g in await groups.groups() if group_id(g.group_key) == wanted), None)
 
 
 def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSettings) -> tuple[Matcher, ...]:
@@ -219,11 +230,13 @@ def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSet
 
 
 def _check_listener(deps: ActionDeps, verb: str, check: Check) -> Callable[..., Awaitable[None]]:
-    async def run_button_check(body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+    async def run_button_check(body: dict[str, Any], respond: AsyncRespond) -> None:
         async def run(pressed: Pressed) -> None:
             cluster, target = _check_allowed(deps.settings, pressed)
             await _ephemeral(respond, f"{verb} {code(target.name)}…")
-            await _in_thread(client, respond, pressed, await check(cluster, target))
+            answer = await check(cluster, target)
+            group = await _group_of(deps.groups, pressed.ref.group)
+            await _in_thread(deps, respond, pressed, group, answer)
 
         await _answering(respond, "check", run, body)
 
@@ -269,17 +282,25 @@ async def _answering(
 
 
 async def _ephemeral(respond: AsyncRespond, text: str) -> None:
-    await say(respond, Message(text))
+    await say(respond, text_message(text))
 
 
 async def _in_thread(
-    client: AsyncWebClient, respond: AsyncRespond, pressed: Pressed, message: Message
+    deps: ActionDeps,
+    respond: AsyncRespond,
+    pressed: Pressed,
+    group: AlertGroupState | None,
+    answer: Message,
 ) -> None:
-    """Post in the alert's thread; when Slack refuses, give the answer to the person instead."""
-    try:
-        await client.chat_postMessage(
-            channel=pressed.channel, thread_ts=pressed.thread_ts, **message.as_kwargs()
-        )
-    except Exception as err:
-        log.error("could not post in the alert's thread in %s: %s", pressed.channel, type(err).__name__)
-        await _ephemeral(respond, f"{message.text}\n(proxybot could not post this in the alert's thread.)")
+    """Queue the answer as a reply in the alert's thread; when it cannot be queued (no outbox, the group
+    is gone, the store failed), give it to the person who pressed instead."""
+    why = "proxybot no longer knows this alert's message" if group is None else "proxybot has no outbox"
+    if group is not None and deps.replies is not None:
+        try:
+            await deps.replies.reply(group.channel, group.group_key, answer, pressed.revision)
+            return
+        except StoreError as err:
+            log.error("could not queue a button's answer for the thread in %s: %s", group.channel, err)
+            why = "proxybot could not queue it"
+    note = context([f"Not posted in the alert's thread: {why}."])
+    await say(respond, message(answer.text, answer.blocks or [section(answer.text)], [note]))

@@ -34,8 +34,9 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-# The lease must outlast one notification's processing by this much before the worker starts it.
-PROCESS_MARGIN = 5.0
+# The lease must outlast one notification's processing (the enrichment budget, 5 s by default, and the
+# store's writes) by this much before the worker starts it.
+PROCESS_MARGIN = 8.0
 
 
 class NotificationQueue(Protocol):
@@ -89,7 +90,7 @@ class AlertWorker:
         self._queue = queue
         self._lease = lease
         self._poll = poll
-        self._restored = False
+        self._restored_term: int | None = None
         self._pipeline = pipeline
         self._batch = batch
         self._retry_seconds = retry_seconds
@@ -126,14 +127,15 @@ class AlertWorker:
             while True:
                 try:
                     if not await self._leading():
-                        await self._wait(RETRY_EVERY)
+                        # Wakes (this replica's intake) do not help: the leader is elsewhere.
+                        self._wake.clear()
+                        await asyncio.sleep(RETRY_EVERY)
                         continue
-                    if not self._restored:
-                        await self._pipeline.restore()
-                        self._restored = True
+                    await self._restore_once_per_term()
                     self._wake.clear()
                     retry = await self.drain()
-                    await self._pipeline.expire_storms()
+                    if await self._leading():  # a lapsed lease: the storms are the next leader's
+                        await self._pipeline.expire_storms()
                 except StoreError as error:
                     log.error(
                         "alerts: the store failed, trying again in %g s: %s", self._retry_seconds, error
@@ -146,25 +148,27 @@ class AlertWorker:
 
     async def _leading(self, margin: float = 0.0) -> bool:
         """Whether this process runs the pipeline now (always, without a lease)."""
-        if self._lease is None:
-            return True
-        if await self._lease.ensure(margin):
-            return True
-        self._restored = False  # the next leadership starts from the store, not from memory
-        return False
+        return self._lease is None or await self._lease.ensure(margin)
+
+    async def _restore_once_per_term(self) -> None:
+        """Each leadership starts from the store, not from memory: another replica may have led between."""
+        term = 0 if self._lease is None else self._lease.term
+        if self._restored_term != term:
+            await self._pipeline.restore()
+            self._restored_term = term
 
     async def drain(self) -> bool:
         """Process every pending notification once, oldest first; True when some must be retried."""
         skipped: set[int] = set()
         held: set[int] = set()  # applied, closed by the pipeline once its storm rows are saved
         while True:
-            if not await self._leading(PROCESS_MARGIN):
-                return False
             fetched = await self._queue.pending(limit=self._batch)
             batch = [n for n in fetched if n.id not in skipped and n.id not in held]
             if not batch:
                 return bool(skipped)
             for notification in batch:
+                if not await self._leading(PROCESS_MARGIN):
+                    return False  # another replica leads now; what is left stays pending for it
                 # The last of a short batch empties the queue (as far as we know): the pipeline closes it
                 # only once the storm rows count it, so "nothing pending" means they are complete.
                 settle = notification is batch[-1] and len(fetched) < self._batch

@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.checks.context import TargetRef, resolve_target
 from bot.errors import Refused
-from bot.render.blocks import code, esc
+from bot.render.blocks import code
 from config.settings import ClusterSettings, Requester, Settings
 
 
@@ -24,7 +24,12 @@ class Asker:
 
     who: Requester
     user_name: str
-    where: str  # the channel as shown in answers
+    where: str  # the channel as logs name it: "#ops", "this direct message"
+
+    @property
+    def place(self) -> str:
+        """Where they asked, as an answer names it (mrkdwn): `#ops` as code, shown rather than linked."""
+        return self.where if self.who.direct_message else code(self.where)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Asker:
@@ -60,7 +65,7 @@ def query_refusal(cluster: str, asker: Asker) -> Refused:
     if asker.who.direct_message:
         why = "direct messages may query only the clusters `access.direct_messages` grants, to its users"
     else:
-        why = f"{esc(asker.where)} is not granted it under `access` in proxybot's configuration"
+        why = f"{asker.place} is not granted it under `access` in proxybot's configuration"
     return Refused(f"You may not query cluster {code(cluster)} from here: {why}.")
 
 
@@ -82,7 +87,7 @@ def granted(settings: Settings, asker: Asker, sub: str) -> tuple[ClusterSettings
         if asker.who.direct_message:
             why = "your direct messages are granted no cluster (see `access.direct_messages`)"
         else:
-            why = f"{esc(asker.where)} is granted no cluster under `access` in proxybot's configuration"
+            why = f"{asker.place} is granted no cluster under `access` in proxybot's configuration"
         raise Refused(f"You may not run `/proxy {sub}` here: {why}.")
     return clusters
 

@@ -16,7 +16,7 @@ from typing import Protocol
 from bot.checks.context import resolve_target
 from bot.clients.alertmanager import Matcher, Silence, silence_id
 from bot.errors import InputError, Refused, shown
-from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines
+from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines, text_message
 from config.settings import Requester, Settings
 from handlers.command_access import queryable, silence_refusal
 from handlers.command_args import Invocation, parse_duration
@@ -101,7 +101,7 @@ def _create(
             f"Silenced {code(matchers[0])} until {until} (silence {code(made)}), reason: {esc(reason)}. "
             f"Undo with `/proxy silence expire {made}`."
         )
-        return Message(text)
+        return text_message(text)
 
     return work
 
@@ -133,7 +133,7 @@ async def _list(settings: Settings, silences: Silences, who: Requester) -> Messa
     live = [s for s in await silences.silences() if s.state in _LIVE_STATES]
     mine = [s for s in live if any(settings.may_query(c, who) for c in clusters_of(s, settings))]
     if not mine:
-        return Message("No active or pending silence concerns the clusters you may query here.")
+        return text_message("No active or pending silence concerns the clusters you may query here.")
     lines = [_silence_line(s) for s in sorted(mine, key=lambda s: s.ends_at)[:MAX_LISTED]]
     if len(mine) > MAX_LISTED:
         lines.append(f"… and {len(mine) - MAX_LISTED} more")
@@ -159,6 +159,6 @@ async def _expire(settings: Settings, silences: Silences, who: Requester, wanted
     if refused:
         raise Refused(silence_refusal(settings, refused[0], who))
     if found.state not in _LIVE_STATES:
-        return Message(f"Silence {code(wanted)} is already {esc(found.state)}.")
+        return text_message(f"Silence {code(wanted)} is already {esc(found.state)}.")
     await silences.expire_silence(wanted)
-    return Message(f"Expired silence {code(wanted)}: " + ", ".join(code(m) for m in found.matchers))
+    return text_message(f"Expired silence {code(wanted)}: " + ", ".join(code(m) for m in found.matchers))

@@ -42,7 +42,7 @@ from bot.checks.verify import check_verify, chosen_clusters
 from bot.clients.prometheus import PrometheusClient
 from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, Refused
-from bot.render.blocks import Message, esc
+from bot.render.blocks import Message, code, text_message
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
 from bot.render.checks_probe import probe_message
@@ -160,12 +160,12 @@ async def _run(plan: Plan, respond: AsyncRespond) -> Message:
     if plan.progress is None:
         return await plan.work()
     if plan.at_once:
-        await say(respond, Message(plan.progress))
+        await say(respond, text_message(plan.progress))
         return await plan.work()
     task = asyncio.ensure_future(plan.work())
     done, _ = await asyncio.wait({task}, timeout=PROGRESS_AFTER)
     if not done:
-        await say(respond, Message(plan.progress))
+        await say(respond, text_message(plan.progress))
     return await task
 
 
@@ -198,7 +198,7 @@ def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
         deps.settings, asker.who, silences=deps.silences is not None, digest=deps.digest is not None
     )
     focus = inv.arg(0)
-    message = help_message(allowed, channel=asker.where, focus=focus.lower() if focus else None)
+    message = help_message(allowed, channel=asker.place, focus=focus.lower() if focus else None)
 
     async def work() -> Message:
         return message
@@ -315,13 +315,13 @@ def _plan_digest(deps: CommandDeps, asker: Asker, clusters: tuple[ClusterSetting
     if len(clusters) != len(deps.settings.clusters):
         raise Refused(
             "You may not post the fleet digest from here: it covers every cluster, and "
-            f"{esc(asker.where)} may not query all of them (see `access` in the configuration)."
+            f"{asker.place} may not query all of them (see `access` in the configuration)."
         )
     channel = deps.settings.digest_channel() or "the digest channel"
 
     async def work() -> Message:
         built = await digest()
-        return Message(f"Digest posted to {esc(channel)}: {built.message.text}")
+        return text_message(f"Digest posted to {code(channel)}: {built.message.text}")
 
     return Plan(work, "building the fleet digest (reading every cluster)…", at_once=True)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from slack_bolt.async_app import AsyncRespond
 
 from bot.errors import InputError, ProxybotError, Refused
-from bot.render.blocks import Message, esc
+from bot.render.blocks import Message, esc, text_message
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +71,13 @@ async def answering(respond: AsyncRespond, asked: Asked, work: Callable[[], Awai
         await work()
     except Refused as refusal:
         asked.log.info("refused %s: %s", asked.logged, refusal)
-        await say(respond, Message(str(refusal)))
+        await say(respond, text_message(str(refusal)))
     except InputError as err:
         asked.log.log(asked.rejected_level, "rejected %s: %s", asked.logged, err)
-        await say(respond, Message(asked.unusable.format(esc(err))))
+        await say(respond, text_message(asked.unusable.format(esc(err))))
     except ProxybotError as err:
         asked.log.error("%s failed: %s", asked.logged, err)
-        await say(respond, Message(f"{asked.name} failed: {esc(err)}"))
+        await say(respond, text_message(f"{asked.name} failed: {esc(err)}"))
     except Exception:
         asked.log.exception("%s failed unexpectedly", asked.logged)
-        await say(respond, Message(f"{asked.name} failed on proxybot's side; the error is in its log."))
+        await say(respond, text_message(f"{asked.name} failed on proxybot's side; the error is in its log."))

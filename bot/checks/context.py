@@ -11,8 +11,10 @@ configuration only.
 from __future__ import annotations
 
 import asyncio
+import difflib
+import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +32,8 @@ from config.settings import (
 
 # How long one read of a check waits for a cluster or Prometheus.
 CHECK_TIMEOUT = 5.0
+# Names offered for a mistyped TARGET.
+SUGGESTED = 10
 Clock = Callable[[], float]
 
 
@@ -54,9 +58,22 @@ def resolve_target(
     found = settings.find_target(name)
     if found is None:
         clusters = settings.clusters if visible is None else visible
-        known = ", ".join(sorted(t.name for c in clusters for t in c.targets)) or "none you may query"
-        raise InputError(f"TARGET: {shown(name, 80)} is not a configured target (configured: {known})")
+        known = suggested(name, [t.name for c in clusters for t in c.targets])
+        raise InputError(f"TARGET: {shown(name, 80)} is not a configured target ({known})")
     return TargetRef(*found)
+
+
+def suggested(name: str, known: Sequence[str], most: int = SUGGESTED) -> str:
+    """The configured names to offer for a mistyped one: all of a few, else the closest `most` of them
+    (difflib's similarity, then alphabetical) and how many more there are: a fleet of 5 000 targets must
+    not make an answer Slack refuses."""
+    if not known:
+        return "configured: none you may query"
+    if len(known) <= most:
+        return "configured: " + ", ".join(sorted(known))
+    close = difflib.get_close_matches(name, known, n=most, cutoff=0.6)
+    rest = itertools.islice((k for k in sorted(known) if k not in close), most - len(close))
+    return f"closest of {len(known)} configured: {', '.join([*close, *rest])}, +{len(known) - most} more"
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,7 @@ async def _postgres(url: str, timeout: float) -> str | None:
     import psycopg
 
     from bot.store.pg_schema import PG_SCHEMA_VERSION
-    from bot.store.postgres import where
+    from bot.store.postgres import scrub, where
 
     place = where(url)
     try:
@@ -69,7 +69,8 @@ async def _postgres(url: str, timeout: float) -> str | None:
         return f"postgresql at {place} did not answer within {timeout:g} s"
     except psycopg.Error as error:
         first = str(error).strip().splitlines()
-        return f"cannot connect to postgresql at {place}: {first[0] if first else type(error).__name__}"
+        reason = scrub(first[0] if first else type(error).__name__, url)
+        return f"cannot connect to postgresql at {place}: {reason}"
     version = int(version_row[0]) if version_row and version_row[0] is not None else 0
     if version > PG_SCHEMA_VERSION:
         newer = f"schema version {version}, newer than this proxybot ({PG_SCHEMA_VERSION})"

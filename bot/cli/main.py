@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from bot.cli import check_vcluster, digest, netpol, path, probe, status, verify
@@ -111,7 +112,7 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     loaded = load_config(config_path(args.config, console.env), env=console.env, purpose="serve")
     for warning in loaded.warnings:
         console.warn(f"warning: {warning}")
-    return run_serve(loaded.settings, args.host, args.port)
+    return run_serve(loaded.settings, args.host, args.port, console)
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,10 +196,19 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
 )
 
 
+def version() -> str:
+    """`proxybot <version>` of the installed package."""
+    try:
+        return f"proxybot {metadata.version('proxybot')}"
+    except metadata.PackageNotFoundError:
+        return "proxybot (version unknown: the package is not installed; pip install .)"
+
+
 def build_parser(subcommands: Sequence[Subcommand] = SUBCOMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="proxybot", description="Slack chat-ops for the vCluster Platform resource proxy."
     )
+    parser.add_argument("--version", action="version", version=version(), help="print the version and exit")
     subparsers = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     for subcommand in subcommands:
         sub = subparsers.add_parser(subcommand.name, help=subcommand.help, description=subcommand.help)

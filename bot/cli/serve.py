@@ -11,9 +11,13 @@ from collections.abc import Iterator
 from types import FrameType
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 
+from bot.cli.console import Console
+from bot.cli.output import EXIT_USAGE
 from bot.compose import Bot, open_bot
 from bot.digest.pool import DigestPool
+from bot.errors import ProxybotError
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,9 +40,15 @@ async def serve(bot: Bot, host: str, port: int) -> None:
         await bot.close()
 
 
-def run_serve(settings: Settings, host: str | None, port: int | None) -> int:
-    async def main() -> None:
-        bot = await open_bot(settings)
+def run_serve(settings: Settings, host: str | None, port: int | None, console: Console) -> int:
+    """Serve until stopped; a failure to start (the store, a client, the port) is one line and exit 2."""
+
+    async def main() -> int:
+        try:
+            bot = await open_bot(settings)
+        except ProxybotError as err:  # a store or client that cannot be opened says which and why
+            console.warn(f"proxybot serve cannot start: {err}")
+            return EXIT_USAGE
         # Everything built so far (the imported libraries, the bot's parts) lives as long as the process.
         # Freezing it keeps the collector from walking it on every full collection: those walks were
         # 100 ms stalls of the event loop during a webhook storm (bench/storm.py p99 ~150 ms -> ~15 ms).
@@ -46,12 +56,18 @@ def run_serve(settings: Settings, host: str | None, port: int | None) -> int:
         gc.freeze()
         say_what_it_costs(bot)
         await serve(bot, host or settings.server.host, port or settings.server.port)
+        return 0
 
     with stopping_by_exception():
         try:
-            asyncio.run(main())
+            return asyncio.run(main())
         except Stopped as stop:
             log.info("stopped by %s", stop)
+        except SystemExit as exit_:
+            # uvicorn logs why it could not start (the port is taken, the app's startup failed), then exits.
+            if exit_.code == STARTUP_FAILURE:
+                return EXIT_USAGE
+            raise
     return 0
 
 

@@ -25,9 +25,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.clients.slack import Posted, SlackRateLimited, SlackRejected
+from bot.clients.slack import DEFAULT_TIMEOUT, Posted, SlackRateLimited, SlackRejected
 from bot.delivery.keys import post_key
 from bot.delivery.plan import Step
+from bot.lease import Lease
 from bot.render.blocks import Message
 from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 
 # Looked for from this long before the in-flight mark: Slack's clock (its `ts`) may be behind ours.
 MARK_SKEW = 60.0
+# A post starts only while the lease is ours for at least this long: one call's timeout, and a second.
+SEND_MARGIN = DEFAULT_TIMEOUT + 1.0
 
 
 class SlackSender(Protocol):
@@ -68,6 +71,10 @@ class Unsendable(Exception):
     """The row can never be sent (its message failed, or its payload is malformed)."""
 
 
+class NotLeading(Exception):
+    """This process may no longer send (its lease is short or gone): the row is left for the leader."""
+
+
 class ChannelIdUnknown(Exception):
     """The message was stored without its channel's ID, and no post in that channel has taught it yet."""
 
@@ -83,8 +90,17 @@ class _Address:
 class StepSender:
     """Makes the Slack call of one step; remembers channel IDs and each channel's next post slot."""
 
-    def __init__(self, store: Store, slack: SlackSender, posts_per_second: float, clock: Clock, sleep: Sleep):
+    def __init__(
+        self,
+        store: Store,
+        slack: SlackSender,
+        posts_per_second: float,
+        clock: Clock,
+        sleep: Sleep,
+        lease: Lease | None = None,
+    ):
         self._store = store
+        self._lease = lease
         self._slack = slack
         self._interval = 1.0 / posts_per_second
         self._clock = clock
@@ -92,8 +108,8 @@ class StepSender:
         self._next_post_at: dict[str, float] = {}
         # Configured channel (a `#name` or an ID) -> its Slack ID, from chat.postMessage answers.
         self._channel_ids: dict[str, str] = {}
-        # False once Slack refused a history read (`missing_scope`): posts are then at-least-once.
-        self._can_look = True
+        # Channels whose history Slack refused to show (`missing_scope`): posts there are at-least-once.
+        self._cannot_look: set[str] = set()
 
     async def send(self, channel: str, step: Step) -> dict[str, Any] | None:
         """The call's result for the row; None when the row was completed by someone else meanwhile."""
@@ -135,9 +151,11 @@ class StepSender:
         if not await self._still_pending(step.item):
             return None
         known = state.channel_id if state is not None else None
-        found = await self._earlier(step.item, channel, known or await self._store.channel_id_of(channel))
+        found = await self._earlier(step.item, channel, known)
         if found is not None:
             await self._store.record_post(channel, group, found.ts, found.channel_id)
+            # Edits merged into this step since that try are newer than what Slack holds.
+            await self._slack.update(found.channel_id, found.ts, _message(payload))
             return {"ts": found.ts, "channel_id": found.channel_id, "adopted": True}
         slot = await self._paced(channel)
         if not await self._still_pending(step.item):
@@ -150,8 +168,15 @@ class StepSender:
     async def _marked_post(
         self, item: OutboxItem, channel: str, message: Message, thread_ts: str | None = None
     ) -> Posted:
-        """chat.postMessage carrying the row's mark, with the row marked in flight around the call."""
-        await self._store.mark_sending(item.id, self._clock())
+        """chat.postMessage carrying the row's mark, with the row marked in flight around the call.
+
+        The mark is fenced by the lease in the store, and the lease must outlast the call: a replica that
+        lost the lease (paused, cut off from the database) never posts what the next leader will send."""
+        if self._lease is not None and self._lease.remaining() < SEND_MARGIN:
+            raise NotLeading(f"the {self._lease.name} lease has {self._lease.remaining():.1f} s left")
+        fence = None if self._lease is None else self._lease.name
+        if not await self._store.mark_sending(item.id, self._clock(), fence=fence):
+            raise NotLeading(f"{item.key} is no longer this replica's to send")
         try:
             return await self._slack.post(channel, message, thread_ts, mark=mark_of(item))
         except (SlackRateLimited, SlackRejected):
@@ -162,11 +187,18 @@ class StepSender:
         self, item: OutboxItem, channel: str, channel_id: str | None, thread_ts: str | None = None
     ) -> _Address | None:
         """Where this row's message is when an earlier try that got no answer made it after all."""
-        if item.sent_at is None or not self._can_look:
+        if item.sent_at is None:
             return None
-        where = channel_id or self._channel_ids.get(channel)
-        if where is None and SLACK_CHANNEL_ID.match(channel):
-            where = channel
+        # History takes only an ID (a reply's address may be the configured `#name`).
+        known = [
+            channel_id,
+            self._channel_ids.get(channel),
+            await self._store.channel_id_of(channel),
+            channel,
+        ]
+        where = next((c for c in known if c and SLACK_CHANNEL_ID.match(c)), None)
+        if where in self._cannot_look:
+            return None
         if where is None:
             log.warning(
                 "delivery: %s may have reached %s before, but the channel's ID is not known to look for "
@@ -180,10 +212,11 @@ class StepSender:
         except SlackRejected as error:
             if error.error_code not in ("missing_scope", "not_allowed_token_type"):
                 raise
-            self._can_look = False
+            self._cannot_look.add(where)
             log.warning(
-                "delivery: Slack refused reading history (%s): a post whose answer was lost may be posted "
-                "twice; add the channels:history and groups:history scopes to the Slack app",
+                "delivery: Slack refused reading the history of %s (%s): a post there whose answer was lost "
+                "may be posted twice; add the channels:history and groups:history scopes to the Slack app",
+                where,
                 error.error_code,
             )
             return None

@@ -32,12 +32,14 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.clients.slack import DEFAULT_TIMEOUT, SlackRateLimited, SlackRejected, SlackTransient
+from bot.clients.slack import SlackRateLimited, SlackRejected, SlackTransient
 from bot.delivery.keys import post_key, reply_key, update_key, upload_key
 from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
 from bot.delivery.send import (
+    SEND_MARGIN,
     ChannelIdUnknown,
     Clock,
+    NotLeading,
     NotPostedYet,
     SlackSender,
     Sleep,
@@ -56,8 +58,6 @@ log = logging.getLogger(__name__)
 
 # Far enough ahead that `Store.due(now + HORIZON)` lists every pending row, due or waiting.
 HORIZON = 10 * 365 * 86400.0
-# The lease must outlast one Slack call (its timeout) by this much before the call starts.
-SEND_MARGIN = DEFAULT_TIMEOUT + 1.0
 
 
 class Delivery:
@@ -86,7 +86,10 @@ class Delivery:
         self._paused_until: dict[str, float] = {}
         self._next_edit_at: dict[tuple[str, str], float] = {}
         self._dispatched_at = float("-inf")
-        self._sender = StepSender(store, slack, self._policy.posts_per_second, clock, sleep)
+        self._sender = StepSender(store, slack, self._policy.posts_per_second, clock, sleep, lease)
+        # Set when a stop cut Slack calls off mid-flight: the lease is then left to expire, not released,
+        # so the next leader looks for those posts only once they could have reached Slack.
+        self.cut_off = False
 
     # -- enqueueing ----------------------------------------------------------------------------------
     async def post(self, channel: str, group_key: str, message: Message) -> Enqueued:
@@ -194,7 +197,8 @@ class Delivery:
     async def _end_lanes(self, *, cancel: bool) -> None:
         lanes = list(self._lanes.values())
         for lane in lanes:
-            if cancel:
+            if cancel and not lane.done():
+                self.cut_off = True
                 lane.cancel()
         await asyncio.gather(*lanes, return_exceptions=True)
         self._lanes.clear()
@@ -277,6 +281,11 @@ class Delivery:
             return False
         except NotPostedYet as error:
             return await self._wait_for_post(item, str(error))
+        except NotLeading as error:
+            log.info("delivery: %s left to the leader: %s", item.key, error)
+            return False
+        except StoreError:
+            raise  # the store, not this row: the lane stops and the loop tries again
         except Unsendable as error:
             return await self._give_up(item, str(error))
         except ChannelIdUnknown as error:

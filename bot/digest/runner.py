@@ -50,7 +50,7 @@ SAMPLE_LEASE = "digest-sample"
 CLAIM_TTL = 30.0
 # How long a replica waits for another that holds the claim before it gives the period up, and how often
 # it looks whether the other posted it (or its claim lapsed).
-CLAIM_WAIT_MAX = 900.0
+CLAIM_WAIT_MAX = 300.0
 CLAIM_POLL = CLAIM_TTL / 3
 DEFAULT_SPAN = 86400.0  # the first digest's charts, with no earlier digest to start from
 MIN_SPAN, MAX_SPAN = 3600.0, 7 * 86400.0

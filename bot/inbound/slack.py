@@ -27,10 +27,10 @@ from starlette.routing import BaseRoute, Route
 
 from bot.app import Deps, Worker
 from bot.errors import ConfigError
-from bot.inbound.body import read_within
+from bot.inbound.body import BodyTimeout, read_within
 from config.settings import Settings
 from handlers import actions
-from handlers.actions import ActionDeps, ButtonChecks
+from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies
 from handlers.command_silence import Silences as Silencer
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,8 @@ async def _read_body(request: Request) -> bytes | Response:
         body = await read_within(request, MAX_BODY_BYTES)
     except ClientDisconnect:
         return PlainTextResponse("client disconnected", status_code=400)
+    except BodyTimeout as error:
+        return PlainTextResponse(str(error), status_code=408)
     if body is None:
         return PlainTextResponse("request body too large", status_code=413)
     try:
@@ -126,6 +128,7 @@ def slack_routes_and_workers(
     *,
     checks: ButtonChecks | None = None,
     silencer: Silencer | None = None,
+    replies: ThreadReplies | None = None,
     client: AsyncWebClient | None = None,
     registrations: Sequence[Registration] = (),
 ) -> tuple[list[BaseRoute], list[Worker]]:
@@ -133,11 +136,12 @@ def slack_routes_and_workers(
 
     HTTP mode gives the `/slack/events` route; Socket Mode (`slack.app_token` set) gives a worker instead.
     The buttons silence through `silencer` (the bot's one Alertmanager client; None: silencing is not
-    configured); `checks` back *Probe now* and *Path check*.
+    configured); `checks` back *Probe now* and *Path check*; their answers in the alert's thread are
+    queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only).
     `registrations` add further handler modules (the slash commands).
     """
     workers: list[Worker] = []
-    button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks())
+    button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks(), replies=replies)
     app = build_slack_app(
         settings, [lambda app: actions.register(app, button_deps), *registrations], client=client
     )

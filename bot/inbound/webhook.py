@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from bot.domain.alerts import AlertmanagerWebhook, parse_webhook
 from bot.errors import InputError
-from bot.inbound.body import is_length, read_within
+from bot.inbound.body import BodyTimeout, is_length, read_within
 from bot.store.models import Accepted
 from config.settings import AlertmanagerSettings
 
@@ -143,6 +143,9 @@ class AlertmanagerIntake:
             raw = await read_within(request, self._max_body_bytes)
         except ClientDisconnect:
             return _error(400, "the client disconnected before the body was complete")
+        except BodyTimeout as error:
+            log.warning("refused an Alertmanager webhook: %s", error)
+            return _error(408, str(error))
         if raw is None:
             return self._too_large()
         try:

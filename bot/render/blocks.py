@@ -5,8 +5,12 @@ visible marker ("… (truncated, N more chars)"), surplus fields, elements and b
 "+N more" line. Nothing is rejected. Lengths are counted in UTF-16 code units, as Slack counts them.
 
 Text passed to `section`, `fields` and `context` is mrkdwn: anything in it that comes from outside
-(labels, annotations, user input) must go through `esc` or `code` first, so that nobody can inject
-`<!channel>` or a link. Plain-text places (header, button labels) take raw text.
+(labels, annotations, cluster and target names, Slack or cluster answers, user input) enters through
+`esc` (or `code` / `code_block`, built on it), the one way in. It makes the text inert: no `<!channel>`,
+link or mention, no newline that starts a line looking like ours, no backtick that opens a code span or
+fence running past the value, no bidi control that reorders what is shown. Every mrkdwn text object is
+sent `verbatim`, so Slack does not auto-link raw URLs or `#channel` names either. Plain-text places
+(header, button labels) take raw text: Slack parses no markup there, and `clean` drops controls.
 """
 
 from __future__ import annotations
@@ -35,10 +39,21 @@ MAX_BUTTON_VALUE = 2000
 MAX_MESSAGE_TEXT = 10_000
 MAX_FALLBACK_TEXT = 1000
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 and C1 controls but newline and tab, and the bidi controls that make text display in an order
+# other than its own (U+202E turns "gpj.exe" into "exe.jpg"): ALM, LRM/RLM, embeddings, isolates.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # A lone surrogate (JSON allows `"\ud800"`) cannot be encoded to send: it becomes U+FFFD.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SPACES = re.compile(r"\s+")
+# Everything that starts a new line in Slack, or looks like it; folded so outside text stays inline.
+_BREAKS = re.compile(r"[\n\r\t\v\f\x1c-\x1e\x85\u2028\u2029]+")
+# `@here`, `@channel`, `#general`: a word joiner after the sign keeps Slack from reading a mention.
+_MENTION = re.compile(r"([@#])(?=\w)")
+WORD_JOINER = "\u2060"
+# A backtick that looks like one (U+02CB) but opens no code span.
+INERT_BACKTICK = "\u02cb"
+# Backticks are kept only as whole inline spans (`get`); a run of them (a fence) or an odd one is not.
+_CODE_SPAN = re.compile(r"(`[^`]+`)")
 
 
 def units(text: str) -> int:
@@ -47,19 +62,49 @@ def units(text: str) -> int:
 
 
 def clean(text: object) -> str:
-    """Text without control characters (newline and tab kept) or lone surrogates."""
+    """Text without control or bidi characters (newline and tab kept) or lone surrogates."""
     return _SURROGATE.sub("\ufffd", _CONTROL.sub("", str(text)))
 
 
 def esc(text: object) -> str:
-    """Untrusted text made inert for mrkdwn: `&`, `<`, `>` escaped, control characters dropped."""
-    return clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Outside text made inert for mrkdwn, on one line: the one way such text enters a message.
+
+    `&`, `<`, `>` escaped (no `<!channel>`, `<@U1>` or link); line breaks folded into a space (no line
+    that starts like ours, "*Next step:* …"); `@`/`#` before a word broken with a word joiner (no
+    `@here`, no `#channel`); a backtick kept only in a whole inline span (`x`), so no fence or span runs
+    past the value; control and bidi characters dropped.
+    """
+    return _MENTION.sub(rf"\1{WORD_JOINER}", _inert_backticks(_inline(text)))
+
+
+def _inline(text: object) -> str:
+    """`esc` but for mentions and backticks: one line, controls dropped, `& < >` escaped."""
+    out = clean(_BREAKS.sub(" ", str(text)))
+    return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _inert_backticks(text: str) -> str:
+    if "`" not in text:
+        return text
+    text = re.sub(r"`{2,}", lambda m: INERT_BACKTICK * len(m.group()), text)
+    parts = _CODE_SPAN.split(text)
+    # split() with one group: the spans are at odd indexes, whatever lies between at even ones.
+    return "".join(p if i % 2 else p.replace("`", INERT_BACKTICK) for i, p in enumerate(parts))
 
 
 def code(text: object) -> str:
-    """Untrusted text as inline code; a backtick inside would end the span early, so it is replaced."""
-    inner = esc(text).replace("`", "'").replace("\n", " ")
+    """Outside text as inline code: `esc` with every backtick made inert (one would end the span).
+
+    No word joiner: Slack reads no mention inside code, and a copied name must be the name."""
+    inner = _inline(text).replace("`", INERT_BACKTICK)
     return f"`{inner}`" if inner else "``"
+
+
+def code_block(text: object) -> str:
+    """Outside text as a code block, its lines kept, each made inline code's way (YAML to copy)."""
+    lines = str(text).rstrip().splitlines() or [""]
+    inner = "\n".join(_inline(line).replace("`", INERT_BACKTICK) for line in lines)
+    return f"```{inner}```"
 
 
 def one_line(text: object) -> str:
@@ -132,7 +177,8 @@ def plain(text: object, limit: int) -> dict[str, Any]:
 
 
 def mrkdwn(text: str, limit: int) -> dict[str, Any]:
-    return {"type": "mrkdwn", "text": truncate(_nonempty(clean(text)), limit)}
+    # verbatim: Slack would otherwise turn raw URLs, `#channel` names and `@here` in the text into links.
+    return {"type": "mrkdwn", "text": truncate(_nonempty(clean(text)), limit), "verbatim": True}
 
 
 def header(text: object) -> Block:
@@ -256,6 +302,11 @@ def message(fallback: str, body: Sequence[Block], tail: Sequence[Block] = ()) ->
             kept.append(context([f"… (truncated, {dropped} more blocks)"]))
         break
     return Message(text, (*kept, *tail))
+
+
+def text_message(text: str) -> Message:
+    """A short answer (a sentence, a refusal) through `message`: one section, within every limit."""
+    return message(text, [section(text)])
 
 
 def _shrunk(block: Block, budget: int) -> Block | None:

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from bot.checks.netpol import NetpolResult
-from bot.render.blocks import Block, Message, context, esc, header, message, section, section_lines
+from bot.render.blocks import (
+    Block,
+    Message,
+    code_block,
+    context,
+    esc,
+    header,
+    message,
+    section,
+    section_lines,
+)
 
 
 def _yaml_block(title: str, text: str) -> Block:
-    return section(f"*{esc(title)}*\n```{esc(text.rstrip())}```")
+    return section(f"*{esc(title)}*\n{code_block(text)}")
 
 
 def netpol_message(result: NetpolResult) -> Message:
@@ -19,5 +29,5 @@ def netpol_message(result: NetpolResult) -> Message:
         _yaml_block(f"Target {result.target}: vcluster.yaml", result.target_values),
         section_lines([f"• {esc(note)}" for note in result.notes]),
     ]
-    tail = [context(["Guide: _Prefer direct connections > NetworkPolicy exceptions for a direct path_"])]
-    return message(f"NetworkPolicy values for {result.client} → {result.target}", body, tail)
+    tail = [context(["Guide: _Prefer direct connections &gt; NetworkPolicy exceptions for a direct path_"])]
+    return message(f"NetworkPolicy values for {esc(result.client)} → {esc(result.target)}", body, tail)

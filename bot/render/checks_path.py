@@ -45,4 +45,4 @@ def path_message(result: PathResult) -> Message:
     if result.fix:
         body.append(section_lines(["*Fix*", *(f"• {esc(line)}" for line in result.fix)]))
     tail = [context(["Guide: _Confirm which path you are on_, _NetworkPolicy exceptions for a direct path_"])]
-    return message(f"Path {result.target}: {verdict}", body, tail)
+    return message(f"Path {esc(result.target)}: {verdict}", body, tail)

@@ -36,5 +36,5 @@ def probe_message(result: ProbeResult) -> Message:
         lines.append(_latency_line(result.latency))
     body.append(section_lines(lines))
     body.append(section(f"*Next step:* {esc(result.next_step)}"))
-    tail = [context(["Guide: _Monitor the proxy > Synthetic probe_", "timeout 15 s, read-only GET"])]
-    return message(f"Probe {request.target}: {verdict} — {result.summary}", body, tail)
+    tail = [context(["Guide: _Monitor the proxy &gt; Synthetic probe_", "timeout 15 s, read-only GET"])]
+    return message(f"Probe {esc(request.target)}: {verdict} — {esc(result.summary)}", body, tail)

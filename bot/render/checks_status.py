@@ -120,4 +120,4 @@ def reasons_message(result: ReasonsResult) -> Message:
         body.append(section(f"*Next step for {code(reason)}:* {esc(step)}"))
     notes = [esc(n) for n in result.notes]
     tail = [context([f"cluster {code(result.cluster)}", f"counts {esc(result.scope)}", *notes])]
-    return message(f"Outcome reasons of {result.target} {result.scope}: {verdict}", body, tail)
+    return message(f"Outcome reasons of {esc(result.target)} {esc(result.scope)}: {verdict}", body, tail)

@@ -68,7 +68,9 @@ def _entry(name: str) -> str:
 
 
 def help_message(allowed: Collection[str], *, channel: str, focus: str | None = None) -> Message:
-    """Usage of the subcommands in `allowed` (in the usual order); `focus` shows just that one."""
+    """Usage of the subcommands in `allowed` (in the usual order); `focus` shows just that one.
+
+    `channel` names where they asked, as mrkdwn (made by the caller, `Asker.place`)."""
     names = [name for name in HELP if name in allowed]
     if focus is not None and focus in names:
         names = [focus]
@@ -77,11 +79,11 @@ def help_message(allowed: Collection[str], *, channel: str, focus: str | None = 
             f"proxybot answers nothing in {channel} for you: this place is not granted any cluster. "
             "An operator can add it under `access` in proxybot's configuration."
         )
-        return message("proxybot: nothing you may run here", [section(esc(text))])
+        return message("proxybot: nothing you may run here", [section(text)])
     body: list[Block] = [header("/proxy: what you may run here")]
     body += [section(_entry(name)) for name in names]
     notes = [
         "Answers are visible only to you; add `public` to show one to the channel.",
-        "TARGET is a configured target, `<project>/<name>`.",
+        "TARGET is a configured target, `&lt;project&gt;/&lt;name&gt;`.",
     ]
     return message("/proxy: " + ", ".join(names), body, [context(notes)])

@@ -1,8 +1,8 @@
 """The store's interface: what every backend (SQLite for one replica, PostgreSQL for several) provides.
 
-Both backends behave the same; `tests/bot/store/` runs one suite against each. Several processes may share
-one store (replicas on PostgreSQL, or two processes on one SQLite file): work that must happen once is
-claimed in the store, by the store's `owner` (one per process):
+Both backends behave the same; `tests/bot/store/` runs one suite against each. Replicas share one PostgreSQL
+store (SQLite is one process's: the shipped single-replica variant); work that must happen once is claimed
+in the store, by the store's `owner` (one per process):
 
 - a **lease** (`hold_lease`) names the one process that runs a worker (the alert pipeline, the outbox)
   until it stops renewing it; another takes over once it has expired;
@@ -114,9 +114,10 @@ class Store(Protocol):
         """Mark delivered, keeping Slack's answer; False when the row was not pending."""
         ...
 
-    async def mark_sending(self, item_id: int, at: float | None) -> bool:
+    async def mark_sending(self, item_id: int, at: float | None, *, fence: str | None = None) -> bool:
         """Record that a post of the row starts at `at` (its outcome unknown until Slack answers); None
-        clears the mark (Slack answered with a refusal: no message was made)."""
+        clears the mark (Slack answered with a refusal: no message was made). With `fence`, only while
+        this process holds that lease; False when it does not, or the row is no longer pending."""
         ...
 
     async def retry_later(self, item_id: int, at: float, error: str) -> bool:

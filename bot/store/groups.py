@@ -35,13 +35,15 @@ ON CONFLICT (channel, group_key) DO UPDATE SET
     details = excluded.details, updated_at = excluded.updated_at
 """  # noqa: S608 - column names are constants of this module, values are bound parameters
 
-# The delivery side's write: only the message's address, whatever the alert side saved.
+# The delivery side's write: only the message's address, whatever the alert side saved. The first address
+# stays: a late write from a replica that lost the lease must not point the group at a duplicate.
 RECORD_POST = """
 INSERT INTO alert_groups
     (channel, group_key, status, ts, firing_fingerprints, details, updated_at, channel_id)
 VALUES (?, ?, 'firing', ?, '[]', '{}', ?, ?)
 ON CONFLICT (channel, group_key) DO UPDATE SET
     ts = excluded.ts, channel_id = excluded.channel_id, updated_at = excluded.updated_at
+WHERE alert_groups.ts IS NULL
 """
 
 

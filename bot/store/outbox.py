@@ -39,6 +39,10 @@ PRUNE = "DELETE FROM outbox WHERE state != 'pending' AND updated_at < ?"
 # Only a pending row moves: a late retry_later after complete must not resurrect a delivered op.
 COMPLETE = "UPDATE outbox SET state = 'done', result = ?, updated_at = ? WHERE id = ? AND state = 'pending'"
 MARK_SENDING = "UPDATE outbox SET sent_at = ?, updated_at = ? WHERE id = ? AND state = 'pending'"
+# The same, only while the sender holds the named lease (a replica that lost it marks, so sends, nothing).
+MARK_SENDING_FENCED = (
+    MARK_SENDING + " AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND until > ?)"  # noqa: S608
+)
 RETRY = (
     "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?, updated_at = ?"
     " WHERE id = ? AND state = 'pending'"
@@ -95,8 +99,20 @@ def complete(conn: sqlite3.Connection, item_id: int, result: Mapping[str, Any] |
     return _update(conn, COMPLETE, (encoded, now, item_id))
 
 
-def mark_sending(conn: sqlite3.Connection, item_id: int, at: float | None, now: float) -> bool:
-    return _update(conn, MARK_SENDING, (at, now, item_id))
+def mark_sending(
+    conn: sqlite3.Connection, item_id: int, at: float | None, now: float, fence: tuple[str, str] | None
+) -> bool:
+    statement, values = mark_sending_statement(item_id, at, now, fence)
+    return _update(conn, statement, values)
+
+
+def mark_sending_statement(
+    item_id: int, at: float | None, now: float, fence: tuple[str, str] | None
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement and values of `mark_sending`; `fence` is (lease name, owner)."""
+    if fence is None:
+        return MARK_SENDING, (at, now, item_id)
+    return MARK_SENDING_FENCED, (at, now, item_id, *fence, now)
 
 
 def retry_later(conn: sqlite3.Connection, item_id: int, at: float, error: str, now: float) -> bool:

@@ -92,6 +92,9 @@ PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 async def migrate(conn: AsyncConnection, migrations: tuple[tuple[str, ...], ...] = PG_MIGRATIONS) -> int:
     """Bring the database up to the last migration in one transaction; the version it started from."""
     async with conn.transaction():
+        # Waiting for another replica's migration, or a long migration, is not a stalled statement.
+        await conn.execute("SET LOCAL statement_timeout = 0")
+        await conn.execute("SET LOCAL lock_timeout = 0")
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         await conn.execute("CREATE TABLE IF NOT EXISTS proxybot_schema (version INTEGER NOT NULL)")
         cursor = await conn.execute("SELECT version FROM proxybot_schema")

@@ -12,16 +12,18 @@ Errors never repeat the URL: it may carry the password.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from types import TracebackType
 from typing import Any, Self, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import psycopg
 from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
@@ -52,6 +54,12 @@ CONNECT_TIMEOUT = 5
 POOL_WAIT = 5.0
 STATEMENT_TIMEOUT_MS = 10_000
 LOCK_TIMEOUT_MS = 5_000
+UNPARSABLE = (
+    "store.url is not a URL libpq can read: percent-encode special characters in the user and password "
+    "(@ as %40, % as %25, : as %3A, / as %2F, space as %20)"
+)
+# One store call (a connection from the pool, then its statements) at most this long.
+CALL_TIMEOUT = POOL_WAIT + STATEMENT_TIMEOUT_MS / 1000 + 2.0
 # Webhook bursts run concurrently: a few connections serve them; more would only queue in PostgreSQL.
 POOL_MIN, POOL_MAX = 1, 8
 
@@ -84,8 +92,12 @@ class PostgresStore:
     async def _run(self, work: Work[T]) -> T:
         """`work(connection)` in one transaction; driver and pool failures come back as StoreError."""
         try:
-            async with self._pool.connection(timeout=POOL_WAIT) as conn:
-                return await work(conn)
+            # The server bounds each statement; this bounds the whole call, a stalled network included.
+            async with asyncio.timeout(CALL_TIMEOUT):
+                async with self._pool.connection(timeout=POOL_WAIT) as conn:
+                    return await work(conn)
+        except TimeoutError as error:
+            raise StoreError(f"postgresql at {self._where}: no answer within {CALL_TIMEOUT:g} s") from error
         except PoolTimeout as error:
             raise StoreError(f"postgresql at {self._where}: no connection within {POOL_WAIT:g} s") from error
         except psycopg.Error as error:
@@ -217,8 +229,10 @@ class PostgresStore:
         encoded = None if result is None else json.dumps(result, sort_keys=True)
         return await self._change(outbox_sql.COMPLETE, (encoded, self._clock(), item_id)) == 1
 
-    async def mark_sending(self, item_id: int, at: float | None) -> bool:
-        return await self._change(outbox_sql.MARK_SENDING, (at, self._clock(), item_id)) == 1
+    async def mark_sending(self, item_id: int, at: float | None, *, fence: str | None = None) -> bool:
+        held = None if fence is None else (fence, self._owner)
+        statement, values = outbox_sql.mark_sending_statement(item_id, at, self._clock(), held)
+        return await self._change(statement, values) == 1
 
     async def retry_later(self, item_id: int, at: float, error: str) -> bool:
         values = (at, error[: outbox_sql.MAX_ERROR_CHARS], self._clock(), item_id)
@@ -306,6 +320,30 @@ class PostgresStore:
         await self.close()
 
 
+def connection_options(url: str) -> dict[str, Any]:
+    """Timeouts and keepalives added to what the URL says (its own `options` are kept, ours appended)."""
+    ours = f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS}"
+    try:
+        if urlsplit(url).netloc.count("@") > 1:  # libpq and urllib would split it differently
+            raise psycopg.ProgrammingError("more than one @")
+        parsed = conninfo_to_dict(url)
+    except psycopg.Error:
+        # libpq's message quotes the part it could not parse, which may be the password.
+        raise StoreError(UNPARSABLE) from None
+    given = str(parsed.get("options") or "").strip()
+    return {
+        "connect_timeout": CONNECT_TIMEOUT,
+        "application_name": "proxybot",
+        "options": f"{given} {ours}".strip(),
+        # A server or network that went silent is noticed in seconds, not after the kernel's 2 hours.
+        "keepalives": 1,
+        "keepalives_idle": 10,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 15_000,
+    }
+
+
 def where(url: str) -> str:
     """`host:port/database` of a libpq URL: what errors and logs may name (never user or password)."""
     parts = urlsplit(url)
@@ -319,11 +357,7 @@ async def open_postgres_store(
 ) -> PostgresStore:
     """Connect to the database at `url` (a libpq `postgresql://` URL) and migrate it to the latest schema."""
     place = where(url)
-    connect_kwargs: dict[str, Any] = {
-        "connect_timeout": CONNECT_TIMEOUT,
-        "application_name": "proxybot",
-        "options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS}",
-    }
+    connect_kwargs = connection_options(url)
     pool = AsyncConnectionPool(
         conninfo=url,
         min_size=POOL_MIN,
@@ -342,7 +376,7 @@ async def open_postgres_store(
             await migrate(conn)
     except psycopg.Error as error:
         await pool.close()
-        raise StoreError(f"postgresql at {place}: {_describe(error)}") from error
+        raise StoreError(f"postgresql at {place}: {_describe(error, url)}") from error
     except BaseException:
         await pool.close()
         raise
@@ -355,7 +389,7 @@ async def _first_connect(url: str, kwargs: Mapping[str, Any], place: str) -> Non
     try:
         conn = await psycopg.AsyncConnection.connect(url, **kwargs)
     except psycopg.Error as error:
-        raise StoreError(f"cannot connect to postgresql at {place}: {_describe(error)}") from error
+        raise StoreError(f"cannot connect to postgresql at {place}: {_describe(error, url)}") from error
     await conn.close()
 
 
@@ -366,7 +400,22 @@ async def _open_pool(pool: AsyncConnectionPool, place: str, timeout: float) -> N
         raise StoreError(f"cannot connect to postgresql at {place} within {timeout:g} s") from error
 
 
-def _describe(error: psycopg.Error) -> str:
-    """The server's or driver's message, first line only (libpq repeats the host, never the password)."""
+def _describe(error: psycopg.Error, url: str | None = None) -> str:
+    """The server's or driver's message, first line only, with the URL's password taken out (libpq may
+    quote the part of the URL it could not parse)."""
     text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+    first = text[0] if text else type(error).__name__
+    return scrub(first, url)
+
+
+def scrub(text: str, url: str | None) -> str:
+    """`text` without the password of `url` (as written, and percent-decoded)."""
+    if url is None:
+        return text
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    for secret in {password, unquote(password or "")} - {None, ""}:
+        text = text.replace(str(secret), "***")
+    return text

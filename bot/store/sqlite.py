@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
@@ -144,9 +145,9 @@ class SqliteStore:
         now = self._clock()
         return await self._thread.run(lambda conn: outbox_sql.complete(conn, item_id, result, now))
 
-    async def mark_sending(self, item_id: int, at: float | None) -> bool:
-        now = self._clock()
-        return await self._thread.run(lambda conn: outbox_sql.mark_sending(conn, item_id, at, now))
+    async def mark_sending(self, item_id: int, at: float | None, *, fence: str | None = None) -> bool:
+        now, held = self._clock(), None if fence is None else (fence, self._owner)
+        return await self._thread.run(lambda conn: outbox_sql.mark_sending(conn, item_id, at, now, held))
 
     async def retry_later(self, item_id: int, at: float, error: str) -> bool:
         """Count a failed try and schedule the next one at `at`; False when the row was not pending."""
@@ -255,6 +256,11 @@ def sqlite_path(url: str) -> str:
 
 def connect(path: str, synchronous: Synchronous) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, migrated to the latest schema."""
+    if path != MEMORY and not Path(path).parent.is_dir():
+        raise StoreError(
+            f"cannot open the store at {path}: the directory {Path(path).parent} does not exist "
+            "(proxybot creates the file, not its directory)"
+        )
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
     except sqlite3.Error as error:

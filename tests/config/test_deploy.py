@@ -25,8 +25,10 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from config.loader import SECRET_OVERRIDES, parse_config
+from config.environment import SECRET_OVERRIDES
+from config.loader import parse_config
 from config.settings import Settings
+from tests.fakes.config_data import KUBECONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "config" / "deploy"
@@ -102,7 +104,7 @@ def shipped_settings(tmp_path: Path, env: Mapping[str, str] | None = None) -> Se
         for access in [cluster, *(t["direct"] for t in cluster["targets"] if "direct" in t)]:
             kubeconfig = tmp_path / access["kubeconfig"]
             kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-            kubeconfig.write_text("apiVersion: v1\nkind: Config\ncontexts: []\n")
+            kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
     secrets = {"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-1-2-realish", "PROXYBOT_SLACK_SIGNING_SECRET": "a1b2c3d4"}
     secrets["PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"] = "f00dfeed"
     secrets |= env or {}

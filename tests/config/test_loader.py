@@ -7,15 +7,10 @@ import pytest
 from pydantic import SecretStr
 
 from bot.errors import ConfigError
-from config.loader import (
-    SECRET_OVERRIDES,
-    Purpose,
-    format_loc,
-    load_config,
-    load_settings,
-    parse_config,
-    secret_fields,
-)
+from config.environment import SECRET_OVERRIDES
+from config.fields import format_loc
+from config.loader import load_config, load_settings, parse_config
+from config.serve_rules import Purpose, secret_fields
 from config.settings import Settings
 
 EXAMPLE = Path(__file__).parents[2] / "config" / "proxybot.example.yaml"
@@ -31,6 +26,7 @@ slack:
   default_channel: "#alerts"
   bot_token: {bot_token}
   signing_secret: {signing_secret}
+alertmanager: {alertmanager}
 clusters:
   - name: prod
     kubeconfig: {kubeconfig}
@@ -43,7 +39,12 @@ clusters:
 
 
 def minimal(**values: str) -> str:
-    fields = {"bot_token": "xoxb-1-real", "signing_secret": "real-signing", "kubeconfig": "prod.kubeconfig"}
+    fields = {
+        "bot_token": "xoxb-1-real",
+        "signing_secret": "real-signing",
+        "kubeconfig": "prod.kubeconfig",
+        "alertmanager": "{webhook_token: real-webhook-token}",
+    }
     fields.update(values)
     return MINIMAL.format(**fields)
 
@@ -61,8 +62,15 @@ def problems_of(path: Path, env: dict[str, str] | None = None, purpose: Purpose 
 
 
 def kubeconfig(path: Path, *contexts: str) -> Path:
+    """A kubeconfig the Kubernetes client loads: one cluster and user, these contexts (the first current)."""
     entries = "".join(f"  - name: {name}\n    context: {{cluster: c, user: u}}\n" for name in contexts)
-    path.write_text(f"apiVersion: v1\nkind: Config\ncontexts:\n{entries}", encoding="utf-8")
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters:\n  - name: c\n    cluster: {server: 'https://127.0.0.1:6443'}\n"
+        "users:\n  - name: u\n    user: {token: t}\n"
+        f"contexts:\n{entries}current-context: {contexts[0]}\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -134,8 +142,8 @@ def test_every_secret_has_an_environment_override(
         "PROXYBOT_STORE_URL": "postgresql://bot:pw@db/proxybot",
     }
     value = values.get(variable, "from-env")
-    extra = "alertmanager: {webhook_username: am}\n" if variable.endswith("WEBHOOK_PASSWORD") else ""
-    path = write(tmp_path, minimal(bot_token="xoxb-from-file") + extra)
+    alertmanager = "{webhook_username: am}" if variable.endswith("WEBHOOK_PASSWORD") else "{}"
+    path = write(tmp_path, minimal(bot_token="xoxb-from-file", alertmanager=alertmanager))
     loaded = load_config(path, env={variable: value})
     found = dict(secret_fields(loaded.settings))
     assert found[loc] == SecretStr(value)
@@ -186,7 +194,8 @@ def test_serve_needs_a_signing_secret_only_in_http_mode(tmp_path: Path) -> None:
 def test_serve_refuses_missing_kubeconfigs_that_check_only_warns_about(tmp_path: Path) -> None:
     path = write(tmp_path, minimal(kubeconfig="kube/missing.yaml"))
     [problem] = problems_of(path, purpose="serve")
-    assert problem == f"clusters[0].kubeconfig: {tmp_path / 'kube/missing.yaml'} does not exist"
+    missing = tmp_path / "kube/missing.yaml"
+    assert problem == f"clusters[0].kubeconfig: {missing} (the kubeconfig of cluster prod) does not exist"
     assert len(load_config(path, env={}).warnings) == 1
 
 
@@ -210,7 +219,8 @@ def test_a_context_missing_from_the_kubeconfig_is_an_error(tmp_path: Path) -> No
     )
     path = write(tmp_path, text)
     assert problems_of(path) == [
-        f"clusters[0].context: 'c' is not a context in {tmp_path}/prod.kubeconfig (has: a, b)"
+        f"clusters[0].context: 'c' is not a context in {tmp_path}/prod.kubeconfig (the kubeconfig of "
+        "cluster prod); it has: a, b"
     ]
 
 
@@ -242,9 +252,9 @@ def test_a_single_invalid_item_does_not_also_report_an_empty_list(tmp_path: Path
 
 
 def test_secret_values_never_appear_in_problems(tmp_path: Path) -> None:
-    text = minimal(bot_token="xapp-TOPSECRET-1", signing_secret="TOPSECRET-2")
+    alertmanager = "{url: 'ftp://u:TOPSECRET-4@am', webhook_token: 5}"
+    text = minimal(bot_token="xapp-TOPSECRET-1", signing_secret="TOPSECRET-2", alertmanager=alertmanager)
     text += "store: {url: 'mysql://u:TOPSECRET-3@db/x'}\n"
-    text += "alertmanager: {url: 'ftp://u:TOPSECRET-4@am', webhook_token: 5}\n"
     path = write(tmp_path, text)
     found = problems_of(path, env={"PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD": "TOPSECRET-5"})
     assert len(found) >= 4
@@ -300,3 +310,46 @@ def test_embedded_config_text_validates_against_a_given_directory(tmp_path: Path
 )
 def test_locations_read_like_paths(loc: tuple[str | int, ...], text: str) -> None:
     assert format_loc(loc) == text
+
+
+def test_an_unquoted_hash_channel_is_a_comment_and_the_problem_says_to_quote_it(tmp_path: Path) -> None:
+    text = minimal().replace(
+        "    match: {cluster: prod}\n", "    match: {cluster: prod}\n    channel: #prod-eu\n"
+    )
+    path = write(tmp_path, text)
+    line = text.splitlines().index("    channel: #prod-eu") + 1
+    assert problems_of(path) == [
+        f"{path} line {line}: `channel: #prod-eu` is a YAML comment, not a channel, so no channel is set; "
+        'quote it: channel: "#prod-eu"'
+    ]
+
+
+def test_an_unquoted_default_channel_is_named_before_the_missing_channel_it_causes(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, minimal().replace('default_channel: "#alerts"', "default_channel:   #alerts # ops")
+    )
+    assert problems_of(path) == [
+        f"{path} line 2: `default_channel: #alerts` is a YAML comment, not a channel, so no channel is set; "
+        'quote it: default_channel: "#alerts"',
+        "slack.default_channel: required: alerts that match no cluster are posted there",
+    ]
+
+
+def test_a_channel_left_empty_is_unset_not_a_comment(tmp_path: Path) -> None:
+    text = minimal().replace("    match: {cluster: prod}\n", "    match: {cluster: prod}\n    channel:\n")
+    assert load_settings(write(tmp_path, text), env={}).clusters[0].channel is None
+
+
+def test_proxybot_variables_that_mean_nothing_are_warned_about_for_check_and_serve(tmp_path: Path) -> None:
+    kube = kubeconfig(tmp_path / "prod.kubeconfig", "prod")
+    path = write(tmp_path, minimal(kubeconfig=str(kube)))
+    env = {"PROXYBOT_SLACK_TOKEN": "xoxb-1-real", "PROXYBOT_SERVER_PORT": "9000", "SLACK_TOKEN": "x"}
+    expected = (
+        "PROXYBOT_SERVER_PORT: set, but proxybot reads no such variable, so it changes nothing; server.port "
+        "is set in the config file (`${PROXYBOT_SERVER_PORT}` there reads this variable)",
+        "PROXYBOT_SLACK_TOKEN: set, but proxybot reads no such variable, so it changes nothing; did you mean "
+        "PROXYBOT_SLACK_BOT_TOKEN?",
+    )
+    assert load_config(path, env=env, purpose="check").warnings == expected
+    assert load_config(path, env=env, purpose="serve").warnings == expected
+    assert load_config(path, env=env, purpose="demo").warnings == ()

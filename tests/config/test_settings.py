@@ -253,6 +253,9 @@ def test_store_urls_are_sqlite_or_postgres_and_never_echoed() -> None:
         ("postgresql://bot:hunter2@db/a/b", "no database"),
         ("postgresql://:hunter2@db/proxybot", "no user"),
         ("postgresql://bot:hunter2@db:port/proxybot", "port is not a number"),
+        ("postgresql://bot:hun%zzter2@db/proxybot", "percent-encode"),
+        ("postgresql://bot:hun@ter2@db/proxybot", "percent-encode"),
+        ("postgresql://bot:hun ter2@db/proxybot", "percent-encode"),
     ],
 )
 def test_a_postgresql_url_names_its_missing_part_never_the_password(url: str, names: str) -> None:
@@ -385,14 +388,26 @@ def test_enrichment_timeout_range(timeout: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["", "  ", "changeme", "CHANGEME", "xoxb-...", "xapp-…", "<signing-secret>", "TODO"]
+    "value",
+    [
+        *("", "  ", "changeme", "CHANGEME", "xoxb-...", "xapp-…", "<signing-secret>", "TODO"),
+        # config/deploy/README.md and secret.template.yaml
+        *("xoxb-your-token", "your-signing-secret", "xapp-your-token"),
+        "postgresql://proxybot:PASSWORD@HOST:5432/proxybot?sslmode=require",
+        "postgresql://proxybot:<password>@db.example.internal:5432/proxybot?sslmode=require",
+    ],
 )
 def test_placeholder_secrets_are_recognised(value: str) -> None:
     assert validation.is_placeholder_secret(value)
 
 
 @pytest.mark.parametrize(
-    "value", ["xoxb-1234-5678-abcdef", "8f0c1d2e3b", "change-me-not-really-a-placeholder"]
+    "value",
+    [
+        *("xoxb-1234-5678-abcdef", "8f0c1d2e3b", "change-me-not-really-a-placeholder", "xoxb-12-34-Yourabc"),
+        "postgresql://proxybot:s3cret@db.example.internal:5432/proxybot",
+        "sqlite:////home/your-name/proxybot.db",
+    ],
 )
 def test_real_looking_secrets_are_not_placeholders(value: str) -> None:
     assert not validation.is_placeholder_secret(value)

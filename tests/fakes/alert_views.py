@@ -26,7 +26,17 @@ T = "shop/orders"
 GV = "orders.example.com/v1"
 
 
-HOSTILE = ("<!channel>", "<https://evil.example|click me>", "a & b", "<@U123>", "<!subteam^S1>")
+HOSTILE = (
+    "<!channel>",
+    "<https://evil.example|click me>",
+    "a & b",
+    "<@U123>",
+    "<!subteam^S1>",
+    "x\n*Next step:* forged",
+    "```",
+    "#general @here",
+    "\u202eevil",
+)
 
 
 def snapshot(target: str = T, gv: str = GV, healthy: float = 0, quarantined: float = 2) -> ProxySnapshot:

@@ -11,6 +11,16 @@ from pydantic import ValidationError
 from config.fields import LocatedProblems
 from config.settings import Settings
 
+# A kubeconfig the Kubernetes client loads: one cluster, one user, context `prod` (also the current one).
+KUBECONFIG: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "contexts": [{"name": "prod", "context": {"cluster": "c", "user": "u"}}],
+    "current-context": "prod",
+}
+
 
 def target(name: str = "payments/ledger", **overrides: Any) -> dict[str, Any]:
     data: dict[str, Any] = {

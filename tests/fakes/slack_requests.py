@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from starlette.types import ASGIApp
 BOT_TOKEN = "xoxb-test-token"
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 TEAM = "T0TEAM001"
+_PRESSES = (f"1700000100.{n:06d}" for n in itertools.count(1))  # `action_ts` of each press
 
 
 def signed(body: str, *, secret: str = SIGNING_SECRET, skew: float = 0.0) -> dict[str, str]:
@@ -85,7 +87,15 @@ def button_body(
         "channel": {"id": channel, "name": channel_name},
         "message": {"type": "message", "ts": message_ts, "text": "FIRING"},
         "response_url": response_url,
-        "actions": [{"action_id": action_id, "block_id": "b", "type": "button", "value": value}],
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "b",
+                "type": "button",
+                "value": value,
+                "action_ts": next(_PRESSES),
+            }
+        ],
     }
     return urlencode({"payload": json.dumps(payload)})
 

@@ -1,10 +1,14 @@
-"""The alert buttons: signed presses through the real route and bolt's dispatch, answers at the fake Slack."""
+"""The alert buttons: signed presses through the real route and bolt's dispatch, answers at the fake Slack.
+
+The app runs with its lifespan, so its delivery worker sends the thread answers from the outbox.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,17 +20,20 @@ from starlette.applications import Starlette
 
 from bot.app import Deps, create_app
 from bot.clients.alertmanager import AlertmanagerClient, Matcher, Silence
+from bot.clients.slack import SlackClient
+from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.errors import ClusterError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
 from bot.render.blocks import Message, section
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
 from bot.store import AlertGroupState, Store
+from bot.store.errors import StoreError
 from bot.store.models import GroupFacts
 from config.settings import ClusterSettings, TargetSettings
-from handlers.actions import ButtonChecks
+from handlers.actions import ButtonChecks, ThreadReplies
 from handlers.command_silence import Silences as Silencer
-from tests.fakes.slack_api import FakeSlack
+from tests.fakes.slack_api import FakeSlack, iter_texts
 from tests.fakes.slack_app import (
     ALERTS,
     ALICE,
@@ -118,21 +125,42 @@ async def save_group(store: Store, facts: GroupFacts | None = None) -> None:
     )
 
 
+@dataclass
+class StoreDown:
+    """An outbox whose store fails every write."""
+
+    async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> None:
+        raise StoreError("database is locked")
+
+
 async def app_for(
     tmp_path: Path,
     fake: FakeSlack,
     store: Store,
     silencer: Silencer | None,
     checks: ButtonChecks | None = None,
+    *,
+    replies: ThreadReplies | None = None,
 ) -> Starlette:
+    """The buttons over the bot's delivery outbox (its worker runs in the app's lifespan), or `replies`."""
     settings = make_settings(tmp_path, fake.api_url)
     if silencer is None:  # as when alertmanager.url is not configured
         settings = settings.model_copy(
             update={"alertmanager": settings.alertmanager.model_copy(update={"url": None})}
         )
     deps = Deps(settings=settings, store=store)
-    routes, workers = slack_routes_and_workers(settings, deps, checks=checks, silencer=silencer)
-    return create_app(deps, workers, extra=routes)
+    delivery = Delivery(store, SlackClient.from_settings(settings.slack, timeout=5))
+    routes, workers = slack_routes_and_workers(
+        settings, deps, checks=checks, silencer=silencer, replies=replies or delivery
+    )
+    return create_app(deps, [*workers, delivery.run], extra=routes)
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process client of `app`, its workers running (the in-process transport runs no lifespan)."""
+    async with app.router.lifespan_context(app), asgi(app) as http:
+        yield http
 
 
 async def press(http: httpx.AsyncClient, body: str) -> httpx.Response:
@@ -159,7 +187,7 @@ async def test_silence_creates_a_1h_silence_and_says_so_in_the_thread(
 ) -> None:
     await save_group(store)
     silencer = FakeSilencer()
-    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
         [reply] = await eventually(lambda: thread_replies(fake), "the thread reply")
     assert reply.text.startswith(
@@ -180,7 +208,7 @@ async def test_the_ack_does_not_wait_for_alertmanager(tmp_path: Path, fake: Fake
     await save_group(store)
     gate = asyncio.Event()
     silencer = FakeSilencer(gate=gate)
-    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
         # Acked with 200 while the silence is still waiting on Alertmanager: the work runs after the ack.
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
         assert silencer.created == []
@@ -200,7 +228,7 @@ async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
     ]
     await save_group(store, GroupFacts(firing_labels=tuple(alerts)))
     silencer = FakeSilencer()
-    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
         await eventually(lambda: thread_replies(fake), "the thread reply")
     [created] = silencer.created
@@ -242,7 +270,7 @@ async def test_silence_refusals_say_what_and_why_and_are_logged(
         channel=channel,
         channel_name=channel_name,
     )
-    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, body)
         [response] = await eventually(lambda: fake.responses, "the refusal")
     assert response["text"].startswith(f"You may not silence alerts of cluster `team-a`: {why}")
@@ -268,7 +296,7 @@ async def test_silence_of_unknown_or_hostile_references_is_answered(
     if saved:
         await save_group(store)
     silencer = FakeSilencer()
-    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1")))
         [response] = await eventually(lambda: fake.responses, "the answer")
     assert answer in response["text"]
@@ -284,7 +312,7 @@ async def test_a_group_key_naming_neither_target_nor_cluster_is_not_silenced_fle
 
     value = ActionRef.for_group("team-a", None, key).encode()
     silencer = FakeSilencer()
-    async with asgi(await app_for(tmp_path, fake, store, silencer)) as http:
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1")))
         [response] = await eventually(lambda: fake.responses, "the refusal")
     assert "a silence would mute it everywhere" in response["text"]
@@ -298,13 +326,13 @@ async def test_alertmanager_failing_or_unconfigured_is_a_clear_answer(
     failing = FakeSilencer(
         error=UpstreamError("Alertmanager at http://am:9093 failed creating a silence: timed out")
     )
-    async with asgi(await app_for(tmp_path, fake, store, failing)) as http:
+    async with serving(await app_for(tmp_path, fake, store, failing)) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
         [response] = await eventually(lambda: fake.responses, "the failure")
     assert response["text"] == (
         "The silence failed: Alertmanager at http://am:9093 failed creating a silence: timed out"
     )
-    async with asgi(await app_for(tmp_path, fake, store, None)) as http:
+    async with serving(await app_for(tmp_path, fake, store, None)) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k2")))
         await eventually(lambda: len(fake.responses) == 2, "the second answer")
     assert "`alertmanager.url` is not set" in fake.responses[1]["text"]
@@ -316,22 +344,70 @@ async def test_an_unexpected_error_is_answered_without_a_traceback(
 ) -> None:
     await save_group(store)
     broken = FakeSilencer(error=RuntimeError("boom at /srv/secret/path.py line 3"))
-    async with asgi(await app_for(tmp_path, fake, store, broken)) as http:
+    async with serving(await app_for(tmp_path, fake, store, broken)) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
         [response] = await eventually(lambda: fake.responses, "the answer")
     assert response["text"] == "The silence failed on proxybot's side; the error is in its log."
 
 
-async def test_when_the_thread_post_fails_the_presser_still_gets_the_silence_id(
+async def test_a_thread_answer_that_meets_a_429_is_still_delivered(
     tmp_path: Path, fake: FakeSlack, store: Store
 ) -> None:
     await save_group(store)
-    fake.fail("chat.postMessage", status=200, error="not_in_channel", retry_after=None)
-    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
+    fake.fail("chat.postMessage", status=429, retry_after=1, times=2)
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
         await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
-        [response] = await eventually(lambda: fake.responses, "the fallback answer")
-    assert "silence `6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11`" in response["text"]
-    assert "could not post this in the alert's thread" in response["text"]
+        [reply] = await eventually(lambda: thread_replies(fake), "the thread reply after the 429s")
+    assert reply.text.startswith(f"Silenced for 1h by <@{ALICE}>")
+    assert len(fake.calls_to("chat.postMessage")) == 3, "refused twice with 429, then sent"
+    assert fake.responses == []
+
+
+async def test_a_redelivered_press_answers_in_the_thread_once(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    checks = FakeChecks()
+    body = button_body(ACTION_PROBE, ref_value(), fake.response_url("k1"))
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+        await press(http, body)
+        await press(http, body)  # Slack sends a press again when it thinks the ack was late
+        await eventually(lambda: len(checks.asked) == 2, "both presses ran")
+        await eventually(lambda: thread_replies(fake), "the thread reply")
+        await asyncio.sleep(1.5)  # time for a second reply, if one were queued
+    assert len(thread_replies(fake)) == 1
+
+
+@pytest.mark.parametrize(
+    ("saved", "replies", "why"),
+    [
+        (False, None, "proxybot no longer knows this alert's message"),
+        (True, StoreDown(), "proxybot could not queue it"),
+    ],
+)
+async def test_an_answer_that_cannot_go_in_the_thread_goes_to_the_presser(
+    tmp_path: Path,
+    fake: FakeSlack,
+    store: Store,
+    caplog: pytest.LogCaptureFixture,
+    saved: bool,
+    replies: ThreadReplies | None,
+    why: str,
+) -> None:
+    if saved:
+        await save_group(store)
+    checks = FakeChecks()
+    app = await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons(), replies=replies)
+    async with serving(app) as http:
+        await press(http, button_body(ACTION_PROBE, ref_value(), fake.response_url("k1")))
+        await eventually(lambda: len(fake.responses) == 2, "the progress line and the answer")
+    answer = fake.responses[1]
+    assert answer["response_type"] == "ephemeral"
+    assert answer["text"] == "probe of platform/crd-store: healthy"
+    assert list(iter_texts(answer["blocks"]))[-1] == f"Not posted in the alert's thread: {why}."
+    assert thread_replies(fake) == []
+    if saved:
+        assert any("database is locked" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.slow
@@ -346,8 +422,9 @@ async def test_silence_button_against_real_alertmanager(
         )
         deps = Deps(settings=settings, store=store)
         client = AlertmanagerClient.from_settings(settings.alertmanager)
-        routes, workers = slack_routes_and_workers(settings, deps, silencer=client)
-        app = create_app(deps, workers, extra=routes)
+        delivery = Delivery(store, SlackClient.from_settings(settings.slack, timeout=5))
+        routes, workers = slack_routes_and_workers(settings, deps, silencer=client, replies=delivery)
+        app = create_app(deps, [*workers, delivery.run], extra=routes)
         try:
             async with app.router.lifespan_context(app), asgi(app) as http:
                 await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
@@ -377,8 +454,9 @@ async def test_silence_button_against_real_alertmanager(
 async def test_an_injected_check_runs_for_the_buttons_target_and_answers_in_the_thread(
     tmp_path: Path, fake: FakeSlack, store: Store, action: str, kind: str, first: str
 ) -> None:
+    await save_group(store)
     checks = FakeChecks()
-    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
         await press(http, button_body(action, ref_value(), fake.response_url("k1")))
         [reply] = await eventually(lambda: thread_replies(fake), "the check's answer")
     assert checks.asked == [(kind, "team-a", "platform/crd-store")]
@@ -391,7 +469,7 @@ async def test_an_injected_check_runs_for_the_buttons_target_and_answers_in_the_
 async def test_check_buttons_are_not_registered_without_checks(
     tmp_path: Path, fake: FakeSlack, store: Store
 ) -> None:
-    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
         body = button_body(ACTION_PROBE, ref_value(), fake.response_url("k1"))
         answer = await http.post("/slack/events", content=body, headers=signed(body))
     assert answer.status_code == 404  # bolt's answer for an action nobody listens to
@@ -413,7 +491,7 @@ async def test_check_refusals_run_nothing(
     tmp_path: Path, fake: FakeSlack, store: Store, value: str, channel: str, answer: str
 ) -> None:
     checks = FakeChecks()
-    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
         body = button_body(
             ACTION_PROBE, value, fake.response_url("k1"), channel=channel, channel_name="random"
         )
@@ -425,7 +503,7 @@ async def test_check_refusals_run_nothing(
 
 async def test_a_failing_check_is_a_clear_answer(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
     checks = FakeChecks(error=ClusterError("team-a", "unreachable", "connection refused"))
-    async with asgi(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
         await press(http, button_body(ACTION_PATH, ref_value(), fake.response_url("k1")))
         await eventually(lambda: len(fake.responses) == 2, "the progress line and the failure")
     assert fake.responses[1]["text"] == "The check failed: cluster team-a: connection refused"

@@ -26,19 +26,22 @@ from bot import compose
 from bot.app import Deps, create_app
 from bot.checks.context import CheckContext
 from bot.clients.alertmanager import Matcher, Silence
+from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
-from bot.store import Store
+from bot.store import AlertGroupState, Store
 from config.loader import parse_config
 from config.settings import Requester, Settings
 from handlers import commands
 from handlers.command_access import Asker, target_for
 from handlers.commands import CommandDeps
 from sim.slack_api import FakeSlack, iter_texts
+from sim.slack_blocks import check_message
 from tests.fakes.config_data import cluster as fleet_cluster
 from tests.fakes.config_data import config as fleet_config
+from tests.fakes.config_data import target as fleet_target
 from tests.fakes.sim_scenarios import RecordingSimServer, started
 from tests.fakes.slack_app import SocketSlack, store
 from tests.fakes.slack_requests import (
@@ -185,6 +188,7 @@ class Bot:
     http: httpx.AsyncClient
     fake: FakeSlack
     sim: Sim
+    store: Store  # the bot's own
 
     async def ask(self, text: str, *, user: str = ALICE, channel: str = OPS, public: bool = False) -> Any:
         """Post `/proxy text`; the answers through its response_url, once the final one arrived."""
@@ -207,7 +211,8 @@ def _answered(fake: FakeSlack, key: str) -> list[dict[str, Any]] | None:
 
 
 def _is_progress(response: dict[str, Any]) -> bool:
-    return "blocks" not in response and str(response["text"]).endswith("…")
+    # "reading …" notes are one section; every check's answer has a header first.
+    return len(response.get("blocks") or []) <= 1 and str(response["text"]).endswith("…")
 
 
 def shown(response: dict[str, Any]) -> str:
@@ -217,7 +222,7 @@ def shown(response: dict[str, Any]) -> str:
 
 @pytest.fixture
 async def bots(fake: FakeSlack, tmp_path: Path) -> AsyncIterator[Any]:
-    built: list[tuple[httpx.AsyncClient, compose.Bot]] = []
+    built: list[tuple[httpx.AsyncClient, compose.Bot, asyncio.Task[None]]] = []
 
     async def make(
         sim: Sim, silences: FakeSilences | None = None, *, digest: bool = False, **update: Any
@@ -231,14 +236,18 @@ async def bots(fake: FakeSlack, tmp_path: Path) -> AsyncIterator[Any]:
         # `/proxy` over the bot's own checks and clients, with a short dial window (enough here), and
         # without its on-demand digest unless asked for: the commands must also work without one.
         tuned = replace(bot.commands, path_dial_window=1.0, digest=bot.commands.digest if digest else None)
-        routes, workers = compose.slack_inbound(settings, bot.deps, tuned, clients.alertmanager)
+        routes, workers = compose.slack_inbound(settings, bot.deps, tuned, clients.alertmanager, bot.delivery)
         http = asgi(create_app(bot.deps, workers, extra=routes))
-        built.append((http, bot))
-        return Bot(http, fake, sim)
+        # The in-process client runs no lifespan: the delivery worker (the buttons' thread answers go
+        # through the outbox) is started here.
+        built.append((http, bot, asyncio.create_task(bot.delivery.run())))
+        return Bot(http, fake, sim, clients.store)
 
     yield make
-    for http, bot in built:
+    for http, bot, delivering in built:
         await http.aclose()
+        await bot.delivery.stop()
+        await delivering
         await bot.close()
 
 
@@ -405,7 +414,7 @@ async def test_digest_is_posted_on_demand_and_listed_in_help(healthy: Sim, bots:
     assert "`/proxy digest`" in shown(help_answer)
     answers = await bot.ask("digest")
     assert answers[0]["text"].startswith("building the fleet digest")
-    assert answers[-1]["text"].startswith("Digest posted to #digest:")
+    assert answers[-1]["text"].startswith("Digest posted to `#digest`:")
 
 
 async def test_digest_without_a_runner_is_refused_and_not_in_help(healthy: Sim, bots: Any) -> None:
@@ -431,8 +440,8 @@ async def test_public_answers_go_to_the_channel(healthy: Sim, bots: Any) -> None
 @pytest.mark.parametrize(
     ("text", "user", "channel", "refusal"),
     [
-        ("status", ALICE, RANDOM, "You may not run `/proxy status` here: #random is granted no cluster"),
-        (f"probe {TARGET}", ALICE, RANDOM, "You may not run `/proxy probe` here: #random"),
+        ("status", ALICE, RANDOM, "You may not run `/proxy status` here: `#random` is granted no cluster"),
+        (f"probe {TARGET}", ALICE, RANDOM, "You may not run `/proxy probe` here: `#random`"),
         (
             f"probe {TARGET}",
             BOB,
@@ -491,6 +500,46 @@ def test_an_unknown_target_lists_only_the_targets_the_asker_may_query() -> None:
         target_for(settings, asker, "dev/nope")
 
 
+async def test_a_mistyped_target_among_5000_gets_an_answer_slack_takes(
+    fake: FakeSlack, store: Store, tmp_path: Path
+) -> None:
+    # 50 clusters of 100 targets each: the answer names the 10 closest, not all 5 000.
+    clusters = [
+        fleet_cluster(f"c{c}", targets=[fleet_target(f"team-{c}/svc-{t}") for t in range(100)])
+        for c in range(50)
+    ]
+    data = fleet_config(
+        clusters=clusters,
+        access={"channels": [{"channel": "#ops", "clusters": ["*"]}]},
+        slack={
+            "bot_token": BOT_TOKEN,
+            "signing_secret": SIGNING_SECRET,
+            "api_url": fake.api_url,
+            "default_channel": "#alerts",
+        },
+    )
+    settings = Settings.model_validate(data)
+    deps = CommandDeps.for_settings(settings, ctx=CheckContext(settings))
+    routes, workers = slack_routes_and_workers(
+        settings, Deps(settings, store), registrations=[lambda app: commands.register(app, deps)]
+    )
+    body = command_body(
+        "status team-7/svc-42x", fake.response_url("typo"), user=BOB, channel=OPS, channel_name="ops"
+    )
+    async with asgi(create_app(Deps(settings, store), workers, extra=routes)) as http:
+        answer = await http.post("/slack/events", content=body, headers=signed(body))
+        assert (answer.status_code, answer.text) == (200, "")
+        [reply] = await eventually(lambda: fake.responses, "the answer to a mistyped TARGET", timeout=40)
+    await deps.aclose()
+    assert fake.refused_responses == []
+    assert check_message(reply["text"], reply["blocks"]) is None
+    assert len(reply["text"]) <= 1000
+    for text in (reply["text"], *iter_texts(reply["blocks"])):
+        named = text.split("closest of 5000 configured: ")[1].split(", +4990 more)")[0].split(", ")
+        assert named[0] == "team-7/svc-42"
+        assert len(named) == 10
+
+
 async def test_grants_by_alert_channel_and_direct_message_rule(healthy: Sim, bots: Any) -> None:
     bot = await bots(healthy, FakeSilences())
     # #alerts is team-a's alert channel (the default channel); Alice may use DMs for team-a.
@@ -509,7 +558,7 @@ async def test_help_lists_only_what_the_asker_may_run(healthy: Sim, bots: Any) -
     assert "`/proxy silence TARGET" in shown(alice)
     assert "`/proxy probe TARGET" in shown(bob)
     assert "silence" not in shown(bob)
-    assert "answers nothing in #random for you" in shown(nowhere)
+    assert "answers nothing in `#random` for you" in shown(nowhere)
     assert "/proxy probe" not in shown(nowhere)
 
 
@@ -689,6 +738,8 @@ async def test_buttons_run_the_real_checks_and_answer_in_the_thread(
     sim = sim_named(request, scenario)
     bot = await bots(sim)
     assert fake.seed_message(ALERTS, "FIRING: ResourceProxyNoHealthyPeers", ts=MESSAGE_TS).ts == MESSAGE_TS
+    group = AlertGroupState("#alerts", GROUP_KEY, AlertStatus.FIRING, MESSAGE_TS, channel_id=ALERTS)
+    await bot.store.save_group(group)  # as the bot keeps the alert message it posted
     value = ActionRef.for_group("team-a", TARGET, GROUP_KEY).encode()
     body = button_body(
         action,

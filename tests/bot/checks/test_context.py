@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.checks.context import CheckContext, live_sources, resolve_target
+from bot.checks.context import CheckContext, live_sources, resolve_target, suggested
 from bot.clients.kube import KubeReader
 from bot.errors import InputError
 from bot.live import LiveState
@@ -32,6 +32,17 @@ def test_targets_resolve_only_from_the_config(settings: Settings) -> None:
             InputError, match=r"^TARGET: .* is not a configured target \(configured: platform/"
         ):
             resolve_target(settings, hostile)
+
+
+def test_a_mistyped_name_is_offered_a_few_names_closest_first() -> None:
+    assert suggested("x", []) == "configured: none you may query"
+    assert suggested("p/b", ["p/c", "p/a"]) == "configured: p/a, p/c"
+    many = [f"team/svc-{i}" for i in range(100)]
+    assert suggested("team/svc-42x", many, most=3) == (
+        "closest of 100 configured: team/svc-42, team/svc-4, team/svc-2, +97 more"
+    )
+    # Nothing close: the first names, so the answer still says what TARGET looks like.
+    assert suggested("zzz", many, most=2) == "closest of 100 configured: team/svc-0, team/svc-1, +98 more"
 
 
 async def test_live_state_and_readers_are_shared(settings: Settings) -> None:

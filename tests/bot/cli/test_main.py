@@ -4,11 +4,14 @@ import argparse
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bot.cli.main import SUBCOMMANDS, build_parser, main
+from tests.fakes.config_data import KUBECONFIG
 
 ROOT = Path(__file__).parents[3]
 EXAMPLE = ROOT / "config" / "proxybot.example.yaml"
@@ -18,6 +21,7 @@ slack:
   default_channel: "#alerts"
   bot_token: xoxb-SECRET-bot-token
   signing_secret: SECRET-signing
+alertmanager: {webhook_token: SECRET-webhook}
 clusters:
   - name: prod
     kubeconfig: prod.kubeconfig
@@ -35,7 +39,7 @@ clusters:
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "proxybot.yaml"
     path.write_text(text, encoding="utf-8")
-    (tmp_path / "prod.kubeconfig").write_text("contexts: [{name: prod}]\n", encoding="utf-8")
+    (tmp_path / "prod.kubeconfig").write_text(yaml.safe_dump(KUBECONFIG), encoding="utf-8")
     return path
 
 
@@ -163,3 +167,53 @@ def test_python_dash_m_bot_runs_check_config() -> None:
         0,
         "ok: 2 clusters, 5 targets (config/proxybot.example.yaml)\n",
     )
+
+
+def test_version_prints_the_installed_packages_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"], env={})
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"proxybot {metadata.version('proxybot')}\n"
+
+
+def test_python_dash_m_bot_version_exits_0() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "--version"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        f"proxybot {metadata.version('proxybot')}\n",
+        "",
+    )
+
+
+def test_check_config_warns_loudly_about_an_unauthenticated_webhook_and_serve_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, VALID.replace("alertmanager: {webhook_token: SECRET-webhook}\n", ""))
+    status, out, err = run(capsys, "check-config", "--config", str(path))
+    assert (status, out) == (0, f"ok: 1 cluster, 2 targets ({path})\n")
+    assert err.startswith("warning: alertmanager.webhook_token: no webhook authentication")
+    assert err.endswith("(`serve` refuses this)\n")
+    status, out, err = run(capsys, "check-config", "--serve", "--config", str(path))
+    assert (status, out) == (2, "")
+    assert err.startswith("alertmanager.webhook_token: no webhook authentication")
+
+
+def test_check_config_warns_about_proxybot_variables_that_mean_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, VALID)
+    status, out, _ = run(
+        capsys, "check-config", "--json", "--config", str(path), env={"PROXYBOT_SLACK_TOKEN": "x"}
+    )
+    assert status == 0
+    [warning] = json.loads(out)["warnings"]
+    assert warning.startswith("PROXYBOT_SLACK_TOKEN: set, but proxybot reads no such variable")
+    assert warning.endswith("did you mean PROXYBOT_SLACK_BOT_TOKEN?")

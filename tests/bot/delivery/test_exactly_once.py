@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -16,13 +17,14 @@ from tests.fakes import postgres
 from tests.fakes.slack_api import FakeSlack
 
 postgres_server = postgres.postgres_server
+ALERTS_ID = "C0ALERTS0"  # Slack's ID of #alerts
 BY_ID = "C0ALERTS1"  # a channel configured by its ID
 HISTORY = frozenset({"channels:history", "groups:history"})
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeSlack]:
-    with FakeSlack(bot_token=TOKEN, channels={"C1": ALERTS, BY_ID: "#by-id"}) as slack:
+    with FakeSlack(bot_token=TOKEN, channels={ALERTS_ID: ALERTS, BY_ID: "#by-id"}) as slack:
         yield slack
 
 
@@ -52,12 +54,13 @@ async def test_a_post_whose_answer_was_lost_is_adopted_not_posted_again(
         await delivery.update(ALERTS, "grp", msg("resolved"), revision="n2")
         await drained(store)
     _, top = fake.top_level(ALERTS)
-    assert (top.text, [v["text"] for v in top.versions]) == ("resolved", ["firing"])
+    # Adopted, then edited to the row's content (it may have changed since the lost try), then resolved.
+    assert (top.text, [v["text"] for v in top.versions]) == ("resolved", ["firing", "firing"])
     assert top.metadata is not None
     assert top.metadata["event_type"] == "proxybot_message"
     assert len(fake.calls_to("chat.postMessage")) == 2
     [looked] = fake.calls_to("conversations.history")
-    assert looked.params["channel"] == "C1"
+    assert looked.params["channel"] == ALERTS_ID
     item = await store.outbox_item(f"post:{ALERTS}:grp")
     assert item is not None
     assert item.state is OutboxState.DONE
@@ -65,7 +68,26 @@ async def test_a_post_whose_answer_was_lost_is_adopted_not_posted_again(
     assert (item.result["ts"], item.result.get("adopted")) == (top.ts, True)
     group = await store.get_group(ALERTS, "grp")
     assert group is not None
-    assert (group.ts, group.channel_id) == (top.ts, "C1")
+    assert (group.ts, group.channel_id) == (top.ts, ALERTS_ID)
+
+
+async def test_content_newer_than_the_lost_try_reaches_the_adopted_message(
+    fake: FakeSlack, store: Store
+) -> None:
+    fake.lose_answers("chat.postMessage", hold=4.0)
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(BY_ID, "grp", msg("firing"))
+        await until_marked(store, f"post:{BY_ID}:grp")
+        await delivery.post(BY_ID, "grp", msg("resolved"))  # replaces the pending post's content
+        await drained(store)
+    [top] = fake.top_level(BY_ID)
+    assert top.text == "resolved"
+
+
+async def until_marked(store: Store, key: str) -> None:
+    async with asyncio.timeout(10):
+        while (item := await store.outbox_item(key)) is None or item.sent_at is None:
+            await asyncio.sleep(0.02)
 
 
 async def test_the_first_post_to_a_channel_named_by_name_is_at_least_once_and_says_so(
@@ -126,6 +148,6 @@ async def test_without_the_history_scopes_it_is_at_least_once_and_says_so(
                 await drained(store)
         # The first try's message is in Slack and the retry could not look for it: two messages.
         assert len(fake.top_level(BY_ID)) == 2
-    [warning] = [r for r in caplog.records if "refused reading history" in r.getMessage()]
+    [warning] = [r for r in caplog.records if "refused reading the history" in r.getMessage()]
     assert "missing_scope" in warning.getMessage()
     assert "channels:history" in warning.getMessage()

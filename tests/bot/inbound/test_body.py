@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message
 
-from bot.inbound.body import is_length, read_within
+from bot.inbound import body as body_module
+from bot.inbound.body import BodyTimeout, is_length, read_within
+from bot.inbound.slack import events_route
+from bot.inbound.webhook import alertmanager_route
+from tests.bot.inbound.test_webhook import RecordingSink
 
 
 class Chunks:
@@ -66,3 +75,45 @@ def test_plain_decimal_numbers_are_lengths(value: str, expected: bool) -> None:
 @pytest.mark.parametrize("value", ["", "abc", "-1", "1e3", "\u00b2", "+5"])
 def test_anything_else_is_not_a_length(value: str) -> None:
     assert not is_length(value)
+
+
+class SlowChunks(Chunks):
+    """A client that sends one byte, then stalls (a byte a second would do the same, only slower)."""
+
+    async def __call__(self) -> Message:
+        if self.pulled >= 1:
+            await asyncio.sleep(3600)
+        return await super().__call__()
+
+
+async def test_a_body_that_stalls_is_cut_off_at_the_read_timeout() -> None:
+    with pytest.raises(BodyTimeout, match=r"did not arrive within 0.1 s \(1 bytes came\)"):
+        await read_within(request(SlowChunks(b"{", b"}"), "2"), limit=100, timeout=0.1)
+
+
+@pytest.mark.parametrize("endpoint", ["webhook", "slack"])
+async def test_both_endpoints_answer_a_stalled_body_with_408(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(body_module, "BODY_READ_TIMEOUT", 0.1)
+    if endpoint == "webhook":
+        route = alertmanager_route(RecordingSink(), lambda: None)
+        path, headers = "/alertmanager", [(b"content-type", b"application/json")]
+    else:
+        bolt = AsyncApp(signing_secret="unused", client=AsyncWebClient(token="xoxb-unused"))
+        route = events_route(bolt)
+        path, headers = "/slack/events", [(b"content-type", b"application/x-www-form-urlencoded")]
+    app = Starlette(routes=[route])
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "headers": [*headers, (b"content-length", b"50")],
+    }
+    await app(scope, SlowChunks(b"{", b"}"), send)
+    assert sent[0]["status"] == 408

@@ -501,3 +501,28 @@ async def test_alertmanager_0_25_delivers_into_the_store_with_its_bearer_token(
     assert stored.webhook.alerts[0].labels["group_version"] == "x.example.com/v1"
     assert stored.webhook.alerts[0].ends_at is None
     assert stored.raw.startswith(b'{"receiver":"proxybot","status":"firing"')
+
+
+def _ten_thousand_alerts() -> bytes:
+    payload = samples.as_dict(samples.FIRING)
+    first = payload["alerts"][0]
+    payload["alerts"] = [dict(first, fingerprint=f"{n:016x}") for n in range(10_000)]
+    return json.dumps(payload).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        (b"[" * 200_000 + b"]" * 200_000, 400, "recursion limit exceeded"),
+        (b'{"a":' * 50_000 + b"1" + b"}" * 50_000, 400, "recursion limit exceeded"),
+        (b'{"version": "4", "groupKey": "\xff\xfe"}', 400, "invalid unicode"),
+        (_ten_thousand_alerts(), 413, "larger than"),
+    ],
+    ids=["nested-arrays", "nested-objects", "invalid-utf8", "10000-alerts"],
+)
+async def test_hostile_bodies_are_a_clear_4xx_and_store_nothing(body: bytes, status: int, says: str) -> None:
+    sink = RecordingSink()
+    response = await post(app_for(sink), body)
+    assert response.status_code == status
+    assert says in response.json()["error"]
+    assert sink.accepted == []

@@ -10,9 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.render.blocks import (
+    INERT_BACKTICK,
+    WORD_JOINER,
     Button,
     actions,
     code,
+    code_block,
     context,
     esc,
     fields,
@@ -37,13 +40,41 @@ _BARE_AMP = re.compile(r"&(?!amp;|lt;|gt;)")
 
 def test_esc_neutralises_mentions_links_and_ampersands() -> None:
     assert esc("<!channel> & <https://evil|x>") == "&lt;!channel&gt; &amp; &lt;https://evil|x&gt;"
-    assert esc("a\x00b\x1bc\nd\te") == "abc\nd\te"
+    assert esc("a\x00b\x1bc\x85d\x9fe") == "abc de"
     assert esc("lone \ud800") == "lone \ufffd"
 
 
+def test_esc_keeps_outside_text_on_one_line() -> None:
+    assert esc("x\n*Next step:* run this\r\n\u2028y\tz") == "x *Next step:* run this y z"
+
+
+def test_esc_breaks_bare_mentions_and_channel_names() -> None:
+    assert esc("@here @channel #general mail@example.com") == (
+        f"@{WORD_JOINER}here @{WORD_JOINER}channel #{WORD_JOINER}general mail@{WORD_JOINER}example.com"
+    )
+    assert esc("# heading, @ alone") == "# heading, @ alone"
+
+
+def test_esc_drops_bidi_controls() -> None:
+    assert esc("invoice\u202egpj.exe \u2066x\u2069 \u200fy") == "invoicegpj.exe x y"
+
+
+def test_esc_lets_no_backtick_open_a_span_or_fence_past_the_value() -> None:
+    tick = INERT_BACKTICK
+    assert esc("only the `get` verb") == "only the `get` verb"
+    assert esc("```swallow") == f"{tick * 3}swallow"
+    assert esc("a `b` c `d") == f"a `b` c {tick}d"
+    assert esc("``x``") == f"{tick * 2}x{tick * 2}"
+
+
 def test_code_cannot_be_broken_out_of() -> None:
-    assert code("a`<b>`\nc") == "`a'&lt;b&gt;' c`"
+    assert code("a`<b>`\nc") == f"`a{INERT_BACKTICK}&lt;b&gt;{INERT_BACKTICK} c`"
+    assert code("@here") == "`@here`"
     assert code("") == "``"
+
+
+def test_code_block_keeps_lines_and_lets_nothing_out() -> None:
+    assert code_block("a:\n  b: <x>\n```\n") == f"```a:\n  b: &lt;x&gt;\n{INERT_BACKTICK * 3}```"
 
 
 @given(st.text())
@@ -52,6 +83,16 @@ def test_esc_leaves_no_markup(text: str) -> None:
     assert "<" not in out
     assert ">" not in out
     assert not _BARE_AMP.search(out)
+    assert "\n" not in out
+    assert out.count("`") % 2 == 0
+    assert not re.search(r"(?<!\w)[@#]\w|``", out)
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", out)
+
+
+def test_every_mrkdwn_text_is_verbatim() -> None:
+    objects = [section("x")["text"], *fields(["a"])["fields"], *context(["b"])["elements"]]
+    assert all(o == {"type": "mrkdwn", "text": o["text"], "verbatim": True} for o in objects)
+    assert "verbatim" not in header("x")["text"]
 
 
 # -- truncation ------------------------------------------------------------------------------------

@@ -162,6 +162,9 @@ def test_hostile_labels_and_annotations_are_inert_everywhere() -> None:
         texts = mrkdwn_texts(msg)
         assert all("<" not in t and ">" not in t for t in texts), texts
         assert all(not re.search(r"&(?!amp;|lt;|gt;)", t) for t in texts), texts
+        assert all("\n*Next step:* forged" not in t and "```" not in t for t in texts), texts
+        assert all(not re.search(r"[@#](here|general)", t) for t in texts), texts
+        assert "\u202e" not in all_text(msg)
         assert "&lt;!channel&gt;" in all_text(msg) or "&lt;https://evil" in all_text(msg)
 
 

@@ -62,3 +62,19 @@ async def test_a_store_whose_server_went_away_fails_clearly_and_recovers(
             )
         # The pool notices the dead connections on checkout and replaces them.
         assert await store.depth() == 0
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://bot:s3c%zzret@127.0.0.1:9/proxybot",
+        "postgresql://bot:s3c@ret@127.0.0.1:9/proxybot",
+        "postgresql://bot:s3c ret@127.0.0.1:9/proxybot",
+    ],
+)
+async def test_a_url_libpq_cannot_read_is_refused_without_any_part_of_the_password(url: str) -> None:
+    with pytest.raises(StoreError) as caught:
+        await open_store(url)
+    assert "percent-encode" in str(caught.value)
+    assert "s3c" not in str(caught.value)
+    assert "ret" not in str(caught.value).replace("special characters", "")

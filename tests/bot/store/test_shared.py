@@ -107,3 +107,24 @@ async def test_two_processes_enqueueing_one_key_make_one_row(store: Store, other
     item = await store.outbox_item("digest:p")
     assert item is not None
     assert item.payload == {"text": "one"}
+
+
+async def test_a_post_is_marked_in_flight_only_by_the_lease_holder(
+    store: Store, other: Store, clock: FakeClock
+) -> None:
+    row = await store.enqueue("post:#a:g", "#a", OutboxKind.POST, {"text": "x"})
+    assert await store.hold_lease("leader", ttl=20) is not None
+    assert await store.mark_sending(row.id, clock.now, fence="leader")
+    assert not await other.mark_sending(row.id, clock.now, fence="leader")  # not its lease
+    clock.advance(21)  # the holder stopped renewing; nobody holds it now
+    assert not await store.mark_sending(row.id, clock.now, fence="leader")
+    assert await other.hold_lease("leader", ttl=20) is not None
+    assert await other.mark_sending(row.id, clock.now, fence="leader")
+
+
+async def test_the_first_recorded_address_of_a_message_stays(store: Store) -> None:
+    await store.record_post("#a", "g", "1.000001", "C0AAAAAA1")
+    await store.record_post("#a", "g", "2.000002", "C0AAAAAA1")  # a late write from a lapsed leader
+    group = await store.get_group("#a", "g")
+    assert group is not None
+    assert group.ts == "1.000001"

@@ -76,8 +76,9 @@ async def test_a_file_that_is_not_a_database_is_a_store_error(db_path: Path) -> 
 
 async def test_a_missing_directory_is_a_store_error_naming_the_path(tmp_path: Path) -> None:
     path = tmp_path / "missing" / "proxybot.db"
-    with pytest.raises(StoreError, match=re.escape(str(path))):
+    with pytest.raises(StoreError, match=re.escape(str(path))) as caught:
         await open_store(str(path))
+    assert f"the directory {path.parent} does not exist" in str(caught.value)
 
 
 @pytest.mark.parametrize("url", ["mysql://root:s3cr3t@db/x", "redis://:s3cr3t@db/0"])

@@ -1,0 +1,114 @@
+"""What `serve` needs beyond valid settings: real secrets, webhook authentication, kubeconfigs that load.
+
+`serve` refuses every problem found here; `check` refuses the ones that are wrong wherever the config is
+read (a kubeconfig that is not one) and warns about the rest (a placeholder secret, a file mounted only at
+deploy time); `demo` asks none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, SecretStr
+
+from config import validation
+from config.environment import env_hint
+from config.fields import Loc, format_loc
+from config.kubeconfig import KubeconfigUse, Problem, kubeconfig_problems
+from config.settings import ClusterSettings, ControlPlaneSettings, KubeAccess, Settings
+
+Purpose = Literal["serve", "demo", "check"]
+REFUSED_BY_SERVE = " (`serve` refuses this)"
+
+
+def purpose_problems(settings: Settings, purpose: Purpose) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for loading with this purpose."""
+    if purpose == "demo":
+        return [], []
+    found = [*_secret_problems(settings), *_webhook_problems(settings), *_kubeconfig_problems(settings)]
+    if purpose == "serve":
+        return [problem for problem, _ in found], []
+    errors = [problem for problem, fatal_for_check in found if fatal_for_check]
+    warnings = [f"{problem}{REFUSED_BY_SERVE}" for problem, fatal in found if not fatal]
+    return errors, warnings
+
+
+def secret_fields(model: BaseModel, loc: Loc = ()) -> Iterator[tuple[Loc, SecretStr | None]]:
+    """Every SecretStr field of a settings tree (set or not), with its location."""
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        annotation = type(model).model_fields[name].annotation
+        if isinstance(value, SecretStr) or (value is None and _mentions(annotation, SecretStr)):
+            yield (*loc, name), value
+        elif isinstance(value, BaseModel):
+            yield from secret_fields(value, (*loc, name))
+        elif isinstance(value, tuple):
+            for index, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    yield from secret_fields(item, (*loc, name, index))
+
+
+def _mentions(annotation: Any, kind: type) -> bool:
+    return annotation is kind or any(_mentions(arg, kind) for arg in get_args(annotation))
+
+
+def _secret_problems(settings: Settings) -> Iterator[Problem]:
+    required = {("slack", "bot_token")}
+    if settings.slack.app_token is None:
+        required.add(("slack", "signing_secret"))  # HTTP mode verifies Slack's request signatures
+    for loc, secret in secret_fields(settings):
+        if secret is None:
+            if loc in required:
+                yield f"{format_loc(loc)}: required to serve; set it{env_hint(loc)}", False
+        elif validation.is_placeholder_secret(secret.get_secret_value()):
+            yield f"{format_loc(loc)}: still a placeholder; put the real secret{env_hint(loc)}", False
+
+
+def _webhook_problems(settings: Settings) -> Iterator[Problem]:
+    alertmanager = settings.alertmanager
+    authenticated = alertmanager.webhook_token is not None or alertmanager.webhook_username is not None
+    if authenticated or alertmanager.allow_unauthenticated:
+        return
+    loc = ("alertmanager", "webhook_token")
+    yield (
+        f"{format_loc(loc)}: no webhook authentication (neither webhook_token nor webhook_username/"
+        "webhook_password): anyone who can reach POST /alertmanager can post alerts into Slack; set a token"
+        f"{env_hint(loc)} and the same in Alertmanager's receiver (config/alertmanager/receiver.yaml), or "
+        "set alertmanager.allow_unauthenticated: true if that is meant",
+        False,
+    )
+
+
+def _kubeconfig_problems(settings: Settings) -> Iterator[Problem]:
+    for use in kubeconfig_uses(settings):
+        yield from kubeconfig_problems(use)
+
+
+def kubeconfig_uses(settings: Settings) -> Iterator[KubeconfigUse]:
+    """Every kubeconfig the config names: each cluster's (and its replicas' contexts), each target's direct
+    access, and the control planes'."""
+    for index, cluster in enumerate(settings.clusters):
+        loc: Loc = ("clusters", index)
+        yield _cluster_use(loc, cluster)
+        plane = f"cluster {cluster.name}'s control plane"
+        yield from _access((*loc, "control_plane"), plane, cluster.control_plane)
+        for t_index, target in enumerate(cluster.targets):
+            target_loc = (*loc, "targets", t_index)
+            yield from _access((*target_loc, "direct"), f"target {target.name}", target.direct)
+            owner = f"target {target.name}'s control plane"
+            yield from _access((*target_loc, "control_plane"), owner, target.control_plane)
+
+
+def _cluster_use(loc: Loc, cluster: ClusterSettings) -> KubeconfigUse:
+    # Each addressable replica is read through its own context of the cluster's kubeconfig.
+    replicas = tuple(((*loc, "replicas", pod), context) for pod, context in cluster.replicas.items())
+    contexts = (((*loc, "context"), cluster.context), *replicas)
+    return KubeconfigUse(loc, f"cluster {cluster.name}", cluster.kubeconfig, contexts)
+
+
+def _access(
+    loc: Loc, owner: str, access: KubeAccess | ControlPlaneSettings | None
+) -> Iterator[KubeconfigUse]:
+    if access is not None:
+        yield KubeconfigUse(loc, owner, access.kubeconfig, (((*loc, "context"), access.context),))
