@@ -29,13 +29,14 @@ from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, Worker, create_app
 from bot.checks.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
 from bot.checks.logs import ControlPlaneLogReader
+from bot.checks.triage import SharedTargetPods
 from bot.checks.verify import open_prometheus
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
 from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient, SlackError
 from bot.delivery.worker import Delivery, DeliveryPolicy, SlackSender
-from bot.digest.fleet import ContextCronJobs
+from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.inbound.slack import slack_routes_and_workers
@@ -187,7 +188,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     enricher = _enricher(settings, clients.prometheus)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
     logs = ControlPlaneLogReader(ctx)
-    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs)
+    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs, ctx)
     pool = digest_pool(settings.digest.workers)
     try:
         digests = _digests(settings, clients, delivery, ctx, live, pool)
@@ -249,6 +250,7 @@ def _alert_worker(
     enricher: PromEnricher | None,
     lease: Lease | None,
     logs: ControlPlaneLogReader,
+    ctx: CheckContext,
 ) -> alerts.AlertWorker:
     shared = clients.store.backend != "sqlite"
     return alerts.register(
@@ -265,6 +267,7 @@ def _alert_worker(
         # Another replica's intake cannot wake this worker: on a shared store it also looks by itself.
         poll=SHARED_STORE_POLL if shared else None,
         logs=logs,
+        pods=SharedTargetPods(ctx),  # the verdict: each alert's target's control-plane pods
     )
 
 
@@ -285,6 +288,7 @@ def _digests(
         prometheus=clients.prometheus,
         pages={c.name: clients.readers[c.name] for c in settings.clusters if c.name in clients.readers},
         executor=pool,
+        triage=ContextTriage(ctx),
     )
 
 

@@ -40,6 +40,7 @@ class ClusterRead:
     snapshot: ProxySnapshot | None
     window: ProxyDelta | None
     unavailable: str | None  # "why", when snapshot is None
+    failure: str | None = None  # the `ClusterError` kind behind `unavailable` (`not_found`: too old)
 
     @property
     def ok(self) -> bool:
@@ -97,7 +98,9 @@ class LiveState:
         try:
             text = await reader.syncer_metrics(timeout=self._timeout)
             snapshot = await asyncio.to_thread(parse_syncer, text)
-        except (ClusterError, MetricsParseError) as err:
+        except ClusterError as err:
+            return ClusterRead(cluster, now, None, None, str(err), err.kind)
+        except MetricsParseError as err:
             return ClusterRead(cluster, now, None, None, str(err))
         return ClusterRead(cluster, now, snapshot, self._remember(cluster, snapshot), None)
 

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from bot.alerts.log_enrich import LogSource
 from bot.alerts.outbox import Outbox
-from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore
+from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore, TargetPodsSource
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.storm import StormPolicy
 from bot.lease import RETRY_EVERY, Lease
@@ -236,6 +236,7 @@ def register(
     lease: Lease | None = None,
     poll: float | None = None,
     logs: LogSource | None = None,
+    pods: TargetPodsSource | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -244,10 +245,11 @@ def register(
     `deps.wake` for every new notification. Elsewhere `worker.start()` / `await worker.stop()`.
     With `prometheus`, alerts are also enriched with Prometheus' windowed counts and p99s, and each new
     group gets a chart of its key series in its thread. With `logs`, alerts of clients whose control plane
-    is configured also show the log reference's lines from its pods.
+    is configured also show the log reference's lines from its pods. With `pods`, each alert's target gets the
+    quick-triage verdict (its control-plane pods read within the enrichment budget).
     """
     pipeline = AlertPipeline(
-        settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus, logs=logs
+        settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus, logs=logs, pods=pods
     )
     return AlertWorker(
         store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll

@@ -7,6 +7,11 @@ from enum import StrEnum
 
 # Simulated owner labels the proxy puts on objects a client creates (accessResources: owned).
 OWNER_LABEL = "proxy.vcluster.sim/owner"
+# The vCluster release every simulated tenant runs unless a scenario says otherwise, and its image.
+VCLUSTER_VERSION = "0.37.1"
+VCLUSTER_IMAGE = "ghcr.io/loft-sh/vcluster-pro"
+# The first release that serves /metrics/syncer.
+METRICS_SINCE = (0, 37)
 
 
 class Path(StrEnum):
@@ -62,6 +67,12 @@ class ControlPlanePod:
     phase: PodPhase = PodPhase.RUNNING
     # A pod that is running but not answering (crash-looping server, hung process).
     answering: bool = True
+    created_at: float = -86_400.0
+
+    @property
+    def ready(self) -> bool:
+        """Its readiness probe passes: running and answering (a terminating pod is never Ready)."""
+        return self.phase is PodPhase.RUNNING and self.answering
 
 
 @dataclass
@@ -80,10 +91,21 @@ class Tenant:
     name: str
     project: str = "platform"
     network_policy: NetworkPolicyValues = field(default_factory=NetworkPolicyValues)
+    vcluster_version: str = VCLUSTER_VERSION
 
     @property
     def namespace(self) -> str:
         return f"vcluster-{self.name}"
+
+    @property
+    def image(self) -> str:
+        """The control-plane StatefulSet's vCluster image, tagged with the version it runs."""
+        return f"{VCLUSTER_IMAGE}:{self.vcluster_version}"
+
+    def serves_metrics(self) -> bool:
+        """Whether this release serves /metrics/syncer (v0.37 and later)."""
+        major, minor = (int(part) for part in self.vcluster_version.split(".")[:2])
+        return (major, minor) >= METRICS_SINCE
 
     @property
     def release(self) -> str:
@@ -151,6 +173,12 @@ class ClientCluster(Tenant):
     replicas: list[Replica] = field(default_factory=list)
     links: list[TargetLink] = field(default_factory=list)
     namespaces: set[str] = field(default_factory=lambda: {"default", "kube-system"})
+    # Group/versions once proxied whose entries left the configuration: their protected APIService and
+    # Service stay behind (vCluster does not garbage-collect them), unavailable.
+    orphan_group_versions: list[str] = field(default_factory=list)
+
+    def proxied_group_versions(self) -> list[str]:
+        return [gv for link in self.links for gv in link.group_versions]
 
     @property
     def owner_value(self) -> str:

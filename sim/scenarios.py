@@ -14,6 +14,8 @@ from sim.traffic import Traffic
 from sim.world import ProbeRecord, World
 
 FAULT_AT = 60.0
+ORPHAN_GV = "legacy.example.com/v1beta1"
+OLD_CLIENT_VERSION = "0.36.4"
 Setup = Callable[[World], None]
 
 
@@ -193,6 +195,39 @@ def ha_split(world: World) -> None:
     world.at(FAULT_AT, "team-a-1 peer watch drops", lambda w: w.drop_peer_watch(CLIENT, f"{CLIENT}-1"))
 
 
+def slow_target(world: World) -> None:
+    """At t=60 the target's API server slows down: answers take 36-72 s, many past the proxy's 60 s deadline.
+
+    Dials stay fast and peers healthy: the delay is on the target's response path. Requests past the cap
+    are cut (terminations reason deadline, 504). Alerts: ResourceProxyProbeFailing after t=900 (the probe
+    gives up after 15 s); the peer rules stay quiet.
+    """
+
+    def slow(w: World) -> None:
+        w.platform.targets[TARGET].latency = 45.0
+
+    world.at(FAULT_AT, "target API server slows down", slow)
+
+
+def apiservice_orphan(world: World) -> None:
+    """team-a once also proxied legacy.example.com/v1beta1; the entry was removed, its objects stayed.
+
+    The protected APIService v1beta1.legacy.example.com and its kube-system Service are left over (vCluster
+    does not garbage-collect them) and the APIService is not Available. The proxy itself is healthy.
+    Alerts: none.
+    """
+    world.platform.clients[CLIENT].orphan_group_versions.append(ORPHAN_GV)
+
+
+def old_client(world: World) -> None:
+    """team-a runs vCluster 0.36.4, older than v0.37: /metrics/syncer answers 404 (too old, not down).
+
+    The proxy works (requests succeed), but its state cannot be read; client and target are on different
+    minor versions. Alerts: none (nothing to scrape: an absent target is not an alert by itself).
+    """
+    world.platform.clients[CLIENT].vcluster_version = OLD_CLIENT_VERSION
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -208,6 +243,9 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("watches-silent", watches_silent),
         Scenario("probe-failing", probe_failing),
         Scenario("ha-split", ha_split, replicas=2),
+        Scenario("slow-target", slow_target),
+        Scenario("apiservice-orphan", apiservice_orphan),
+        Scenario("old-client", old_client),
     )
 }
 

@@ -168,7 +168,7 @@ class World:
             pod.phase = PodPhase.GONE
 
         def replaced(world: World) -> None:
-            target.pods[index] = ControlPlanePod(pod.name, world.new_hostname(target))
+            target.pods[index] = ControlPlanePod(pod.name, world.new_hostname(target), created_at=world.now())
             world.publish_later(target)
 
         self.at(self.now() + 2.0, f"{pod.name} gone", gone)

@@ -22,12 +22,14 @@ from bot.alerts.state import ChannelGroup
 from bot.domain.alerts import Alert, AlertmanagerWebhook
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
+from bot.domain.diagnosis_readings import Readings
 from bot.domain.log_reference import LogEvidence
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot
+from bot.domain.verdict import TargetPods, TargetVerdict, judge, metrics_signal, unreadable_metrics
 from bot.live import ClusterRead
 from bot.render.checks_logs import with_logs
-from bot.render.enrichment import live_unavailable, with_prometheus
+from bot.render.enrichment import live_unavailable, with_prometheus, with_verdict
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,14 @@ def reading(task: asyncio.Task[ClusterRead], budget: float) -> Reading:
     return Reading(read.snapshot, read.window, LiveRead.read(at, read.replica))
 
 
+def pods_reading(task: asyncio.Task[TargetPods], budget: float) -> TargetPods:
+    """What one target-pods read brought by the end of the enrichment budget (late is said so)."""
+    read = within_budget(task, budget)
+    if isinstance(read, Unavailable):
+        return TargetPods.missing(live_unavailable(read).replace("the live read", "the read"))
+    return read
+
+
 def build(
     webhook: AlertmanagerWebhook,
     channel: str,
@@ -93,14 +103,16 @@ def build(
     readings: Mapping[str, Reading],
     prom: PromRound,
     logs: LogRound | None = None,
+    pods: Mapping[str, TargetPods] | None = None,
 ) -> ChannelGroup:
-    """One channel's share of the notification, every alert diagnosed."""
+    """One channel's share of the notification, every alert diagnosed (and, with `pods`, the verdict of
+    each alert's target from its control-plane pods)."""
     unmatched = Reading(None, None, LiveRead.missing(NO_CLUSTER))
     memo: dict[tuple[Any, ...], AlertDiagnosis] = {}
     views: dict[str, AlertView] = {}
     for r in routed:
         found = unmatched if r.source is None else readings[r.source]
-        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, found, prom, logs, memo))
+        views[r.alert.fingerprint] = _alert_view(r.alert, _diagnosis(r, found, prom, logs, memo, pods or {}))
     clusters = {r.cluster for r in routed}
     sources = {r.source for r in routed}
     live = _merge_live([unmatched if c is None else readings[c] for c in sorted(sources, key=str)])
@@ -132,6 +144,7 @@ def _diagnosis(
     prom: PromRound,
     logs: LogRound | None,
     memo: dict[tuple[Any, ...], AlertDiagnosis],
+    pods: Mapping[str, TargetPods],
 ) -> AlertDiagnosis:
     # A storm repeats the same alert on many HA replicas and group/versions: explain each shape once.
     labels = r.alert.labels
@@ -142,7 +155,11 @@ def _diagnosis(
         outcome = prom.outcome(r.alert.alertname, labels, r.cluster)
         window = outcome.window.delta if outcome and outcome.window else found.window
         diagnosis = diagnose_alert(r.alert.alertname, labels, found.snapshot, window)
-        memo[key] = with_logs(with_prometheus(diagnosis, outcome), _log_lines(logs, r))
+        diagnosis = with_prometheus(diagnosis, outcome)
+        target = labels.get("target")
+        if r.cluster is not None and target is not None and target in pods:
+            diagnosis = with_verdict(diagnosis, _verdict(found, window, target, pods[target]))
+        memo[key] = with_logs(diagnosis, _log_lines(logs, r))
     return memo[key]
 
 
@@ -151,6 +168,14 @@ def _log_lines(logs: LogRound | None, r: Routed) -> LogEvidence | Unavailable | 
         return None
     labels = r.alert.labels
     return logs.evidence(r.cluster, labels.get("target"), labels.get("group_version") or None)
+
+
+def _verdict(found: Reading, window: ProxyDelta | None, target: str, pods: TargetPods) -> TargetVerdict:
+    if found.snapshot is None:
+        metrics = unreadable_metrics(found.live.unavailable or "no live state")
+    else:
+        metrics = metrics_signal(Readings(found.snapshot, window, target))
+    return judge(pods, metrics)
 
 
 def _alert_view(alert: Alert, diagnosis: AlertDiagnosis) -> AlertView:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from bot.alerts.grouping import Reading, build, reading, route
+from bot.alerts.grouping import Reading, build, pods_reading, reading, route
 from bot.alerts.log_enrich import LogRound, LogSource
 from bot.alerts.outbox import Outbox
 from bot.alerts.prom_enrich import PromEnricher, PromRound, chart_subject
@@ -31,6 +31,7 @@ from bot.alerts.state import ChannelGroup, applied_before, next_state, with_hist
 from bot.alerts.storm import StormDesk, StormPolicy, StormStore
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView, GroupChange, GroupStatus
+from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
 from bot.render.blocks import Message
 from bot.render.slack import alert_group_message, change_reply
@@ -49,6 +50,14 @@ class LiveSource(Protocol):
 
     async def cancel_pending(self) -> None:
         """Stop reads still in flight (shutdown): shared reads outlive the callers that stop waiting."""
+
+
+class TargetPodsSource(Protocol):
+    """Target control-plane pods by target name (`bot.checks.triage.SharedTargetPods` is one)."""
+
+    async def read(self, target: str) -> TargetPods: ...
+
+    async def cancel_pending(self) -> None: ...
 
 
 class PipelineStore(StormStore, Protocol):
@@ -71,10 +80,13 @@ class AlertPipeline:
         clock: Clock = time.time,
         prometheus: PromEnricher | None = None,
         logs: LogSource | None = None,
+        pods: TargetPodsSource | None = None,
     ) -> None:
         self._settings = settings
         self._prometheus = prometheus
         self._logs = logs
+        # With it, each alert's target gets the quick-triage verdict (its pods read within the budget).
+        self._pods = pods
         self._store = store
         self._outbox = outbox
         self._live = live
@@ -83,6 +95,7 @@ class AlertPipeline:
         self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
         self._late: set[asyncio.Task[ClusterRead]] = set()
+        self._late_pods: set[asyncio.Task[TargetPods]] = set()
         # Notifications applied and waiting for their storm's row to be saved before they are closed.
         self._held: set[int] = set()
 
@@ -105,9 +118,10 @@ class AlertPipeline:
         prom.start((r.alert.alertname, r.alert.labels, r.cluster) for rs in routes.values() for r in rs)
         logs = LogRound(self._logs, self._settings, self._budget)
         logs.start(sorted({r.cluster for rs in routes.values() for r in rs if r.cluster is not None}))
-        readings = await self._enrich(clusters, prom, logs)
+        targets = {r.alert.labels.get("target") for rs in routes.values() for r in rs if r.cluster}
+        readings, pods = await self._enrich(clusters, prom, logs, {t for t in targets if t})
         for channel, routed in routes.items():
-            group = build(webhook, channel, routed, readings, prom, logs)
+            group = build(webhook, channel, routed, readings, prom, logs=logs, pods=pods)
             await self._apply(notification.identity, group)
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
@@ -131,25 +145,39 @@ class AlertPipeline:
 
     async def aclose(self) -> None:
         """Cancel live reads still running past their budget."""
-        for task in list(self._late):
+        for task in [*self._late, *self._late_pods]:
             task.cancel()
-        await asyncio.gather(*self._late, return_exceptions=True)
+        await asyncio.gather(*self._late, *self._late_pods, return_exceptions=True)
         await self._live.cancel_pending()
         if self._logs is not None:
             await self._logs.cancel_pending()
+        if self._pods is not None:
+            await self._pods.cancel_pending()
         if self._prometheus is not None:
             await self._prometheus.cancel_pending()
 
     # -- routing and enrichment ----------------------------------------------------------------------
-    async def _enrich(self, clusters: Iterable[str], prom: PromRound, logs: LogRound) -> dict[str, Reading]:
+    async def _enrich(
+        self, clusters: Iterable[str], prom: PromRound, logs: LogRound, targets: set[str]
+    ) -> tuple[dict[str, Reading], dict[str, TargetPods] | None]:
         tasks = {name: self._start_read(name) for name in sorted(clusters)}
-        waiting = [*tasks.values(), *prom.tasks, *logs.tasks]
+        pod_tasks = {t: self._start_pods(self._pods, t) for t in sorted(targets)} if self._pods else {}
+        waiting = [*tasks.values(), *pod_tasks.values(), *prom.tasks, *logs.tasks]
         if waiting:
             # asyncio.wait neither raises on the deadline nor cancels what is late.
             await asyncio.wait(waiting, timeout=self._budget)
         prom.collect()
         logs.collect()
-        return {name: reading(task, self._budget) for name, task in tasks.items()}
+        readings = {name: reading(task, self._budget) for name, task in tasks.items()}
+        if self._pods is None:
+            return readings, None
+        return readings, {t: pods_reading(task, self._budget) for t, task in pod_tasks.items()}
+
+    def _start_pods(self, source: TargetPodsSource, target: str) -> asyncio.Task[TargetPods]:
+        task = asyncio.create_task(source.read(target), name=f"pods-read-{target}")
+        self._late_pods.add(task)
+        task.add_done_callback(self._late_pods.discard)
+        return task
 
     def _start_read(self, cluster: str) -> asyncio.Task[ClusterRead]:
         task = asyncio.create_task(self._live.read(cluster), name=f"live-read-{cluster}")

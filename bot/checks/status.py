@@ -12,17 +12,21 @@ table and whose side it is; the check fails when a proxy-fault reason counted in
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import re
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.alerts.prom_queries import WindowAsk, counters_query, window_from
 from bot.checks.context import CheckContext, TargetRef, resolve_target
+from bot.checks.triage import ClusterTriage, fleet_newest, read_triage, verdict_of
 from bot.clients.prometheus import PrometheusClient
 from bot.domain.diagnosis import diagnose
 from bot.domain.durations import parse_duration
-from bot.domain.findings import Finding, Severity, finding_key, worst
+from bot.domain.findings import Finding, Severity, finding_key, sort_worst_first, worst
 from bot.domain.reasons import OutcomeReason, ReasonKind, reason_info
 from bot.domain.snapshot import (
     DIAL_FAILURES,
@@ -33,11 +37,17 @@ from bot.domain.snapshot import (
     ProxySnapshot,
     make_labels,
 )
+from bot.domain.verdict import TargetVerdict, Verdict, verdict_dict
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from config.settings import ClusterSettings, Settings, replica_source
 
 REPLICA_UNKNOWN = "not pinned: the client cluster's Service chose one replica"
+# Clusters (their metrics, or their triage reads) read at once by one status check.
+STATUS_CONCURRENCY = 8
+T = TypeVar("T")
+# Verdicts that fail the check: the triage found something broken.
+BROKEN = frozenset(Verdict) - {Verdict.HEALTHY, Verdict.UNKNOWN}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,7 @@ class TargetStatus:
     # The HA replica this reading is of, when the cluster's replicas are addressable (each keeps its own
     # peer caches, so one healthy replica must not hide a degraded one).
     replica: str | None = None
+    verdict: TargetVerdict | None = None  # the quick triage (target pods + this reading)
 
     @property
     def severity(self) -> Severity:
@@ -84,14 +95,20 @@ class StatusResult:
 
     targets: tuple[TargetStatus, ...]
     reads: tuple[ClusterReadInfo, ...]
+    triage: tuple[ClusterTriage, ...] = ()  # per client cluster: versions, target pods, APIServices
+    # What the triage reads found: APIService problems and orphans, version flags.
+    triage_findings: tuple[Finding, ...] = ()
 
     @property
     def severity(self) -> Severity:
-        return max((t.severity for t in self.targets), default=Severity.OK)
+        found = max((t.severity for t in self.targets), default=Severity.OK)
+        return max(found, worst(self.triage_findings))
 
     @property
     def passed(self) -> bool:
-        return self.severity < Severity.WARNING
+        """No warning, and no target the quick triage finds broken (`unknown` fails only by its cause)."""
+        broken = any(t.verdict is not None and t.verdict.verdict in BROKEN for t in self.targets)
+        return self.severity < Severity.WARNING and not broken
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +117,8 @@ class StatusResult:
             "verdict": self.severity.label,
             "reads": [_read_dict(r) for r in self.reads],
             "targets": [_target_dict(t) for t in self.targets],
+            "clusters": [t.as_dict() for t in self.triage],
+            "triage_findings": [finding_dict(f) for f in self.triage_findings],
         }
 
 
@@ -112,6 +131,7 @@ def _target_dict(t: TargetStatus) -> dict[str, Any]:
         "target": t.target,
         "cluster": t.cluster,
         "replica": t.replica,
+        **verdict_dict(t.verdict),
         "severity": t.severity.label,
         "unavailable": t.unavailable,
         "group_versions": [
@@ -129,18 +149,19 @@ def _target_dict(t: TargetStatus) -> dict[str, Any]:
             }
             for g in t.group_versions
         ],
-        "findings": [
-            {
-                "severity": f.severity.label,
-                "kind": f.kind,
-                "title": f.title,
-                "evidence": list(f.evidence),
-                "cause": f.cause,
-                "next_step": f.next_step,
-                "group_version": f.group_version,
-            }
-            for f in t.findings
-        ],
+        "findings": [finding_dict(f) for f in t.findings],
+    }
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "severity": f.severity.label,
+        "kind": f.kind,
+        "title": f.title,
+        "evidence": list(f.evidence),
+        "cause": f.cause,
+        "next_step": f.next_step,
+        "group_version": f.group_version,
     }
 
 
@@ -151,17 +172,41 @@ def _refs(settings: Settings, target: str | None) -> list[TargetRef]:
 
 
 async def run_status(ctx: CheckContext, target: str | None = None) -> StatusResult:
-    """Live state of `target` (or every configured target): peers per group/version and the diagnosis."""
+    """Live state of `target` (or every configured target): peers per group/version, the diagnosis, the
+    quick-triage verdict, and the triage reads (versions, target pods, APIServices)."""
     refs = _refs(ctx.settings, target)
     live = await ctx.live()
-    reads: dict[str, ClusterRead] = {}
-    for ref in refs:
-        for source in _sources(ref.cluster):
-            if source not in reads:
-                reads[source] = await live.read(source)
-    statuses = tuple(_target_status(ref, reads[source]) for ref in refs for source in _sources(ref.cluster))
+    sources = list(dict.fromkeys(source for ref in refs for source in _sources(ref.cluster)))
+    clusters = list({ref.cluster.name: ref.cluster for ref in refs}.values())
+    chosen = {c.name: tuple(r.target for r in refs if r.cluster.name == c.name) for c in clusters}
+    # A fleet-wide status reads a few clusters at a time, not all of them at once.
+    slots = asyncio.Semaphore(STATUS_CONCURRENCY)
+
+    async def bounded(work: Awaitable[T]) -> T:
+        async with slots:
+            return await work
+
+    read_list, triages = await asyncio.gather(
+        asyncio.gather(*(bounded(live.read(source)) for source in sources)),
+        asyncio.gather(*(bounded(read_triage(ctx, c, chosen[c.name])) for c in clusters)),
+    )
+    reads = dict(zip(sources, read_list, strict=True))
+    by_cluster = {t.cluster: t for t in triages}
+    statuses = tuple(
+        _with_verdict(_target_status(ref, reads[source]), reads[source], by_cluster[ref.cluster.name])
+        for ref in refs
+        for source in _sources(ref.cluster)
+    )
     infos = tuple(_read_info(ctx.settings, read) for read in reads.values())
-    return StatusResult(statuses, infos)
+    newest = fleet_newest(triages)
+    found = tuple(sort_worst_first([f for t in triages for f in t.findings(newest)]))
+    return StatusResult(statuses, infos, tuple(triages), found)
+
+
+def _with_verdict(status: TargetStatus, read: ClusterRead, triage: ClusterTriage) -> TargetStatus:
+    target = triage.targets[status.target]
+    verdict = verdict_of(read, status.target, target.pods, triage.client_version)
+    return dataclasses.replace(status, verdict=verdict)
 
 
 def _sources(cluster: ClusterSettings) -> list[str]:

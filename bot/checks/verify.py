@@ -12,6 +12,8 @@ Lines, per configured client cluster unless noted:
   suspended, was scheduled within three intervals and succeeded within 900 s (Kubernetes API).
 - `probe-series`: `kube_cronjob_created` for that CronJob is visible in Prometheus.
 - `syncer`: `/metrics/syncer` is readable with the bot's own credentials and carries `vcluster_proxy_peers`.
+- `apiservices`, `versions`: the proxy's APIServices and their Services (orphans fail it), and the
+  vCluster versions of the client and its targets (`bot.checks.verify_triage`).
 
 A line that cannot be checked (no `prometheus.url`, no `control_plane`) is *not checked*, never a pass:
 monitoring that was not verified is not verified, so the overall result passes only when every line passes
@@ -25,6 +27,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
 from bot.checks.context import CHECK_TIMEOUT, CheckContext
+from bot.checks.triage import fleet_newest, read_triage
 from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
 from bot.checks.verify_lines import (
     Outcome,
@@ -34,6 +37,7 @@ from bot.checks.verify_lines import (
     skipped_line,
     unreachable_line,
 )
+from bot.checks.verify_triage import apiservices_line, versions_line
 from bot.clients.prometheus import PrometheusClient, RuleGroup, Sample, ScrapeTarget, selector
 from bot.domain.alerts_catalog import (
     DISCOVERY_DEGRADED,
@@ -91,7 +95,10 @@ async def check_verify(
     chosen = ctx.settings.clusters if clusters is None else tuple(clusters)
     say("checking Prometheus rules…")
     lines = [await rules_line(prometheus, ctx.timeout)]
-    for cluster in chosen:
+    # The versions line compares against the newest version seen, so every cluster is read first.
+    triages = await asyncio.gather(*(read_triage(ctx, cluster, with_pods=False) for cluster in chosen))
+    newest = fleet_newest(triages)
+    for cluster, triage in zip(chosen, triages, strict=True):
         say(f"checking {cluster.name}…")
         lines += await asyncio.gather(
             scrape_line(prometheus, cluster, ctx.timeout),
@@ -99,6 +106,7 @@ async def check_verify(
             cronjob_series_line(prometheus, cluster, ctx.timeout),
             syncer_line(ctx, cluster),
         )
+        lines += [apiservices_line(triage), versions_line(triage, newest)]
     return VerifyResult(tuple(lines))
 
 

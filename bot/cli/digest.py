@@ -27,7 +27,7 @@ from bot.cli.output import (
 )
 from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient
-from bot.digest.fleet import ContextCronJobs
+from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.runner import BuiltDigest, DigestRunner, DigestSources, DirectPoster
 from bot.errors import ConfigError, InputError, UpstreamError
 from bot.render.terminal import Style, colour_enabled, show
@@ -54,7 +54,7 @@ async def open_runner(settings: Settings, *, post: bool) -> AsyncIterator[Digest
         if settings.prometheus.url is not None:
             prometheus = await stack.enter_async_context(PrometheusClient.from_settings(settings.prometheus))
         live = await ctx.live()
-        sources = DigestSources(live.read, ContextCronJobs(ctx), prometheus)
+        sources = DigestSources(live.read, ContextCronJobs(ctx), prometheus, triage=ContextTriage(ctx))
         poster = DirectPoster(SlackClient.from_settings(settings.slack)) if post else None
         yield DigestRunner(settings, store, sources, poster)
 

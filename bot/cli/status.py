@@ -94,7 +94,8 @@ def reasons_subcommand(args: argparse.Namespace, console: Console) -> int:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         "status",
-        "live proxy state per target and group/version, and the diagnosis",
+        "the quick-triage verdict per target, live proxy state per group/version, the diagnosis, the "
+        "proxy's APIServices and the vCluster versions",
         _status_arguments,
         status_subcommand,
     ),

@@ -5,6 +5,7 @@
     read_fleet(clusters, read)        every cluster concurrently; a cluster that does not answer within
                                       `timeout` costs only that and is unreachable
     probe_runs(clusters, cronjobs)    the probe CronJob's last success per client, where configured
+    triage_reads(clusters, source)    per client: versions, the targets' control-plane pods, the APIServices
 
 `bot.digest.judge` turns the reads into the digest.
 """
@@ -19,6 +20,7 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from bot.checks.context import CheckContext
+from bot.checks.triage import ClusterTriage, read_triage
 from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
 from bot.checks.verify_lines import Outcome
 from bot.errors import ClusterError
@@ -183,3 +185,41 @@ async def probe_runs(
 
     chosen = [c for c in clusters if c.control_plane is not None]
     return tuple(await asyncio.gather(*(one(c) for c in chosen)))
+
+
+# -- the triage reads: versions, target pods, APIServices -------------------------------------------------
+
+
+class TriageSource(Protocol):
+    """Reads what the verdict, the APIService health and the versions need (`ContextTriage` is one)."""
+
+    async def read(self, cluster: ClusterSettings) -> ClusterTriage: ...
+
+
+@dataclass
+class ContextTriage:
+    """The triage reads of `bot.checks.triage` over a `CheckContext`."""
+
+    ctx: CheckContext
+
+    async def read(self, cluster: ClusterSettings) -> ClusterTriage:
+        return await read_triage(self.ctx, cluster)
+
+
+async def triage_reads(
+    clusters: Sequence[ClusterSettings],
+    source: TriageSource | None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float = DEFAULT_CLUSTER_TIMEOUT,
+) -> dict[str, ClusterTriage | None]:
+    """Every client's triage reads, bounded like `read_fleet`; None for a cluster cut off at the timeout."""
+    if source is None:
+        return {}
+    bound = Bound(concurrency, timeout)
+
+    async def one(cluster: ClusterSettings) -> tuple[str, ClusterTriage | None]:
+        turn = await bound.call(lambda: source.read(cluster))
+        return cluster.name, turn.answer
+
+    return dict(await asyncio.gather(*(one(c) for c in clusters)))

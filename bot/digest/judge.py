@@ -2,6 +2,8 @@
 
     judge_cluster(cluster, read)      every configured target of one client cluster, from that cluster's read
     judge_reads(clusters, outcomes)   every cluster's targets from `read_fleet`'s outcomes
+    with_triage(judged, triages)      each target's quick-triage verdict from its pods (and the metrics'
+                                      signal judged with it), and the clusters' APIService and version flags
     assemble_digest(judged, ...)      targets worst first, what changed since the last digest, reasons that
                                       moved, the probe ages; `summary()` is stored for the next digest
 
@@ -14,16 +16,26 @@ window of recent reads when there is no earlier digest.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from bot.checks.status import reason_counts
+from bot.checks.status import finding_dict, reason_counts
+from bot.checks.triage import ClusterTriage, fleet_newest, metrics_of
 from bot.digest.fleet import ClusterOutcome, ProbeRun
 from bot.domain.delta import counter_increase
 from bot.domain.diagnosis import diagnose
 from bot.domain.findings import Finding, Severity, sort_worst_first, worst
 from bot.domain.snapshot import ProxySnapshot
+from bot.domain.verdict import (
+    MetricsSignal,
+    TargetPods,
+    TargetVerdict,
+    judge,
+    unreadable_metrics,
+    verdict_dict,
+)
+from bot.domain.versions import TenantVersion, too_old
 from bot.live import ClusterRead
 from config.settings import ClusterSettings, TargetSettings
 
@@ -54,6 +66,8 @@ class TargetDigest:
     fault_totals: Mapping[str, float] = field(default_factory=dict)  # "family/reason" -> since start
     window_faults: Mapping[str, float] = field(default_factory=dict)  # same keys, over the live window
     window_seconds: float | None = None
+    signal: MetricsSignal | None = None  # the metrics' side of the verdict (judged with the page)
+    verdict: TargetVerdict | None = None  # once the target's pods are read (`with_triage`)
 
     @property
     def severity(self) -> Severity:
@@ -72,8 +86,11 @@ def _lowest_healthy(snapshot: ProxySnapshot, target: str, configured: Iterable[s
 
 def judge_target(cluster: str, target: TargetSettings, read: ClusterRead) -> TargetDigest:
     """The target's health from its client cluster's read (the same diagnosis alerts and `status` use)."""
+    signal = metrics_of(read, target.name)
     if read.snapshot is None:
-        return TargetDigest(target.name, cluster, Health.UNREACHABLE, unavailable=read.unavailable)
+        return TargetDigest(
+            target.name, cluster, Health.UNREACHABLE, unavailable=read.unavailable, signal=signal
+        )
     snapshot = read.snapshot
     findings = tuple(
         f for f in diagnose(snapshot, read.window, target=target.name) if f.severity >= Severity.WARNING
@@ -88,6 +105,7 @@ def judge_target(cluster: str, target: TargetSettings, read: ClusterRead) -> Tar
         fault_totals=_fault_counts(snapshot, target.name),
         window_faults={} if window is None else _fault_counts(window.increase, target.name),
         window_seconds=None if window is None else window.seconds,
+        signal=signal,
     )
 
 
@@ -124,6 +142,9 @@ class Digest:
     probes: tuple[ProbeRun, ...] = ()
     previous_at: float | None = None
     cluster_seconds: Mapping[str, float] = field(default_factory=dict)
+    # The clusters' APIService problems and orphans and the version flags, worst first; the versions read.
+    triage_findings: tuple[Finding, ...] = ()
+    versions: tuple[TenantVersion, ...] = ()
 
     def count(self, health: Health) -> int:
         return sum(1 for t in self.targets if t.health is health)
@@ -136,11 +157,14 @@ class Digest:
         """Nothing to tell: every target healthy, nothing moved, every known probe succeeding."""
         calm = not self.changes or all(c.after is Health.HEALTHY for c in self.changes)
         probes_ok = all(p.ok for p in self.probes)
-        return self.count(Health.HEALTHY) == len(self.targets) and calm and not self.moved and probes_ok
+        objects_ok = worst(self.triage_findings) < Severity.WARNING
+        everyone = self.count(Health.HEALTHY) == len(self.targets)
+        return everyone and calm and not self.moved and probes_ok and objects_ok
 
     @property
     def severity(self) -> Severity:
-        return max((t.severity for t in self.targets), default=Severity.OK)
+        found = max((t.severity for t in self.targets), default=Severity.OK)
+        return max(found, worst(self.triage_findings))
 
     def summary(self) -> dict[str, Any]:
         """What the next digest compares against (stored with the run)."""
@@ -185,6 +209,8 @@ class Digest:
                 | {"summary": p.summary}
                 for p in self.probes
             ],
+            "triage_findings": [finding_dict(f) for f in self.triage_findings],
+            "versions": [v.as_dict() for v in self.versions],
         }
 
 
@@ -196,6 +222,7 @@ def _target_dict(t: TargetDigest) -> dict[str, Any]:
         "severity": t.severity.label,
         "healthy_peers": t.healthy_peers,
         "unavailable": t.unavailable,
+        **verdict_dict(t.verdict),
         "findings": [
             {"severity": f.severity.label, "kind": f.kind, "title": f.title, "next_step": f.next_step}
             for f in t.findings
@@ -257,6 +284,31 @@ def judge_reads(
     return judged, {name: o.seconds for name, o in outcomes.items()}
 
 
+def with_triage(
+    judged: Iterable[TargetDigest], triages: Mapping[str, ClusterTriage | None], timeout: float
+) -> tuple[list[TargetDigest], tuple[Finding, ...], tuple[TenantVersion, ...]]:
+    """Each target's verdict from its pods and its metrics' signal; the clusters' triage findings (against
+    the newest version of the fleet) and every version read. A cluster absent from `triages` was not read."""
+    read = [t for t in triages.values() if t is not None]
+    newest = fleet_newest(read)
+    out = []
+    for t in judged:
+        triage = triages.get(t.cluster)
+        if t.cluster not in triages:
+            pods = TargetPods.missing("the digest reads no control planes")
+        elif triage is None:
+            pods = TargetPods.missing(f"the control plane did not answer within {timeout:g} s")
+        else:
+            found = triage.targets.get(t.target)
+            pods = found.pods if found is not None else TargetPods.missing("not read")
+        signal = t.signal or unreadable_metrics(t.unavailable or "not read")
+        if triage is not None and signal.unavailable is not None and too_old(triage.client_version):
+            signal = unreadable_metrics(signal.unavailable, too_old=True)
+        out.append(replace(t, verdict=judge(pods, signal)))
+    findings = tuple(sort_worst_first([f for t in read for f in t.findings(newest)]))
+    return out, findings, tuple(v for t in read for v in t.versions())
+
+
 def assemble_digest(
     judged: Iterable[TargetDigest],
     cluster_seconds: Mapping[str, float],
@@ -266,6 +318,8 @@ def assemble_digest(
     probes: tuple[ProbeRun, ...] = (),
     previous: Mapping[str, Any] | None = None,
     previous_at: float | None = None,
+    triage_findings: tuple[Finding, ...] = (),
+    versions: tuple[TenantVersion, ...] = (),
 ) -> Digest:
     """The digest of targets already judged (in configuration order), worst first."""
     targets = sorted(judged, key=lambda t: (RANK[t.health], -t.severity, t.cluster, t.target))
@@ -278,4 +332,6 @@ def assemble_digest(
         probes=tuple(sorted(probes, key=lambda p: (p.ok, p.cluster))),
         previous_at=previous_at,
         cluster_seconds=dict(cluster_seconds),
+        triage_findings=triage_findings,
+        versions=versions,
     )

@@ -26,11 +26,13 @@ from bot.digest.fleet import (
     Clock,
     CronJobSource,
     ReadCluster,
+    TriageSource,
     probe_runs,
     read_fleet,
+    triage_reads,
 )
 from bot.digest.history import RangeQueries, digest_charts
-from bot.digest.judge import Digest, TargetDigest, assemble_digest, judge_reads
+from bot.digest.judge import Digest, TargetDigest, assemble_digest, judge_reads, with_triage
 from bot.digest.pool import judge_fleet, judge_fleet_in_pool
 from bot.live import MetricsSource
 from bot.render.blocks import Message
@@ -120,6 +122,8 @@ class DigestSources:
     pages: Mapping[str, MetricsSource] | None = None
     # The long-lived worker pool `serve` keeps (bot.digest.pool.digest_pool); None: one per digest.
     executor: Executor | None = None
+    # The control planes and the clients' APIServices: verdicts, proxy objects, versions (None: not read).
+    triage: TriageSource | None = None
 
 
 @dataclass(frozen=True)
@@ -157,20 +161,25 @@ class DigestRunner:
     async def collect(self, period: str, previous_period: str | None = None) -> Digest:
         """Read the fleet and judge it against the last posted digest (other than `previous_period`)."""
         settings, now = self.settings, self._clock()
-        (judged, seconds), probes = await asyncio.gather(
+        clusters, concurrency, timeout = settings.clusters, self._concurrency, self._timeout
+        (judged, seconds), probes, triages = await asyncio.gather(
             self._judge_fleet(),
-            probe_runs(
-                settings.clusters,
-                self._sources.cronjobs,
-                now,
-                concurrency=self._concurrency,
-                timeout=self._timeout,
-            ),
+            probe_runs(clusters, self._sources.cronjobs, now, concurrency=concurrency, timeout=timeout),
+            triage_reads(clusters, self._sources.triage, concurrency=concurrency, timeout=timeout),
         )
+        judged, triage_findings, versions = with_triage(judged, triages, self._timeout)
         last = await self._store.last_digest(other_than=previous_period)
         previous, previous_at = (None, None) if last is None else (last.summary, last.posted_at)
         return assemble_digest(
-            judged, seconds, period=period, at=now, probes=probes, previous=previous, previous_at=previous_at
+            judged,
+            seconds,
+            period=period,
+            at=now,
+            probes=probes,
+            previous=previous,
+            previous_at=previous_at,
+            triage_findings=triage_findings,
+            versions=versions,
         )
 
     async def _judge_fleet(self) -> tuple[list[TargetDigest], dict[str, float]]:

@@ -19,6 +19,7 @@ from bot.domain.diagnosis_readings import Readings, describe_peers, fmt_count
 from bot.domain.diagnosis_traffic import traffic_findings
 from bot.domain.findings import Finding, Severity, sort_worst_first, worst
 from bot.domain.snapshot import REQUESTS, ProxySnapshot, label
+from bot.domain.verdict import TargetVerdict
 
 OVERVIEW_SECTION = "Monitor the proxy"
 
@@ -125,6 +126,7 @@ class AlertDiagnosis:
     pod: str | None
     findings: tuple[Finding, ...]
     live: bool  # whether live state was read at all
+    verdict: TargetVerdict | None = None  # the quick triage of the alert's target, when its pods were read
 
 
 def diagnose_alert(

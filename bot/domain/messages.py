@@ -194,6 +194,7 @@ class FindingsReport:
     live: LiveRead
     cluster: str | None = None
     notes: tuple[str, ...] = ()  # extra lines in the domain's words, e.g. a reason breakdown
+    lead: tuple[str, ...] = ()  # lines shown first, under the title (the quick-triage verdict)
 
     @property
     def severity(self) -> Severity:

@@ -75,3 +75,44 @@ def pod_log_path(
     if limit_bytes is not None:
         query.append(("limitBytes", str(limit_bytes)))
     return ApiPath(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", tuple(query))
+
+
+# -- the control plane cluster: a tenant's pods and its StatefulSet ------------------------------------------
+
+CONTROL_PLANE_PODS = "app=vcluster"  # the vendor's selector for a tenant's control-plane pods
+
+
+def control_plane_pods_path(namespace: str) -> ApiPath:
+    """The control-plane pods of the tenant hosted in `namespace` (`-l app=vcluster`, as the vendor lists)."""
+    namespace = _checked("namespace", namespace, dns1123_label)
+    return ApiPath(f"/api/v1/namespaces/{namespace}/pods", (("labelSelector", CONTROL_PLANE_PODS),))
+
+
+def statefulset_path(namespace: str, name: str) -> ApiPath:
+    """One StatefulSet (a tenant's control plane: `release` in its namespace)."""
+    namespace = _checked("namespace", namespace, dns1123_label)
+    name = _checked("release", name, dns1123_label)
+    return ApiPath(f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}")
+
+
+# -- the client tenant cluster: the proxy's APIServices and their Services --------------------------------
+
+_APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
+
+
+def apiservice_path(gv: str) -> ApiPath:
+    """The APIService vCluster registers for a proxied group/version: `<version>.<group>`."""
+    group, _, version = _checked("group_version", gv, group_version).partition("/")
+    return ApiPath(f"{_APISERVICES}/{version}.{group}")
+
+
+def labelled_apiservices_path(selector: str) -> ApiPath:
+    """The APIServices carrying a label (a constant of the caller's, never a user's word)."""
+    return ApiPath(_APISERVICES, (("labelSelector", selector),))
+
+
+def service_path(namespace: str, name: str) -> ApiPath:
+    """One Service, as an APIService's `spec.service` names it (both parts read from the cluster)."""
+    namespace = _checked("spec.service.namespace", namespace, dns1123_label)
+    name = _checked("spec.service.name", name, dns1123_label)
+    return ApiPath(f"/api/v1/namespaces/{namespace}/services/{name}")

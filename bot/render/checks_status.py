@@ -21,6 +21,7 @@ from bot.domain.messages import FindingsReport, LiveRead
 from bot.domain.reasons import ReasonKind
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
 from bot.render.slack import findings_message
+from bot.render.verdict import verdict_lines
 
 # Whose side each kind of reason is, in the words of the breakdown.
 KIND_WORDS = {
@@ -53,18 +54,41 @@ def _live(result: StatusResult) -> LiveRead:
     return LiveRead.read(datetime.fromtimestamp(latest.read_at, UTC), latest.replica)
 
 
+def _lead(result: StatusResult) -> list[str]:
+    """The quick-triage verdict of every target (each replica's reading apart), first."""
+    lines = []
+    for t in result.targets:
+        if t.verdict is not None:
+            name = t.target if t.replica is None else f"{t.target} on replica {t.replica}"
+            lines += verdict_lines(name, t.verdict)
+    return lines
+
+
+def _triage_notes(result: StatusResult) -> list[str]:
+    """The proxy's APIServices and the vCluster versions of every cluster read."""
+    lines = []
+    for triage in result.triage:
+        lines += [f"{triage.cluster}: {line}" for line in triage.apiservices.lines()]
+        versions = ", ".join(f"{v.role.value} {v.name} {v.shown()}" for v in triage.versions())
+        lines.append(f"vCluster versions: {versions}")
+    return lines
+
+
 def status_message(result: StatusResult, now: datetime, *, title: str | None = None) -> Message:
-    """Every target's peer caches, then the diagnosis findings, then when and where state was read."""
+    """The verdict per target, then the peer caches, the findings, the proxy objects and versions, and
+    when and where state was read."""
     names = [t.target for t in result.targets]
     notes = [line for t in result.targets for line in _target_notes(t)]
+    notes += _triage_notes(result)
     notes += [f"replica of {r.cluster}: {r.replica or REPLICA_UNKNOWN}" for r in result.reads]
     clusters = sorted({t.cluster for t in result.targets})
     report = FindingsReport(
         title=title or (f"Status of {names[0]}" if len(names) == 1 else f"Status of {len(names)} targets"),
-        findings=tuple(f for t in result.targets for f in t.findings),
+        findings=(*(f for t in result.targets for f in t.findings), *result.triage_findings),
         live=_live(result),
         cluster=clusters[0] if len(clusters) == 1 else None,
         notes=tuple(notes),
+        lead=tuple(_lead(result)),
     )
     return findings_message(report, now)
 

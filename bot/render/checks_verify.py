@@ -12,6 +12,8 @@ _TITLE = {
     "probe-cronjob": "The probe runs",
     "probe-series": "kube_cronjob_created in Prometheus",
     "syncer": "/metrics/syncer readable",
+    "apiservices": "The proxy's APIServices",
+    "versions": "vCluster versions",
 }
 
 

@@ -1,8 +1,9 @@
 """The fleet digest as a Slack message (worst first; a short line when all is well), in the terminal, as PNGs.
 
-Layout: a header with the headline, then degraded targets with their finding and next step, unreachable
-clusters with their targets, what changed since the last digest, the probe CronJobs, and the outcome reasons
-that moved. A quiet digest is the header and one context line.
+Layout: a header with the headline and the quick-triage verdicts counted, then degraded targets with their
+finding, verdict and next step, unreachable clusters with their targets, what changed since the last digest,
+the probe CronJobs, the proxy objects (APIServices, orphans) and version flags, and the outcome reasons that
+moved. A quiet digest is the header and one context line (with the vCluster versions seen).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from datetime import UTC, datetime
 from bot.digest.fleet import ProbeRun
 from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.diagnosis_readings import fmt_count
+from bot.domain.findings import Severity
+from bot.domain.verdict import Verdict
 from bot.render.blocks import (
     Block,
     Message,
@@ -28,6 +31,7 @@ from bot.render.blocks import (
 )
 from bot.render.chart import Chart, draw
 from bot.render.slack import SEVERITY_MARK
+from bot.render.verdict import VERDICT_MARK, verdict_short
 
 DETAILED = 15  # degraded targets shown with finding and next step; the rest one line each
 LIST_LINES = 12
@@ -57,10 +61,43 @@ def _mark(d: Digest) -> str:
 def _degraded_lines(t: TargetDigest) -> list[str]:
     worst = t.findings[0]
     more = f" (+{len(t.findings) - 1} more findings)" if len(t.findings) > 1 else ""
-    return [
+    lines = [
         f"{SEVERITY_MARK[worst.severity]} *{code(t.target)}* on {code(t.cluster)}: {esc(worst.title)}{more}",
-        f"    _Next:_ {esc(worst.next_step)}",
     ]
+    step = worst.next_step
+    if t.verdict is not None:
+        lines.append(f"    _Verdict:_ {esc(verdict_short(t.verdict))}")
+        if t.verdict.verdict not in (Verdict.HEALTHY, Verdict.UNKNOWN):
+            step = t.verdict.next_step  # the triage knows which side to fix first
+    return [*lines, f"    _Next:_ {esc(step)}"]
+
+
+def _verdict_tally(d: Digest) -> list[Block]:
+    """How many targets each verdict covers, broken ones first (none when no verdict was judged)."""
+    found = [t.verdict.verdict for t in d.targets if t.verdict is not None]
+    if not found:
+        return []
+    order = sorted(set(found), key=lambda v: (v is Verdict.HEALTHY, v is Verdict.UNKNOWN, v.value))
+    parts = [f"{VERDICT_MARK[v]} {v.value} {found.count(v)}" for v in order]
+    return [section_lines([f"*Quick triage:* {' · '.join(parts)}"])]
+
+
+def _triage_blocks(d: Digest) -> list[Block]:
+    shown = [f for f in d.triage_findings if f.severity >= Severity.INFO]
+    if not shown:
+        return []
+    lines = [f"{SEVERITY_MARK[f.severity]} {esc(f.title)}" for f in shown]
+    tail = "_`/proxy status` shows the next step of each (for an orphan, its removal steps)._"
+    return [section_lines(["*Proxy objects and vCluster versions*", *_top(lines), tail])]
+
+
+def _versions_item(d: Digest) -> list[str]:
+    known = [v.version for v in d.versions if v.version is not None]
+    if not d.versions:
+        return []
+    counted = ", ".join(f"{v} ({known.count(v)})" for v in sorted(set(known), reverse=True))
+    unknown = len(d.versions) - len(known)
+    return [f"vCluster versions: {counted or 'none read'}" + (f", {unknown} unknown" if unknown else "")]
 
 
 def _degraded_blocks(targets: Sequence[TargetDigest]) -> list[Block]:
@@ -138,6 +175,7 @@ def _context(d: Digest, notes: Sequence[str]) -> Block:
     if ok:
         oldest = fmt_span(max(p.last_success_age or 0.0 for p in ok))
         items.append(f"probe CronJobs succeeding: {len(ok)} of {len(d.probes)} (oldest success {oldest} ago)")
+    items += [esc(item) for item in _versions_item(d)]
     if d.previous_at is None:
         items.append("first digest: no earlier one to compare with")
     return context([*items, *(esc(n) for n in notes)])
@@ -148,11 +186,12 @@ def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
     title = f"{_mark(d)} {headline(d)}"
     if d.quiet:
         return message(title, [header(title)], [_context(d, notes)])
-    body: list[Block] = [header(title)]
+    body: list[Block] = [header(title), *_verdict_tally(d)]
     body += _degraded_blocks(d.of(Health.DEGRADED))
     body += _unreachable_blocks(d.of(Health.UNREACHABLE))
     body += _changes_blocks(d)
     body += _probe_blocks(d.probes)
+    body += _triage_blocks(d)
     body += _moved_blocks(d.moved)
     return message(title, body, [_context(d, notes)])
 

@@ -22,6 +22,7 @@ from bot.domain.snapshot import (
     REQUESTS,
     TERMINATIONS,
 )
+from bot.domain.verdict import TargetVerdict
 from bot.errors import UpstreamError
 
 REASON_LINES = (
@@ -82,6 +83,12 @@ def with_prometheus(diagnosis: AlertDiagnosis, outcome: PromOutcome | None) -> A
         return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, line))
     lines = evidence_lines(outcome.window, diagnosis.group_version)
     return replace(diagnosis, now_evidence=(*diagnosis.now_evidence, *lines))
+
+
+def with_verdict(diagnosis: AlertDiagnosis, verdict: TargetVerdict) -> AlertDiagnosis:
+    """The diagnosis with the quick-triage verdict of its target, and what the verdict rests on."""
+    line = f"Verdict rests on: {'; '.join(verdict.inputs)}"
+    return replace(diagnosis, verdict=verdict, now_evidence=(*diagnosis.now_evidence, line))
 
 
 def _count(value: float) -> str:

@@ -20,7 +20,8 @@ class SubcommandHelp:
 HELP: dict[str, SubcommandHelp] = {
     "status": SubcommandHelp(
         "status [TARGET]",
-        "live proxy state per target and group/version, and the diagnosis",
+        "the quick-triage verdict per target (is the target down or the proxy degraded?), live proxy "
+        "state per group/version, the diagnosis, the proxy's APIServices and the vCluster versions",
         "status platform/crd-store",
     ),
     "peers": SubcommandHelp(
@@ -48,7 +49,8 @@ HELP: dict[str, SubcommandHelp] = {
     ),
     "verify": SubcommandHelp(
         "verify [--cluster NAME]",
-        "is the monitoring working: scrape up, rules loaded, probe CronJob succeeding, metrics readable",
+        "is the monitoring working: scrape up, rules loaded, probe CronJob succeeding, metrics readable, "
+        "APIServices Available (no orphans), vCluster versions",
         "verify",
     ),
     "netpol": SubcommandHelp(

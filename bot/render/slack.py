@@ -42,6 +42,7 @@ from bot.render.blocks import (
     section_lines,
     utc,
 )
+from bot.render.verdict import verdict_short
 
 ACTION_PROBE = "proxy_probe"
 ACTION_PATH = "proxy_path"
@@ -229,6 +230,7 @@ def _alert_blocks(alert: AlertView) -> list[Block]:
         return _plain_alert_blocks(alert, head)
     lines = [
         head,
+        *([f"*Verdict:* {esc(verdict_short(d.verdict))}"] if d.verdict else []),
         f"*What it means:* {esc(d.meaning)}",
         f"*Now:* {STANDING_WORDS[d.standing]}: {esc(d.now)}",
         f"*Likely cause:* {esc(d.cause)}",
@@ -300,6 +302,8 @@ def findings_message(report: FindingsReport, now: datetime) -> Message:
     ordered = sort_worst_first(list(report.findings))
     full = [f for f in ordered if f.severity >= Severity.WARNING][: DETAILED_ALERTS * 2]
     body: list[Block] = [header(f"{SEVERITY_MARK[report.severity]} {report.title}")]
+    if report.lead:
+        body.append(section_lines([esc(line) for line in report.lead]))
     body.append(section(_counts_line(ordered)))
     body.extend(section_lines(_finding_lines(f)) for f in full)
     rest = [_finding_line(f) for f in ordered if f not in full]

@@ -24,8 +24,6 @@ _VERBS = {"POST": Verb.POST, "PUT": Verb.PUT, "PATCH": Verb.PATCH, "DELETE": Ver
 class ClusterView:
     """Discovery and reads shared by every cluster; subclasses add their resources."""
 
-    serves_metrics = False
-
     def __init__(self, world: World) -> None:
         self.world = world
 
@@ -40,6 +38,9 @@ class ClusterView:
 
     def read_proxied(self, rp: ResourcePath, q: Query) -> Reply:
         return not_found(rp.plural)
+
+    def serves_metrics(self) -> bool:
+        return False
 
     def metrics(self) -> str:
         return ""
@@ -59,7 +60,7 @@ class ClusterView:
             return Reply(200, objects.api_versions())
         if path == "/apis":
             return Reply(200, objects.api_group_list(self.group_versions()))
-        if path == "/metrics/syncer" and self.serves_metrics:
+        if path == "/metrics/syncer" and self.serves_metrics():
             return Reply(200, self.metrics(), {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
         parts = [p for p in path.split("/") if p]
         if parts[:1] == ["apis"] and len(parts) == 2:
@@ -101,8 +102,6 @@ def stored_json(world: World, obj: StoredObject) -> Json:
 class ClientView(ClusterView):
     """A client tenant cluster: proxied group/versions go through one replica's proxy."""
 
-    serves_metrics = True
-
     def __init__(self, world: World, client: ClientCluster, pod: str | None = None) -> None:
         super().__init__(world)
         self.client = client
@@ -115,10 +114,15 @@ class ClientView(ClusterView):
         return [
             resources.namespaces(self.world, sorted(self.client.namespaces)),
             resources.apiservices(self.world, self.client),
+            resources.services(self.world, self.client),
         ]
 
+    def serves_metrics(self) -> bool:
+        """From vCluster v0.37 on: an older client answers 404 there (the guide: too old, not down)."""
+        return self.client.serves_metrics()
+
     def proxied_group_versions(self) -> list[str]:
-        return [gv for link in self.client.links for gv in link.group_versions]
+        return self.client.proxied_group_versions()
 
     def _target_of(self, gv: str) -> str:
         return next(lk.target.target_label for lk in self.client.links if gv in lk.group_versions)
@@ -190,7 +194,8 @@ class TargetView(ClusterView):
 
 
 class ControlPlaneView(ClusterView):
-    """The control plane cluster: tenant namespaces, the proxy-probe CronJobs, generated NetworkPolicies."""
+    """The control plane cluster: tenant namespaces, the proxy-probe CronJobs, generated NetworkPolicies,
+    and each tenant's control-plane pods and StatefulSet."""
 
     def local(self) -> list[LocalResource]:
         tenants = [*self.world.platform.clients.values(), *self.world.platform.targets.values()]
@@ -200,7 +205,8 @@ class ControlPlaneView(ClusterView):
             ),
             resources.cronjobs(self.world),
             resources.network_policies(self.world),
-            pod_logs.client_pods(self.world),
+            resources.pods(self.world),
+            resources.statefulsets(self.world),
         ]
 
     def _read(self, rp: ResourcePath, q: Query) -> Reply:

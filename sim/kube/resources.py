@@ -1,10 +1,12 @@
-"""Non-proxied objects the clusters serve: namespaces, APIServices, CronJobs, NetworkPolicies."""
+"""Non-proxied objects the clusters serve: namespaces, the proxy's APIServices and Services, CronJobs,
+NetworkPolicies, and the control planes' pods and StatefulSets."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from sim.fleet import ClientCluster, Tenant
+from sim.fleet import ClientCluster, ControlPlanePod, PodPhase, TargetCluster, Tenant
 from sim.kube import objects
 from sim.kube.api import LocalResource
 from sim.kube.objects import Json
@@ -29,44 +31,195 @@ def namespaces(world: World, names: list[str]) -> LocalResource:
     return LocalResource("v1", "namespaces", "Namespace", False, items)
 
 
+PROTECTED = {"vcluster.loft.sh/protected": "resource-proxy"}
+_NAME_MAX = 63
+
+
+def proxy_service_name(gv: str) -> str:
+    """`proxy-<group with dashes>-<version>` in kube-system; too long for a name: cut, with a hash suffix."""
+    group, version = gv.split("/")
+    name = f"proxy-{group.replace('.', '-')}-{version}"
+    if len(name) <= _NAME_MAX:
+        return name
+    suffix = hashlib.sha256(name.encode()).hexdigest()[:10]
+    return f"{name[: _NAME_MAX - len(suffix) - 1].rstrip('-')}-{suffix}"
+
+
+def _apiservice(world: World, gv: str, available: bool) -> Json:
+    group, version = gv.split("/")
+    created = world.wall_time(-86_400.0)
+    service = {"name": proxy_service_name(gv), "namespace": "kube-system", "port": 443}
+    spec = {
+        "group": group,
+        "version": version,
+        "service": service,
+        "groupPriorityMinimum": 1000,
+        "versionPriority": 15,
+    }
+    condition: Json = {"type": "Available", "lastTransitionTime": objects.timestamp(created)}
+    if available:
+        condition |= {"status": "True", "reason": "Passed", "message": "all checks passed"}
+    else:
+        # The orphan's Service points at a proxy port nothing listens on any more.
+        message = f"failing or missing response from https://{service['name']}.kube-system.svc:443/apis/{gv}"
+        condition |= {"status": "False", "reason": "FailedDiscoveryCheck", "message": message}
+    meta = objects.metadata(f"{version}.{group}", None, created, PROTECTED)
+    doc = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": meta}
+    return {**doc, "spec": spec, "status": {"conditions": [condition]}}
+
+
 def apiservices(world: World, client: ClientCluster) -> LocalResource:
-    """One APIService per proxied group/version: Available even while the proxy is degraded (the guide)."""
+    """One protected APIService per proxied group/version: Available even while the proxy is degraded
+    (the guide); an orphan's (its group/version left the configuration) is not Available."""
 
     def items() -> list[Json]:
-        created = world.wall_time(-86_400.0)
-        out = []
-        for link in client.links:
-            for gv in link.group_versions:
-                group, version = gv.split("/")
-                name = f"{version}.{group}"
-                spec = {
-                    "group": group,
-                    "version": version,
-                    "service": {"name": "vcluster-resource-proxy", "namespace": "kube-system", "port": 443},
-                    "groupPriorityMinimum": 1000,
-                    "versionPriority": 15,
-                }
-                condition = {
-                    "type": "Available",
-                    "status": "True",
-                    "lastTransitionTime": objects.timestamp(created),
-                    "reason": "Passed",
-                    "message": "all checks passed",
-                }
-                meta = objects.metadata(name, None, created, {})
-                doc = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": meta}
-                out.append({**doc, "spec": spec, "status": {"conditions": [condition]}})
-        return out
+        live = [_apiservice(world, gv, True) for gv in client.proxied_group_versions()]
+        return live + [_apiservice(world, gv, False) for gv in client.orphan_group_versions]
 
     def cells(item: Json) -> list[Any]:
         svc = item["spec"]["service"]
         age = objects.age(item["metadata"]["creationTimestamp"], world.wall_time(world.now()))
-        return [item["metadata"]["name"], f"{svc['namespace']}/{svc['name']}", "True", age]
+        available = item["status"]["conditions"][0]
+        shown = available["status"] if available["status"] == "True" else f"False ({available['reason']})"
+        return [item["metadata"]["name"], f"{svc['namespace']}/{svc['name']}", shown, age]
 
     columns = (("Name", "string"), ("Service", "string"), ("Available", "string"), ("Age", "string"))
     return LocalResource(
         "apiregistration.k8s.io/v1", "apiservices", "APIService", False, items, columns, cells
     )
+
+
+def services(world: World, client: ClientCluster) -> LocalResource:
+    """The proxy's ExternalName Services in kube-system (one per APIService, orphans' included)."""
+
+    def items() -> list[Json]:
+        created = world.wall_time(-86_400.0)
+        out = []
+        for gv in [*client.proxied_group_versions(), *client.orphan_group_versions]:
+            meta = objects.metadata(proxy_service_name(gv), "kube-system", created, PROTECTED)
+            spec = {"type": "ExternalName", "externalName": "localhost", "ports": [{"port": 443}]}
+            out.append({"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec})
+        return out
+
+    def cells(item: Json) -> list[Any]:
+        age = objects.age(item["metadata"]["creationTimestamp"], world.wall_time(world.now()))
+        return [item["metadata"]["name"], "ExternalName", "<none>", "localhost", "443/TCP", age]
+
+    columns = (
+        ("Name", "string"),
+        ("Type", "string"),
+        ("Cluster-IP", "string"),
+        ("External-IP", "string"),
+        ("Port(s)", "string"),
+        ("Age", "string"),
+    )
+    return LocalResource("v1", "services", "Service", True, items, columns, cells)
+
+
+# -- the control plane cluster: each tenant's pods and StatefulSet -----------------------------------------
+
+
+def _tenants(world: World) -> list[Tenant]:
+    return [*world.platform.clients.values(), *world.platform.targets.values()]
+
+
+def _pod_json(world: World, tenant: Tenant, name: str, pod: ControlPlanePod | None) -> Json:
+    """A control-plane pod; `pod` None for a client replica (always running and Ready here)."""
+    ready = pod is None or pod.ready
+    terminating = pod is not None and pod.phase is PodPhase.TERMINATING
+    created = world.wall_time(-86_400.0 if pod is None else pod.created_at)
+    labels = {"app": "vcluster", "release": tenant.release, "statefulset.kubernetes.io/pod-name": name}
+    meta = objects.metadata(name, tenant.namespace, created, labels)
+    if terminating:
+        meta["deletionTimestamp"] = objects.timestamp(world.wall_time(world.now()))
+    since = objects.timestamp(created)
+    flag = "True" if ready else "False"
+    conditions = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": since}]
+    conditions += [{"type": "Initialized", "status": "True", "lastTransitionTime": since}]
+    for kind in ("ContainersReady", "Ready"):
+        condition = {"type": kind, "status": flag, "lastTransitionTime": since}
+        if not ready:
+            condition |= {
+                "reason": "ContainersNotReady",
+                "message": "containers with unready status: [syncer]",
+            }
+        conditions.append(condition)
+    container = {
+        "name": "syncer",
+        "image": tenant.image,
+        "ready": ready,
+        "restartCount": 0,
+        "started": True,
+        "state": {"running": {"startedAt": since}},
+    }
+    status = {"phase": "Running", "conditions": conditions, "containerStatuses": [container]}
+    spec = {"containers": [{"name": "syncer", "image": tenant.image}]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def pods(world: World) -> LocalResource:
+    """Every tenant's control-plane pods: a target's follow its simulated pods (not Ready while hung or
+    terminating, absent while gone), a client's are its replicas."""
+
+    def items() -> list[Json]:
+        out = []
+        for tenant in _tenants(world):
+            if isinstance(tenant, TargetCluster):
+                shown = [p for p in tenant.pods if p.phase is not PodPhase.GONE]
+                out += [_pod_json(world, tenant, p.name, p) for p in shown]
+            elif isinstance(tenant, ClientCluster):
+                out += [_pod_json(world, tenant, r.pod, None) for r in tenant.replicas]
+        return out
+
+    def cells(item: Json) -> list[Any]:
+        container = item["status"]["containerStatuses"][0]
+        phase = "Terminating" if "deletionTimestamp" in item["metadata"] else item["status"]["phase"]
+        age = objects.age(item["metadata"]["creationTimestamp"], world.wall_time(world.now()))
+        ready = f"{1 if container['ready'] else 0}/1"
+        return [item["metadata"]["name"], ready, phase, container["restartCount"], age]
+
+    columns = (
+        ("Name", "string"),
+        ("Ready", "string"),
+        ("Status", "string"),
+        ("Restarts", "integer"),
+        ("Age", "string"),
+    )
+    return LocalResource("v1", "pods", "Pod", True, items, columns, cells)
+
+
+def _statefulset_json(world: World, tenant: Tenant) -> Json:
+    labels = {"app": "vcluster", "release": tenant.release}
+    meta = objects.metadata(tenant.release, tenant.namespace, world.wall_time(-86_400.0), labels)
+    if isinstance(tenant, TargetCluster):
+        replicas, ready = len(tenant.pods), sum(1 for p in tenant.pods if p.ready)
+    else:
+        replicas = ready = len(tenant.replicas) if isinstance(tenant, ClientCluster) else 1
+    container = {"name": "syncer", "image": tenant.image}
+    spec = {
+        "replicas": replicas,
+        "serviceName": f"{tenant.release}-headless",
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+    }
+    status = {"replicas": replicas, "readyReplicas": ready, "currentReplicas": replicas}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec, "status": status}
+
+
+def statefulsets(world: World) -> LocalResource:
+    """Each tenant's control plane StatefulSet (`<release>` in its namespace), its image tagged with the
+    vCluster version it runs."""
+
+    def items() -> list[Json]:
+        return [_statefulset_json(world, tenant) for tenant in _tenants(world)]
+
+    def cells(item: Json) -> list[Any]:
+        age = objects.age(item["metadata"]["creationTimestamp"], world.wall_time(world.now()))
+        status = item["status"]
+        return [item["metadata"]["name"], f"{status['readyReplicas']}/{status['replicas']}", age]
+
+    columns = (("Name", "string"), ("Ready", "string"), ("Age", "string"))
+    return LocalResource("apps/v1", "statefulsets", "StatefulSet", True, items, columns, cells)
 
 
 def cronjob_json(world: World, record: ProbeRecord) -> Json:

@@ -345,6 +345,8 @@ def test_control_plane_reads_are_bound_in_each_configured_namespace_only(tmp_pat
     assert {(r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in rules} == {
         ("batch", "cronjobs", ("get",)),
         ("networking.k8s.io", "networkpolicies", ("list",)),
+        ("", "pods", ("list",)),  # the verdict: the target's control-plane pods Ready or not
+        ("apps", "statefulsets", ("get",)),  # the vCluster version from the StatefulSet's image
     }
     assert not [
         b for b in of_kind("ClusterRoleBinding") if b["roleRef"]["name"].endswith("control-plane-reader")
@@ -394,10 +396,30 @@ def test_tenant_role_covers_syncer_metrics_every_probe_and_apiservices(tmp_path:
         for verb in r["verbs"]
     }
     assert ("apiregistration.k8s.io", "apiservices", "get") in granted
+    assert ("apiregistration.k8s.io", "apiservices", "list") in granted  # the orphans
     for cluster in shipped_settings(tmp_path).clusters:
         for target in cluster.targets:
             group = target.probe.group_version.rpartition("/")[0]
             assert (group, target.probe.resource, "list") in granted, target.name
+
+
+def test_tenant_services_are_read_in_kube_system_only() -> None:
+    # The Service an APIService names: `get` in kube-system, never cluster-wide.
+    cluster_rules = one("ClusterRole", "proxybot-tenant-reader")["rules"]
+    assert not [r for r in cluster_rules if "services" in r.get("resources", [])]
+    role = one("Role", "proxybot-tenant-reader")
+    assert role["metadata"]["namespace"] == "kube-system"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["services"], "verbs": ["get"]}]
+    binding = one("RoleBinding", "proxybot-tenant-reader")
+    assert binding["metadata"]["namespace"] == "kube-system"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "proxybot-reader", "namespace": "default"}
+    ]
 
 
 # -- the Dockerfile --------------------------------------------------------------------------------

@@ -21,3 +21,22 @@ def test_the_message_names_the_replica_it_read(sim: SimServer, slack: FakeSlack,
     wait_until(lambda: slack.top_level(CHANNEL), 20.0, "the alert's message")
     text = "\n".join(iter_texts(slack.top_level(CHANNEL)[0].blocks))
     assert f"*Replica read:* `{pod}`" in text
+
+
+def test_the_message_leads_with_the_quick_triage_verdict(
+    sim: SimServer, slack: FakeSlack, bots: BotLauncher
+) -> None:
+    with sim.lock:
+        sim.world.advance_to(120.0)  # the target's control plane hangs from t=60: its pod is not Ready
+    bot = bots.start()
+    body = json.dumps(notification([alert_entry(proxy_alert(), now())])).encode()
+    headers = {**auth(), "Content-Type": "application/json"}
+    assert httpx.post(f"{bot.url}/alertmanager", content=body, headers=headers, timeout=10).status_code == 202
+    wait_until(lambda: slack.top_level(CHANNEL), 20.0, "the alert's message")
+    text = "\n".join(iter_texts(slack.top_level(CHANNEL)[0].blocks))
+    verdict = (
+        "*Verdict:* 🔴 target_down: none of the target's 1 control-plane pods is Ready: the target is down"
+    )
+    assert verdict in text
+    assert text.index("*Verdict:*") < text.index("*What it means:*")
+    assert "Verdict rests on: target pods: 0 of 1 Ready; proxy metrics: gauges now" in text

@@ -45,9 +45,11 @@ def started(
     tmp: pytest.TempPathFactory, scenario: str, speed: float | None = None, at: float | None = None
 ) -> Iterator[tuple[RecordingSimServer, Path]]:
     """`scenario` running (at `AT` unless given), already at its fault, and the config that points at it."""
-    default_speed, default_at = AT[scenario]
-    server = RecordingSimServer(scenario=scenario, speed=speed or default_speed)
+    if speed is None or at is None:
+        default_speed, default_at = AT[scenario]
+        speed, at = speed or default_speed, default_at if at is None else at
+    server = RecordingSimServer(scenario=scenario, speed=speed)
     with server:
         with server.lock:
-            server.world.advance_to(at if at is not None else default_at)  # straight into the fault
+            server.world.advance_to(at)  # straight into the fault
         yield server, server.write_config(tmp.mktemp(scenario) / "proxybot.yaml")

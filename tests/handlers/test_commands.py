@@ -263,23 +263,35 @@ DIRECT = "/clusters/crd-store/apis/example.com/v1/namespaces/default/widgets"
 CRONJOB = "/clusters/control-plane/apis/batch/v1/namespaces/vcluster-team-a/cronjobs/proxy-probe"
 CONTROL_PLANE_PODS = "/clusters/control-plane/api/v1/namespaces/vcluster-team-a/pods"
 NETPOL = "netpol --client vcluster-team-a/team-a --target vcluster-crd-store/crd-store"
+APISERVICES = "/clusters/team-a/apis/apiregistration.k8s.io/v1/apiservices"
+# What the quick triage reads beside the metrics: the target's pods, both StatefulSets, the APIServices.
+TRIAGE = {
+    "/clusters/control-plane/api/v1/namespaces/vcluster-crd-store/pods",
+    "/clusters/control-plane/apis/apps/v1/namespaces/vcluster-crd-store/statefulsets/crd-store",
+    "/clusters/control-plane/apis/apps/v1/namespaces/vcluster-team-a/statefulsets/team-a",
+    APISERVICES,
+    f"{APISERVICES}/v1.example.com",
+    f"{APISERVICES}/v1alpha1.data.example.com",
+    "/clusters/team-a/api/v1/namespaces/kube-system/services/proxy-example-com-v1",
+    "/clusters/team-a/api/v1/namespaces/kube-system/services/proxy-data-example-com-v1alpha1",
+}
 
 # subcommand -> (text, paths it may read, what each scenario's answer says)
 EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
     "help": ("help", set(), {key: ["`/proxy probe TARGET", "`/proxy silence TARGET"] for key in SCENARIOS}),
     "status": (
         "status",
-        {REPLICA_METRICS},
+        {REPLICA_METRICS, *TRIAGE},
         {
-            "healthy": ["Status of platform/crd-store", "platform/crd-store: healthy"],
-            "target_down": ["no healthy peers", "requests fail with 503"],
+            "healthy": ["Status of platform/crd-store", "platform/crd-store: healthy", "Verdict for"],
+            "target_down": ["no healthy peers", "requests fail with 503", "target_down: none of the"],
             "relay": ["platform/crd-store: healthy"],
             "masked": ["ownership_masked", "isolation working"],
         },
     ),
     "peers": (
         f"peers {TARGET}",
-        {REPLICA_METRICS},
+        {REPLICA_METRICS, *TRIAGE},
         {
             "healthy": ["Peers of platform/crd-store", "example.com/v1: peers: healthy 1"],
             "target_down": ["Peers of platform/crd-store", "no healthy peers"],
@@ -334,7 +346,7 @@ EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
     ),
     "verify": (
         "verify",
-        {METRICS, CRONJOB},
+        {METRICS, CRONJOB, *(path for path in TRIAGE if not path.endswith("/pods"))},
         {
             key: ["Verify: not fully verified", "*/metrics/syncer readable* (team-a): pass"]
             for key in SCENARIOS

@@ -26,7 +26,7 @@ def _get(series: Series, name: str, **labels: str) -> float:
 
 
 def test_every_scenario_documents_its_alerts() -> None:
-    assert len(SCENARIOS) == 12
+    assert len(SCENARIOS) == 15
     for scenario in SCENARIOS.values():
         assert "Alerts:" in scenario.description, scenario.name
 
@@ -107,3 +107,15 @@ def test_watches_silent_keeps_streams_open_without_events() -> None:
     page = _page(world)
     assert _get(page, "vcluster_proxy_active_watches") > 0
     assert _get(page, "vcluster_proxy_watch_events_total") == before
+
+
+def test_slow_target_runs_requests_into_the_deadline_with_healthy_peers() -> None:
+    world = build_world("slow-target")
+    world.advance_to(59)
+    terminations = "vcluster_proxy_request_terminations_total"
+    assert _get(_page(world), terminations, reason="deadline") == 0
+    world.advance_to(300)
+    page = _page(world)
+    assert _get(page, terminations, reason="deadline") > 0
+    assert _get(page, "vcluster_proxy_peers", group_version=PRIMARY_GV, state="healthy") == 1
+    assert _get(page, "vcluster_proxy_peer_dial_failures_total", reason="timeout") == 0

@@ -106,10 +106,12 @@ async def test_the_scenarios_alert_shows_its_log_lines(
     text = "\n".join(iter_texts(posted.blocks))
     for words in expected:
         assert words in text, f"{words!r} not in the {scenario} message:\n{text}"
-    # Read from the control plane cluster: the client's pod list and its one pod's log.
+    # Read from the control plane cluster: the client's pod list and its one pod's log (the logs), and the
+    # target's pods (the verdict); nothing else.
     paths = {path for _, path, _ in sim.requests if "/clusters/control-plane/api/v1/" in path}
     pods = "/clusters/control-plane/api/v1/namespaces/vcluster-team-a/pods"
-    assert paths == {pods, f"{pods}/team-a-0/log"}
+    target_pods = "/clusters/control-plane/api/v1/namespaces/vcluster-crd-store/pods"
+    assert paths == {pods, f"{pods}/team-a-0/log", target_pods}
 
 
 # -- the budget, through the pipeline harness ------------------------------------------------------------

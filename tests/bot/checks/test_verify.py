@@ -127,6 +127,8 @@ def test_everything_passes_with_the_shipped_rules(runs: Runs) -> None:
         ("probe-cronjob", Outcome.PASS),
         ("probe-series", Outcome.PASS),
         ("syncer", Outcome.PASS),
+        ("apiservices", Outcome.PASS),
+        ("versions", Outcome.PASS),
     ]
     assert result.passed
     assert "syncer-team-a-0" in _line(result, "scrape").evidence[0]

@@ -11,12 +11,19 @@ from typing import Any
 
 import pytest
 
-from bot.cli import logs, netpol, probe, status
+from bot.cli import digest, logs, netpol, probe, status, verify
 from bot.cli.console import Console
 from bot.cli.main import build_parser
 from tests.fakes.sim_scenarios import RecordingSimServer, started
 
-PARSER_SUBCOMMANDS = (*probe.SUBCOMMANDS, *status.SUBCOMMANDS, *netpol.SUBCOMMANDS, *logs.SUBCOMMANDS)
+PARSER_SUBCOMMANDS = (
+    *probe.SUBCOMMANDS,
+    *status.SUBCOMMANDS,
+    *netpol.SUBCOMMANDS,
+    *verify.SUBCOMMANDS,
+    *digest.SUBCOMMANDS,
+    *logs.SUBCOMMANDS,
+)
 
 
 @dataclass

@@ -114,6 +114,8 @@ def test_verify_json_without_prometheus_is_not_a_pass(healthy: Sim) -> None:
         "probe-cronjob": "pass",
         "probe-series": "not checked",
         "syncer": "pass",
+        "apiservices": "pass",
+        "versions": "pass",
     }
 
 

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 from tests.bot.cli.conftest import Sim, run_json
 
 TARGET = "platform/crd-store"
 # The simulator's config lists team-a's replica: status reads it by name.
 REPLICA_METRICS = "/clusters/team-a/pods/team-a-0/metrics/syncer"
+# Beside the metrics, status reads only what the triage needs: the control-plane pods of the target and
+# both StatefulSets (control plane cluster), the APIServices and their Services (client cluster).
+APISERVICES = "/clusters/team-a/apis/apiregistration.k8s.io/v1/apiservices"
+TRIAGE_READS = {
+    "/clusters/control-plane/api/v1/namespaces/vcluster-crd-store/pods",
+    "/clusters/control-plane/apis/apps/v1/namespaces/vcluster-crd-store/statefulsets/crd-store",
+    "/clusters/control-plane/apis/apps/v1/namespaces/vcluster-team-a/statefulsets/team-a",
+    APISERVICES,
+    f"{APISERVICES}/v1.example.com",
+    f"{APISERVICES}/v1alpha1.data.example.com",
+    "/clusters/team-a/api/v1/namespaces/kube-system/services/proxy-example-com-v1",
+    "/clusters/team-a/api/v1/namespaces/kube-system/services/proxy-data-example-com-v1alpha1",
+}
 
 
 def test_status_healthy_passes(healthy: Sim) -> None:
@@ -23,7 +38,11 @@ def test_status_healthy_passes(healthy: Sim) -> None:
     assert all(g["peers"]["healthy"] >= 1 for g in target["group_versions"])
     assert report["reads"][0]["replica"] == "team-a-0"
     assert target["replica"] == "team-a-0"
-    assert {path for _, path, _ in healthy.server.requests[before:]} == {REPLICA_METRICS}
+    read = healthy.server.requests[before:]
+    assert {path for _, path, _ in read} == {REPLICA_METRICS, *TRIAGE_READS}
+    assert {method for method, _, _ in read} == {"GET"}
+    lists = {unquote(query) for _, path, query in read if path.endswith(("/pods", "/apiservices"))}
+    assert lists == {"labelSelector=app=vcluster", "labelSelector=vcluster.loft.sh/protected=resource-proxy"}
 
 
 def test_status_target_down_fails_with_no_healthy_peers(target_down: Sim) -> None:
