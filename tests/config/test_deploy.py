@@ -1,68 +1,46 @@
 """The deployment artifacts: Kubernetes manifests (schema-valid, locked down, least privilege, consistent
 with the config they carry) in their two variants, `sqlite/` (one replica, the store on a volume) and
 `postgres/` (several replicas on a PostgreSQL named by the Secret), each as `kubectl kustomize` builds it;
-the PrometheusRule (the shipped rules, unchanged) and the Dockerfile (checked without a Docker engine by a
-small parser)."""
+and the Dockerfile (checked without a Docker engine by a small parser). The kit around them (monitoring,
+the probe, HTTP mode, the NetworkPolicy's peers) is tests/config/test_deploy_kit.py's."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
 import json
 import posixpath
 import re
 import shlex
-import shutil
-import subprocess
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
-import yaml
 
 from config.environment import SECRET_OVERRIDES
-from config.loader import parse_config
-from config.settings import Settings
-from tests.fakes.config_data import KUBECONFIG
+from tests.fakes.manifests import (
+    DEPLOY,
+    K8S_VERSIONS,
+    ROOT,
+    Doc,
+    kustomize,
+    listed,
+    manifests,
+    shipped_settings,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "config" / "deploy"
-RULES = ROOT / "config" / "rules" / "proxy-alerts.yaml"
-# The oldest Kubernetes release we support and the newest the validator knows.
-K8S_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version() + ".0")
 VARIANTS = ("sqlite", "postgres")
 READ_VERBS = {"get", "list", "watch"}
 STORE_URL = "sqlite:////var/lib/proxybot/proxybot.db"
 IMAGE = "registry.example.com/platform/proxybot:0.1.0"
 
-Doc = dict[str, Any]
 
-
-def manifests() -> list[tuple[str, Doc]]:
-    """Every Kubernetes object in a file under config/deploy, named `file#index` (kustomizations are not)."""
-    found = []
-    for path in sorted(DEPLOY.rglob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
-        found += [(f"{path.relative_to(DEPLOY)}#{index}", doc) for index, doc in enumerate(docs)]
-    return found
-
-
-@functools.cache
 def built(variant: str) -> tuple[Doc, ...]:
     """What `kubectl apply -k config/deploy/<variant>` applies."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.fail("kubectl is not on PATH")
-    argv = [kubectl, "kustomize", str(DEPLOY / variant)]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
-    return tuple(doc for doc in yaml.safe_load_all(out.stdout) if doc is not None)
+    return kustomize(DEPLOY / variant)
 
 
 def docs_of(variant: str | None) -> list[Doc]:
@@ -93,34 +71,6 @@ def container(variant: str) -> Doc:
 
 def secret_refs(variant: str) -> dict[str, Doc]:
     return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container(variant)["env"] if "valueFrom" in e}
-
-
-def shipped_settings(tmp_path: Path, env: Mapping[str, str] | None = None) -> Settings:
-    """The ConfigMap's config as `proxybot serve` would load it in the pod, kubeconfigs stubbed in tmp."""
-    data = one("ConfigMap", "proxybot-config")["data"]
-    (tmp_path / "in-cluster.kubeconfig.yaml").write_text(data["in-cluster.kubeconfig.yaml"])
-    config = yaml.safe_load(data["proxybot.yaml"])
-    for cluster in config["clusters"]:
-        for access in [cluster, *(t["direct"] for t in cluster["targets"] if "direct" in t)]:
-            kubeconfig = tmp_path / access["kubeconfig"]
-            kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-            kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
-    secrets = {"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-1-2-realish", "PROXYBOT_SLACK_SIGNING_SECRET": "a1b2c3d4"}
-    secrets["PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"] = "f00dfeed"
-    secrets |= env or {}
-    return parse_config(data["proxybot.yaml"], base_dir=tmp_path, env=secrets, purpose="serve").settings
-
-
-def listed(directory: Path) -> set[tuple[str, str]]:
-    """(kind, name) of every object a kustomization's resources name, through the bases it names."""
-    found: set[tuple[str, str]] = set()
-    for entry in yaml.safe_load((directory / "kustomization.yaml").read_text())["resources"]:
-        path = directory / entry
-        if path.is_dir():
-            found |= listed(path)
-        else:
-            found |= {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(path.read_text()) if d}
-    return found
 
 
 # -- schemas ---------------------------------------------------------------------------------------
@@ -166,6 +116,8 @@ def without_variant_parts(docs: tuple[Doc, ...]) -> list[Doc]:
         if d["kind"] not in ("PersistentVolumeClaim", "PodDisruptionBudget")
     ]
     for doc in kept:
+        if doc["kind"] == "NetworkPolicy":  # the store's port is the postgres variant's
+            doc["spec"]["egress"] = [rule for rule in doc["spec"]["egress"] if not store_port(rule)]
         if doc["kind"] != "Deployment":
             continue
         for key in ("replicas", "strategy"):
@@ -182,31 +134,12 @@ def without_variant_parts(docs: tuple[Doc, ...]) -> list[Doc]:
     return sorted(kept, key=lambda d: (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]))
 
 
+def store_port(rule: Doc) -> bool:
+    return {"protocol": "TCP", "port": 5432} in rule.get("ports", [])
+
+
 def test_the_variants_differ_only_in_replicas_strategy_spread_and_store() -> None:
     assert without_variant_parts(built("sqlite")) == without_variant_parts(built("postgres"))
-
-
-# -- the PrometheusRule ----------------------------------------------------------------------------
-
-
-def test_prometheus_rule_has_the_operator_shape() -> None:
-    rule = one("PrometheusRule")
-    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
-    assert set(rule) == {"apiVersion", "kind", "metadata", "spec"}
-    assert rule["metadata"]["name"]
-    assert rule["metadata"]["namespace"]
-    assert set(rule["spec"]) == {"groups"}
-    for group in rule["spec"]["groups"]:
-        assert group["name"]
-        assert group["rules"]
-        for entry in group["rules"]:
-            assert set(entry) <= {"alert", "expr", "for", "labels", "annotations"}
-            assert entry["alert"].startswith("ResourceProxy")
-            assert entry["expr"]
-
-
-def test_prometheus_rule_is_the_shipped_rule_file() -> None:
-    assert one("PrometheusRule")["spec"] == yaml.safe_load(RULES.read_text())
 
 
 # -- the Deployment --------------------------------------------------------------------------------
@@ -398,7 +331,12 @@ def logical_lines(text: str) -> Iterator[str]:
     assert not pending, "the Dockerfile ends inside a continuation"
 
 
-def parse_dockerfile(text: str) -> list[Stage]:
+def substituted(word: str, args: Mapping[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args[m.group(1) or m.group(2)], word)
+
+
+def parse_dockerfile(text: str, build_args: Mapping[str, str] | None = None) -> list[Stage]:
+    """The stages, `FROM` resolved with the global ARGs' defaults, or `build_args` (`--build-arg`)."""
     args: dict[str, str] = {}
     stages: list[Stage] = []
     for line in logical_lines(text):
@@ -408,7 +346,7 @@ def parse_dockerfile(text: str) -> list[Stage]:
             name, _, default = rest.partition("=")
             args[name] = default
         elif keyword == "FROM":
-            base = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args[m.group(1) or m.group(2)], rest.split()[0])
+            base = substituted(rest.split()[0], args | dict(build_args or {}))
             words = rest.split()
             stages.append(Stage(base, words[2] if len(words) == 3 and words[1].upper() == "AS" else None))
         else:
