@@ -19,6 +19,8 @@ from pathlib import Path
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from config.environment import SECRET_OVERRIDES
 from tests.fakes.manifests import (
@@ -443,3 +445,68 @@ def test_build_copies_every_package_and_what_the_metadata_needs() -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
         assert source.strip("./") not in ignored, f"{source} is excluded by .dockerignore"
+
+
+BASE = "python:3.11-slim-bookworm"
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
+
+
+def global_args() -> dict[str, str]:
+    """The ARGs before the first FROM, with their defaults."""
+    lines = logical_lines((ROOT / "Dockerfile").read_text())
+    found: dict[str, str] = {}
+    for line in lines:
+        keyword, _, rest = line.partition(" ")
+        if keyword.upper() == "FROM":
+            return found
+        if keyword.upper() == "ARG":
+            name, _, default = rest.strip().partition("=")
+            found[name] = default
+    return found
+
+
+def test_both_stages_use_one_base_image_that_a_digest_pins() -> None:
+    digest = global_args()["PYTHON_DIGEST"]
+    assert digest == "" or DIGEST.fullmatch(digest), f"PYTHON_DIGEST is not @sha256:<64 hex>: {digest!r}"
+    assert {stage.base for stage in stages()} == {BASE + digest}
+    pin = "@sha256:" + "ab" * 32
+    pinned = parse_dockerfile((ROOT / "Dockerfile").read_text(), {"PYTHON_DIGEST": pin})
+    assert {stage.base for stage in pinned} == {BASE + pin}
+
+
+def runtime_closure() -> set[str]:
+    """Every distribution `pip install .` installs: the dependencies and theirs, with the extras asked for."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    todo = [Requirement(text) for text in project["dependencies"]]
+    seen: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        extras = requirement.extras or {""}
+        for text in importlib.metadata.distribution(requirement.name).requires or []:
+            needed = Requirement(text)
+            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
+                todo.append(needed)
+    return seen
+
+
+def test_runtime_image_gets_no_dev_dependency_and_every_package_it_gets_is_locked() -> None:
+    installs = [run for run in stages()[0].all("RUN") if "pip install" in run]
+    assert installs
+    for run in installs:
+        words = shlex.split(run)
+        target = words[words.index("requirements.lock") + 1]
+        assert target == ".", f"installs {target!r}: extras or requirement files would add packages"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    dev = {canonicalize_name(Requirement(text).name) for text in project["optional-dependencies"]["dev"]}
+    closure = runtime_closure()
+    assert not closure & dev, f"dev-only packages reach the image: {sorted(closure & dev)}"
+    lock = (ROOT / "requirements.lock").read_text().split()
+    locked = {canonicalize_name(line.split("==")[0]) for line in lock}
+    assert closure <= locked, f"not pinned by requirements.lock: {sorted(closure - locked)}"
+    # trustme is a runtime dependency only for `demo` and `sim`; the Dockerfile says why it stays.
+    assert "trustme" in closure
+    assert "trustme" in (ROOT / "Dockerfile").read_text()
