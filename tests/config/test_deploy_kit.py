@@ -2,7 +2,7 @@
 against the addresses the config names, HTTP mode's Ingress against the Slack manifest, the scrape of each
 client's /metrics/syncer (a ServiceMonitor, and a plain job run in a real Prometheus) against the cluster's
 `match` labels, the guide's probe against `proxybot probe`, the PrometheusRules against the promtool-tested
-rule files."""
+rule files, and the guides' walk-through against the files it names."""
 
 from __future__ import annotations
 
@@ -673,3 +673,19 @@ def test_tenant_probe_role_grants_only_the_list_the_probe_makes(settings: Settin
         {"apiGroups": [group], "resources": [resource], "verbs": ["list"]}
         for group, resource in sorted(granted)
     ]
+
+
+# -- the walk-through -----------------------------------------------------------------------------------
+
+GUIDES = ("README.md", "config/deploy/README.md", "ARCHITECTURE.md", "CHANGELOG.md")
+# Named by the guides but the operator's own, never in the repository.
+OPERATORS_OWN = {"config/proxybot.yaml"}
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_every_repository_path_a_guide_names_exists(guide: str) -> None:
+    text = (ROOT / guide).read_text()
+    named = set(re.findall(r"(?<![\w./-])((?:config|scripts)/[\w./-]*[\w/-])", text)) - OPERATORS_OWN
+    assert named
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, f"{guide} names files that do not exist: {missing}"
