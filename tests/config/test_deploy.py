@@ -1,68 +1,48 @@
 """The deployment artifacts: Kubernetes manifests (schema-valid, locked down, least privilege, consistent
 with the config they carry) in their two variants, `sqlite/` (one replica, the store on a volume) and
 `postgres/` (several replicas on a PostgreSQL named by the Secret), each as `kubectl kustomize` builds it;
-the PrometheusRule (the shipped rules, unchanged) and the Dockerfile (checked without a Docker engine by a
-small parser)."""
+and the Dockerfile (checked without a Docker engine by a small parser). The kit around them (monitoring,
+the probe, HTTP mode, the NetworkPolicy's peers) is tests/config/test_deploy_kit.py's."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
 import json
 import posixpath
 import re
 import shlex
-import shutil
-import subprocess
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
-import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from config.environment import SECRET_OVERRIDES
-from config.loader import parse_config
-from config.settings import Settings
-from tests.fakes.config_data import KUBECONFIG
+from tests.fakes.manifests import (
+    DEPLOY,
+    K8S_VERSIONS,
+    ROOT,
+    Doc,
+    kustomize,
+    listed,
+    manifests,
+    shipped_settings,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "config" / "deploy"
-RULES = ROOT / "config" / "rules" / "proxy-alerts.yaml"
-# The oldest Kubernetes release we support and the newest the validator knows.
-K8S_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version() + ".0")
 VARIANTS = ("sqlite", "postgres")
 READ_VERBS = {"get", "list", "watch"}
 STORE_URL = "sqlite:////var/lib/proxybot/proxybot.db"
 IMAGE = "registry.example.com/platform/proxybot:0.1.0"
 
-Doc = dict[str, Any]
 
-
-def manifests() -> list[tuple[str, Doc]]:
-    """Every Kubernetes object in a file under config/deploy, named `file#index` (kustomizations are not)."""
-    found = []
-    for path in sorted(DEPLOY.rglob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
-        found += [(f"{path.relative_to(DEPLOY)}#{index}", doc) for index, doc in enumerate(docs)]
-    return found
-
-
-@functools.cache
 def built(variant: str) -> tuple[Doc, ...]:
     """What `kubectl apply -k config/deploy/<variant>` applies."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.fail("kubectl is not on PATH")
-    argv = [kubectl, "kustomize", str(DEPLOY / variant)]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
-    return tuple(doc for doc in yaml.safe_load_all(out.stdout) if doc is not None)
+    return kustomize(DEPLOY / variant)
 
 
 def docs_of(variant: str | None) -> list[Doc]:
@@ -93,34 +73,6 @@ def container(variant: str) -> Doc:
 
 def secret_refs(variant: str) -> dict[str, Doc]:
     return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container(variant)["env"] if "valueFrom" in e}
-
-
-def shipped_settings(tmp_path: Path, env: Mapping[str, str] | None = None) -> Settings:
-    """The ConfigMap's config as `proxybot serve` would load it in the pod, kubeconfigs stubbed in tmp."""
-    data = one("ConfigMap", "proxybot-config")["data"]
-    (tmp_path / "in-cluster.kubeconfig.yaml").write_text(data["in-cluster.kubeconfig.yaml"])
-    config = yaml.safe_load(data["proxybot.yaml"])
-    for cluster in config["clusters"]:
-        for access in [cluster, *(t["direct"] for t in cluster["targets"] if "direct" in t)]:
-            kubeconfig = tmp_path / access["kubeconfig"]
-            kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-            kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
-    secrets = {"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-1-2-realish", "PROXYBOT_SLACK_SIGNING_SECRET": "a1b2c3d4"}
-    secrets["PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"] = "f00dfeed"
-    secrets |= env or {}
-    return parse_config(data["proxybot.yaml"], base_dir=tmp_path, env=secrets, purpose="serve").settings
-
-
-def listed(directory: Path) -> set[tuple[str, str]]:
-    """(kind, name) of every object a kustomization's resources name, through the bases it names."""
-    found: set[tuple[str, str]] = set()
-    for entry in yaml.safe_load((directory / "kustomization.yaml").read_text())["resources"]:
-        path = directory / entry
-        if path.is_dir():
-            found |= listed(path)
-        else:
-            found |= {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(path.read_text()) if d}
-    return found
 
 
 # -- schemas ---------------------------------------------------------------------------------------
@@ -166,6 +118,8 @@ def without_variant_parts(docs: tuple[Doc, ...]) -> list[Doc]:
         if d["kind"] not in ("PersistentVolumeClaim", "PodDisruptionBudget")
     ]
     for doc in kept:
+        if doc["kind"] == "NetworkPolicy":  # the store's port is the postgres variant's
+            doc["spec"]["egress"] = [rule for rule in doc["spec"]["egress"] if not store_port(rule)]
         if doc["kind"] != "Deployment":
             continue
         for key in ("replicas", "strategy"):
@@ -182,31 +136,12 @@ def without_variant_parts(docs: tuple[Doc, ...]) -> list[Doc]:
     return sorted(kept, key=lambda d: (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]))
 
 
+def store_port(rule: Doc) -> bool:
+    return {"protocol": "TCP", "port": 5432} in rule.get("ports", [])
+
+
 def test_the_variants_differ_only_in_replicas_strategy_spread_and_store() -> None:
     assert without_variant_parts(built("sqlite")) == without_variant_parts(built("postgres"))
-
-
-# -- the PrometheusRule ----------------------------------------------------------------------------
-
-
-def test_prometheus_rule_has_the_operator_shape() -> None:
-    rule = one("PrometheusRule")
-    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
-    assert set(rule) == {"apiVersion", "kind", "metadata", "spec"}
-    assert rule["metadata"]["name"]
-    assert rule["metadata"]["namespace"]
-    assert set(rule["spec"]) == {"groups"}
-    for group in rule["spec"]["groups"]:
-        assert group["name"]
-        assert group["rules"]
-        for entry in group["rules"]:
-            assert set(entry) <= {"alert", "expr", "for", "labels", "annotations"}
-            assert entry["alert"].startswith("ResourceProxy")
-            assert entry["expr"]
-
-
-def test_prometheus_rule_is_the_shipped_rule_file() -> None:
-    assert one("PrometheusRule")["spec"] == yaml.safe_load(RULES.read_text())
 
 
 # -- the Deployment --------------------------------------------------------------------------------
@@ -452,7 +387,12 @@ def logical_lines(text: str) -> Iterator[str]:
     assert not pending, "the Dockerfile ends inside a continuation"
 
 
-def parse_dockerfile(text: str) -> list[Stage]:
+def substituted(word: str, args: Mapping[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args[m.group(1) or m.group(2)], word)
+
+
+def parse_dockerfile(text: str, build_args: Mapping[str, str] | None = None) -> list[Stage]:
+    """The stages, `FROM` resolved with the global ARGs' defaults, or `build_args` (`--build-arg`)."""
     args: dict[str, str] = {}
     stages: list[Stage] = []
     for line in logical_lines(text):
@@ -462,7 +402,7 @@ def parse_dockerfile(text: str) -> list[Stage]:
             name, _, default = rest.partition("=")
             args[name] = default
         elif keyword == "FROM":
-            base = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args[m.group(1) or m.group(2)], rest.split()[0])
+            base = substituted(rest.split()[0], args | dict(build_args or {}))
             words = rest.split()
             stages.append(Stage(base, words[2] if len(words) == 3 and words[1].upper() == "AS" else None))
         else:
@@ -559,3 +499,68 @@ def test_build_copies_every_package_and_what_the_metadata_needs() -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
         assert source.strip("./") not in ignored, f"{source} is excluded by .dockerignore"
+
+
+BASE = "python:3.11-slim-bookworm"
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
+
+
+def global_args() -> dict[str, str]:
+    """The ARGs before the first FROM, with their defaults."""
+    lines = logical_lines((ROOT / "Dockerfile").read_text())
+    found: dict[str, str] = {}
+    for line in lines:
+        keyword, _, rest = line.partition(" ")
+        if keyword.upper() == "FROM":
+            return found
+        if keyword.upper() == "ARG":
+            name, _, default = rest.strip().partition("=")
+            found[name] = default
+    return found
+
+
+def test_both_stages_use_one_base_image_that_a_digest_pins() -> None:
+    digest = global_args()["PYTHON_DIGEST"]
+    assert digest == "" or DIGEST.fullmatch(digest), f"PYTHON_DIGEST is not @sha256:<64 hex>: {digest!r}"
+    assert {stage.base for stage in stages()} == {BASE + digest}
+    pin = "@sha256:" + "ab" * 32
+    pinned = parse_dockerfile((ROOT / "Dockerfile").read_text(), {"PYTHON_DIGEST": pin})
+    assert {stage.base for stage in pinned} == {BASE + pin}
+
+
+def runtime_closure() -> set[str]:
+    """Every distribution `pip install .` installs: the dependencies and theirs, with the extras asked for."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    todo = [Requirement(text) for text in project["dependencies"]]
+    seen: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        extras = requirement.extras or {""}
+        for text in importlib.metadata.distribution(requirement.name).requires or []:
+            needed = Requirement(text)
+            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
+                todo.append(needed)
+    return seen
+
+
+def test_runtime_image_gets_no_dev_dependency_and_every_package_it_gets_is_locked() -> None:
+    installs = [run for run in stages()[0].all("RUN") if "pip install" in run]
+    assert installs
+    for run in installs:
+        words = shlex.split(run)
+        target = words[words.index("requirements.lock") + 1]
+        assert target == ".", f"installs {target!r}: extras or requirement files would add packages"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    dev = {canonicalize_name(Requirement(text).name) for text in project["optional-dependencies"]["dev"]}
+    closure = runtime_closure()
+    assert not closure & dev, f"dev-only packages reach the image: {sorted(closure & dev)}"
+    lock = (ROOT / "requirements.lock").read_text().split()
+    locked = {canonicalize_name(line.split("==")[0]) for line in lock}
+    assert closure <= locked, f"not pinned by requirements.lock: {sorted(closure - locked)}"
+    # trustme is a runtime dependency only for `demo` and `sim`; the Dockerfile says why it stays.
+    assert "trustme" in closure
+    assert "trustme" in (ROOT / "Dockerfile").read_text()

@@ -70,12 +70,13 @@ def prometheus_config(
     rule_files: Sequence[Path],
     interval: str,
     alertmanager: str | None,
+    raw_jobs: Sequence[Json] = (),
 ) -> Json:
-    """The prometheus.yml the harness writes."""
+    """The prometheus.yml the harness writes; `raw_jobs` are scrape configs written as given."""
     config: Json = {
         "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
         "rule_files": [str(path) for path in rule_files],
-        "scrape_configs": [job.to_config() for job in jobs],
+        "scrape_configs": [job.to_config() for job in jobs] + list(raw_jobs),
     }
     if alertmanager is not None:
         address = alertmanager.removeprefix("http://").rstrip("/")
@@ -95,13 +96,14 @@ class Prometheus(ManagedServer):
         interval: str = "1s",
         alertmanager: str | None = None,
         ready_timeout: float = 30.0,
+        raw_jobs: Sequence[Json] = (),
     ) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ready_timeout = ready_timeout
         rule_files = self._write_rules(rules or {})
-        config = prometheus_config(jobs, rule_files, interval, alertmanager)
+        config = prometheus_config(jobs, rule_files, interval, alertmanager, raw_jobs)
         self.config_path = workdir / "prometheus.yml"
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         self._process = ServerProcess(self._argv(), workdir / "prometheus.log")
