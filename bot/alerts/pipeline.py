@@ -111,6 +111,10 @@ class AlertPipeline:
         row counts it, so no pending notification means the storm rows are complete: False when it is
         held open for that (`expire_storms` closes it when the rows are saved).
         """
+        if notification.id in self._held:
+            # Applied already and still pending until its storm's row is saved: applied again, it would
+            # set its group back over any newer notification of the group applied meanwhile.
+            return False
         webhook = notification.webhook
         routes = route(self._settings, webhook)
         clusters = {r.source for routed in routes.values() for r in routed if r.source is not None}

@@ -219,6 +219,9 @@ class Delivery:
     async def _dispatch(self) -> float:
         """Start a lane for every idle channel with work; returns when to look again."""
         now = self._clock()
+        # A channel busy before the read stays busy this round, even if its lane ends during the read:
+        # the rows read for it may be those the lane has just sent (its end wakes the loop to read again).
+        busy = {channel for channel, lane in self._lanes.items() if not lane.done()}
         pending = await self._store.due(now + HORIZON, limit=self._policy.batch)
         by_channel: dict[str, list[OutboxItem]] = defaultdict(list)
         for item in pending:
@@ -226,8 +229,7 @@ class Delivery:
         self._next_edit_at = {k: at for k, at in self._next_edit_at.items() if at > now}
         wake_at = now + self._policy.idle_poll
         for channel, items in by_channel.items():
-            lane = self._lanes.get(channel)
-            if lane is not None and not lane.done():
+            if channel in busy:
                 continue
             paused = self._paused_until.get(channel, 0.0)
             if paused > now:

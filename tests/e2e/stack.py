@@ -2,7 +2,8 @@
 
 `BotProcess` starts the bot exactly as an operator does (`proxybot serve --config F`) against the simulator
 and the fake Slack, waits for `/healthz`, and can be stopped (SIGTERM) or killed (SIGKILL). `StoreView`
-reads the bot's SQLite file read-only, to prove what was accepted was also processed. The webhook builders
+reads the bot's SQLite file read-only, to prove what was accepted was also processed (`StoreQueries` are
+those questions, asked of PostgreSQL too by tests/e2e/replicas.py). The webhook builders
 make version-4 bodies shaped like Alertmanager 0.25's (see tests/bot/domain/alertmanager_samples.py).
 """
 
@@ -16,6 +17,7 @@ import sqlite3
 import ssl
 import subprocess
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +28,7 @@ import httpx
 import yaml
 
 from sim.server import SimServer
+from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.harness.process import HarnessError, find_binary, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,19 +169,14 @@ class BotProcess:
         self.kill()
 
 
-class StoreView:
-    """Read-only queries of the bot's SQLite store (WAL lets us read while the bot writes)."""
+class StoreQueries(ABC):
+    """What the tests ask of a bot's store, over one query method each backend's view provides."""
 
-    def __init__(self, db: Path) -> None:
-        self.db = db
+    @abstractmethod
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]: ...
 
     def _one(self, sql: str) -> int:
-        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5.0)
-        try:
-            row = conn.execute(sql).fetchone()
-        finally:
-            conn.close()
-        return int(row[0])
+        return int(self._rows(sql)[0][0])
 
     def notifications(self) -> int:
         return self._one("SELECT count(*) FROM notifications")
@@ -194,15 +192,35 @@ class StoreView:
 
     def storm_entries(self) -> dict[str, list[Any]]:
         """The alerts each group contributed to the storms on record (group key -> entries)."""
-        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5.0)
-        try:
-            rows = conn.execute("SELECT details FROM alert_groups WHERE group_key LIKE 'storm:%'").fetchall()
-        finally:
-            conn.close()
+        rows = self._rows("SELECT details FROM alert_groups WHERE group_key LIKE 'storm:%'")
         entries: dict[str, list[Any]] = {}
         for (details,) in rows:
             entries.update(json.loads(details).get("entries", {}))
         return entries
+
+
+class StoreView(StoreQueries):
+    """Read-only queries of the bot's SQLite store (WAL lets us read while the bot writes)."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5.0)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+
+def text_of(message: Message) -> str:
+    """A Slack message's fallback text and every text of its blocks."""
+    return "\n".join([message.text, *iter_texts(message.blocks)])
+
+
+def messages_about(slack: FakeSlack, target: str, channel: str = CHANNEL) -> list[Message]:
+    """The top-level messages in `channel` that name `target` (an alert group's message names it)."""
+    return [m for m in slack.top_level(channel) if target in m.text]
 
 
 def healthy_peers(sim: SimServer, cluster: str = CLIENT) -> list[float]:

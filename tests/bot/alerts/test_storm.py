@@ -88,6 +88,38 @@ async def test_the_summary_is_posted_at_once_then_edited_at_most_once_per_linger
     assert "22 alerts" in (await edits())[-1].payload["text"]
 
 
+async def test_a_notification_held_for_its_storm_row_is_not_applied_again_over_a_newer_one(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2, linger_seconds=2.0, settle_seconds=0.25)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(4):  # the third starts the storm (its row is saved), the fourth joins it
+        await harness.accept(storm_webhook(i))
+    *before, first = await harness.store.pending()
+    for notification in before:
+        assert await harness.pipeline.process(notification)
+    assert not await harness.pipeline.process(first, settle=True)  # held until the storm's row counts it
+    group = '{}:{target="team-3/db"}'
+    await harness.accept(
+        webhook([alert("s3", target="team-3/db"), alert("s3b", target="team-3/db")], group=group)
+    )
+    [update] = [n for n in await harness.store.pending() if n.id != first.id]
+    assert await harness.pipeline.process(update)  # the group now has two alerts; closed at once
+    # The worker's next drain lists the held notification again (it is still pending in the store).
+    [again] = await harness.store.pending()
+    assert again.id == first.id
+    assert not await harness.pipeline.process(again, settle=True)
+    state = await harness.store.get_group("#alpha-alerts", group)
+    assert state is not None
+    assert state.firing_fingerprints == {"s3", "s3b"}  # not set back to the older notification's one alert
+    harness.clock.now += 0.25
+    await harness.pipeline.expire_storms()
+    assert await harness.store.pending() == []
+    [row] = await storm_rows(harness)
+    assert row.storm is not None
+    assert len(row.storm.entries[group]) == 2
+
+
 async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summary(
     harness: Harness,
 ) -> None:

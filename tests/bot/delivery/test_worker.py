@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -15,7 +16,7 @@ from bot.delivery.plan import DeliveryPolicy
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.render.blocks import Message, section
-from bot.store import AlertGroupState, OutboxState, Store, open_store
+from bot.store import AlertGroupState, OutboxItem, OutboxState, Store, open_store
 from config.settings import SlackSettings
 from tests.fakes.slack_api import FakeSlack
 
@@ -369,6 +370,55 @@ async def test_a_reply_waits_until_due_and_takes_new_content_while_pending(
     assert (due.key, due.payload["text"]) == (f"reply:{ALERTS}:storm:lines:0", "line 1\nline 2")
     kept = await delivery.reply(ALERTS, "storm", msg("line 3"), "lines:0")  # no replace: a duplicate
     assert (kept.id, kept.duplicate, kept.replaced) == (first.id, True, False)
+
+
+class SlowDue:
+    """The store, with the outbox read that lists a row in flight held until the test releases it: a
+    slow read (a busy PostgreSQL) during which the lane sending that row finishes."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def due(self, now: float, limit: int = 50) -> list[OutboxItem]:
+        items = await self._store.due(now, limit)
+        if not self.release.is_set() and any(i.sent_at is not None for i in items):
+            self.holding.set()
+            await self.release.wait()
+        return items
+
+
+async def test_a_row_sent_while_the_outbox_was_read_is_not_sent_again(fake: FakeSlack, store: Store) -> None:
+    slow = SlowDue(store)
+    async with running(Delivery(cast(Store, slow), slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+        fake.latency = 0.3  # the reply's chat.postMessage is in flight for a while
+        queued = await delivery.reply(ALERTS, "grp", msg("a line"), revision="n2")
+
+        async def marked() -> bool:
+            item = await store.outbox_item(f"reply:{ALERTS}:grp:n2")
+            return item is not None and item.sent_at is not None
+
+        await until(marked)
+        delivery.notify()  # a read of the outbox while the reply is in flight ...
+        await slow.holding.wait()
+        await drained(store)  # ... that returns only after the lane sent the reply and closed its row
+        slow.release.set()
+        await asyncio.sleep(0.3)  # time for a stale second send to show
+        await drained(store)
+    [top] = fake.top_level()
+    assert [m.text for m in fake.thread(ALERTS, top.ts)] == ["a line"]
+    replies = [c for c in fake.calls_to("chat.postMessage") if c.params.get("thread_ts")]
+    assert len(replies) == 1
+    assert fake.calls_to("conversations.replies") == []  # not even looked for: it was not sent again
+    item = await store.outbox_item(f"reply:{ALERTS}:grp:n2")
+    assert item is not None
+    assert (item.id, item.state) == (queued.id, OutboxState.DONE)
 
 
 # -- channel IDs: Slack takes a #name only in chat.postMessage --------------------------------------------
