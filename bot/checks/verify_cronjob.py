@@ -24,8 +24,8 @@ PROBE_SUCCESS_MAX_AGE = 900.0  # the guide's ResourceProxyProbeFailing threshold
 MISSED_INTERVALS = 3
 DEFAULT_INTERVAL = 300.0  # the guide's `*/5 * * * *`
 _CRONJOB = "/apis/batch/v1/namespaces/{namespace}/cronjobs/" + PROBE_CRONJOB
-# The shipped ClusterRole that a RoleBinding grants in each control-plane namespace.
-CONTROL_PLANE_ROLE = "proxybot-control-plane-reader"
+# The shipped ClusterRole that a RoleBinding grants in each client's control-plane namespace.
+CONTROL_PLANE_ROLE = "proxybot-control-plane-client"
 
 
 def cronjob_grant_fix(namespace: str) -> str:

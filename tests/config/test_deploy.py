@@ -278,7 +278,6 @@ def test_control_plane_reads_are_bound_in_each_configured_namespace_only(tmp_pat
         ]
     rules = one("ClusterRole", "proxybot-control-plane-reader")["rules"]
     assert {(r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in rules} == {
-        ("batch", "cronjobs", ("get",)),
         ("networking.k8s.io", "networkpolicies", ("list",)),
         ("", "pods", ("list",)),  # the verdict: the target's control-plane pods Ready or not
         ("apps", "statefulsets", ("get",)),  # the vCluster version from the StatefulSet's image
@@ -288,13 +287,13 @@ def test_control_plane_reads_are_bound_in_each_configured_namespace_only(tmp_pat
     ]
 
 
-def test_log_reads_are_bound_in_each_clients_control_plane_namespace_only(tmp_path: Path) -> None:
+def test_cronjob_and_log_reads_are_bound_in_each_clients_namespace_only(tmp_path: Path) -> None:
     settings = shipped_settings(tmp_path)
     clients = {c.control_plane_namespace for c in settings.clusters if c.control_plane is not None}
     targets = {t.control_plane_namespace for c in settings.clusters for t in c.targets if t.control_plane}
     assert clients
     assert targets
-    bindings = [b for b in of_kind("RoleBinding") if b["roleRef"]["name"] == "proxybot-control-plane-logs"]
+    bindings = [b for b in of_kind("RoleBinding") if b["roleRef"]["name"] == "proxybot-control-plane-client"]
     assert {b["metadata"]["namespace"] for b in bindings} == clients
     assert not {b["metadata"]["namespace"] for b in bindings} & targets
     for binding in bindings:
@@ -302,20 +301,20 @@ def test_log_reads_are_bound_in_each_clients_control_plane_namespace_only(tmp_pa
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "proxybot", "namespace": "proxybot"}
         ]
-    rules = one("ClusterRole", "proxybot-control-plane-logs")["rules"]
+    rules = one("ClusterRole", "proxybot-control-plane-client")["rules"]
     granted = {
-        (g, r, v)
+        (g, r, v, tuple(rule.get("resourceNames", ())))
         for rule in rules
         for g in rule["apiGroups"]
         for r in rule["resources"]
         for v in rule["verbs"]
     }
-    assert granted == {("", "pods", "list"), ("", "pods/log", "get")}
+    assert granted == {("batch", "cronjobs", "get", ("proxy-probe",)), ("", "pods/log", "get", ())}
     assert not [
-        b for b in of_kind("ClusterRoleBinding") if b["roleRef"]["name"] == "proxybot-control-plane-logs"
+        b for b in of_kind("ClusterRoleBinding") if b["roleRef"]["name"] == "proxybot-control-plane-client"
     ]
     for variant in VARIANTS:
-        assert ("ClusterRole", "proxybot-control-plane-logs") in {
+        assert ("ClusterRole", "proxybot-control-plane-client") in {
             (d["kind"], d["metadata"]["name"]) for d in built(variant)
         }
 
@@ -332,10 +331,23 @@ def test_tenant_role_covers_syncer_metrics_every_probe_and_apiservices(tmp_path:
     }
     assert ("apiregistration.k8s.io", "apiservices", "get") in granted
     assert ("apiregistration.k8s.io", "apiservices", "list") in granted  # the orphans
-    for cluster in shipped_settings(tmp_path).clusters:
-        for target in cluster.targets:
-            group = target.probe.group_version.rpartition("/")[0]
-            assert (group, target.probe.resource, "list") in granted, target.name
+    assert not [r for r in rules if set(r.get("apiGroups", [])) - {"apiregistration.k8s.io"}]
+    # The probe lists one resource in one namespace: a Role there, never cluster-wide.
+    role = one("Role", "proxybot-tenant-probe")
+    probes = {
+        (target.probe.namespace, target.probe.group_version.rpartition("/")[0], target.probe.resource)
+        for cluster in shipped_settings(tmp_path).clusters
+        for target in cluster.targets
+    }
+    assert {
+        (role["metadata"]["namespace"], group, resource, tuple(rule["verbs"]))
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    } == {(namespace, group, resource, ("list",)) for namespace, group, resource in probes}
+    binding = one("RoleBinding", "proxybot-tenant-probe")
+    assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
+    assert binding["roleRef"]["kind"] == "Role"
 
 
 def test_tenant_services_are_read_in_kube_system_only() -> None:

@@ -570,7 +570,7 @@ def probe_script(config_map: Doc) -> str:
 def test_every_client_has_the_guides_probe_where_verify_and_the_rule_look(settings: Settings) -> None:
     namespaces = {d["metadata"]["namespace"] for d in built("probe")}
     assert namespaces == {c.control_plane_namespace for c in settings.clusters}
-    reader = only(find(built("sqlite"), "ClusterRole", "proxybot-control-plane-reader"))
+    reader = only(find(built("sqlite"), "ClusterRole", "proxybot-control-plane-client"))
     (cronjob_rule,) = [r for r in reader["rules"] if r["resources"] == ["cronjobs"]]
     rule_text = (RULES / "proxy-alerts.yaml").read_text()
     for cluster in settings.clusters:
@@ -656,19 +656,22 @@ def test_tenant_probe_role_grants_only_the_list_the_probe_makes(settings: Settin
     account = secret["serviceAccount"]
     metadata = only(find(docs, "ServiceAccount"))["metadata"]
     assert (metadata["name"], metadata["namespace"]) == (account["name"], account["namespace"])
-    role = only(find(docs, "ClusterRole"))
-    binding = only(find(docs, "ClusterRoleBinding"))
+    assert not find(docs, "ClusterRole") + find(docs, "ClusterRoleBinding")  # one namespace, not cluster-wide
+    role = only(find(docs, "Role"))
+    binding = only(find(docs, "RoleBinding"))
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "ClusterRole",
+        "kind": "Role",
         "name": role["metadata"]["name"],
     }
+    assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", **account}]
     granted = set()
     for cluster in settings.clusters:
         script = probe_script(probe_objects(cluster)[0])
-        values = dict(re.findall(r'^\s*(GROUP_VERSION|RESOURCE)="([^"]+)"', script, re.MULTILINE))
+        values = dict(re.findall(r'^\s*(GROUP_VERSION|RESOURCE|NAMESPACE)="([^"]+)"', script, re.MULTILINE))
         granted.add((values["GROUP_VERSION"].rpartition("/")[0], values["RESOURCE"]))
+        assert role["metadata"]["namespace"] == values["NAMESPACE"]  # where the probe lists
     assert role["rules"] == [
         {"apiGroups": [group], "resources": [resource], "verbs": ["list"]}
         for group, resource in sorted(granted)
