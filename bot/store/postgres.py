@@ -94,8 +94,15 @@ class PostgresStore:
         try:
             # The server bounds each statement; this bounds the whole call, a stalled network included.
             async with asyncio.timeout(CALL_TIMEOUT):
-                async with self._pool.connection(timeout=POOL_WAIT) as conn:
-                    return await work(conn)
+                try:
+                    async with self._pool.connection(timeout=POOL_WAIT) as conn:
+                        return await work(conn)
+                except psycopg.OperationalError:
+                    # A connection the server dropped (a restart, a failover) is only found when used;
+                    # the pool discards it. Every call here is one transaction that either committed or
+                    # did not, and each is safe to run again (accepts and enqueues are keyed): once more.
+                    async with self._pool.connection(timeout=POOL_WAIT) as conn:
+                        return await work(conn)
         except TimeoutError as error:
             raise StoreError(f"postgresql at {self._where}: no answer within {CALL_TIMEOUT:g} s") from error
         except PoolTimeout as error:
@@ -365,8 +372,6 @@ async def open_postgres_store(
         open=False,
         name="proxybot-store",
         timeout=POOL_WAIT,
-        # A connection the server dropped (restart, failover) is noticed and replaced before it is used.
-        check=AsyncConnectionPool.check_connection,
         kwargs=connect_kwargs,
     )
     try:
