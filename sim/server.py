@@ -72,7 +72,10 @@ class SimServer:
         self.limited_token = secrets.token_urlsafe(24)
         self._tmp = tempfile.TemporaryDirectory(prefix="proxybot-sim-")
         self.ca_path, self._cert, self._key = _write_tls(Path(self._tmp.name))
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and an
+        # accepted socket inherits the listener's 0; without it Nagle holds each response's body behind
+        # its headers until the caller's delayed ACK (about 40 ms a request on loopback).
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
         self.port: int = self._socket.getsockname()[1]

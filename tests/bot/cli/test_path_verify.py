@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,6 +67,21 @@ def test_path_json_on_healthy_is_likely_direct_and_only_reads(healthy: Sim) -> N
     assert {method for method, _, _ in seen} == {"GET"}
     assert {p for _, p, _ in seen} == {PROBE, DIRECT, METRICS, CLIENT_POLICIES, TARGET_POLICIES}
     assert sum(1 for _, p, _ in seen if p == PROBE) == 3
+
+
+def test_a_healthy_direct_path_shows_no_negative_floor(healthy: Sim) -> None:
+    # Direct requests to the simulated target used to wait out a delayed ACK (Nagle on the simulator's
+    # sockets), about 40 ms each, so the proxied path looked faster than the target's own API.
+    code, report = run_json(healthy, "path", TARGET, "--samples", "10")
+    assert code == 0
+    assert report["direct"]["answered"] == 10
+    assert report["floor_seconds"] >= -0.005
+    assert report["direct"]["min"] < 0.020
+    code, out, _ = run(healthy, "path", TARGET, "--samples", "10")
+    printed = re.search(r"latency floor (-?[0-9.]+) ms", out)
+    assert code == 0
+    assert printed is not None, out
+    assert float(printed.group(1)) >= -5.0
 
 
 def test_path_on_relay_fallback_is_likely_relayed_with_the_netpol_command(relay: Sim) -> None:
