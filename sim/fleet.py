@@ -92,6 +92,8 @@ class Tenant:
     project: str = "platform"
     network_policy: NetworkPolicyValues = field(default_factory=NetworkPolicyValues)
     vcluster_version: str = VCLUSTER_VERSION
+    # `controlPlane.statefulSet.env` of its vcluster.yaml, as the StatefulSet's syncer container carries it.
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:
@@ -195,7 +197,14 @@ class Platform:
     licence_ok: bool = True
 
     def path(self, client: ClientCluster, target: TargetCluster) -> Path:
+        if not dials_direct(client) or not dials_direct(target):
+            return Path.RELAYED  # direct dialing turned off at either end: every byte through the relay
         return Path.DIRECT if udp_rules_allow(client, target) else Path.RELAYED
+
+
+def dials_direct(tenant: Tenant) -> bool:
+    """False when the tenant's control plane sets TS_DEBUG_DIAL_DIRECT=false: tsnet never dials peers."""
+    return tenant.env.get("TS_DEBUG_DIAL_DIRECT", "").lower() not in {"false", "0", "f"}
 
 
 def udp_rules_allow(client: Tenant, target: Tenant) -> bool:

@@ -228,6 +228,16 @@ def old_client(world: World) -> None:
     world.platform.clients[CLIENT].vcluster_version = OLD_CLIENT_VERSION
 
 
+def dial_direct_off(world: World) -> None:
+    """team-a sets TS_DEBUG_DIAL_DIRECT=false in controlPlane.statefulSet.env: no direct dials at all.
+
+    The NetworkPolicies allow the direct path, but tsnet never tries it: every byte goes through the DERP
+    relay from the start (dial ~80 ms and request ~60 ms above a direct path). The variable is visible in
+    the StatefulSet vcluster-team-a/team-a on the control plane cluster. Alerts: none.
+    """
+    world.platform.clients[CLIENT].env["TS_DEBUG_DIAL_DIRECT"] = "false"
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -246,6 +256,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("slow-target", slow_target),
         Scenario("apiservice-orphan", apiservice_orphan),
         Scenario("old-client", old_client),
+        Scenario("dial-direct-off", dial_direct_off),
     )
 }
 

@@ -23,6 +23,7 @@ AT: dict[str, tuple[float, float]] = {
     "target-down": (20, 240.0),
     "ownership-masked": (10, 120.0),
     "relay-fallback": (2, 90.0),
+    "dial-direct-off": (2, 90.0),
     "ha-split": (20, 240.0),
     "peer-watch-dropped": (20, 240.0),
     "license-failure": (20, 240.0),

@@ -28,11 +28,19 @@ VERDICTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "slow-target": (300.0, ("slow_target",)),
     "apiservice-orphan": (120.0, ("healthy",)),  # the orphan is a finding, not a verdict
     "old-client": (120.0, ("unknown",)),  # no metrics before v0.37: too old, not down
+    "dial-direct-off": (120.0, ("healthy",)),  # relayed by configuration: `path` says so
 }
 
 
 # The scenarios whose status passes: every other one has a broken verdict or a warning finding.
-PASSING = {"healthy", "relay-fallback", "ownership-masked", "watches-silent", "probe-failing"}
+PASSING = {
+    "healthy",
+    "relay-fallback",
+    "dial-direct-off",
+    "ownership-masked",
+    "watches-silent",
+    "probe-failing",
+}
 
 
 def test_the_table_covers_every_scenario() -> None:
