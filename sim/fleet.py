@@ -125,6 +125,10 @@ class TargetCluster(Tenant):
     # Seconds the target takes to answer a request, and group/versions whose API currently fails with 503.
     latency: float = 0.004
     failing_group_versions: set[str] = field(default_factory=set)
+    # RBAC inside the target: the verbs granted to a client identity (an identity not listed may do all).
+    rbac: dict[str, set[str]] = field(default_factory=dict)
+    # Clients whose platform access key the target rejects (401 `auth failed` on every proxied request).
+    rejected_keys: set[str] = field(default_factory=set)
     restarts: int = 0
 
     @property
@@ -185,6 +189,11 @@ class ClientCluster(Tenant):
     @property
     def owner_value(self) -> str:
         return f"{self.project}.{self.name}"
+
+    @property
+    def identity(self) -> str:
+        """Its identity on targets and the platform: loft:vcluster:<project-namespace>:<name>."""
+        return f"loft:vcluster:p-{self.project}:{self.name}"
 
 
 @dataclass

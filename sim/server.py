@@ -34,6 +34,7 @@ KSM_PATH = "/kube-state-metrics/metrics"
 METRICS_PATH = "/metrics/syncer"
 # Never hold a caller longer than this in wall seconds, whatever the simulated latency.
 MAX_REAL_DELAY = 20.0
+MAX_BODY = 1 << 20
 ClusterKind = Literal["client", "target", "control-plane"]
 T = TypeVar("T")
 
@@ -223,12 +224,16 @@ class SimServer:
                 f'forbidden: User "system:serviceaccount:monitoring:limited" cannot get path "{METRICS_PATH}"'
             )
             return _json(Reply(403, objects.status(403, msg)))
+        body = await request.body() if request.method in ("POST", "PUT", "PATCH") else b""
+        if len(body) > MAX_BODY:
+            return _json(Reply(413, objects.status(413, f"request body over {MAX_BODY} bytes")))
         query = Query(
             request.method,
             rest,
             dict(request.query_params),
             request.headers.get("accept", "application/json"),
             "upgrade" in request.headers.get("connection", "").lower(),
+            body,
         )
         reply = await asyncio.to_thread(self._locked, lambda: view.handle(query))
         if reply.took > 0:

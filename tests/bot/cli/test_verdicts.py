@@ -29,6 +29,9 @@ VERDICTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "apiservice-orphan": (120.0, ("healthy",)),  # the orphan is a finding, not a verdict
     "old-client": (120.0, ("unknown",)),  # no metrics before v0.37: too old, not down
     "dial-direct-off": (120.0, ("healthy",)),  # relayed by configuration: `path` says so
+    "auth-failed": (120.0, ("healthy",)),  # 401s are not unavailability: `probe` classifies them
+    "ownership-get-denied": (120.0, ("healthy",)),  # 403s and masked 404s: `probe` names the identity
+    "name-collision": (120.0, ("healthy",)),
 }
 
 
@@ -37,6 +40,9 @@ PASSING = {
     "healthy",
     "relay-fallback",
     "dial-direct-off",
+    "auth-failed",
+    "ownership-get-denied",
+    "name-collision",
     "ownership-masked",
     "watches-silent",
     "probe-failing",
