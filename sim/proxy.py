@@ -231,7 +231,8 @@ class ReplicaProxy:
             return self._finish(req, ProxyResponse(404, Reason.NAMESPACE_MISSING, 0.001, msg))
         dial = self._dial(link, cache)
         if not dial.ok:
-            msg = f"resource proxy: no usable peer for {req.target} ({dial.reason.value})"
+            # The vendor's generic unavailable text; the reason is only on the metrics and in the logs.
+            msg = f'target tenant cluster "{link.target.name}" for {req.group_version} is unavailable'
             return self._finish(req, ProxyResponse(503, dial.reason, dial.duration or 0.001, msg))
         return self._finish(req, self._forward(req, link, dial.duration or 0.0))
 

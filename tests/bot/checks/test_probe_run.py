@@ -100,7 +100,7 @@ async def test_200_series_reports_min_p50_max() -> None:
 
 
 async def test_503_from_the_proxy_shows_retry_after_and_peer_state() -> None:
-    msg = "resource proxy: no usable peer for platform/crd-store (all_quarantined)"
+    msg = 'target tenant cluster "crd-store" for example.com/v1 is unavailable'
     result, _ = await _probe({PROBE: [_json(503, _status(503, msg), {"Retry-After": "1"})]})
     assert not result.passed
     assert result.outcome is ProbeOutcome.UNAVAILABLE

@@ -46,6 +46,10 @@ def test_target_down_probe_fails_with_peer_state_and_retry_after(target_down: Si
     evidence = "\n".join(report["evidence"])
     assert "live example.com/v1: peers: healthy 0" in evidence
     assert "Retry-After: 1" in evidence
+    assert 'answer: target tenant cluster "crd-store" for example.com/v1 is unavailable' in evidence
+    assert report["summary"] == (
+        "503 from the proxy: the target crd-store (example.com/v1) is unavailable to team-a"
+    )
     # The evidence came from the proxy's metrics: the probe, then /metrics/syncer, nothing else.
     assert {path for _, path, _ in _new_requests(target_down, before)} == {PROBE, METRICS}
 
