@@ -129,8 +129,12 @@ def _unauthorized(request: ProbeRequest, failed: ProbeAttempt, evidence: list[st
         summary = f"401: the client cluster {request.cluster} rejects the bot's own credentials"
         step = "Renew the token or client certificate in the bot's kubeconfig for this cluster."
         return summary, step, []
-    namespace = request.ref.cluster.control_plane_namespace
-    restart = f"kubectl -n {namespace} delete pod -l app=vcluster (on the control plane cluster)"
+    cluster = request.ref.cluster
+    release = (cluster.control_plane.release if cluster.control_plane else None) or cluster.name
+    restart = (
+        f"kubectl -n {cluster.control_plane_namespace} rollout restart statefulset/{release} "
+        "(on the control plane cluster; replica by replica)"
+    )
     trusted = "discovery with the same identity was accepted, so the bot's credentials are valid"
     if is_auth_failed(failed.message or ""):
         summary = (

@@ -33,7 +33,7 @@ async def test_401_auth_failed_is_platform_trust_not_rbac() -> None:
     )
     assert "same platform" in result.next_step
     assert "targetVirtualCluster.project defaults to the client's own project" in result.next_step
-    assert "kubectl -n vcluster-team-a delete pod -l app=vcluster" in result.next_step
+    assert "kubectl -n vcluster-team-a rollout restart statefulset/team-a" in result.next_step
     assert "RBAC does not answer 401: granting verbs will not fix this" in result.evidence
 
 

@@ -161,7 +161,7 @@ def test_probe_on_auth_failed_is_platform_trust_with_the_restart(auth_failed: Si
     assert report["verdict"] == "unauthorized"
     assert report["summary"].startswith("401 auth failed: platform/crd-store rejected team-a's platform")
     assert "answer: auth failed" in report["evidence"]
-    assert "kubectl -n vcluster-team-a delete pod -l app=vcluster" in report["next_step"]
+    assert "kubectl -n vcluster-team-a rollout restart statefulset/team-a" in report["next_step"]
 
 
 def test_probe_on_ownership_get_denied_names_the_identity_and_the_can_i(get_denied: Sim) -> None:
