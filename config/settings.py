@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
@@ -172,6 +172,8 @@ class TargetSettings(StrictModel):
     direct: KubeAccess | None = None
     # The target's control plane in the control plane cluster (its NetworkPolicies), for `path`.
     control_plane: ControlPlaneSettings | None = None
+    # The client's `accessResources` for this target (vCluster's default: owned), to order 404 causes.
+    access_resources: Literal["owned", "all"] = "owned"
 
     @property
     def tenant_name(self) -> str:

@@ -92,6 +92,8 @@ class Tenant:
     project: str = "platform"
     network_policy: NetworkPolicyValues = field(default_factory=NetworkPolicyValues)
     vcluster_version: str = VCLUSTER_VERSION
+    # `controlPlane.statefulSet.env` of its vcluster.yaml, as the StatefulSet's syncer container carries it.
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:
@@ -123,6 +125,10 @@ class TargetCluster(Tenant):
     # Seconds the target takes to answer a request, and group/versions whose API currently fails with 503.
     latency: float = 0.004
     failing_group_versions: set[str] = field(default_factory=set)
+    # RBAC inside the target: the verbs granted to a client identity (an identity not listed may do all).
+    rbac: dict[str, set[str]] = field(default_factory=dict)
+    # Clients whose platform access key the target rejects (401 `auth failed` on every proxied request).
+    rejected_keys: set[str] = field(default_factory=set)
     restarts: int = 0
 
     @property
@@ -184,6 +190,11 @@ class ClientCluster(Tenant):
     def owner_value(self) -> str:
         return f"{self.project}.{self.name}"
 
+    @property
+    def identity(self) -> str:
+        """Its identity on targets and the platform: loft:vcluster:<project-namespace>:<name>."""
+        return f"loft:vcluster:p-{self.project}:{self.name}"
+
 
 @dataclass
 class Platform:
@@ -195,7 +206,14 @@ class Platform:
     licence_ok: bool = True
 
     def path(self, client: ClientCluster, target: TargetCluster) -> Path:
+        if not dials_direct(client) or not dials_direct(target):
+            return Path.RELAYED  # direct dialing turned off at either end: every byte through the relay
         return Path.DIRECT if udp_rules_allow(client, target) else Path.RELAYED
+
+
+def dials_direct(tenant: Tenant) -> bool:
+    """False when the tenant's control plane sets TS_DEBUG_DIAL_DIRECT=false: tsnet never dials peers."""
+    return tenant.env.get("TS_DEBUG_DIAL_DIRECT", "").lower() not in {"false", "0", "f"}
 
 
 def udp_rules_allow(client: Tenant, target: Tenant) -> bool:

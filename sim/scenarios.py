@@ -228,6 +228,56 @@ def old_client(world: World) -> None:
     world.platform.clients[CLIENT].vcluster_version = OLD_CLIENT_VERSION
 
 
+def dial_direct_off(world: World) -> None:
+    """team-a sets TS_DEBUG_DIAL_DIRECT=false in controlPlane.statefulSet.env: no direct dials at all.
+
+    The NetworkPolicies allow the direct path, but tsnet never tries it: every byte goes through the DERP
+    relay from the start (dial ~80 ms and request ~60 ms above a direct path). The variable is visible in
+    the StatefulSet vcluster-team-a/team-a on the control plane cluster. Alerts: none.
+    """
+    world.platform.clients[CLIENT].env["TS_DEBUG_DIAL_DIRECT"] = "false"
+
+
+def auth_failed(world: World) -> None:
+    """At t=60 crd-store stops accepting team-a's platform access key: every proxied request answers 401.
+
+    `auth failed` is platform trust, not RBAC (a rotated key the client has not picked up: restarting its
+    control plane pod fixes it). Dials and peers stay healthy; discovery falls back (upstream_error).
+    Alerts: ResourceProxyProbeFailing after ~t=900 (last success t=0); the peer and 503 rules stay quiet.
+    """
+
+    def reject(w: World) -> None:
+        w.platform.targets[TARGET].rejected_keys.add(CLIENT)
+
+    world.at(FAULT_AT, "crd-store rejects team-a's platform access key", reject)
+
+
+def ownership_get_denied(world: World) -> None:
+    """At t=60 crd-store's RBAC for team-a is rebound with create/update/patch/delete only: no get/list/watch.
+
+    team-a proxies with accessResources: owned. Lists and GETs answer 403 naming the identity
+    loft:vcluster:p-platform:team-a; a named PUT/PATCH/DELETE answers 404, the refused ownership GET
+    masked (reason ownership_check_failed). Alerts: ResourceProxyProbeFailing after ~t=900.
+    """
+    world.platform.clients[CLIENT].links[0].owned_only = True
+    identity = world.platform.clients[CLIENT].identity
+
+    def rebind(w: World) -> None:
+        w.platform.targets[TARGET].rbac[identity] = {"create", "update", "patch", "delete"}
+
+    world.at(FAULT_AT, "crd-store's RBAC for team-a loses get, list and watch", rebind)
+
+
+def name_collision(world: World) -> None:
+    """team-a proxies with accessResources: owned; creating a widget whose name the target holds answers 409.
+
+    widget-1 in default exists on crd-store without team-a's ownership label: team-a's lists do not show
+    it (owned isolates visibility), yet `kubectl create` of widget-1 answers 409 AlreadyExists (not
+    names). Alerts: none.
+    """
+    world.platform.clients[CLIENT].links[0].owned_only = True
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -246,6 +296,10 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("slow-target", slow_target),
         Scenario("apiservice-orphan", apiservice_orphan),
         Scenario("old-client", old_client),
+        Scenario("dial-direct-off", dial_direct_off),
+        Scenario("auth-failed", auth_failed),
+        Scenario("ownership-get-denied", ownership_get_denied),
+        Scenario("name-collision", name_collision),
     )
 }
 

@@ -34,6 +34,7 @@ KSM_PATH = "/kube-state-metrics/metrics"
 METRICS_PATH = "/metrics/syncer"
 # Never hold a caller longer than this in wall seconds, whatever the simulated latency.
 MAX_REAL_DELAY = 20.0
+MAX_BODY = 1 << 20
 ClusterKind = Literal["client", "target", "control-plane"]
 T = TypeVar("T")
 
@@ -72,7 +73,10 @@ class SimServer:
         self.limited_token = secrets.token_urlsafe(24)
         self._tmp = tempfile.TemporaryDirectory(prefix="proxybot-sim-")
         self.ca_path, self._cert, self._key = _write_tls(Path(self._tmp.name))
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and an
+        # accepted socket inherits the listener's 0; without it Nagle holds each response's body behind
+        # its headers until the caller's delayed ACK (about 40 ms a request on loopback).
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
         self.port: int = self._socket.getsockname()[1]
@@ -220,12 +224,16 @@ class SimServer:
                 f'forbidden: User "system:serviceaccount:monitoring:limited" cannot get path "{METRICS_PATH}"'
             )
             return _json(Reply(403, objects.status(403, msg)))
+        body = await request.body() if request.method in ("POST", "PUT", "PATCH") else b""
+        if len(body) > MAX_BODY:
+            return _json(Reply(413, objects.status(413, f"request body over {MAX_BODY} bytes")))
         query = Query(
             request.method,
             rest,
             dict(request.query_params),
             request.headers.get("accept", "application/json"),
             "upgrade" in request.headers.get("connection", "").lower(),
+            body,
         )
         reply = await asyncio.to_thread(self._locked, lambda: view.handle(query))
         if reply.took > 0:

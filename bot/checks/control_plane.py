@@ -65,19 +65,29 @@ async def read_version(
     release: str,
 ) -> TenantVersion:
     """The vCluster version the tenant's control-plane StatefulSet runs, or why it is not known."""
+    doc = await read_statefulset(ctx, tenant, access, namespace, release)
+    if isinstance(doc, str):
+        return TenantVersion(tenant, role, unavailable=doc)
+    return from_statefulset(tenant, role, doc)
+
+
+async def read_statefulset(
+    ctx: CheckContext, tenant: str, access: ControlPlaneSettings | None, namespace: str, release: str
+) -> Mapping[str, Any] | str:
+    """The tenant's control-plane StatefulSet `<release>` as a JSON object, or why it could not be read."""
     if access is None:
-        return TenantVersion(tenant, role, unavailable=NOT_CONFIGURED)
+        return NOT_CONFIGURED
     try:
         reader = await ctx.control_plane(tenant, access)
         response = await reader.get_ok(statefulset_path(namespace, release), timeout=ctx.timeout)
         doc = json.loads(response.body)
     except (ClusterError, InputError) as err:
-        return TenantVersion(tenant, role, unavailable=str(err))
+        return str(err)
     except ValueError:
-        return TenantVersion(tenant, role, unavailable=f"StatefulSet {namespace}/{release} is not JSON")
+        return f"StatefulSet {namespace}/{release} is not JSON"
     if not isinstance(doc, Mapping):
-        return TenantVersion(tenant, role, unavailable=f"StatefulSet {namespace}/{release} is not an object")
-    return from_statefulset(tenant, role, doc)
+        return f"StatefulSet {namespace}/{release} is not an object"
+    return doc
 
 
 def _items(body: bytes) -> list[Mapping[str, Any]]:

@@ -23,6 +23,8 @@ from bot.errors import ClusterError, InputError
 from config.validation import dns1123_label
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# Control planes on the platform's own cluster reach the platform pods on this TCP port.
+PLATFORM_PORT = 10443
 _NETPOL_LIST = "/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies"
 Json = Mapping[str, Any]
 
@@ -236,3 +238,47 @@ def judge_end(
 
 def _toward(direction: Direction) -> str:
     return "to" if direction is Direction.EGRESS else "from"
+
+
+def judge_platform_egress(policies: Sequence[Json], own: ControlPlanePods) -> str | None:
+    """Why `own`'s control plane pods may not reach the platform pods on TCP 10443, or None if they may.
+
+    Only for tenants on the platform's own control plane cluster. The platform's namespace is not known
+    here, so a rule counts when it admits TCP 10443 to anything outside the tenant's own namespace.
+    """
+    selecting: list[str] = []
+    for policy in policies:
+        spec = policy.get("spec") or {}
+        if "Egress" not in _types(spec) or not selector_matches(spec.get("podSelector"), own.pod_labels):
+            continue
+        selecting.append(str((policy.get("metadata") or {}).get("name", "?")))
+        for rule in spec.get("egress") or []:
+            if _admits_tcp(rule.get("ports"), PLATFORM_PORT) and _leaves_namespace(rule.get("to")):
+                return None
+    if not selecting:
+        return None
+    return (
+        f"{', '.join(selecting)} select the control plane pods of {own.spelled}; no egress rule allows "
+        f"TCP {PLATFORM_PORT} to the platform pods"
+    )
+
+
+def _admits_tcp(ports: Sequence[Json] | None, wanted: int) -> bool:
+    if not ports:
+        return True
+    for port in ports:
+        if str(port.get("protocol") or "TCP") != "TCP":
+            continue
+        value = port.get("port")
+        if value is None:
+            return True
+        if isinstance(value, int) and value <= wanted <= int(port.get("endPort") or value):
+            return True  # a named port cannot be resolved from the policy alone: it does not count
+    return False
+
+
+def _leaves_namespace(peers: Sequence[Json] | None) -> bool:
+    """Any address, or a peer outside the policy's namespace (a bare podSelector stays inside it)."""
+    if not peers:
+        return True
+    return any(isinstance(p, Mapping) and ("namespaceSelector" in p or "ipBlock" in p) for p in peers)

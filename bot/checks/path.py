@@ -8,10 +8,14 @@ No metric says which (the guide), so this gathers the guide's signals and weighs
 2. dial latency: two reads of `/metrics/syncer` around the samples; the dials of that window against the
    dials before it (a step up with no change on the target is consistent with a fallback to the relay);
 3. NetworkPolicies of both ends in the control plane cluster(s): client UDP egress and target UDP ingress
-   must both be allowed, or the pair stays on the relay.
+   must both be allowed, or the pair stays on the relay; on one control plane cluster, each end's egress
+   to the platform pods on TCP 10443 as well;
+4. the client control plane's StatefulSet: `TS_DEBUG_DIAL_DIRECT=false` in its env turns direct dialing
+   off, so every byte goes through the relay whatever the policies allow.
 
-Verdict: a blocked policy, a floor or a dial step says *likely relayed*; open policies or a negligible floor
-(with nothing against) say *likely direct*; otherwise *unknown*. Only *likely direct* passes the check.
+Verdict: direct dialing turned off, a blocked policy, a floor or a dial step says *likely relayed*; open
+policies or a negligible floor (with nothing against) say *likely direct*; otherwise *unknown*. Only
+*likely direct* with no blocked platform egress passes the check.
 The signals are read in `bot.checks.path_signals`; this module runs them and weighs them.
 """
 
@@ -26,11 +30,13 @@ from enum import StrEnum
 from bot.checks.context import CheckContext, TargetRef
 from bot.checks.path_signals import (
     DEFAULT_THRESHOLDS,
+    DialDirectReading,
     DialReading,
     LatencySeries,
     NetpolReading,
     PathThresholds,
     dial_reading,
+    read_dial_direct,
     read_netpol,
     read_snapshot,
     sample_both_sides,
@@ -41,6 +47,7 @@ from bot.errors import InputError
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 50
 Progress = Callable[[str], None]
+NOT_READ = DialDirectReading()
 
 
 class PathVerdict(StrEnum):
@@ -63,6 +70,7 @@ class PathResult:
     verdict: PathVerdict
     evidence: tuple[str, ...]
     fix: tuple[str, ...]
+    dial_direct: DialDirectReading = NOT_READ
 
     @property
     def floor(self) -> float | None:
@@ -73,7 +81,7 @@ class PathResult:
 
     @property
     def passed(self) -> bool:
-        return self.verdict is PathVerdict.LIKELY_DIRECT
+        return self.verdict is PathVerdict.LIKELY_DIRECT and not self.netpol.platform_egress
 
 
 def check_samples(samples: int) -> int:
@@ -107,7 +115,8 @@ async def check_path(
     dial = dial_reading(before, after, time.monotonic() - started, ref.name, thresholds)
     say(f"reading NetworkPolicies of {ref.cluster.name} and {ref.name}…")
     netpol = await read_netpol(ctx, ref)
-    return weigh(ref, _spelled(request), client_series, direct_series, dial, netpol, thresholds)
+    dial_direct = await read_dial_direct(ctx, ref)
+    return weigh(ref, _spelled(request), client_series, direct_series, dial, netpol, thresholds, dial_direct)
 
 
 def _spelled(path: ApiPath) -> str:
@@ -125,15 +134,16 @@ def weigh(
     dial: DialReading,
     netpol: NetpolReading,
     thresholds: PathThresholds = DEFAULT_THRESHOLDS,
+    dial_direct: DialDirectReading = NOT_READ,
 ) -> PathResult:
-    """The verdict from the three signals, with the evidence in words and the fix."""
+    """The verdict from the signals, with the evidence in words and the fix."""
     partial = PathResult(
         ref.name, ref.cluster.name, request, client, direct, dial, netpol, PathVerdict.UNKNOWN, (), ()
     )
     floor = partial.floor
     floor_relayed = floor is not None and floor >= thresholds.floor
     floor_direct = floor is not None and floor < thresholds.floor
-    if netpol.permits is False or floor_relayed or dial.step:
+    if dial_direct.off or netpol.permits is False or floor_relayed or dial.step:
         verdict = PathVerdict.LIKELY_RELAYED
     elif not client.seconds:
         # Nothing came back through the proxy: policies that allow a direct path say nothing of the
@@ -143,10 +153,10 @@ def weigh(
         verdict = PathVerdict.LIKELY_DIRECT
     else:
         verdict = PathVerdict.UNKNOWN
-    evidence = _evidence(partial, floor, thresholds)
-    fix = _fix(ref, netpol, verdict, direct is None)
+    evidence = (*_dial_direct_words(dial_direct), *_evidence(partial, floor, thresholds))
+    fix = _fix(ref, netpol, verdict, direct is None, dial_direct)
     return PathResult(
-        ref.name, ref.cluster.name, request, client, direct, dial, netpol, verdict, evidence, fix
+        ref.name, ref.cluster.name, request, client, direct, dial, netpol, verdict, evidence, fix, dial_direct
     )
 
 
@@ -171,7 +181,14 @@ def _evidence(result: PathResult, floor: float | None, thresholds: PathThreshold
     out.append(_dial_words(result.dial))
     for end in (result.netpol.egress, result.netpol.ingress):
         out.append(f"{end.direction.value.lower()} of {end.pods.spelled}: {end.state.value}: {end.detail}")
+    out += [f"platform egress: {problem}" for problem in result.netpol.platform_egress]
     return tuple(out)
+
+
+def _dial_direct_words(reading: DialDirectReading) -> tuple[str, ...]:
+    if reading.off:
+        return (f"{reading.detail}: direct dialing is off, every byte goes through the relay",)
+    return (f"direct dialing: {reading.detail}",)
 
 
 def _dial_words(dial: DialReading) -> str:
@@ -193,13 +210,28 @@ def netpol_invocation(netpol: NetpolReading) -> str:
     return line if netpol.same_cluster else line + " --cross-cluster <target endpoint CIDR>"
 
 
-def _fix(ref: TargetRef, netpol: NetpolReading, verdict: PathVerdict, no_direct: bool) -> tuple[str, ...]:
+def _fix(
+    ref: TargetRef,
+    netpol: NetpolReading,
+    verdict: PathVerdict,
+    no_direct: bool,
+    dial_direct: DialDirectReading,
+) -> tuple[str, ...]:
     out = []
+    if dial_direct.off:
+        out.append(
+            f"remove TS_DEBUG_DIAL_DIRECT from controlPlane.statefulSet.env in {ref.cluster.name}'s "
+            "vcluster.yaml (false turns direct dialing off: the relay carries everything), then apply it"
+        )
+    out += [
+        f"allow egress on TCP 10443 to the platform pods ({problem.split(';')[0]})"
+        for problem in netpol.platform_egress
+    ]
     missing = [end for end in (netpol.egress, netpol.ingress) if end.permits is False]
     if missing:
         ends = " and ".join(f"{e.direction.value.lower()} on {e.pods.spelled}" for e in missing)
         out.append(f"add the UDP peer rule ({ends}; both ends are needed): run `{netpol_invocation(netpol)}`")
-    elif verdict is PathVerdict.LIKELY_RELAYED:
+    elif verdict is PathVerdict.LIKELY_RELAYED and not dial_direct.off:
         out.append(
             "the policies allow the direct path: check NAT topology (symmetric NAT defeats hole punching), "
             "security groups and outbound UDP to the peer endpoints and STUN; enable "

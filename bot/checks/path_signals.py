@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.checks.context import CheckContext, TargetRef
+from bot.checks.control_plane import read_statefulset
 from bot.checks.netpol_read import (
     ControlPlanePods,
     Direction,
     EndVerdict,
+    Json,
     judge_end,
+    judge_platform_egress,
     read_policies,
     unknown_end,
 )
@@ -38,6 +43,7 @@ class PathThresholds:
 
 
 DEFAULT_THRESHOLDS = PathThresholds()
+DIAL_DIRECT_ENV = "TS_DEBUG_DIAL_DIRECT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +83,16 @@ class DialReading:
 
 @dataclass(frozen=True, slots=True)
 class NetpolReading:
-    """Both ends' NetworkPolicy verdicts and whether the two ends share a control plane cluster."""
+    """Both ends' NetworkPolicy verdicts and whether the two ends share a control plane cluster.
+
+    `platform_egress`: on one control plane cluster, each end whose policies block TCP 10443 to the
+    platform pods, in words.
+    """
 
     egress: EndVerdict
     ingress: EndVerdict
     same_cluster: bool
+    platform_egress: tuple[str, ...] = ()
 
     @property
     def permits(self) -> bool | None:
@@ -182,6 +193,44 @@ def _stepped(recent: float | None, earlier: float | None, thresholds: PathThresh
     return recent - earlier >= thresholds.dial_step and recent >= earlier * thresholds.dial_ratio
 
 
+@dataclass(frozen=True, slots=True)
+class DialDirectReading:
+    """Whether the client's control plane turns direct dialing off (`TS_DEBUG_DIAL_DIRECT`); None: unknown."""
+
+    off: bool | None = None
+    detail: str = "not read"
+
+
+# Go's strconv.ParseBool spellings of false, which is how the variable is read.
+_FALSE = {"0", "f", "F", "false", "FALSE", "False"}
+
+
+def dial_direct_of(statefulset: Mapping[str, Any], where: str) -> DialDirectReading:
+    """`TS_DEBUG_DIAL_DIRECT` in the StatefulSet's containers: false turns direct dialing off."""
+    template = (statefulset.get("spec") or {}).get("template") or {}
+    for container in (template.get("spec") or {}).get("containers") or []:
+        for env in container.get("env") or []:
+            if env.get("name") != DIAL_DIRECT_ENV:
+                continue
+            at = f"{where} (container {container.get('name', '?')})"
+            if "value" not in env:
+                return DialDirectReading(None, f"{DIAL_DIRECT_ENV} in {at} comes from valueFrom: not read")
+            value = str(env.get("value"))
+            off = value in _FALSE
+            return DialDirectReading(off, f"{DIAL_DIRECT_ENV}={value} in {at}")
+    return DialDirectReading(False, f"{DIAL_DIRECT_ENV} not set in {where}: direct dialing on")
+
+
+async def read_dial_direct(ctx: CheckContext, ref: TargetRef) -> DialDirectReading:
+    """The client control plane's StatefulSet, read for the variable that turns direct dialing off."""
+    access = ref.cluster.control_plane
+    pods = _pods(access, ref.cluster.control_plane_namespace, ref.cluster.name)
+    doc = await read_statefulset(ctx, ref.cluster.name, access, pods.namespace, pods.release)
+    if isinstance(doc, str):
+        return DialDirectReading(None, f"StatefulSet {pods.spelled} not read: {doc}")
+    return dial_direct_of(doc, f"StatefulSet {pods.spelled}")
+
+
 # -- signal 3: NetworkPolicies -------------------------------------------------------------------------
 
 
@@ -199,25 +248,38 @@ async def read_netpol(ctx: CheckContext, ref: TargetRef) -> NetpolReading:
         and target_cp is not None
         and (client_cp.kubeconfig, client_cp.context) == (target_cp.kubeconfig, target_cp.context)
     )
-    egress = await _end(ctx, ref.cluster.name, client_cp, Direction.EGRESS, client_pods, target_pods, same)
-    ingress = await _end(ctx, ref.name, target_cp, Direction.INGRESS, target_pods, client_pods, same)
-    return NetpolReading(egress, ingress, same)
+    client_policies = await _policies(ctx, ref.cluster.name, client_cp, client_pods)
+    target_policies = await _policies(ctx, ref.name, target_cp, target_pods)
+    egress = _judged(client_policies, Direction.EGRESS, client_pods, target_pods, same)
+    ingress = _judged(target_policies, Direction.INGRESS, target_pods, client_pods, same)
+    platform: list[str] = []
+    if same:
+        for policies, pods in ((client_policies, client_pods), (target_policies, target_pods)):
+            problem = None if isinstance(policies, str) else judge_platform_egress(policies, pods)
+            platform += [problem] if problem else []
+    return NetpolReading(egress, ingress, same, tuple(platform))
 
 
-async def _end(
-    ctx: CheckContext,
-    name: str,
-    access: ControlPlaneSettings | None,
+async def _policies(
+    ctx: CheckContext, name: str, access: ControlPlaneSettings | None, own: ControlPlanePods
+) -> list[Json] | str:
+    """One end's NetworkPolicies, or why they could not be read."""
+    if access is None:
+        return f"no control_plane configured for {name}"
+    try:
+        reader = await ctx.control_plane(name, access)
+        return await read_policies(reader, own.namespace, timeout=ctx.timeout)
+    except ClusterError as err:
+        return str(err)
+
+
+def _judged(
+    policies: list[Json] | str,
     direction: Direction,
     own: ControlPlanePods,
     other: ControlPlanePods,
     same_cluster: bool,
 ) -> EndVerdict:
-    if access is None:
-        return unknown_end(direction, own, f"no control_plane configured for {name}")
-    try:
-        reader = await ctx.control_plane(name, access)
-        policies = await read_policies(reader, own.namespace, timeout=ctx.timeout)
-    except ClusterError as err:
-        return unknown_end(direction, own, str(err))
+    if isinstance(policies, str):
+        return unknown_end(direction, own, policies)
     return judge_end(policies, direction, own, other, same_cluster=same_cluster)

@@ -29,6 +29,7 @@ class ProbeOutcome(StrEnum):
     FORBIDDEN = "forbidden"  # 403
     TIMEOUT = "timeout"  # no answer within the probe timeout
     UPGRADE_REJECTED = "upgrade_rejected"  # 501
+    CONFLICT = "conflict"  # 409: a name collision on create
     UNREACHABLE = "unreachable"  # the client cluster's API could not be reached at all
     HTTP_ERROR = "http_error"  # any other status
 

@@ -16,13 +16,14 @@ evidence read at that moment:
 - 401/403: whose credentials — discovery on the same cluster with the same identity tells the bot's
   own rejection (client side) apart from a refusal passed through from the target.
 - timeout: no answer within 15 s, a degraded path; 501: a connection upgrade was rejected.
+
+What each outcome means and the next step: `bot.checks.probe_explain`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,13 +31,13 @@ from typing import Any, Protocol
 from bot.checks.context import CheckContext
 from bot.checks.probe import (
     PROBE_TIMEOUT,
-    LatencySummary,
     ProbeAttempt,
     ProbeOutcome,
     ProbeRequest,
     ProbeResult,
     check_repeat,
 )
+from bot.checks.probe_explain import explained
 from bot.clients.kube import RawResponse
 from bot.domain.diagnosis_readings import describe_peers
 from bot.domain.paths import ApiPath, discovery_path
@@ -52,6 +53,7 @@ _BY_STATUS = {
     401: ProbeOutcome.UNAUTHORIZED,
     403: ProbeOutcome.FORBIDDEN,
     501: ProbeOutcome.UPGRADE_REJECTED,
+    409: ProbeOutcome.CONFLICT,
 }
 
 
@@ -73,7 +75,7 @@ async def run_probe(
         reader = await ctx.client(request.ref.cluster)
     except ClusterError as err:
         attempt = ProbeAttempt(ProbeOutcome.UNREACHABLE, None, None, message=str(err))
-        return _explained(request, (attempt,), [str(err)])
+        return explained(request, (attempt,), [str(err)])
 
     async def read_live() -> ClusterRead:
         return await (await ctx.live()).read(request.cluster)
@@ -95,7 +97,7 @@ async def probe_with(
         attempts.append(await _attempt(reader, request.path, timeout))
     failed = next((a for a in attempts if a.outcome is not ProbeOutcome.OK), None)
     evidence = [] if failed is None else await _evidence(failed, reader, request, read_live)
-    return _explained(request, tuple(attempts), evidence)
+    return explained(request, tuple(attempts), evidence)
 
 
 async def _attempt(reader: ApiReader, path: ApiPath, timeout: float) -> ProbeAttempt:
@@ -213,154 +215,3 @@ async def _discovery_evidence(reader: ApiReader, request: ProbeRequest) -> str:
     if verbs == ["get"]:
         return f"discovery lists {resource!r} with only `get` ({shown}): the local fallback document"
     return f"discovery lists {resource!r} ({shown})"
-
-
-# -- the verdict --------------------------------------------------------------------------------------
-
-
-def _explained(request: ProbeRequest, attempts: tuple[ProbeAttempt, ...], evidence: list[str]) -> ProbeResult:
-    failed = next((a for a in attempts if a.outcome is not ProbeOutcome.OK), None)
-    outcome = ProbeOutcome.OK if failed is None else failed.outcome
-    summary, step, extra = _explain(request, attempts, failed, evidence)
-    lines = [_tally(attempts), *extra, *evidence]
-    return ProbeResult(request, attempts, outcome, summary, tuple(lines), step, _latency(attempts))
-
-
-def _tally(attempts: tuple[ProbeAttempt, ...]) -> str:
-    counts: dict[str, int] = {}
-    for a in attempts:
-        key = str(a.status) if a.status is not None else a.outcome.value
-        counts[key] = counts.get(key, 0) + 1
-    return "answers: " + ", ".join(f"{key} x{n}" for key, n in counts.items())
-
-
-def _latency(attempts: tuple[ProbeAttempt, ...]) -> LatencySummary | None:
-    seconds = sorted(a.seconds for a in attempts if a.seconds is not None)
-    if not seconds:
-        return None
-    return LatencySummary(len(seconds), seconds[0], statistics.median(seconds), seconds[-1])
-
-
-Explanation = tuple[str, str, list[str]]  # summary, next step, evidence lines of the failed answer
-
-
-def _explain(
-    request: ProbeRequest,
-    attempts: tuple[ProbeAttempt, ...],
-    failed: ProbeAttempt | None,
-    evidence: list[str],
-) -> Explanation:
-    if failed is None:
-        return _ok(request, attempts)
-    explain = _EXPLAIN.get(failed.outcome, _plain)
-    summary, step, extra = explain(request, failed, evidence)
-    if failed.message:
-        extra = [f"answer: {failed.message}", *extra]
-    return summary, step, extra
-
-
-def _ok(request: ProbeRequest, attempts: tuple[ProbeAttempt, ...]) -> Explanation:
-    summary = f"callers reach {request.target}: the list answered 200 through {request.cluster}"
-    if any(a.items == 0 for a in attempts):
-        # An empty list is still success; with `accessResources: owned` it may just mean nothing is ours.
-        note = "the list came back empty (with accessResources: owned a list shows only the client's objects)"
-        return summary, "Nothing to do.", [note]
-    return summary, "Nothing to do.", []
-
-
-def _unavailable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    if failed.retry_after is None:
-        summary = f"503 without Retry-After: the target {request.target} answered 503 itself (passed through)"
-        step = "Check the target tenant cluster's API server for this group/version (is its CRD served?)."
-        return summary, step, ["no Retry-After header: not a proxy-made 503"]
-    summary = f"503 from the proxy: no usable peer for {request.target} ({request.group_version})"
-    step = (
-        "The live peer state shows which: no healthy peers point at the target's control plane pods or the "
-        "network path; cache not synced points at the client's platform connectivity. A single 503 during "
-        "a target rolling restart is expected and self-heals: probe again with --repeat."
-    )
-    return summary, step, [f"Retry-After: {failed.retry_after} (the proxy sets it on its own 503s)"]
-
-
-def _not_served(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    summary = (
-        f"404 on a list: {request.resource} in {request.group_version} is not served at this path "
-        "(ownership masking never applies to lists)"
-    )
-    note = (
-        "lists get the owner selector injected and answer 200 with only the client's objects; "
-        "ownership masking turns only named requests into 404"
-    )
-    step = (
-        "Compare the discovery line with the probe config: a missing group/version means the "
-        "APIService is not installed on the client; a missing resource means a wrong plural or a CRD "
-        "absent on the target; a cluster-scoped resource must not be probed with a namespace."
-    )
-    return summary, step, [note]
-
-
-def _unauthorized(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    own = any("answered 401" in line for line in evidence)
-    if own:
-        summary = f"401: the client cluster {request.cluster} rejects the bot's own credentials"
-        step = "Renew the token or client certificate in the bot's kubeconfig for this cluster."
-        return summary, step, []
-    summary = "401 on the probe only: the target refused the proxy's credentials (passed through)"
-    step = "Check the proxy's identity on the target tenant cluster (the platform-issued credentials)."
-    return (
-        summary,
-        step,
-        ["discovery with the same identity was accepted, so the bot's credentials are valid"],
-    )
-
-
-def _forbidden(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    own = any("answered 403" in line for line in evidence)
-    who = (
-        "the bot's identity on the client cluster"
-        if own
-        else "the bot's identity, or the target's permission"
-    )
-    summary = f"403: {who} may not list {request.resource} in {request.group_version}"
-    step = (
-        f"Grant the bot `list` on {request.resource}.{request.group_version.split('/')[0]} in the client "
-        f"cluster {request.cluster} (the answer's message names the user refused); if the user named is "
-        "not the bot's, the target refused the proxy: check the target's `get`/`list` permission."
-    )
-    return summary, step, []
-
-
-# Outcomes whose explanation needs no evidence: (summary, next step), formatted with the request.
-_PLAIN: dict[ProbeOutcome, tuple[str, str]] = {
-    ProbeOutcome.TIMEOUT: (
-        f"no answer within {PROBE_TIMEOUT:g} s: the path to {{r.target}} is degraded",
-        "A slow or relayed path, or a hung target: run the path check (direct vs relay) and look at dial "
-        "latency; the live peer state shows whether the proxy still sees healthy peers.",
-    ),
-    ProbeOutcome.UPGRADE_REJECTED: (
-        "501: the proxy rejected a connection upgrade for a plain list",
-        "Something between the bot and the proxy turned the GET into an upgrade: check proxies in front.",
-    ),
-    ProbeOutcome.UNREACHABLE: (
-        "the client cluster {r.cluster} could not be reached: nothing is known about the proxy",
-        "Check the bot's kubeconfig for this cluster and the network between the bot and its API server.",
-    ),
-    ProbeOutcome.HTTP_ERROR: (
-        "unexpected answer {a.status} from the probe",
-        "Read the answer's message; 5xx other than 503 usually come from the target or the aggregation "
-        "layer.",
-    ),
-}
-
-
-def _plain(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
-    summary, step = _PLAIN[failed.outcome]
-    return summary.format(r=request, a=failed), step, []
-
-
-_EXPLAIN: dict[ProbeOutcome, Callable[[ProbeRequest, ProbeAttempt, list[str]], Explanation]] = {
-    ProbeOutcome.UNAVAILABLE: _unavailable,
-    ProbeOutcome.NOT_SERVED: _not_served,
-    ProbeOutcome.UNAUTHORIZED: _unauthorized,
-    ProbeOutcome.FORBIDDEN: _forbidden,
-}

@@ -69,7 +69,9 @@ def path_report(result: PathResult) -> dict[str, Any]:
             "permits": result.netpol.permits,
             "client_egress": _end(result.netpol.egress),
             "target_ingress": _end(result.netpol.ingress),
+            "platform_egress": list(result.netpol.platform_egress),
         },
+        "dial_direct": {"off": result.dial_direct.off, "detail": result.dial_direct.detail},
         "evidence": list(result.evidence),
         "fix": list(result.fix),
     }

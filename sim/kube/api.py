@@ -30,6 +30,7 @@ class Query:
     params: Mapping[str, str]
     accept: str = "application/json"
     upgrade: bool = False
+    body: bytes = b""
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sim.fleet import ClientCluster, StoredObject, TargetCluster
 from sim.kube import objects, pod_logs, resources
 from sim.kube.api import (
@@ -134,7 +136,8 @@ class ClientView(ClusterView):
         verb = _VERBS.get(q.method) or (Verb.LIST if rp.name is None else Verb.GET)
         upgrade = q.upgrade or rp.subresource in {"exec", "attach", "portforward"}
         req = ProxyRequest(self._target_of(rp.group_version), rp.group_version, verb, rp.plural)
-        req = ProxyRequest(req.target, req.group_version, verb, rp.plural, rp.namespace, rp.name, upgrade)
+        name = _created_name(q.body) if verb is Verb.POST else rp.name
+        req = ProxyRequest(req.target, req.group_version, verb, rp.plural, rp.namespace, name, upgrade)
         resp = self.proxy().request(req)
         if resp.code != 200:
             return Reply(resp.code, objects.status(resp.code, resp.message), resp.headers, resp.duration)
@@ -152,6 +155,17 @@ class ClientView(ClusterView):
         proxy = self.proxy()
         noise = self.world.noise[(self.client.name, proxy.replica.pod)]
         return "\n".join([*noise.render(self.world.now()), *proxy.render()]) + "\n"
+
+
+def _created_name(body: bytes) -> str | None:
+    """`metadata.name` of a POST body (JSON, as kubectl sends it), if it names one."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _kind(client: ClientCluster, rp: ResourcePath) -> str:

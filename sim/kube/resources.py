@@ -195,7 +195,9 @@ def _statefulset_json(world: World, tenant: Tenant) -> Json:
         replicas, ready = len(tenant.pods), sum(1 for p in tenant.pods if p.ready)
     else:
         replicas = ready = len(tenant.replicas) if isinstance(tenant, ClientCluster) else 1
-    container = {"name": "syncer", "image": tenant.image}
+    container: Json = {"name": "syncer", "image": tenant.image}
+    if tenant.env:
+        container["env"] = [{"name": k, "value": v} for k, v in sorted(tenant.env.items())]
     spec = {
         "replicas": replicas,
         "serviceName": f"{tenant.release}-headless",

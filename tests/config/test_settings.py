@@ -117,6 +117,15 @@ def test_the_probe_group_version_must_be_proxied_by_the_target() -> None:
     assert "not one of this target's group_versions" in found[0][1]
 
 
+def test_access_resources_defaults_to_owned_and_takes_only_owned_or_all() -> None:
+    settings = Settings.model_validate(config())
+    assert settings.clusters[0].targets[0].access_resources == "owned"
+    chosen = config(clusters=[cluster(targets=[target(access_resources="all")])])
+    assert Settings.model_validate(chosen).clusters[0].targets[0].access_resources == "all"
+    wrong = config(clusters=[cluster(targets=[target(access_resources="mine")])])
+    assert locations(wrong) == {("clusters", 0, "targets", 0, "access_resources")}
+
+
 def test_a_group_version_listed_twice_is_refused() -> None:
     gvs = ["ledger.example.com/v1", "ledger.example.com/v1"]
     data = config(clusters=[cluster(targets=[target(group_versions=gvs)])])

@@ -322,7 +322,8 @@ EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
     "path": (
         f"path {TARGET} --samples 3",
         {PROBE, DIRECT, METRICS, f"{POLICIES}vcluster-team-a/networkpolicies"}
-        | {f"{POLICIES}vcluster-crd-store/networkpolicies"},
+        | {f"{POLICIES}vcluster-crd-store/networkpolicies"}
+        | {"/clusters/control-plane/apis/apps/v1/namespaces/vcluster-team-a/statefulsets/team-a"},
         {
             "healthy": ["Path platform/crd-store: likely direct"],
             "target_down": ["Path platform/crd-store:", "evidence, not certainty"],

@@ -100,7 +100,7 @@ async def test_200_series_reports_min_p50_max() -> None:
 
 
 async def test_503_from_the_proxy_shows_retry_after_and_peer_state() -> None:
-    msg = "resource proxy: no usable peer for platform/crd-store (all_quarantined)"
+    msg = 'target tenant cluster "crd-store" for example.com/v1 is unavailable'
     result, _ = await _probe({PROBE: [_json(503, _status(503, msg), {"Retry-After": "1"})]})
     assert not result.passed
     assert result.outcome is ProbeOutcome.UNAVAILABLE
@@ -172,7 +172,7 @@ async def test_401_on_the_probe_only_is_passed_through_from_the_target() -> None
         DISCOVERY: [_discovery(("widgets", ["get", "list"], True))],
     }
     result, _ = await _probe(answers)
-    assert "the target refused the proxy's credentials" in result.summary
+    assert "platform/crd-store refused the proxy's credentials (passed through)" in result.summary
 
 
 async def test_403_names_the_refused_user_and_both_sides() -> None:
@@ -184,7 +184,8 @@ async def test_403_names_the_refused_user_and_both_sides() -> None:
     result, _ = await _probe(answers)
     assert result.outcome is ProbeOutcome.FORBIDDEN
     assert f"answer: {msg}" in result.evidence
-    assert "target's `get`/`list` permission" in result.next_step
+    assert result.summary == "403: the bot's identity (bot) may not list widgets on team-a"
+    assert "Grant the bot `list` on widgets.example.com" in result.next_step
 
 
 async def test_timeout_is_a_degraded_path_with_peer_state() -> None:

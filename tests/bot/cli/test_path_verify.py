@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,7 @@ METRICS = "/clusters/team-a/metrics/syncer"
 CLIENT_POLICIES = (
     "/clusters/control-plane/apis/networking.k8s.io/v1/namespaces/vcluster-team-a/networkpolicies"
 )
+CLIENT_STATEFULSET = "/clusters/control-plane/apis/apps/v1/namespaces/vcluster-team-a/statefulsets/team-a"
 TARGET_POLICIES = (
     "/clusters/control-plane/apis/networking.k8s.io/v1/namespaces/vcluster-crd-store/networkpolicies"
 )
@@ -64,8 +66,53 @@ def test_path_json_on_healthy_is_likely_direct_and_only_reads(healthy: Sim) -> N
     assert report["dial"]["step"] is False
     seen = healthy.server.requests[before:]
     assert {method for method, _, _ in seen} == {"GET"}
-    assert {p for _, p, _ in seen} == {PROBE, DIRECT, METRICS, CLIENT_POLICIES, TARGET_POLICIES}
+    reads = {PROBE, DIRECT, METRICS, CLIENT_POLICIES, TARGET_POLICIES, CLIENT_STATEFULSET}
+    assert {p for _, p, _ in seen} == reads
     assert sum(1 for _, p, _ in seen if p == PROBE) == 3
+
+
+def test_a_healthy_direct_path_shows_no_negative_floor(healthy: Sim) -> None:
+    # Direct requests to the simulated target used to wait out a delayed ACK (Nagle on the simulator's
+    # sockets), about 40 ms each, so the proxied path looked faster than the target's own API.
+    code, report = run_json(healthy, "path", TARGET, "--samples", "10")
+    assert code == 0
+    assert report["direct"]["answered"] == 10
+    assert report["floor_seconds"] >= -0.005
+    assert report["direct"]["min"] < 0.020
+    code, out, _ = run(healthy, "path", TARGET, "--samples", "10")
+    printed = re.search(r"latency floor (-?[0-9.]+) ms", out)
+    assert code == 0
+    assert printed is not None, out
+    assert float(printed.group(1)) >= -5.0
+
+
+@pytest.fixture(scope="module")
+def dial_direct_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from scenario(tmp_path_factory, "dial-direct-off")
+
+
+def test_path_names_ts_debug_dial_direct_false_in_the_client_statefulset(dial_direct_off: Sim) -> None:
+    code, report = run_json(dial_direct_off, "path", TARGET, "--samples", "3")
+    assert code == 1
+    assert report["verdict"] == "likely relayed"
+    assert report["netpol"]["permits"] is True  # the policies allow it: the variable alone relays
+    assert report["dial_direct"] == {
+        "off": True,
+        "detail": "TS_DEBUG_DIAL_DIRECT=false in StatefulSet vcluster-team-a/team-a (container syncer)",
+    }
+    assert report["fix"][0].startswith("remove TS_DEBUG_DIAL_DIRECT from controlPlane.statefulSet.env")
+    assert not any("NAT topology" in fix for fix in report["fix"])
+    assert ("GET", CLIENT_STATEFULSET, "") in dial_direct_off.server.requests
+    code, out, _ = run(dial_direct_off, "path", TARGET, "--samples", "2")
+    assert "direct dialing is off, every byte goes through the relay" in " ".join(out.split())
+
+
+def test_path_on_healthy_reads_direct_dialing_on_and_the_platform_egress_open(healthy: Sim) -> None:
+    code, report = run_json(healthy, "path", TARGET, "--samples", "2")
+    assert code == 0
+    assert report["dial_direct"]["off"] is False
+    assert report["netpol"]["same_control_plane_cluster"] is True
+    assert report["netpol"]["platform_egress"] == []
 
 
 def test_path_on_relay_fallback_is_likely_relayed_with_the_netpol_command(relay: Sim) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.bot.cli.conftest import Sim, run_cli, run_json
+from tests.bot.cli.conftest import Sim, run_cli, run_json, scenario
 
 TARGET = "platform/crd-store"
 PROBE = "/clusters/team-a/apis/example.com/v1/namespaces/default/widgets"
@@ -45,6 +46,10 @@ def test_target_down_probe_fails_with_peer_state_and_retry_after(target_down: Si
     evidence = "\n".join(report["evidence"])
     assert "live example.com/v1: peers: healthy 0" in evidence
     assert "Retry-After: 1" in evidence
+    assert 'answer: target tenant cluster "crd-store" for example.com/v1 is unavailable' in evidence
+    assert report["summary"] == (
+        "503 from the proxy: the target crd-store (example.com/v1) is unavailable to team-a"
+    )
     # The evidence came from the proxy's metrics: the probe, then /metrics/syncer, nothing else.
     assert {path for _, path, _ in _new_requests(target_down, before)} == {PROBE, METRICS}
 
@@ -135,3 +140,36 @@ def test_rejected_credentials_are_named_as_the_bots_own(healthy: Sim, tmp_path: 
     assert report["verdict"] == "unauthorized"
     assert "rejects the bot's own credentials" in report["summary"]
     assert [path for _, path, _ in healthy.server.requests[before:]] == [PROBE, DISCOVERY]
+
+
+# -- the target's refusals, classified ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def auth_failed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from scenario(tmp_path_factory, "auth-failed")
+
+
+@pytest.fixture(scope="module")
+def get_denied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from scenario(tmp_path_factory, "ownership-get-denied")
+
+
+def test_probe_on_auth_failed_is_platform_trust_with_the_restart(auth_failed: Sim) -> None:
+    code, report = run_json(auth_failed, "probe", TARGET)
+    assert code == 1
+    assert report["verdict"] == "unauthorized"
+    assert report["summary"].startswith("401 auth failed: platform/crd-store rejected team-a's platform")
+    assert "answer: auth failed" in report["evidence"]
+    assert "kubectl -n vcluster-team-a rollout restart statefulset/team-a" in report["next_step"]
+
+
+def test_probe_on_ownership_get_denied_names_the_identity_and_the_can_i(get_denied: Sim) -> None:
+    code, report = run_json(get_denied, "probe", TARGET)
+    assert code == 1
+    assert report["verdict"] == "forbidden"
+    identity = "loft:vcluster:p-platform:team-a"
+    assert report["summary"] == f"403: the target's RBAC refuses {identity} to list widgets (example.com/v1)"
+    assert f'kubectl auth can-i list widgets.example.com -n default --as="{identity}"' in report["next_step"]
+    code, out, _ = get_denied.run("probe", TARGET)
+    assert "keep `get` beside update/patch/delete" in " ".join(out.split())

@@ -28,11 +28,25 @@ VERDICTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "slow-target": (300.0, ("slow_target",)),
     "apiservice-orphan": (120.0, ("healthy",)),  # the orphan is a finding, not a verdict
     "old-client": (120.0, ("unknown",)),  # no metrics before v0.37: too old, not down
+    "dial-direct-off": (120.0, ("healthy",)),  # relayed by configuration: `path` says so
+    "auth-failed": (120.0, ("healthy",)),  # 401s are not unavailability: `probe` classifies them
+    "ownership-get-denied": (120.0, ("healthy",)),  # 403s and masked 404s: `probe` names the identity
+    "name-collision": (120.0, ("healthy",)),
 }
 
 
 # The scenarios whose status passes: every other one has a broken verdict or a warning finding.
-PASSING = {"healthy", "relay-fallback", "ownership-masked", "watches-silent", "probe-failing"}
+PASSING = {
+    "healthy",
+    "relay-fallback",
+    "dial-direct-off",
+    "auth-failed",
+    "ownership-get-denied",
+    "name-collision",
+    "ownership-masked",
+    "watches-silent",
+    "probe-failing",
+}
 
 
 def test_the_table_covers_every_scenario() -> None:
