@@ -125,7 +125,7 @@ class FakeSlack:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def __enter__(self) -> FakeSlack:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         # Answers held back (`lose_answers`) do not keep the server from stopping.
