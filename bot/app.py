@@ -153,7 +153,12 @@ def routes(deps: Deps) -> list[BaseRoute]:
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", _readyz(deps), methods=["GET"]),
         Route("/metrics", _metrics(deps), methods=["GET"]),
-        alertmanager_route(CountingSink(deps.store, deps.metrics), deps.wake.set, auth=auth),
+        alertmanager_route(
+            CountingSink(deps.store, deps.metrics),
+            deps.wake.set,
+            auth=auth,
+            on_refused=lambda status: deps.metrics.notifications_refused.labels(str(status)).inc(),
+        ),
     ]
 
 

@@ -192,6 +192,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     pool = digest_pool(settings.digest.workers)
     try:
         digests = _digests(settings, clients, delivery, ctx, live, pool)
+        digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
         routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager, delivery)
     except BaseException:

@@ -21,6 +21,18 @@ class BotMetrics:
             ["duplicate"],
             registry=self.registry,
         )
+        self.notifications_refused = Counter(
+            "proxybot_notifications_refused",
+            "Alertmanager notifications refused, by HTTP status (4xx: the request; 503: the store failed).",
+            ["status"],
+            registry=self.registry,
+        )
+        self.digest_runs = Counter(
+            "proxybot_digest_runs",
+            "Scheduled digests, by outcome: posted, skipped (already posted), failed.",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.slack_calls = Counter(
             "proxybot_slack_calls",
             "Slack Web API calls, by method and outcome.",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -92,6 +92,8 @@ class DigestScheduler:
         clock: Clock = time.time,
     ) -> None:
         self.runner = runner
+        # Told each scheduled run's outcome (posted, skipped, failed): the bot's /metrics counts them.
+        self.observe: Callable[[str], None] = lambda outcome: None
         self._enabled = enabled
         self._trigger = trigger
         self._timezone = timezone
@@ -110,9 +112,12 @@ class DigestScheduler:
 
     async def _run(self, scheduled: datetime) -> None:
         try:
-            await self.runner.run_period(period_key(scheduled))
+            posted = await self.runner.run_period(period_key(scheduled))
         except Exception:  # one failed digest must not stop the schedule; the next period tries again
             log.exception("digest %s failed", period_key(scheduled))
+            self.observe("failed")
+            return
+        self.observe("posted" if posted else "skipped")
 
     async def catch_up(self) -> None:
         """At start: post the run missed while proxybot was down, when `digest.catch_up` allows it."""

@@ -128,14 +128,23 @@ class AlertmanagerIntake:
         auth: WebhookAuth,
         max_body_bytes: int,
         clock: Callable[[], float],
+        on_refused: Callable[[int], None] = lambda status: None,
     ) -> None:
         self._store = store
         self._on_accepted = on_accepted
+        self._on_refused = on_refused
         self._auth = auth
         self._max_body_bytes = max_body_bytes
         self._clock = clock
 
     async def handle(self, request: Request) -> Response:
+        """The answer to one POST; every refusal (4xx, 503) is also told to `on_refused` by status."""
+        response = await self._answer(request)
+        if response.status_code >= 400:
+            self._on_refused(response.status_code)
+        return response
+
+    async def _answer(self, request: Request) -> Response:
         refusal = self._refuse_early(request)
         if refusal is not None:
             return refusal
@@ -225,13 +234,20 @@ def alertmanager_route(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     clock: Callable[[], float] = time.time,
     path: str = "/alertmanager",
+    on_refused: Callable[[int], None] = lambda status: None,
 ) -> Route:
     """The `POST /alertmanager` route for `create_app`.
 
     `store.accept()` has committed before any 2xx; `on_accepted()` (e.g. `asyncio.Event.set`) is called
-    for each new, non-duplicate notification. With `auth` unset or empty every caller is accepted.
+    for each new, non-duplicate notification, `on_refused(status)` for each refusal. With `auth` unset or
+    empty every caller is accepted.
     """
     endpoint = AlertmanagerIntake(
-        store, on_accepted, auth=auth or WebhookAuth(), max_body_bytes=max_body_bytes, clock=clock
+        store,
+        on_accepted,
+        auth=auth or WebhookAuth(),
+        max_body_bytes=max_body_bytes,
+        clock=clock,
+        on_refused=on_refused,
     )
     return Route(path, endpoint.handle, methods=["POST"], name="alertmanager")

@@ -107,6 +107,7 @@ async def test_webhook_is_stored_and_wakes_the_worker(deps: Deps) -> None:
     assert again.json()["duplicate"] is True
     assert 'proxybot_notifications_accepted_total{duplicate="false"} 1.0' in metrics
     assert 'proxybot_notifications_accepted_total{duplicate="true"} 1.0' in metrics
+    assert 'proxybot_notifications_refused_total{status="401"} 1.0' in metrics
     [pending] = await deps.store.pending()
     assert json.loads(pending.raw) == json.loads(FIRING)
 

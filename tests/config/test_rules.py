@@ -45,6 +45,8 @@ BOT_ALERTS: dict[str, tuple[str, str | None]] = {
     "ProxybotSlackRejecting": ("warning", None),
     "ProxybotSlackFailing": ("critical", "5m"),
     "ProxybotWebhookDeliveryFailing": ("warning", None),
+    "ProxybotRefusingNotifications": ("warning", None),
+    "ProxybotDigestFailed": ("warning", None),
 }
 
 Rule = dict[str, Any]
@@ -70,7 +72,8 @@ def alert_rules(document: dict[str, Any]) -> list[Rule]:
 def test_promtool_check_rules_accepts_the_rule_file(rules: Path) -> None:
     result = promtool("check", "rules", str(rules))
     assert_ok(result)
-    assert "SUCCESS: 7 rules found" in result.stdout
+    count = len(alert_rules(yaml.safe_load(rules.read_text())))
+    assert f"SUCCESS: {count} rules found" in result.stdout
 
 
 @pytest.mark.parametrize("rules", RULE_FILES, ids=lambda path: path.name)
@@ -212,6 +215,8 @@ def exposed_names() -> set[str]:
     metrics.slack_calls.labels("chat.postMessage", "ok").inc()
     metrics.alerts_accepted.labels(duplicate="false").inc()
     metrics.command_seconds.labels("status").observe(0.1)
+    metrics.notifications_refused.labels("401").inc()
+    metrics.digest_runs.labels("failed").inc()
     text = metrics.exposition().decode()
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
 
@@ -231,6 +236,6 @@ def test_bot_rules_name_slack_outcomes_the_client_reports() -> None:
         if isinstance(value, type) and issubclass(value, slack.SlackError)
     }
     text = BOT_RULES.read_text()
-    named = set(re.findall(r'outcome(?:!?=~?)"(\w+)"', text)) - {"ok"}
+    named = set(re.findall(r'proxybot_slack_calls_total\{outcome(?:!?=~?)"(\w+)"', text)) - {"ok"}
     assert named
     assert named <= outcomes

@@ -204,6 +204,28 @@ async def test_a_run_missed_while_down_is_caught_up_within_the_grace(tmp_path: P
     assert [p[1] for p in poster.posts] == [period_key(fired_at)]
 
 
+async def test_each_scheduled_run_tells_its_outcome(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+    outcomes: list[str] = []
+
+    class FailingPoster(RecordingPoster):
+        async def post_digest(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("Slack is gone")
+
+    fired_at = datetime(2025, 6, 2, 8, 0, tzinfo=BERLIN)
+    clock = [fired_at.timestamp() + 5]
+    trigger = CronTrigger(hour=8, minute=0, timezone=BERLIN)
+    for poster, want in ((RecordingPoster(), ["posted", "skipped"]), (FailingPoster(), ["failed"])):
+        runner = DigestRunner(settings(), store, DigestSources(unreadable), poster, clock=lambda: clock[0])
+        schedule = DigestScheduler(runner, trigger, BERLIN, clock=lambda: clock[0])
+        schedule.observe = outcomes.append
+        for _ in want:
+            await schedule.fire()
+        clock[0] += 86400.0  # the next day's period
+    await store.close()
+    assert outcomes == ["posted", "skipped", "failed"]
+
+
 async def test_the_real_scheduler_fires_and_never_overlaps(tmp_path: Path) -> None:
     store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
     poster = RecordingPoster(delay=1.5)  # slower than the per-second trigger
