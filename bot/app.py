@@ -29,6 +29,9 @@ from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# How long the app's workers get to end once cancelled at shutdown.
+SHUTDOWN_GRACE = 5.0
+
 # A long-running task of the app (pipeline, delivery, scheduler); it returns when cancelled.
 Worker = Callable[[], Coroutine[Any, Any, None]]
 ReadinessCheck = Callable[[], Awaitable[str | None]]  # None when ready, else why not
@@ -175,7 +178,10 @@ def create_app(deps: Deps, workers: Sequence[Worker] = (), extra: Sequence[BaseR
         finally:
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Bounded: a worker that does not end when cancelled is named, and the stop goes on.
+            _, stuck = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE) if tasks else (set(), set())
+            for task in stuck:
+                log.error("shutdown: worker %s did not stop within %g s", task.get_name(), SHUTDOWN_GRACE)
 
     middleware = [Middleware(ActivityMiddleware, activity=deps.activity)]
     return Starlette(routes=[*routes(deps), *extra], lifespan=lifespan, middleware=middleware)

@@ -13,6 +13,7 @@ import pytest
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from bot import app as app_module
 from bot.app import Deps, create_app
 from bot.store import OutboxKind, open_store
 from config.loader import parse_config
@@ -152,3 +153,26 @@ async def test_request_activity_lets_background_work_wait_for_a_quiet_moment(dep
         assert (await request).text == "done"
         await asyncio.wait_for(waiter, 5)  # returns as soon as nothing is in flight
     assert activity.in_flight == 0
+
+
+async def test_a_worker_that_ignores_cancellation_does_not_hold_the_stop(
+    deps: Deps, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app_module, "SHUTDOWN_GRACE", 0.2)
+    ended = asyncio.Event()
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await asyncio.sleep(1.0)  # a bug: it swallows the cancel and carries on for a while
+        ended.set()
+
+    app = create_app(deps, [stubborn])
+    started = time.monotonic()
+    async with app.router.lifespan_context(app):
+        await asyncio.sleep(0.05)
+    elapsed = time.monotonic() - started
+    assert elapsed < 0.9
+    await ended.wait()
+    assert any("did not stop within 0.2 s" in r.getMessage() for r in caplog.records)
