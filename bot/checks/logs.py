@@ -25,12 +25,11 @@ from bot.domain import durations
 from bot.domain.diagnosis_readings import fmt_duration
 from bot.domain.findings import Severity
 from bot.domain.log_reference import LogEvidence, PodLog, log_evidence
-from bot.domain.paths import pod_log_path, pods_path
+from bot.domain.paths import CONTROL_PLANE_PODS, control_plane_pods_path, pod_log_path
 from bot.errors import ClusterError, InputError
 from bot.shared_reads import SharedReads
 from config.settings import ClusterSettings
 
-SELECTOR = "app=vcluster"
 CONTAINER = "syncer"  # vCluster's control-plane container
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 TAIL_LINES = 100
@@ -123,7 +122,7 @@ async def read_control_plane(
         return ControlPlaneLogs(cluster.name, namespace, since, unavailable=why)
     try:
         reader = await ctx.control_plane(cluster.name, cluster.control_plane)
-        listed = await reader.get_ok(pods_path(namespace, SELECTOR), timeout=ctx.timeout)
+        listed = await reader.get_ok(control_plane_pods_path(namespace), timeout=ctx.timeout)
         pods = _pods(listed.body)
     except ClusterError as err:
         return ControlPlaneLogs(
@@ -133,7 +132,7 @@ async def read_control_plane(
         why = f"the pod list of {namespace} could not be read: {err}"
         return ControlPlaneLogs(cluster.name, namespace, since, unavailable=why)
     if not pods:
-        why = f"no pod labelled {SELECTOR} in {namespace} of the control plane cluster"
+        why = f"no pod labelled {CONTROL_PLANE_PODS} in {namespace} of the control plane cluster"
         return ControlPlaneLogs(cluster.name, namespace, since, unavailable=why)
     reads = [_pod_log(reader, namespace, p, c, since, ctx.timeout) for p, c in pods[:MAX_PODS]]
     return ControlPlaneLogs(cluster.name, namespace, since, tuple(await asyncio.gather(*reads)))

@@ -48,12 +48,6 @@ def syncer_metrics_path() -> ApiPath:
     return ApiPath(SYNCER_METRICS)
 
 
-def pods_path(namespace: str, label_selector: str) -> ApiPath:
-    """The pods of one namespace that carry a label selector (a fixed one: never typed by a user)."""
-    namespace = _checked("namespace", namespace, dns1123_label)
-    return ApiPath(f"/api/v1/namespaces/{namespace}/pods", (("labelSelector", label_selector),))
-
-
 def pod_log_path(
     namespace: str,
     pod: str,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.domain.paths import ApiPath, discovery_path, pod_log_path, pods_path, probe_path
+from bot.domain.paths import ApiPath, control_plane_pods_path, discovery_path, pod_log_path, probe_path
 from bot.errors import InputError
 
 
@@ -55,7 +55,7 @@ def test_discovery_path_validates() -> None:
 
 
 def test_pod_paths_read_one_namespace_and_one_pod_log() -> None:
-    assert pods_path("vcluster-team-a", "app=vcluster") == ApiPath(
+    assert control_plane_pods_path("vcluster-team-a") == ApiPath(
         "/api/v1/namespaces/vcluster-team-a/pods", (("labelSelector", "app=vcluster"),)
     )
     log = pod_log_path("vcluster-team-a", "team-a-0", "syncer", tail_lines=100)
