@@ -1,18 +1,18 @@
 # syntax=docker/dockerfile:1
 # proxybot: `docker build -t proxybot:0.1.0 .` from the repository root.
 #
-# Two stages: `build` installs the package and its pinned dependencies (requirements.lock as constraints)
-# into a virtualenv; `runtime` copies only that virtualenv onto a clean slim image, so pip's build
+# Two stages: `build` installs the package and its dependencies (requirements-image.lock, every file pinned
+# by hash) into a virtualenv; `runtime` copies only that virtualenv onto a clean slim image, so pip's build
 # machinery and anything a wheel build needed never reach the image that runs.
 #
-# The base image, by tag and, for a reproducible build, by digest. The tag alone moves with every Debian and
-# Python patch release; the digest names one image for good. Find today's with
-# `docker buildx imagetools inspect python:3.11-slim-bookworm` (the "Digest:" line, the multi-platform
-# index) and build with `--build-arg PYTHON_DIGEST=@sha256:<64 hex digits>`, or write it here. It is empty in
-# the repository because it was written without registry access: an invented digest would fail every build.
-# Both stages use the same image, so one digest pins both.
+# The base image, by tag and by digest: the tag alone moves with every Debian and Python patch release; the
+# digest names one image for good. This one is the digest recorded for python:3.11-slim-bookworm on
+# 2026-08-24; the machine this was written on has no registry access, so it was not checked there. Before a
+# first build, and to move to a newer image: `scripts/pin-base-image.sh` asks the registry for the tag's
+# multi-platform index digest and rewrites the line below (or build with
+# `--build-arg PYTHON_DIGEST=@sha256:<64 hex digits>`). Both stages use the same image: one digest pins both.
 ARG PYTHON_TAG=3.11-slim-bookworm
-ARG PYTHON_DIGEST=
+ARG PYTHON_DIGEST=@sha256:2e32f7d302adc1c37428355c1e646897c0c53f4fd60b6a551245fb90ee129f91
 
 FROM python:${PYTHON_TAG}${PYTHON_DIGEST} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -20,13 +20,15 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN python -m venv /opt/proxybot
 WORKDIR /src
-# Dependencies first, so a code change does not reinstall them: the lock pins every version that the
-# test suite ran with. The package metadata (pyproject.toml, README.md) is all pip needs to resolve them.
-# Constraints, not `--require-hashes`: a hashed lock needs every wheel's sha256 for every platform the image
-# is built for, which only a resolver with index access can write (pip-compile --generate-hashes); the lock
-# pins versions. It also lists the dev tools (pytest, ruff, mypy, hypothesis, kubernetes-validate): as
-# constraints they only bound versions and install nothing, and `.` has no extras, so none reaches the image.
-COPY pyproject.toml requirements.lock README.md ./
+# Dependencies first, so a code change does not reinstall them. requirements-image.lock (written by
+# scripts/lock-image.sh) names every distribution the image installs, at the versions the test suite ran
+# with (requirements.lock), each with the sha256 of every wheel for every platform: pip refuses a file whose
+# hash is not listed (--require-hashes) and builds nothing from source (--only-binary), so no code runs at
+# build time that the lock did not name. It holds the runtime dependencies and the build backend only:
+# none of the dev tools (pytest, ruff, mypy, ...) reaches the image.
+COPY requirements-image.lock ./
+RUN /opt/proxybot/bin/pip install --require-hashes --only-binary=:all: -r requirements-image.lock
+COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY handlers ./handlers
 COPY config ./config
@@ -36,8 +38,11 @@ COPY config ./config
 # names from sim/ to build its argument parser, so every command imports a little of sim/. Only `demo` and
 # `sim` run it (and import trustme); `serve` runs none of it.
 COPY sim ./sim
-# A regular (non-editable) install, so the runtime image needs nothing from /src.
-RUN /opt/proxybot/bin/pip install --constraint requirements.lock . \
+# proxybot itself: a regular (non-editable) install, so the runtime image needs nothing from /src. Its
+# dependencies are all installed above (--no-deps), and it is built with the locked setuptools
+# (--no-build-isolation), so this step fetches nothing.
+RUN /opt/proxybot/bin/pip install --no-deps --no-build-isolation . \
+    && /opt/proxybot/bin/pip check \
     && /opt/proxybot/bin/proxybot --help >/dev/null
 
 FROM python:${PYTHON_TAG}${PYTHON_DIGEST} AS runtime

@@ -1,32 +1,24 @@
 """The deployment artifacts: Kubernetes manifests (schema-valid, locked down, least privilege, consistent
 with the config they carry) in their two variants, `sqlite/` (one replica, the store on a volume) and
-`postgres/` (several replicas on a PostgreSQL named by the Secret), each as `kubectl kustomize` builds it;
-and the Dockerfile (checked without a Docker engine by a small parser). The kit around them (monitoring,
+`postgres/` (several replicas on a PostgreSQL named by the Secret), each as `kubectl kustomize` builds it.
+The image is tests/test_dockerfile.py's. The kit around them (monitoring,
 the probe, HTTP mode, the NetworkPolicy's peers) is tests/config/test_deploy_kit.py's."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import json
 import posixpath
-import re
-import shlex
-import tomllib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from config.environment import SECRET_OVERRIDES
+from tests.fakes.dockerfile import final_user
 from tests.fakes.manifests import (
     DEPLOY,
     K8S_VERSIONS,
-    ROOT,
     Doc,
     kustomize,
     listed,
@@ -367,212 +359,3 @@ def test_tenant_services_are_read_in_kube_system_only() -> None:
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "proxybot-reader", "namespace": "default"}
     ]
-
-
-# -- the Dockerfile --------------------------------------------------------------------------------
-
-
-@dataclass
-class Stage:
-    """One `FROM` and the instructions under it."""
-
-    base: str
-    name: str | None
-    instructions: list[tuple[str, str]] = field(default_factory=list)
-
-    def all(self, keyword: str) -> list[str]:
-        return [args for kw, args in self.instructions if kw == keyword]
-
-
-def logical_lines(text: str) -> Iterator[str]:
-    """Instructions with `\\` continuations joined; comments and blank lines dropped, as Docker does."""
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        yield pending + line
-        pending = ""
-    assert not pending, "the Dockerfile ends inside a continuation"
-
-
-def substituted(word: str, args: Mapping[str, str]) -> str:
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args[m.group(1) or m.group(2)], word)
-
-
-def parse_dockerfile(text: str, build_args: Mapping[str, str] | None = None) -> list[Stage]:
-    """The stages, `FROM` resolved with the global ARGs' defaults, or `build_args` (`--build-arg`)."""
-    args: dict[str, str] = {}
-    stages: list[Stage] = []
-    for line in logical_lines(text):
-        keyword, _, rest = line.partition(" ")
-        keyword, rest = keyword.upper(), rest.strip()
-        if keyword == "ARG" and not stages:
-            name, _, default = rest.partition("=")
-            args[name] = default
-        elif keyword == "FROM":
-            base = substituted(rest.split()[0], args | dict(build_args or {}))
-            words = rest.split()
-            stages.append(Stage(base, words[2] if len(words) == 3 and words[1].upper() == "AS" else None))
-        else:
-            assert stages, f"{keyword} before the first FROM"
-            stages[-1].instructions.append((keyword, rest))
-    return stages
-
-
-def exec_form(args: str) -> list[str]:
-    value = json.loads(args)
-    assert isinstance(value, list), args
-    return [str(word) for word in value]
-
-
-def stages() -> list[Stage]:
-    return parse_dockerfile((ROOT / "Dockerfile").read_text())
-
-
-def final_user() -> tuple[str, str]:
-    user = stages()[-1].all("USER")
-    assert user, "the final stage sets no USER: it would run as root"
-    uid, _, gid = user[-1].partition(":")
-    return uid, gid
-
-
-def test_parser_understands_continuations_and_stages() -> None:
-    parsed = parse_dockerfile("ARG B=x:1\n# c\nFROM ${B} AS one\nRUN a \\\n  && b\nFROM one\nUSER 7\n")
-    assert [(s.base, s.name) for s in parsed] == [("x:1", "one"), ("one", None)]
-    assert parsed[0].all("RUN") == ["a  && b"]
-    assert parsed[1].all("USER") == ["7"]
-
-
-def test_dockerfile_is_multi_stage_and_slim() -> None:
-    parsed = stages()
-    assert len(parsed) >= 2
-    build_names = {stage.name for stage in parsed[:-1]}
-    final = parsed[-1]
-    assert "slim" in final.base
-    assert final.base not in build_names
-    copied_from = {m.group(1) for c in final.all("COPY") if (m := re.search(r"--from=(\S+)", c))}
-    assert copied_from
-    assert copied_from <= build_names
-
-
-def test_final_stage_runs_as_a_numeric_non_root_user() -> None:
-    uid, gid = final_user()
-    assert uid.isdigit()
-    assert int(uid) != 0
-    assert not gid or (gid.isdigit() and int(gid) != 0)
-
-
-BUILD_TOOLS = {"gcc", "g++", "cc", "clang", "make", "build-essential", "python3-dev", "cargo", "rustc"}
-
-
-def test_final_stage_installs_no_build_tools() -> None:
-    for run in stages()[-1].all("RUN"):
-        words = set(shlex.split(run))
-        assert not words & BUILD_TOOLS, run
-        assert "pip" not in run, f"the final stage installs packages: {run}"
-        assert "apt-get" not in run, f"the final stage installs packages: {run}"
-
-
-def test_healthcheck_asks_healthz() -> None:
-    (check,) = stages()[-1].all("HEALTHCHECK")
-    command = check[check.index("CMD") + len("CMD") :].strip()
-    assert "/healthz" in " ".join(exec_form(command))
-
-
-def test_entrypoint_runs_proxybot_serve_from_the_package() -> None:
-    final = stages()[-1]
-    argv = exec_form(final.all("ENTRYPOINT")[-1]) + exec_form(final.all("CMD")[-1])
-    assert posixpath.basename(argv[0]) == "proxybot"
-    assert argv[1] == "serve"
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    module, _, function = scripts["proxybot"].partition(":")
-    assert callable(getattr(importlib.import_module(module), function))
-    (installed,) = importlib.metadata.entry_points(group="console_scripts", name="proxybot")
-    assert installed.value == scripts["proxybot"]
-
-
-def test_dependencies_are_installed_with_the_lock_as_constraints() -> None:
-    build = stages()[0]
-    assert any("requirements.lock" in shlex.split(copy) for copy in build.all("COPY"))
-    installs = [run for run in build.all("RUN") if "pip install" in run]
-    assert any(re.search(r"(--constraint|-c)[ =]requirements\.lock", run) for run in installs), installs
-
-
-def test_build_copies_every_package_and_what_the_metadata_needs() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    packages = {p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]}
-    sources = {src for copy in stages()[0].all("COPY") for src in shlex.split(copy)[:-1]}
-    assert {*packages, project["project"]["readme"], "pyproject.toml"} <= {s.strip("./") for s in sources}
-    ignored = {p for p in (ROOT / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")}
-    for source in sources:
-        assert (ROOT / source).exists(), source
-        assert source.strip("./") not in ignored, f"{source} is excluded by .dockerignore"
-
-
-BASE = "python:3.11-slim-bookworm"
-DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
-
-
-def global_args() -> dict[str, str]:
-    """The ARGs before the first FROM, with their defaults."""
-    lines = logical_lines((ROOT / "Dockerfile").read_text())
-    found: dict[str, str] = {}
-    for line in lines:
-        keyword, _, rest = line.partition(" ")
-        if keyword.upper() == "FROM":
-            return found
-        if keyword.upper() == "ARG":
-            name, _, default = rest.strip().partition("=")
-            found[name] = default
-    return found
-
-
-def test_both_stages_use_one_base_image_that_a_digest_pins() -> None:
-    digest = global_args()["PYTHON_DIGEST"]
-    assert digest == "" or DIGEST.fullmatch(digest), f"PYTHON_DIGEST is not @sha256:<64 hex>: {digest!r}"
-    assert {stage.base for stage in stages()} == {BASE + digest}
-    pin = "@sha256:" + "ab" * 32
-    pinned = parse_dockerfile((ROOT / "Dockerfile").read_text(), {"PYTHON_DIGEST": pin})
-    assert {stage.base for stage in pinned} == {BASE + pin}
-
-
-def runtime_closure() -> set[str]:
-    """Every distribution `pip install .` installs: the dependencies and theirs, with the extras asked for."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    todo = [Requirement(text) for text in project["dependencies"]]
-    seen: set[str] = set()
-    while todo:
-        requirement = todo.pop()
-        name = canonicalize_name(requirement.name)
-        if name in seen:
-            continue
-        seen.add(name)
-        extras = requirement.extras or {""}
-        for text in importlib.metadata.distribution(requirement.name).requires or []:
-            needed = Requirement(text)
-            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
-                todo.append(needed)
-    return seen
-
-
-def test_runtime_image_gets_no_dev_dependency_and_every_package_it_gets_is_locked() -> None:
-    installs = [run for run in stages()[0].all("RUN") if "pip install" in run]
-    assert installs
-    for run in installs:
-        words = shlex.split(run)
-        target = words[words.index("requirements.lock") + 1]
-        assert target == ".", f"installs {target!r}: extras or requirement files would add packages"
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    dev = {canonicalize_name(Requirement(text).name) for text in project["optional-dependencies"]["dev"]}
-    closure = runtime_closure()
-    assert not closure & dev, f"dev-only packages reach the image: {sorted(closure & dev)}"
-    lock = (ROOT / "requirements.lock").read_text().split()
-    locked = {canonicalize_name(line.split("==")[0]) for line in lock}
-    assert closure <= locked, f"not pinned by requirements.lock: {sorted(closure - locked)}"
-    # trustme is a runtime dependency only for `demo` and `sim`; the Dockerfile says why it stays.
-    assert "trustme" in closure
-    assert "trustme" in (ROOT / "Dockerfile").read_text()
