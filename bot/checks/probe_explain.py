@@ -157,7 +157,11 @@ def _forbidden(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str])
         who = f" ({named})" if named else ""
         summary = f"403: the bot's identity{who} may not list {request.resource} on {request.cluster}"
         group = request.group_version.split("/")[0]
-        step = f"Grant the bot `list` on {request.resource}.{group} in the client cluster {request.cluster}."
+        step = (
+            f"Grant the bot `list` on {request.resource}.{group} in namespace {request.namespace} of the "
+            f"client cluster {request.cluster}: the Role `proxybot-tenant-probe` in "
+            "config/deploy/tenant-cluster/rbac.yaml, edited to this probe."
+        )
         return summary, step, []
     identity, assumption = _identity(request, failed)
     summary = (

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
-from bot.checks.context import CHECK_TIMEOUT, CheckContext
+from bot.checks.context import CHECK_TIMEOUT, CheckContext, suggested
 from bot.checks.triage import fleet_newest, read_triage
 from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
 from bot.checks.verify_lines import (
@@ -66,9 +66,9 @@ GUIDE_ALERTS = (
 _VCLUSTER_JOB = "vcluster"
 _SHOWN_SERIES = 5
 CLUSTER_ROLE_FIX = (
-    "grant the bot's identity `get` on the non-resource URL /metrics/syncer in the tenant cluster: the "
-    "guide's ClusterRole `metrics-syncer-reader` (nonResourceURLs: [/metrics/syncer], verbs: [get]) and a "
-    "ClusterRoleBinding to the bot's ServiceAccount"
+    "grant the bot's identity `get` on the non-resource URL /metrics/syncer in the tenant cluster: apply "
+    "config/deploy/tenant-cluster/rbac.yaml there (its ClusterRole `proxybot-tenant-reader` has "
+    "nonResourceURLs: [/metrics/syncer], verbs: [get], bound to the ServiceAccount `proxybot-reader`)"
 )
 Progress = Callable[[str], None]
 
@@ -116,8 +116,8 @@ def chosen_clusters(settings: Settings, name: str | None) -> tuple[ClusterSettin
         return settings.clusters
     found = tuple(c for c in settings.clusters if c.name == name)
     if not found:
-        known = ", ".join(c.name for c in settings.clusters)
-        raise InputError(f"--cluster: {name[:80]!r} is not a configured cluster (configured: {known})")
+        known = suggested(name, [c.name for c in settings.clusters])
+        raise InputError(f"--cluster: {name[:80]!r} is not a configured cluster ({known})")
     return found
 
 

@@ -20,6 +20,7 @@ from bot.live import ClusterRead
 from config.loader import load_settings
 from config.settings import Settings
 from sim.server import SimServer
+from tests.fakes.manifests import ROOT
 from tests.fakes.probe_settings import GV, PROBE, SETTINGS, TARGET
 
 DISCOVERY = "/apis/example.com/v1"
@@ -185,7 +186,10 @@ async def test_403_names_the_refused_user_and_both_sides() -> None:
     assert result.outcome is ProbeOutcome.FORBIDDEN
     assert f"answer: {msg}" in result.evidence
     assert result.summary == "403: the bot's identity (bot) may not list widgets on team-a"
-    assert "Grant the bot `list` on widgets.example.com" in result.next_step
+    assert "Grant the bot `list` on widgets.example.com in namespace " in result.next_step
+    # The step names the shipped Role that grants it, as the tenant manifest spells it.
+    assert "`proxybot-tenant-probe` in config/deploy/tenant-cluster/rbac.yaml" in result.next_step
+    assert "name: proxybot-tenant-probe" in (ROOT / "config/deploy/tenant-cluster/rbac.yaml").read_text()
 
 
 async def test_timeout_is_a_degraded_path_with_peer_state() -> None:

@@ -29,6 +29,7 @@ from config.loader import load_settings, parse_config
 from config.settings import Settings
 from sim.defaults import CLIENT
 from sim.server import KSM_PATH, METRICS_PATH, SimServer
+from tests.fakes.manifests import ROOT
 from tests.harness.prometheus import Prometheus, ScrapeJob
 
 RULES = Path(__file__).resolve().parents[3] / "config" / "rules" / "proxy-alerts.yaml"
@@ -204,6 +205,15 @@ def test_no_metrics_identity_fails_the_syncer_line_with_the_cluster_role(
     assert "forbidden" in line.summary
 
 
+def test_the_cluster_role_fix_names_what_the_tenant_manifest_ships() -> None:
+    shipped = list(yaml.safe_load_all((ROOT / "config/deploy/tenant-cluster/rbac.yaml").read_text()))
+    (role,) = [d for d in shipped if d["kind"] == "ClusterRole"]
+    assert {"nonResourceURLs": ["/metrics/syncer"], "verbs": ["get"]} in role["rules"]
+    assert f"`{role['metadata']['name']}`" in CLUSTER_ROLE_FIX
+    accounts = [d["metadata"]["name"] for d in shipped if d["kind"] == "ServiceAccount"]
+    assert any(f"`{name}`" in CLUSTER_ROLE_FIX for name in accounts)
+
+
 # -- the pure judgements ---------------------------------------------------------------------------------
 
 
@@ -287,3 +297,18 @@ def test_judge_scrape_tells_not_scraped_from_scraped_without_the_labels(tmp_path
     many = judge_scrape(cluster, [], [], [_peers(pod=f"p{i}") for i in range(8)])
     assert many.evidence[-1] == "… and 3 more"
     assert len(many.evidence) == 6
+
+
+def test_a_mistyped_cluster_among_hundreds_gets_the_closest_names_not_all(tmp_path: Path) -> None:
+    settings = parse_config(CONFIG, base_dir=tmp_path, env={}, purpose="demo").settings
+    (one,) = settings.clusters
+    many = tuple(one.model_copy(update={"name": f"prod-{n:03d}"}) for n in range(300))
+    fleet = settings.model_copy(update={"clusters": many})
+    with pytest.raises(InputError) as refused:
+        chosen_clusters(fleet, "prod-0x7")
+    message = str(refused.value)
+    assert message.startswith(
+        "--cluster: 'prod-0x7' is not a configured cluster (closest of 300 configured: "
+    )
+    assert message.endswith(", +290 more)")
+    assert len(message) < 300
