@@ -137,6 +137,12 @@ def _load_configuration(kubeconfig: Path, context: str | None, clock: Callable[[
     )
     configuration = Configuration()
     asyncio.run(loader.load_and_set(configuration))  # type: ignore[no-untyped-call]
+    # A token pasted with its newline (`token: |` in YAML, or `$(cat token)` kept raw) is sent as given by
+    # the loader, and aiohttp then refuses the header with a ValueError on every request: trim it, as
+    # kubectl trims a tokenFile.
+    bearer = configuration.api_key.get("BearerToken")
+    if isinstance(bearer, str) and bearer != bearer.strip():
+        configuration.api_key["BearerToken"] = bearer.strip()
     token_file = _token_file(document, loader.current_context, base)
     if token_file is not None:
         token = CredentialFile(token_file, what=f"the tokenFile of {kubeconfig}", clock=clock)

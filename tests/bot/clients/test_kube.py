@@ -209,3 +209,15 @@ async def test_an_inline_token_is_sent_as_it_is(tmp_path: Path) -> None:
         finally:
             await kube.close()
     assert [r.headers.get("authorization") for r in server.requests] == ["Bearer inline"] * 2
+
+
+async def test_an_inline_token_with_its_newline_is_trimmed(tmp_path: Path) -> None:
+    with LocalServer(_ok) as server:
+        kubeconfig = _token_kubeconfig(tmp_path, server.url, {"token": "pasted-with-newline\n"})
+        kube = await KubeReader.connect("c", kubeconfig)
+        try:
+            answer = await kube.get(syncer_metrics_path(), timeout=5)
+        finally:
+            await kube.close()
+    assert answer.status == 200
+    assert [r.headers.get("authorization") for r in server.requests] == ["Bearer pasted-with-newline"]
