@@ -245,6 +245,10 @@ class ReplicaProxy:
         target = link.target
         if req.group_version in target.failing_group_versions:
             return ProxyResponse(503, Reason.UPSTREAM, elapsed, "the target's API is unavailable")
+        if target.resource(req.group_version, req.resource) is None:
+            # The target's API server serves no such resource: its 404 is passed through, as for any path.
+            msg = f"the server could not find the requested resource ({req.resource}.{req.group_version})"
+            return ProxyResponse(404, Reason.UPSTREAM, elapsed, msg)
         refused = self._refused(req, link, elapsed)
         if refused is not None:
             return refused

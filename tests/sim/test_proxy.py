@@ -49,6 +49,14 @@ def test_healthy_list_is_served_by_the_target() -> None:
     assert "Retry-After" not in resp.headers
 
 
+def test_a_resource_the_target_does_not_serve_is_its_404_not_an_empty_list() -> None:
+    proxy = _proxy(_world())
+    resp = proxy.request(ProxyRequest(TARGET_LABEL, PRIMARY_GV, Verb.LIST, "gizmos", "default"))
+    assert resp.code == 404
+    assert resp.objects == []
+    assert "could not find the requested resource (gizmos." in resp.message
+
+
 def test_dial_timeouts_quarantine_on_the_third_and_then_fail_fast_with_retry_after() -> None:
     world = _world()
     proxy = _proxy(world)
