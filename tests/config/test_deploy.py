@@ -359,3 +359,44 @@ def test_tenant_services_are_read_in_kube_system_only() -> None:
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "proxybot-reader", "namespace": "default"}
     ]
+
+
+def tenant_file(name: str) -> list[Doc]:
+    return [doc for where, doc in manifests() if where.startswith(f"tenant-cluster/{name}#")]
+
+
+def test_a_direct_target_gets_its_own_reader_with_only_the_probe_lists(tmp_path: Path) -> None:
+    # `path` sends a direct target the probe request and nothing else: a Role per probe namespace, nothing
+    # cluster-wide, and an account of its own whose names differ from rbac.yaml's (a tenant cluster that is
+    # both a client and a direct target takes both files).
+    docs = tenant_file("direct-target-rbac.yaml")
+    assert {d["kind"] for d in docs} == {"ServiceAccount", "Secret", "Role", "RoleBinding"}
+    (account,) = [d["metadata"] for d in docs if d["kind"] == "ServiceAccount"]
+    subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    (secret,) = [d for d in docs if d["kind"] == "Secret"]
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["namespace"] == account["namespace"]
+    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == account["name"]
+    roles = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "Role"}
+    for binding in (d for d in docs if d["kind"] == "RoleBinding"):
+        assert binding["roleRef"]["kind"] == "Role"
+        assert (binding["metadata"]["namespace"], binding["roleRef"]["name"]) in roles
+        assert binding["subjects"] == [subject]
+    probes = {
+        (t.probe.namespace, t.probe.group_version.rpartition("/")[0], t.probe.resource)
+        for cluster in shipped_settings(tmp_path).clusters
+        for t in cluster.targets
+        if t.direct is not None
+    }
+    assert probes
+    assert {
+        (namespace, group, resource, tuple(rule["verbs"]))
+        for (namespace, _), role in roles.items()
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    } == {(namespace, group, resource, ("list",)) for namespace, group, resource in probes}
+    client = tenant_file("rbac.yaml")
+    named = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in docs}
+    assert not named & {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in client}
+    assert subject not in [s for d in client if d["kind"].endswith("Binding") for s in d["subjects"]]

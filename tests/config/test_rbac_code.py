@@ -1,6 +1,9 @@
 """Least privilege that matches the code: every Kubernetes request proxybot makes is granted by the shipped
-RBAC, and every shipped grant is used by a request (config/deploy/base/rbac-control-plane.yaml in the
-control plane cluster, config/deploy/tenant-cluster/rbac.yaml in each tenant cluster).
+RBAC, and every shipped grant is used by a request, per kind of cluster and the bot's own identity there:
+config/deploy/base/rbac-control-plane.yaml in the control plane cluster,
+config/deploy/tenant-cluster/rbac.yaml in each client tenant cluster, and
+config/deploy/tenant-cluster/direct-target-rbac.yaml in each target tenant cluster read through a `direct`
+kubeconfig (the simulator's target clusters, which only `path` reads).
 
 The requests are not listed by hand: the console commands run against the simulator (`RUNS`, in the
 scenarios of `SCENARIOS`), which records every request it receives, and each becomes an `Access` (cluster
@@ -11,10 +14,11 @@ comparison: add the command that makes it to `RUNS`.
 The config decides some names: the control-plane namespaces and the probe's group, resource and namespace.
 Both sides are compared as templates: a namespace becomes `<client control plane>` or `<target control
 plane>`, and a probe's `(group, resource, namespace)` becomes `<probe ...>`, on the recorded side from the
-simulator's config, on the granted side from the shipped config. A templated grant is in place only when it
-is granted for every member (every client's namespace, every configured probe); one granted for some
-members only fails, naming them. The tenant manifest's probe rule is thus the shipped config's probe: edit it
-to your probes (one Role and RoleBinding per probe namespace).
+simulator's config, on the granted side from the shipped config (in a direct target, the probes of the
+targets with `direct` access only). A templated grant is in place only when it is granted for every member
+(every client's namespace, every configured probe); one granted for some members only fails, naming them.
+The tenant manifests' probe rules are thus the shipped config's probes: edit them to your probes (one Role
+and RoleBinding per probe namespace).
 
 Discovery (`GET /apis/<group>/<version>`) is granted to every authenticated user by `system:discovery`,
 so it needs no grant of ours. A cluster-wide grant (a ClusterRoleBinding) is used only by a cluster-wide
@@ -43,12 +47,15 @@ from tests.fakes.sim_scenarios import RecordingSimServer, started
 
 CONTROL_PLANE_RBAC = DEPLOY / "base" / "rbac-control-plane.yaml"
 TENANT_RBAC = DEPLOY / "tenant-cluster" / "rbac.yaml"
-# Whom each manifest grants: the bot's identity in that kind of cluster.
+DIRECT_RBAC = DEPLOY / "tenant-cluster" / "direct-target-rbac.yaml"
+# Whom each manifest grants: the bot's identity in that kind of cluster ("tenant": a client tenant cluster,
+# "direct": a target tenant cluster read through a `direct` kubeconfig).
 SUBJECTS = {
     "control-plane": {"kind": "ServiceAccount", "name": "proxybot", "namespace": "proxybot"},
     "tenant": {"kind": "ServiceAccount", "name": "proxybot-reader", "namespace": "default"},
+    "direct": {"kind": "ServiceAccount", "name": "proxybot-direct-reader", "namespace": "default"},
 }
-SIM_CONTROL_PLANE = "control-plane"  # the simulator's control plane cluster; every other one is a tenant
+SIM_CONTROL_PLANE = "control-plane"  # the simulator's control plane cluster
 
 CLIENT_NS = "<client control plane>"
 TARGET_NS = "<target control plane>"
@@ -96,6 +103,7 @@ class Members:
     client_namespaces: frozenset[str]
     target_namespaces: frozenset[str]
     probes: frozenset[tuple[str, str, str]]  # (group, resource, namespace)
+    direct_probes: frozenset[tuple[str, str, str]] = frozenset()  # those of the targets with `direct`
 
     def template(self, access: Access) -> Access:
         if access.cluster == "control-plane":
@@ -103,14 +111,20 @@ class Members:
                 return replace(access, namespace=CLIENT_NS)
             if access.namespace in self.target_namespaces:
                 return replace(access, namespace=TARGET_NS)
-        elif (access.group, access.resource, access.namespace) in self.probes:
+        elif (access.group, access.resource, access.namespace) in self._probes(access.cluster):
             return replace(access, group=PROBE_GROUP, resource=PROBE_RESOURCE, namespace=PROBE_NS)
-        elif access.namespace == EVERYWHERE and (access.group, access.resource) in self._probed():
+        elif access.namespace == EVERYWHERE and (access.group, access.resource) in self._probed(
+            access.cluster
+        ):
             return replace(access, group=PROBE_GROUP, resource=PROBE_RESOURCE)  # a probe's, cluster-wide
         return access
 
-    def _probed(self) -> set[tuple[str, str]]:
-        return {(group, resource) for group, resource, _ in self.probes}
+    def _probes(self, cluster: str) -> frozenset[tuple[str, str, str]]:
+        """The probes a kind of tenant cluster answers: a direct target only those of direct targets."""
+        return self.direct_probes if cluster == "direct" else self.probes
+
+    def _probed(self, cluster: str) -> set[tuple[str, str]]:
+        return {(group, resource) for group, resource, _ in self._probes(cluster)}
 
     def instances(self, template: Access) -> set[Access]:
         if template.namespace == CLIENT_NS:
@@ -118,9 +132,10 @@ class Members:
         if template.namespace == TARGET_NS:
             return {replace(template, namespace=ns) for ns in self.target_namespaces}
         if template.resource == PROBE_RESOURCE and template.namespace == EVERYWHERE:
-            return {replace(template, group=g, resource=r) for g, r in self._probed()}
+            return {replace(template, group=g, resource=r) for g, r in self._probed(template.cluster)}
         if template.resource == PROBE_RESOURCE:
-            return {replace(template, group=g, resource=r, namespace=ns) for g, r, ns in self.probes}
+            probes = self._probes(template.cluster)
+            return {replace(template, group=g, resource=r, namespace=ns) for g, r, ns in probes}
         return {template}
 
 
@@ -130,9 +145,14 @@ def members_of(clusters: Iterable[Any]) -> Members:
     return Members(
         frozenset(c.control_plane.namespace for c in clusters if c.control_plane is not None),
         frozenset(t.control_plane.namespace for t in targets if t.control_plane is not None),
-        frozenset(
-            (t.probe.group_version.rpartition("/")[0], t.probe.resource, t.probe.namespace) for t in targets
-        ),
+        probes_of(targets),
+        probes_of(t for t in targets if t.direct is not None),
+    )
+
+
+def probes_of(targets: Iterable[Any]) -> frozenset[tuple[str, str, str]]:
+    return frozenset(
+        (t.probe.group_version.rpartition("/")[0], t.probe.resource, t.probe.namespace) for t in targets
     )
 
 
@@ -159,12 +179,23 @@ def access_of(cluster: str, path: str) -> Access | None:
     return Access(cluster, namespace, group, "/".join([resource, *sub]), "get", (name[0],))
 
 
-def sim_access(path: str) -> Access | None:
-    """A path the simulator received: `/clusters/<name>[/pods/<replica>]/<API path>`."""
+def sim_access(path: str, targets: Iterable[str] = ()) -> Access | None:
+    """A path the simulator received: `/clusters/<name>[/pods/<replica>]/<API path>`; a cluster named in
+    `targets` (the simulator's target clusters) is one proxybot reads through a `direct` kubeconfig."""
     _, _, name, *rest = path.split("/")
     if rest[:1] == ["pods"] and name != SIM_CONTROL_PLANE:
         rest = rest[2:]  # one client replica, pinned
-    return access_of("control-plane" if name == SIM_CONTROL_PLANE else "tenant", "/" + "/".join(rest))
+    kind = "control-plane" if name == SIM_CONTROL_PLANE else "direct" if name in targets else "tenant"
+    return access_of(kind, "/" + "/".join(rest))
+
+
+def sim_targets(server: RecordingSimServer) -> frozenset[str]:
+    """The simulator's target clusters; none may also be a client, or its requests would have two kinds."""
+    kinds: dict[str, set[str]] = {}
+    for info in server.clusters():
+        kinds.setdefault(info.name, set()).add(info.kind)
+    assert all(len(k) == 1 for k in kinds.values()), kinds
+    return frozenset(name for name, k in kinds.items() if k == {"target"})
 
 
 # -- what the code requests ------------------------------------------------------------------------
@@ -192,16 +223,18 @@ def record(tmp: pytest.TempPathFactory) -> Iterator[tuple[RecordingSimServer, Pa
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     seen: set[tuple[str, str, str]] = set()
     members: Members | None = None
+    targets: frozenset[str] = frozenset()
     for server, config in record(tmp_path_factory):
         for argv in RUNS:
             run_cli(config, argv)
         seen |= {(method, path, query) for method, path, query in server.requests}
         members = members_of(load_config(config).settings.clusters)
+        targets |= sim_targets(server)
     assert members is not None
     assert {method for method, _, _ in seen} == {"GET"}
     accesses, discovery = set(), set()
     for _, path, _ in seen:
-        access = sim_access(path)
+        access = sim_access(path, targets)
         if access is None:
             discovery.add(path)
         else:
@@ -276,6 +309,7 @@ def compare(requests: Iterable[Access], shipped: Iterable[Access]) -> list[str]:
 def shipped_grants(tmp_path: Path) -> tuple[set[Access], list[str]]:
     members = members_of(shipped_settings(tmp_path).clusters)
     concrete = grants("control-plane", CONTROL_PLANE_RBAC) | grants("tenant", TENANT_RBAC)
+    concrete |= grants("direct", DIRECT_RBAC)
     return templated(concrete, members)
 
 
@@ -374,6 +408,11 @@ def test_requests_are_recorded_as_rbac_sees_them(recorded: Recorded) -> None:
         "tenant", CLUSTER, "nonResourceURL", "/metrics/syncer", "get"
     )
     assert Access("tenant", PROBE_NS, PROBE_GROUP, PROBE_RESOURCE, "list") in recorded.accesses
+    widgets = "/clusters/crd-store/apis/example.com/v1/namespaces/default/widgets"
+    assert sim_access(widgets, {"crd-store"}) == Access("direct", "default", "example.com", "widgets", "list")
+    assert sim_access(widgets) == Access("tenant", "default", "example.com", "widgets", "list")
+    # `path` reached the target through its `direct` kubeconfig, with the probe's request
+    assert Access("direct", PROBE_NS, PROBE_GROUP, PROBE_RESOURCE, "list") in recorded.accesses
 
 
 # -- the comparison can fail -----------------------------------------------------------------------
@@ -432,9 +471,36 @@ def test_the_probe_rule_is_templated_from_the_config() -> None:
     ]
 
 
+def test_a_direct_target_owes_only_the_probes_of_targets_read_directly() -> None:
+    read_directly, through_proxy = ("g.example.com", "things", "apps"), ("h.example.com", "gadgets", "ops")
+    members = Members(
+        frozenset(), frozenset(), frozenset({read_directly, through_proxy}), frozenset({read_directly})
+    )
+    things = Access("direct", "apps", "g.example.com", "things", "list")
+    probe = Access("direct", PROBE_NS, PROBE_GROUP, PROBE_RESOURCE, "list")
+    assert templated({things}, members) == ({probe}, [])
+    # the other target's probe is no direct read: granted there it stays literal, and so unused
+    gadgets = Access("direct", "ops", "h.example.com", "gadgets", "list")
+    assert templated({things, gadgets}, members) == ({probe, gadgets}, [])
+    assert compare([probe], [probe, gadgets]) == [
+        "granted but never requested: direct: list gadgets.h.example.com in ops"
+    ]
+    # a client's probe Role still owes every probe
+    _, partial = templated({replace(things, cluster="tenant")}, members)
+    assert partial == [
+        f"tenant: list {PROBE_RESOURCE}.{PROBE_GROUP} in {PROBE_NS}: not granted for tenant: list "
+        "gadgets.h.example.com in ops"
+    ]
+
+
 def test_the_manifests_parse_into_grants_for_the_bot_only() -> None:
     syncer = Access("tenant", CLUSTER, "nonResourceURL", "/metrics/syncer", "get")
     assert syncer in grants("tenant", TENANT_RBAC)
     assert all(g.cluster == "control-plane" for g in grants("control-plane", CONTROL_PLANE_RBAC))
     # the probe CronJob's own identity (proxy-probe-rbac.yaml) is not the bot's: it is checked with the probe
     assert not grants("tenant", DEPLOY / "tenant-cluster" / "proxy-probe-rbac.yaml")
+    # each tenant manifest binds its own identity only: a client's reader gets nothing from the direct
+    # target's manifest, and the other way round
+    assert grants("direct", DIRECT_RBAC)
+    assert not grants("tenant", DIRECT_RBAC)
+    assert not grants("direct", TENANT_RBAC)
