@@ -3,7 +3,9 @@ whose file it is.
 
 The client (`kubernetes.config`) needs `clusters`, `contexts` and `users`, the chosen context (the configured
 one, else the file's `current-context`) among `contexts`, and that context's cluster and user in the lists;
-otherwise it says only `Invalid kube-config file. Expected key contexts` once `serve` is running.
+otherwise it says only `Invalid kube-config file. Expected key contexts` once `serve` is running. A user with
+no credentials at all loads, and then every request is anonymous (401 or 403 on every read): what a
+kubeconfig written from a ServiceAccount token Secret before Kubernetes filled the token in looks like.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ from config.fields import Loc, format_loc
 # (message, fatal even for `check`): a missing file only warns there, it may be mounted at deploy time.
 Problem = tuple[str, bool]
 _LISTS = ("clusters", "contexts", "users")
+# What the client authenticates with: each entry is keys that must all be set, each key one of its spellings
+# (a client certificate needs its key, basic auth its password).
+_CREDENTIALS: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("token",),),
+    (("tokenFile",),),
+    (("exec",),),
+    (("auth-provider",),),
+    (("client-certificate", "client-certificate-data"), ("client-key", "client-key-data")),
+    (("username",), ("password",)),
+)
 
 
 @dataclass(frozen=True)
@@ -107,4 +119,17 @@ def _context_problem(use: KubeconfigUse, document: dict[str, Any], context: str 
             return f"context {chosen!r} of {use.about} names no {key}"
         if name not in _named(document, f"{key}s"):
             return f"context {chosen!r} of {use.about} names {key} {name!r}, which is not in its {key}s"
+    user = entry["user"]
+    if not _has_credentials(_named(document, "users")[user]):
+        return (
+            f"user {user!r} of {use.about} has no credentials (no token, tokenFile, client certificate, exec "
+            "or auth-provider), so every request would be anonymous: was it written from a token Secret "
+            "before Kubernetes filled the token in?"
+        )
     return None
+
+
+def _has_credentials(user: Any) -> bool:
+    if not isinstance(user, dict):
+        return False
+    return any(all(any(user.get(key) for key in keys) for keys in needed) for needed in _CREDENTIALS)

@@ -136,6 +136,44 @@ def test_a_context_without_a_user_is_refused(tmp_path: Path) -> None:
     ]
 
 
+NO_CREDENTIALS = [
+    {},  # `kubectl config set-credentials --token="$TOKEN"` with TOKEN empty: read before it was filled in
+    {"token": ""},
+    {"client-certificate-data": "LS0t"},  # a certificate without its key
+    {"username": "admin"},  # basic auth without its password
+]
+
+
+@pytest.mark.parametrize("user", NO_CREDENTIALS)
+def test_a_user_without_credentials_is_refused_with_the_likely_cause(
+    tmp_path: Path, user: dict[str, str]
+) -> None:
+    text = yaml.safe_dump(edited(users=[{"name": "u", "user": user}]))
+    assert problems(tmp_path, text) == [
+        f"clusters[0].kubeconfig: user 'u' of {about(tmp_path)} has no credentials (no token, tokenFile, "
+        "client certificate, exec or auth-provider), so every request would be anonymous: was it written "
+        "from a token Secret before Kubernetes filled the token in?"
+    ]
+
+
+CREDENTIALS = [
+    {"token": "t"},
+    {"tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"},
+    {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
+    {"auth-provider": {"name": "oidc"}},
+    {"client-certificate-data": "LS0t", "client-key-data": "LS0t"},
+    {"client-certificate": "bot.crt", "client-key": "bot.key"},
+    {"username": "admin", "password": "p"},
+]
+
+
+@pytest.mark.parametrize("user", CREDENTIALS)
+def test_each_way_the_client_authenticates_passes(tmp_path: Path, user: dict[str, Any]) -> None:
+    (tmp_path / "prod.kubeconfig").write_text(yaml.safe_dump(edited(users=[{"name": "u", "user": user}])))
+    (tmp_path / "proxybot.yaml").write_text(CONFIG, encoding="utf-8")
+    assert load_config(tmp_path / "proxybot.yaml", env={}, purpose="serve").warnings == ()
+
+
 def test_each_replicas_context_must_be_in_the_clusters_kubeconfig(tmp_path: Path) -> None:
     config = CONFIG.replace("    match:", "    replicas: {prod-0: prod, prod-1: prod-1}\n    match:")
     assert problems(tmp_path, yaml.safe_dump(GOOD), config=config) == [
