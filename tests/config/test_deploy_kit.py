@@ -26,6 +26,7 @@ import yaml
 
 from bot.domain.paths import probe_path
 from bot.inbound.slack import EVENTS_PATH
+from config.environment import CONFIG_ENV, SECRET_OVERRIDES
 from config.settings import ClusterSettings, Settings
 from tests.fakes.manifests import DEPLOY, K8S_VERSIONS, ROOT, Doc, kustomize, listed, shipped_settings
 from tests.harness.prometheus import Prometheus
@@ -692,3 +693,11 @@ def test_every_repository_path_a_guide_names_exists(guide: str) -> None:
     assert named
     missing = sorted(path for path in named if not (ROOT / path).exists())
     assert not missing, f"{guide} names files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_every_proxybot_variable_a_guide_names_is_one_proxybot_reads(guide: str) -> None:
+    """A renamed or guessed variable in a command (PROXYBOT_SLACK_TOKEN) would be ignored by the pod."""
+    named = set(re.findall(r"\bPROXYBOT_[A-Z][A-Z_]*[A-Z]\b", (ROOT / guide).read_text()))
+    unknown = sorted(named - {*SECRET_OVERRIDES, CONFIG_ENV})
+    assert not unknown, f"{guide} names variables proxybot does not read: {unknown}"
