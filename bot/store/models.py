@@ -95,6 +95,7 @@ class OutboxKind(StrEnum):
     POST = "post"
     UPDATE = "update"
     REPLY = "reply"
+    REPLY_EDIT = "reply_edit"  # an edit of one of a message's replies, in place
     UPLOAD = "upload"
 
 
