@@ -129,7 +129,6 @@ class AlertView:
     diagnosis: AlertDiagnosis | None = None
     generator_url: str = ""  # the Prometheus graph of the alert's expression, as Alertmanager sent it
 
-    @property
     def graph_link(self) -> str | None:
         """The alert's Prometheus graph when `generatorURL` is a link Slack can open."""
         return web_link(self.generator_url)
@@ -193,7 +192,7 @@ class AlertGroupView:
     def graph_link(self) -> str | None:
         """The Prometheus graph of the worst firing alert (else of any alert) that has one."""
         ordered = sorted(self.alerts, key=lambda a: (a.status is not GroupStatus.FIRING, -a.severity))
-        return next((link for a in ordered if (link := a.graph_link) is not None), None)
+        return next((link for a in ordered if (link := a.graph_link()) is not None), None)
 
     @property
     def severity(self) -> Severity:
