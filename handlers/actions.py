@@ -27,7 +27,7 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, Refused
 from bot.render.blocks import Message, code, context, esc, message, section, text_message
-from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
+from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, LINK_ACTION_PREFIX
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 from config.settings import ClusterSettings, Requester, Settings, TargetSettings
@@ -88,6 +88,8 @@ class ActionDeps:
 def register(app: AsyncApp, deps: ActionDeps) -> None:
     """Add the buttons' listeners to `app`: always *Silence 1h*, the checks only when given."""
     app.action(ACTION_SILENCE)(ack=_ack, lazy=[_silence_listener(deps)])
+    # Link buttons (graph, silence page) open their page in the browser; Slack still wants the press acked.
+    app.action(re.compile(f"^{re.escape(LINK_ACTION_PREFIX)}"))(_ack)
     for action_id, verb, check in (
         (ACTION_PROBE, "Probing", deps.checks.probe),
         (ACTION_PATH, "Checking the path to", deps.checks.path),

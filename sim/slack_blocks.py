@@ -22,6 +22,7 @@ MAX_CONTEXT_ELEMENTS = 10
 MAX_ACTIONS_ELEMENTS = 25
 MAX_BUTTON_TEXT = 75
 MAX_BUTTON_VALUE = 2000
+MAX_BUTTON_URL = 3000
 MAX_ID = 255
 KNOWN_TYPES = frozenset(
     {"section", "header", "context", "actions", "divider", "image", "rich_text", "input", "file", "video"}
@@ -133,6 +134,11 @@ def _button(button: dict[str, Any], at: str) -> Iterator[str]:
     value = button.get("value")
     if value is not None and len(str(value)) > MAX_BUTTON_VALUE:
         yield f"must be less than {MAX_BUTTON_VALUE + 1} characters [json-pointer:{at}/value]"
+    url = button.get("url")
+    if url is not None and not (isinstance(url, str) and 0 < len(url) <= MAX_BUTTON_URL):
+        yield f"must be less than {MAX_BUTTON_URL + 1} characters [json-pointer:{at}/url]"
+    elif url is not None and not url.startswith(("http://", "https://")):
+        yield f"must be a valid URL [json-pointer:{at}/url]"
 
 
 def _ids(obj: dict[str, Any], key: str, at: str, seen: set[str]) -> Iterator[str]:

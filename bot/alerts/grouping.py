@@ -19,6 +19,7 @@ from bot.alerts.budget import Unavailable, within_budget
 from bot.alerts.log_enrich import LogRound
 from bot.alerts.prom_enrich import PromRound
 from bot.alerts.state import ChannelGroup
+from bot.domain.alert_summary import PeerReading, peer_readings
 from bot.domain.alerts import Alert, AlertmanagerWebhook
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
@@ -128,6 +129,8 @@ def build(
         cluster=next(iter(clusters)) if len(clusters) == 1 else None,
         resolved_at=None if firing or not ended else max(ended),
         truncated_alerts=webhook.truncated_alerts,
+        peers=_peers(routed, readings),
+        external_url=webhook.external_url,
     )
     return ChannelGroup(
         channel=channel,
@@ -178,6 +181,23 @@ def _verdict(found: Reading, window: ProxyDelta | None, target: str, pods: Targe
     return judge(pods, metrics)
 
 
+def _peers(routed: list[Routed], readings: Mapping[str, Reading]) -> tuple[PeerReading, ...]:
+    """The peer caches of the share's targets, per source read (an alert without a target: all of them)."""
+    wanted: dict[str, tuple[Reading, set[str]]] = {}
+    for r in routed:
+        read = None if r.source is None else readings[r.source]
+        if r.source is not None and read is not None and read.snapshot is not None:
+            target = r.alert.labels.get("target")
+            names = wanted.setdefault(r.source, (read, set()))[1]
+            names.update([target] if target else read.snapshot.targets())
+    out: list[PeerReading] = []
+    for source in sorted(wanted):
+        read, names = wanted[source]
+        if read.snapshot is not None:
+            out.extend(peer_readings(read.snapshot, names, read.live.replica))
+    return tuple(out)
+
+
 def _alert_view(alert: Alert, diagnosis: AlertDiagnosis) -> AlertView:
     return AlertView(
         name=alert.alertname or "unnamed alert",
@@ -187,6 +207,7 @@ def _alert_view(alert: Alert, diagnosis: AlertDiagnosis) -> AlertView:
         annotations=alert.annotations,
         ends_at=alert.ends_at,
         diagnosis=diagnosis,
+        generator_url=alert.generator_url,
     )
 
 

@@ -26,6 +26,10 @@ class Outbox(Protocol):
         replace_pending: bool = False,
     ) -> Enqueued: ...
 
+    async def reply_in_place(
+        self, channel: str, group_key: str, message: Message, *, reply: str, revision: str
+    ) -> Enqueued: ...
+
     async def upload_png(
         self, channel: str, group_key: str, png: bytes, *, filename: str, title: str, revision: str
     ) -> Enqueued: ...

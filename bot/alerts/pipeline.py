@@ -5,9 +5,16 @@ the clusters involved are read live within the enrichment budget (what is late i
 never waited for), every alert is diagnosed, and each channel's share of the group becomes one view that
 is compared with the group's stored state:
 
-    new group                -> post (or, in a storm, a line in the storm summary's thread)
-    later notification       -> edit in place, plus a thread reply when alerts were added or resolved
-    everything resolved      -> edit to the resolved form, plus a reply; never a new top-level post
+    new group                -> a compact post and its details reply in the thread (or, in a storm, a
+                                line in the storm summary's thread)
+    later notification       -> edit both in place, plus a thread reply when alerts were added
+    everything resolved      -> edit both to the resolved form, plus a reply; never a new top-level post
+    firing again             -> edit both back, plus a reply
+
+The details reply carries everything the compact message leaves out and is edited in place: never a new
+reply per update. The other replies say only what an engineer following the thread wants to be notified
+of: new alerts, the group resolved, the group firing again (an alert of several resolving shows in the
+edits, not as a reply).
 
 Crash safety: operations are enqueued first, then the group state is saved (recording the notification's
 identity), then the notification is closed. Re-running a notification after a crash at any step finds
@@ -33,14 +40,19 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView, GroupChange, GroupStatus
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
+from bot.render.alert_details import details_reply
+from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Message
-from bot.render.slack import alert_group_message, change_reply
+from bot.render.slack import change_reply
 from bot.store.models import AlertGroupState, StoredNotification
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+
+# The name of the group's details reply: one per group message, edited in place.
+DETAILS_REPLY = "details"
 
 
 class LiveSource(Protocol):
@@ -202,6 +214,7 @@ class AlertPipeline:
             in_storm = counted = await self._storms.place(channel, view)
             if in_storm is None:
                 await self._outbox.post(channel, view.group_key, self._render(view))
+                await self._details(identity, channel, view)
                 await self._chart(identity, channel, view)
         elif in_storm is not None:
             await self._storms.report(channel, in_storm, view)
@@ -221,6 +234,7 @@ class AlertPipeline:
         self, identity: str, group: ChannelGroup, view: AlertGroupView, prev: AlertGroupState
     ) -> None:
         await self._outbox.update(group.channel, view.group_key, self._render(view), identity)
+        await self._details(identity, group.channel, view)
         change = GroupChange(
             group_key=view.group_key,
             at=self._now(),
@@ -231,10 +245,17 @@ class AlertPipeline:
             group_status=view.status,
             started_at=view.started_at,
         )
-        if change.meaningful:
+        if _worth_a_reply(change, prev):
             await self._outbox.reply(
                 group.channel, view.group_key, change_reply(change, self._now()), identity
             )
+
+    async def _details(self, identity: str, channel: str, view: AlertGroupView) -> None:
+        """The group's details reply: posted with its first message, edited in place after."""
+        body = details_reply(view, self._now())
+        await self._outbox.reply_in_place(
+            channel, view.group_key, body, reply=DETAILS_REPLY, revision=identity
+        )
 
     async def _chart(self, identity: str, channel: str, view: AlertGroupView) -> None:
         """The key series of the group's worst alert over the last hour, into its thread."""
@@ -258,6 +279,15 @@ class AlertPipeline:
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
+
+
+def _worth_a_reply(change: GroupChange, prev: AlertGroupState) -> bool:
+    """A change the thread's followers want a notification of: new alerts, the group resolved, or the
+    group firing again. One alert of several resolving is left to the edits."""
+    if change.new:
+        return True
+    was_firing = prev.status is AlertStatus.FIRING
+    return bool(change.resolved) and was_firing and change.group_status is GroupStatus.RESOLVED
 
 
 def _forget(tasks: set[asyncio.Task[ClusterRead]]) -> Callable[[asyncio.Task[ClusterRead]], None]:

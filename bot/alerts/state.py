@@ -32,11 +32,14 @@ def applied_before(prev: AlertGroupState | None, identity: str) -> bool:
 
 
 def with_history(view: AlertGroupView, prev: AlertGroupState | None) -> AlertGroupView:
-    """The view with the incident's start kept from earlier notifications (alerts come and go)."""
-    if prev is None or prev.status is AlertStatus.RESOLVED or prev.first_firing_at is None:
+    """The view with the incident's start and its worst state kept from earlier notifications (alerts
+    come and go); a group firing again after it resolved starts a new incident."""
+    if prev is None or prev.status is AlertStatus.RESOLVED:
         return view
-    started = min(view.started_at, datetime.fromtimestamp(prev.first_firing_at, UTC))
-    return replace(view, started_at=started)
+    started = view.started_at
+    if prev.first_firing_at is not None:
+        started = min(started, datetime.fromtimestamp(prev.first_firing_at, UTC))
+    return replace(view, started_at=started, worst_seen=prev.facts.worst_seen)
 
 
 def next_state(
@@ -84,4 +87,5 @@ def _facts(
         storm_share=kept.storm_share if counted_in is None else StormShare(counted_in, entries_of(view)),
         # Once the group has none firing, the last firing alerts' labels stay (a later Silence press).
         firing_labels=labels or kept.firing_labels,
+        worst_seen=view.worst_now(),
     )

@@ -18,3 +18,8 @@ def reply_key(channel: str, group_key: str, revision: str) -> str:
 
 def upload_key(channel: str, group_key: str, revision: str) -> str:
     return f"upload:{channel}:{group_key}:{revision}"
+
+
+def reply_edit_key(channel: str, group_key: str, reply: str, revision: str) -> str:
+    """An edit of the reply `reply_key(channel, group_key, reply)`, once per `revision`."""
+    return f"reply-edit:{channel}:{group_key}:{reply}:{revision}"

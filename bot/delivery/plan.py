@@ -2,7 +2,8 @@
 
 Of one message's rows, a later one never overtakes an earlier one that is waiting for a retry; when
 several edits of a message are due only the newest is sent (the others are superseded), and a post that
-has not gone out yet carries the newest edit's content instead.
+has not gone out yet carries the newest edit's content instead. Edits of a reply (`REPLY_EDIT`, the
+details reply kept in place) go the same way: the newest only, and a reply not sent yet carries it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.delivery.keys import reply_key
 from bot.store.models import OutboxItem, OutboxKind
 
 
@@ -69,6 +71,11 @@ def group_of(item: OutboxItem) -> str:
     return str(item.payload.get("group_key", ""))
 
 
+def _edited_reply(item: OutboxItem) -> str:
+    """The key of the reply a `REPLY_EDIT` row edits."""
+    return reply_key(item.channel, group_of(item), str(item.payload.get("reply", "")))
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The calls one channel can make now, and when rows held back now may become runnable."""
@@ -88,15 +95,26 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
     runnable, later = _runnable(items, now)
     ready = edit_ready or {}
     edits: dict[str, list[OutboxItem]] = defaultdict(list)
+    reply_edits: dict[str, list[OutboxItem]] = defaultdict(list)
     for item in runnable:
         if item.kind is OutboxKind.UPDATE:
             edits[group_of(item)].append(item)
+        elif item.kind is OutboxKind.REPLY_EDIT:
+            reply_edits[_edited_reply(item)].append(item)
     posts = {group_of(i) for i in runnable if i.kind is OutboxKind.POST}
+    replies = {i.key for i in runnable if i.kind is OutboxKind.REPLY}
     steps: list[Step] = []
     for item in runnable:
         group = group_of(item)
         newer = edits.get(group, [])
-        if item.kind is OutboxKind.POST and newer:
+        if item.kind is OutboxKind.REPLY_EDIT:
+            edited = reply_edits[_edited_reply(item)]
+            if _edited_reply(item) not in replies and item is edited[-1]:
+                steps.append(Step(item, item.payload, tuple(edited[:-1])))
+        elif item.kind is OutboxKind.REPLY and reply_edits.get(item.key):
+            newest = reply_edits[item.key]
+            steps.append(Step(item, {**item.payload, **_content(newest[-1])}, tuple(newest)))
+        elif item.kind is OutboxKind.POST and newer:
             steps.append(Step(item, {**item.payload, **_content(newer[-1])}, tuple(newer)))
         elif item.kind is not OutboxKind.UPDATE:
             steps.append(Step(item, item.payload))
@@ -112,7 +130,7 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
     return Plan(steps, min(later, default=None))
 
 
-_RANK = {OutboxKind.UPDATE: 0, OutboxKind.POST: 1}
+_RANK = {OutboxKind.UPDATE: 0, OutboxKind.REPLY_EDIT: 0, OutboxKind.POST: 1}
 
 
 def _runnable(items: Sequence[OutboxItem], now: float) -> tuple[list[OutboxItem], list[float]]:

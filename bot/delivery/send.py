@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.clients.slack import DEFAULT_TIMEOUT, Posted, SlackRateLimited, SlackRejected
-from bot.delivery.keys import post_key
+from bot.delivery.keys import post_key, reply_key
 from bot.delivery.plan import Step
 from bot.lease import Lease
 from bot.render.blocks import Message
@@ -69,6 +69,10 @@ class NotPostedYet(Exception):
 
 class Unsendable(Exception):
     """The row can never be sent (its message failed, or its payload is malformed)."""
+
+
+class Folded(Exception):
+    """The row's message was folded into a storm's thread before it went out: there is nothing to send."""
 
 
 class NotLeading(Exception):
@@ -116,6 +120,10 @@ class StepSender:
         kind, payload, group = step.item.kind, step.payload, step.group_key
         if kind is OutboxKind.POST:
             return await self._post(step)
+        if kind is OutboxKind.REPLY_EDIT:
+            reply = await self._reply_address(channel, group, str(payload.get("reply", "")))
+            await self._slack.update(reply.channel_id, reply.ts, _message(payload))
+            return {"ts": reply.ts, "channel_id": reply.channel_id}
         # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
         where = await self._address(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
@@ -267,8 +275,23 @@ class StepSender:
             raise Unsendable(f"the message of group {group} was never posted: {posted.last_error}")
         if posted is not None and posted.state is OutboxState.DONE:
             # Completed without a message: folded into a storm's thread before it went out.
-            raise Unsendable(f"the message of group {group} was not posted: {posted.result}")
+            raise Folded(f"the message of group {group} was not posted: {posted.result}")
         raise NotPostedYet(f"the message of group {group} is not posted yet")
+
+    async def _reply_address(self, channel: str, group: str, reply: str) -> _Address:
+        """Where the group's reply `reply` is, from its completed row (an edit needs it posted)."""
+        row = await self._store.outbox_item(reply_key(channel, group, reply))
+        if row is None:
+            raise Unsendable(f"group {group} has no reply {reply!r} to edit")
+        if row.state is OutboxState.FAILED:
+            raise Unsendable(f"the reply {reply!r} of group {group} was never posted: {row.last_error}")
+        result = row.result or {}
+        ts, channel_id = result.get("ts"), result.get("channel_id")
+        if row.state is OutboxState.DONE and isinstance(ts, str) and isinstance(channel_id, str):
+            return _Address(channel_id, ts)
+        if row.state is OutboxState.DONE:
+            raise Folded(f"the reply {reply!r} of group {group} was not posted: {result}")
+        raise NotPostedYet(f"the reply {reply!r} of group {group} is not posted yet")
 
     async def _paced(self, channel: str) -> float:
         """Wait for this channel's next chat.postMessage slot, and take it; the slot's time."""

@@ -33,12 +33,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.clients.slack import SlackRateLimited, SlackRejected, SlackTransient
-from bot.delivery.keys import post_key, reply_key, update_key, upload_key
+from bot.delivery.keys import post_key, reply_edit_key, reply_key, update_key, upload_key
 from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
 from bot.delivery.send import (
     SEND_MARGIN,
     ChannelIdUnknown,
     Clock,
+    Folded,
     NotLeading,
     NotPostedYet,
     SlackSender,
@@ -122,6 +123,22 @@ class Delivery:
             key, channel, OutboxKind.REPLY, payload, not_before=not_before, replace_pending=replace_pending
         )
 
+    async def reply_in_place(
+        self, channel: str, group_key: str, message: Message, *, reply: str, revision: str
+    ) -> Enqueued:
+        """The group's one reply named `reply`: queued as a reply the first time, as an edit of that reply
+        (once per `revision`) after; an edit due while its reply is still queued goes out as the reply."""
+        first = await self._store.outbox_item(reply_key(channel, group_key, reply))
+        if first is None:
+            payload = {"group_key": group_key, "revision": revision, **message.as_kwargs()}
+            key = reply_key(channel, group_key, reply)
+            return await self._enqueue(key, channel, OutboxKind.REPLY, payload)
+        if first.payload.get("revision") == revision:
+            return Enqueued(first.id, duplicate=True)  # the same revision again (a re-run): nothing new
+        payload = {"group_key": group_key, "reply": reply, **message.as_kwargs()}
+        key = reply_edit_key(channel, group_key, reply, revision)
+        return await self._enqueue(key, channel, OutboxKind.REPLY_EDIT, payload)
+
     async def upload_png(
         self, channel: str, group_key: str, png: bytes, *, filename: str, title: str, revision: str
     ) -> Enqueued:
@@ -136,12 +153,18 @@ class Delivery:
         return await self._enqueue(key, channel, OutboxKind.UPLOAD, payload)
 
     async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> bool:
-        """Take the group's queued post back before it goes out (a storm carries the group instead);
-        False when it went out, is going out right now, or was never queued."""
+        """Take the group's queued post back before it goes out (a storm carries the group instead), and
+        what was queued in its thread (its details reply); False when it went out, is going out right
+        now, or was never queued."""
         item = await self._store.outbox_item(post_key(channel, group_key))
         if item is None or item.state is not OutboxState.PENDING:
             return False
-        return await self._store.complete(item.id, {"folded_into": folded_into})
+        if not await self._store.complete(item.id, {"folded_into": folded_into}):
+            return False
+        for row in await self._store.due(self._clock() + HORIZON, limit=self._policy.batch):
+            if row.channel == channel and group_of(row) == group_key and row.kind is not OutboxKind.POST:
+                await self._store.complete(row.id, {"folded_into": folded_into})
+        return True
 
     async def _enqueue(
         self,
@@ -286,6 +309,11 @@ class Delivery:
         except NotLeading as error:
             log.info("delivery: %s left to the leader: %s", item.key, error)
             return False
+        except Folded as error:
+            # Its message never went out: a storm's thread carries the group instead. Nothing to send.
+            log.info("delivery: %s not sent: %s", item.key, error)
+            await self._store.complete(item.id, {"folded": str(error)})
+            return True
         except StoreError:
             raise  # the store, not this row: the lane stops and the loop tries again
         except Unsendable as error:

@@ -17,6 +17,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
+from bot.domain.alert_summary import (
+    FoldedFinding,
+    PeerReading,
+    WorstSeen,
+    common_labels,
+    fold_findings,
+    silence_page,
+    web_link,
+    worst_of,
+)
 from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.findings import Finding, Severity, worst
 from bot.errors import InputError
@@ -117,6 +127,11 @@ class AlertView:
     annotations: Mapping[str, str] = field(default_factory=dict)
     ends_at: datetime | None = None
     diagnosis: AlertDiagnosis | None = None
+    generator_url: str = ""  # the Prometheus graph of the alert's expression, as Alertmanager sent it
+
+    def graph_link(self) -> str | None:
+        """The alert's Prometheus graph when `generatorURL` is a link Slack can open."""
+        return web_link(self.generator_url)
 
     @property
     def target(self) -> str | None:
@@ -150,10 +165,34 @@ class AlertGroupView:
     cluster: str | None = None
     resolved_at: datetime | None = None
     truncated_alerts: int = 0  # alerts Alertmanager left out of the notification
+    peers: tuple[PeerReading, ...] = ()  # the peer caches of the group's targets, as read live
+    external_url: str = ""  # Alertmanager's own address, from the notification
+    worst_seen: WorstSeen | None = None  # the worst state of this incident before this reading
 
     @property
     def firing(self) -> tuple[AlertView, ...]:
         return tuple(a for a in self.alerts if a.status is GroupStatus.FIRING)
+
+    def folded_findings(self) -> list[FoldedFinding]:
+        """Every alert's findings, the same ones across group/versions, replicas and targets folded."""
+        return fold_findings(
+            (f, a.pod) for a in self.alerts if a.diagnosis is not None for f in a.diagnosis.findings
+        )
+
+    def worst_now(self) -> WorstSeen | None:
+        """The worst state this reading shows, and the worst seen before it when that was worse."""
+        now = worst_of(self.folded_findings()) if self.status is GroupStatus.FIRING else None
+        return now.worse(self.worst_seen) if now is not None else self.worst_seen
+
+    def silence_link(self) -> str | None:
+        """Alertmanager's new-silence page for the labels the group's firing alerts share."""
+        alerts = self.firing or self.alerts
+        return silence_page(self.external_url, common_labels(a.labels for a in alerts))
+
+    def graph_link(self) -> str | None:
+        """The Prometheus graph of the worst firing alert (else of any alert) that has one."""
+        ordered = sorted(self.alerts, key=lambda a: (a.status is not GroupStatus.FIRING, -a.severity))
+        return next((link for a in ordered if (link := a.graph_link()) is not None), None)
 
     @property
     def severity(self) -> Severity:

@@ -34,6 +34,7 @@ MAX_BUTTONS = 25
 MAX_BUTTON_TEXT = 75
 MAX_ACTION_ID = 255
 MAX_BUTTON_VALUE = 2000
+MAX_BUTTON_URL = 3000
 # Slack accepts more, but renders badly and truncates notifications well before: keep the whole
 # message (blocks plus the fallback) under ~10 000 characters.
 MAX_MESSAGE_TEXT = 10_000
@@ -215,17 +216,21 @@ def divider() -> Block:
 
 @dataclass(frozen=True, slots=True)
 class Button:
-    """One button: label (plain text), action id (ours) and value (a validated reference)."""
+    """One button: label (plain text), action id (ours) and value (a validated reference), or a link
+    button opening `url` (an http(s) URL checked by its maker; Slack still sends the press to be acked)."""
 
     label: str
     action_id: str
-    value: str
+    value: str = ""
     style: str | None = None
+    url: str | None = None
 
     def __post_init__(self) -> None:
-        # Action ids and values are ours, never user text: an over-long one is a bug, not content.
+        # Action ids, values and URLs are checked before they get here: an over-long one is a bug.
         if not 0 < len(self.action_id) <= MAX_ACTION_ID or len(self.value) > MAX_BUTTON_VALUE:
             raise ValueError(f"button {self.action_id!r}: action_id or value over Slack's limit")
+        if self.url is not None and not 0 < len(self.url) <= MAX_BUTTON_URL:
+            raise ValueError(f"button {self.action_id!r}: url empty or over Slack's limit")
 
 
 def actions(buttons: Iterable[Button], block_id: str | None = None) -> Block:
@@ -235,8 +240,11 @@ def actions(buttons: Iterable[Button], block_id: str | None = None) -> Block:
             "type": "button",
             "text": plain(b.label, MAX_BUTTON_TEXT),
             "action_id": b.action_id,
-            "value": b.value,
         }
+        if b.value:
+            element["value"] = b.value
+        if b.url is not None:
+            element["url"] = b.url
         if b.style is not None:
             element["style"] = b.style
         elements.append(element)

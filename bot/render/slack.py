@@ -1,13 +1,15 @@
-"""Neutral message content -> Slack Block Kit: alert groups, their changes, command answers, storms.
+"""Neutral message content -> Slack Block Kit: the words alert messages share, an alert group's changes,
+command answers, storms. An alert group's own message is `bot.render.alert_message` (compact) and its
+details reply `bot.render.alert_details`.
 
-All the words proxybot says in Slack live here. Every value that comes from outside (labels,
-annotations, diagnosis text quoting them) goes through `esc`/`code`; `blocks.message` keeps the result
-within Slack's limits. Times are UTC and relative to an injected `now`.
+Every value that comes from outside (labels, annotations, diagnosis text quoting them) goes through
+`esc`/`code`; `blocks.message` keeps the result within Slack's limits. Times are UTC and relative to an
+injected `now`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from bot.domain.alert_standing import Standing
@@ -24,29 +26,28 @@ from bot.domain.messages import (
 from bot.domain.storm_summary import CommonCause, StormView
 from bot.render.blocks import (
     Block,
-    Button,
     Message,
-    actions,
     code,
     context,
     esc,
-    fields,
     fmt_ago,
     fmt_clock,
     fmt_since,
     fmt_span,
-    fmt_time,
     header,
     message,
     section,
     section_lines,
     utc,
 )
-from bot.render.verdict import verdict_short
 
 ACTION_PROBE = "proxy_probe"
 ACTION_PATH = "proxy_path"
 ACTION_SILENCE = "proxy_silence"
+# Link buttons: Slack opens their URL and still sends the press, which is only acknowledged.
+LINK_ACTION_PREFIX = "proxy_link_"
+ACTION_GRAPH = f"{LINK_ACTION_PREFIX}graph"
+ACTION_SILENCE_PAGE = f"{LINK_ACTION_PREFIX}silence_page"
 ACTIONS_BLOCK_ID = "proxy_alert_actions"
 
 DETAILED_ALERTS = 3  # alerts of a group explained in full; the rest get one line each
@@ -81,20 +82,16 @@ CAUSE_WORDS = {
 # -- small pieces ----------------------------------------------------------------------------------
 
 
-def _n(count: int, word: str) -> str:
+def counted(count: int, word: str) -> str:
+    """`1 alert`, `2 alerts`."""
     return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+_n = counted
 
 
 def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
     return [*lines[:n], f"… +{len(lines) - n} more"] if len(lines) > n else list(lines)
-
-
-def _codes(values: Iterable[str | None], n: int = 3) -> str:
-    distinct = sorted({v for v in values if v})
-    if not distinct:
-        return "—"
-    shown = ", ".join(code(v) for v in distinct[:n])
-    return shown + (f" +{len(distinct) - n} more" if len(distinct) > n else "")
 
 
 def _where(alert: AlertView) -> str:
@@ -102,7 +99,7 @@ def _where(alert: AlertView) -> str:
     return f"{code(alert.target)}{gv}" if alert.target else "no target label"
 
 
-def _live_line(live: LiveRead, now: datetime) -> str:
+def live_line(live: LiveRead, now: datetime) -> str:
     if live.ok and live.read_at is not None:
         replica = f" from replica {code(live.replica)}" if live.replica else ""
         return f"Live state read {fmt_clock(live.read_at)} ({fmt_ago(live.read_at, now)}){replica}"
@@ -111,11 +108,6 @@ def _live_line(live: LiveRead, now: datetime) -> str:
 
 def _finding_line(f: Finding) -> str:
     return f"{SEVERITY_MARK[f.severity]} *{esc(f.title)}* ({f.severity.label})"
-
-
-def _findings_of(alerts: Iterable[AlertView]) -> list[Finding]:
-    found = {f.key: f for a in alerts if a.diagnosis for f in a.diagnosis.findings}
-    return sort_worst_first(list(found.values()))
 
 
 def _seconds(start: datetime, end: datetime) -> float:
@@ -129,157 +121,6 @@ def _alert_line(alert: AlertView, now: datetime, prefix: str = "") -> str:
     now_part = f": {esc(alert.diagnosis.now)}" if alert.diagnosis else ""
     mark, since = SEVERITY_MARK[alert.severity], fmt_ago(alert.starts_at, now)
     return f"{mark} {prefix}*{esc(alert.name)}* on {_where(alert)}, since {since}{now_part}"
-
-
-# -- alert groups ----------------------------------------------------------------------------------
-
-
-def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
-    """The one message of an alert group: firing with diagnosis and buttons, or its resolved form."""
-    if view.status is GroupStatus.RESOLVED:
-        return resolved_message(view, now)
-    firing = sorted(view.firing, key=lambda a: (-a.severity, a.name, a.target or ""))
-    detailed = _distinct(firing)[:DETAILED_ALERTS]
-    body: list[Block] = [header(_title(view)), section_lines(_summary_lines(view, now))]
-    for alert in detailed:
-        body.extend(_alert_blocks(alert))
-    rest = _others([*firing, *view.alerts], detailed)
-    if rest:
-        body.append(section_lines(["*Also in this group*", *_top([_alert_line(a, now) for a in rest])]))
-    findings = _findings_of(view.alerts)
-    if findings:
-        body.append(section_lines(["*Findings*", *_top([_finding_line(f) for f in findings])]))
-    tail = [context(_context_items(view, now)), actions(_buttons(view, firing=True), ACTIONS_BLOCK_ID)]
-    return message(_fallback(view), body, tail)
-
-
-def resolved_message(view: AlertGroupView, now: datetime) -> Message:
-    """The group's message once every alert resolved: how long it lasted, what it was, last reading."""
-    ended = view.resolved_at or max((a.ends_at for a in view.alerts if a.ends_at), default=now)
-    took = fmt_span(_seconds(view.started_at, ended))
-    lines = [
-        f"*Resolved after {took}* ({fmt_time(view.started_at)} → {fmt_time(ended)})",
-        *_place_lines(view),
-    ]
-    last = next((a.diagnosis for a in view.alerts if a.diagnosis and a.diagnosis.live), None)
-    if last is not None:
-        lines.append(f"*Last live reading:* {esc(last.now)}")
-    body = [
-        header(_title(view)),
-        section_lines(lines),
-        section_lines(_top([_alert_line(a, now) for a in view.alerts])),
-    ]
-    tail = [context(_context_items(view, now)), actions(_buttons(view, firing=False), ACTIONS_BLOCK_ID)]
-    return message(f"{_fallback(view)} after {took}", body, tail)
-
-
-def _others(alerts: Sequence[AlertView], shown: Sequence[AlertView]) -> list[AlertView]:
-    """`alerts` minus those `shown`, each once, in order (views hold dicts: compare by identity)."""
-    seen = {id(a) for a in shown}
-    out = []
-    for a in alerts:
-        if id(a) not in seen:
-            seen.add(id(a))
-            out.append(a)
-    return out
-
-
-def _distinct(alerts: Sequence[AlertView]) -> list[AlertView]:
-    """One alert per (name, target, group/version): HA replicas firing the same thing explain it once."""
-    seen: dict[tuple[str, str | None, str | None], AlertView] = {}
-    for a in alerts:
-        seen.setdefault((a.name, a.target, a.group_version), a)
-    return list(seen.values())
-
-
-def _title(view: AlertGroupView) -> str:
-    names = view.names() or ["alert"]
-    more = f" +{len(names) - 1} more" if len(names) > 1 else ""
-    targets = {a.target for a in view.alerts if a.target}
-    where = f" · {targets.pop()}" if len(targets) == 1 else ""
-    if view.status is GroupStatus.RESOLVED:
-        return f"{RESOLVED_MARK} RESOLVED: {names[0]}{more}{where}"
-    return f"{SEVERITY_MARK[view.severity]} FIRING: {names[0]}{more}{where}"
-
-
-def _place_lines(view: AlertGroupView) -> list[str]:
-    pods = {a.pod for a in view.alerts if a.pod}
-    read = view.live.replica
-    replica = code(read) if read else "—"
-    if read and pods and read not in pods:
-        replica += " (not the alerting pod)"
-    return [
-        f"*Cluster:* {code(view.cluster) if view.cluster else 'no configured cluster matched'}"
-        f" · *Target:* {_codes(a.target for a in view.alerts)}"
-        f" · *Group/version:* {_codes(a.group_version for a in view.alerts)}",
-        f"*Pod:* {_codes(pods)} · *Replica read:* {replica}",
-    ]
-
-
-def _summary_lines(view: AlertGroupView, now: datetime) -> list[str]:
-    firing = len(view.firing)
-    resolved = len(view.alerts) - firing
-    counts = f"{firing} firing" + (f", {resolved} resolved" if resolved else "")
-    return [*_place_lines(view), f"*Since:* {fmt_since(view.started_at, now)} · *Alerts:* {counts}"]
-
-
-def _alert_blocks(alert: AlertView) -> list[Block]:
-    d = alert.diagnosis
-    head = f"*{esc(alert.name)}* on {_where(alert)} · {alert.severity.label}"
-    if d is None or not d.known:
-        return _plain_alert_blocks(alert, head)
-    lines = [
-        head,
-        *([f"*Verdict:* {esc(verdict_short(d.verdict))}"] if d.verdict else []),
-        f"*What it means:* {esc(d.meaning)}",
-        f"*Now:* {STANDING_WORDS[d.standing]}: {esc(d.now)}",
-        f"*Likely cause:* {esc(d.cause)}",
-        f"*Next step:* {esc(d.next_step)}",
-    ]
-    if d.guide_section:
-        lines.append(f"*Guide:* _{esc(d.guide_section)}_")
-    lines.extend(f"*Watch out:* {esc(t)}" for t in d.traps)
-    blocks = [section_lines(lines)]
-    if d.now_evidence:
-        blocks.append(fields([esc(e) for e in d.now_evidence]))
-    return blocks
-
-
-def _plain_alert_blocks(alert: AlertView, head: str) -> list[Block]:
-    """An alert the catalogue does not know: posted as received, never dropped."""
-    lines = [head, "_Not one of the guide's proxy alerts: shown as Alertmanager sent it._"]
-    for key in ("summary", "description"):
-        if alert.annotations.get(key):
-            lines.append(f"*{key.capitalize()}:* {esc(alert.annotations[key])}")
-    if alert.diagnosis is not None:
-        lines.append(f"*Live:* {esc(alert.diagnosis.now)}")
-    labels = [f"*{esc(k)}*\n{esc(v)}" for k, v in sorted(alert.labels.items()) if k != "alertname"]
-    return [section_lines(lines), *([fields(labels)] if labels else [])]
-
-
-def _context_items(view: AlertGroupView, now: datetime) -> list[str]:
-    items = [_live_line(view.live, now), f"updated {fmt_clock(now)}"]
-    if view.truncated_alerts > 0:
-        left = _n(view.truncated_alerts, "more alert")
-        items.append(f"Alertmanager left {left} out of this notification")
-    return items
-
-
-def _buttons(view: AlertGroupView, *, firing: bool) -> list[Button]:
-    value = view.action_ref().encode()
-    found = [Button("Probe now", ACTION_PROBE, value), Button("Path check", ACTION_PATH, value)]
-    if firing:
-        found.append(Button("Silence 1h", ACTION_SILENCE, value))
-    return found
-
-
-def _fallback(view: AlertGroupView) -> str:
-    names = ", ".join(esc(n) for n in view.names()[:3]) or "alert"
-    targets = sorted({a.target for a in view.alerts if a.target})
-    where = f" on {esc(targets[0])}" if targets else ""
-    where += f" +{len(targets) - 1} more" if len(targets) > 1 else ""
-    cluster = f" ({esc(view.cluster)})" if view.cluster else ""
-    return f"{view.status.value.upper()}: {names}{where}{cluster}"
 
 
 # -- changes, command answers, storms --------------------------------------------------------------
@@ -305,13 +146,13 @@ def findings_message(report: FindingsReport, now: datetime) -> Message:
     if report.lead:
         body.append(section_lines([esc(line) for line in report.lead]))
     body.append(section(_counts_line(ordered)))
-    body.extend(section_lines(_finding_lines(f)) for f in full)
+    body.extend(section_lines(finding_lines(f)) for f in full)
     rest = [_finding_line(f) for f in ordered if f not in full]
     if rest:
         body.append(section_lines(_top(rest)))
     if report.notes:
         body.append(section_lines([esc(n) for n in report.notes]))
-    items = [_live_line(report.live, now)]
+    items = [live_line(report.live, now)]
     if report.cluster:
         items.append(f"cluster {code(report.cluster)}")
     top = f": {esc(ordered[0].title)}" if ordered else ""
@@ -326,7 +167,8 @@ def _counts_line(findings: Sequence[Finding]) -> str:
     return f"*{_n(len(findings), 'finding')}:* {shown}"
 
 
-def _finding_lines(f: Finding) -> list[str]:
+def finding_lines(f: Finding) -> list[str]:
+    """One finding in full: title, evidence, likely cause, next step, guide section."""
     return [
         _finding_line(f),
         *(f"• {esc(e)}" for e in f.evidence),

@@ -1,30 +1,40 @@
 """Messages for a terminal: a Block Kit message printed as Slack would show it, with optional colour.
 
 The demo prints every message the fake Slack receives with `show_message`; the CLI prints the same
-content as Slack gets (`alert_group_text`, `findings_text`, ...), so both say exactly the same words.
+content as Slack gets (`alert_group_text`, `alert_details_text`, `findings_text`, ...), so both say
+exactly the same words.
 Colour is off when the stream is not a terminal or `NO_COLOR` is set (https://no-color.org).
 """
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
 from bot.domain.messages import AlertGroupView, FindingsReport
 from bot.render import slack
+from bot.render.alert_details import details_reply
+from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Message
+from bot.render.layout import WIDTH, Style, mrkdwn_to_text, visible_len, wrap
 
-WIDTH = 100
+__all__ = [
+    "THREAD_INDENT",
+    "WIDTH",
+    "Style",
+    "alert_details_text",
+    "alert_group_text",
+    "colour_enabled",
+    "findings_text",
+    "mrkdwn_to_text",
+    "show",
+    "show_message",
+    "visible_len",
+    "wrap",
+]
+
 THREAD_INDENT = "    │ "
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_LINK = re.compile(r"<([^<>|]+)(?:\|([^<>]*))?>")
-_BOLD = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]*?\S)\*(?![\w*])")
-_ITALIC = re.compile(r"(?<![\w_])_(?=\S)([^_\n]*?\S)_(?![\w_])")
-_CODE = re.compile(r"`([^`\n]*)`")
 _HEADER_COLOURS = {"🔴": "31", "🟠": "33", "🔵": "34", "✅": "32", "🌩": "35"}
 
 
@@ -34,72 +44,6 @@ def colour_enabled(stream: TextIO, env: Mapping[str, str]) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty is not None and isatty())
-
-
-@dataclass(frozen=True, slots=True)
-class Style:
-    """ANSI styling, or none at all."""
-
-    colour: bool = False
-
-    def wrap(self, sgr: str, text: str) -> str:
-        return f"\x1b[{sgr}m{text}\x1b[0m" if self.colour and text else text
-
-    def bold(self, text: str) -> str:
-        return self.wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self.wrap("2", text)
-
-
-def visible_len(text: str) -> int:
-    return len(_ANSI.sub("", text))
-
-
-def mrkdwn_to_text(text: str, style: Style) -> str:
-    """Slack mrkdwn as a terminal shows it: links and mentions spelled out, emphasis as ANSI."""
-    out = _LINK.sub(_link, text)
-    out = _BOLD.sub(lambda m: style.bold(m.group(1)) if style.colour else m.group(1), out)
-    out = _ITALIC.sub(lambda m: style.wrap("3", m.group(1)) if style.colour else m.group(1), out)
-    if style.colour:
-        out = _CODE.sub(lambda m: style.wrap("36", m.group(1)), out)
-    # Entities last: an escaped `&lt;!channel&gt;` must show as text, not be read as a mention above.
-    return html.unescape(out)
-
-
-def _link(m: re.Match[str]) -> str:
-    target, label = m.group(1), m.group(2)
-    if target.startswith("!"):
-        return "@" + target[1:].split("^")[0]
-    if target.startswith(("@", "#")):
-        return label or target
-    return f"{label} ({target})" if label else target
-
-
-def wrap(text: str, width: int) -> list[str]:
-    """Lines wrapped at spaces to `width` visible columns (ANSI codes take no room)."""
-    out: list[str] = []
-    for raw in text.split("\n"):
-        line = ""
-        for word in _split_long(raw.split(" "), width):
-            if line and visible_len(line) + 1 + visible_len(word) > width:
-                out.append(line)
-                line = word
-            else:
-                line = f"{line} {word}" if line else word
-        out.append(line)
-    return out
-
-
-def _split_long(words: list[str], width: int) -> list[str]:
-    """Words longer than a line cut into line-sized pieces, as Slack wraps them (styled words stay whole)."""
-    out: list[str] = []
-    for word in words:
-        if len(word) <= width or _ANSI.search(word):
-            out.append(word)
-        else:
-            out.extend(word[i : i + width] for i in range(0, len(word), width))
-    return out
 
 
 def _text_of(obj: Any) -> str:
@@ -145,7 +89,10 @@ def _block_lines(block: Mapping[str, Any], style: Style, width: int) -> list[str
     if kind == "divider":
         return ["─" * width]
     if kind == "actions":
-        labels = [f"[{_text_of(e.get('text'))}]" for e in block.get("elements") or []]
+        # A link button says so: pressing it opens a page rather than asking the bot.
+        labels = [
+            f"[{_text_of(e.get('text'))}{' ↗' if e.get('url') else ''}]" for e in block.get("elements") or []
+        ]
         return [style.wrap("36", " ".join(labels))]
     return [style.dim(f"[{kind} block]")]
 
@@ -187,7 +134,12 @@ def show(message: Message, **options: Any) -> str:
 
 
 def alert_group_text(view: AlertGroupView, now: datetime, style: Style | None = None) -> str:
-    return show(slack.alert_group_message(view, now), style=style)
+    return show(alert_group_message(view, now), style=style)
+
+
+def alert_details_text(view: AlertGroupView, now: datetime, style: Style | None = None) -> str:
+    """The group's details reply as its thread shows it."""
+    return show(details_reply(view, now), style=style, thread_reply=True)
 
 
 def findings_text(report: FindingsReport, now: datetime, style: Style | None = None) -> str:

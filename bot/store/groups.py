@@ -1,7 +1,7 @@
 """SQL for the lifecycle of alert groups per Slack channel (run on the store thread).
 
 A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
-always written there (group: `last_notification`, `storm`, `storm_count`, `alert_labels`; storm row:
+always written there (group: `last_notification`, `storm`, `storm_count`, `alert_labels`, `worst`; storm row:
 `kind: "storm"`, `started_at`, `last_new_at`, `ended_at`, `posted`, `entries`), so a store kept across an
 upgrade loads as it was.
 """
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
 from bot.domain.storm_summary import StormEntry
@@ -151,6 +152,8 @@ def _details(state: AlertGroupState) -> dict[str, Any]:
         found["storm_count"] = {"storm": share.storm, "entries": [_entry_json(e) for e in share.entries]}
     if facts.firing_labels:
         found["alert_labels"] = [dict(labels) for labels in facts.firing_labels]
+    if facts.worst_seen is not None:
+        found["worst"] = [int(facts.worst_seen.severity), facts.worst_seen.what]
     return found
 
 
@@ -174,7 +177,17 @@ def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
         storm_thread=thread if isinstance(thread, str) else None,
         storm_share=_share(details.get("storm_count"), group_key),
         firing_labels=_label_sets(details.get("alert_labels")),
+        worst_seen=_worst(details.get("worst")),
     )
+
+
+def _worst(raw: Any) -> WorstSeen | None:
+    if not (isinstance(raw, list) and len(raw) == 2 and isinstance(raw[0], int) and isinstance(raw[1], str)):
+        return None
+    try:
+        return WorstSeen(Severity(raw[0]), raw[1])
+    except ValueError:
+        return None
 
 
 def _share(raw: Any, group_key: str) -> StormShare | None:

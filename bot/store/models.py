@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.storm_summary import StormEntry
 
@@ -50,6 +51,8 @@ class GroupFacts:
     storm_share: StormShare | None = None
     # The labels of the firing alerts, for the Silence button's matchers (bounded: a group can be big).
     firing_labels: tuple[Mapping[str, str], ...] = ()
+    # The worst state the group's current incident reached, for its resolved message.
+    worst_seen: WorstSeen | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,7 @@ class OutboxKind(StrEnum):
     POST = "post"
     UPDATE = "update"
     REPLY = "reply"
+    REPLY_EDIT = "reply_edit"  # an edit of one of a message's replies, in place
     UPLOAD = "upload"
 
 

@@ -87,19 +87,25 @@ def test_one_group_is_one_message_enriched_edited_and_resolved_in_place(
     assert TARGET in text
     # Enriched from the simulator at delivery time: its peer gauges, read after the target went down.
     assert "Live state read" in text
-    assert "example.com/v1: peers: healthy 0" in text
+    assert "healthy 0, quarantined" in text
+    # Posted with it: the one details reply, every piece of evidence in full.
+    wait_until(lambda: slack.thread(CHANNEL, message.ts), DELIVERY_TIMEOUT, "the details reply")
+    [details] = slack.thread(CHANNEL, message.ts)
+    assert "example.com/v1: peers: healthy 0" in full_text(details)
 
     alertmanager.post_alerts([am_alert(first, started), am_alert(second, started)])
     wait_until(
-        lambda: message.versions and slack.thread(CHANNEL, message.ts),
+        lambda: message.versions and details.versions and len(slack.thread(CHANNEL, message.ts)) == 2,
         DELIVERY_TIMEOUT,
-        "the edit and the thread reply for the second alert",
+        "the edits and the thread reply for the second alert",
     )
-    assert "data.example.com/v1alpha1" in full_text(message)
-    assert "2 firing" in full_text(message)
+    assert "2 alerts firing" in full_text(message)
+    assert "data.example.com/v1alpha1" in full_text(details)  # edited in place, not a new reply
     replies = slack.thread(CHANNEL, message.ts)
-    assert any("data.example.com/v1alpha1" in full_text(r) for r in replies)
-    assert {c.params.get("ts") for c in slack.calls_to("chat.update")} == {message.ts}
+    assert replies[0] is details
+    assert "1 new" in replies[1].text
+    assert "data.example.com/v1alpha1" in full_text(replies[1])
+    assert {c.params.get("ts") for c in slack.calls_to("chat.update")} == {message.ts, details.ts}
 
     ended = rfc3339(now() - timedelta(seconds=1))
     alertmanager.post_alerts([am_alert(first, started, ended), am_alert(second, started, ended)])
@@ -109,7 +115,8 @@ def test_one_group_is_one_message_enriched_edited_and_resolved_in_place(
         DELIVERY_TIMEOUT,
         "the resolve reply in the thread",
     )
-    assert "resolved after" in full_text(message)
+    assert "Resolved after" in full_text(message)
+    assert details.text.startswith("Details: resolved")
     assert slack.top_level() == [message]
     assert top_level_posts(slack) == 1
 

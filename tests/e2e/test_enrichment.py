@@ -1,4 +1,5 @@
-"""Enrichment through the running server: the message says which HA replica's cache it read."""
+"""Enrichment through the running server: the message says which HA replica's cache it read, and leads
+with the quick-triage verdict; its details reply carries what the verdict rests on."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ def test_the_message_names_the_replica_it_read(sim: SimServer, slack: FakeSlack,
     headers = {**auth(), "Content-Type": "application/json"}
     assert httpx.post(f"{bot.url}/alertmanager", content=body, headers=headers, timeout=10).status_code == 202
     wait_until(lambda: slack.top_level(CHANNEL), 20.0, "the alert's message")
-    text = "\n".join(iter_texts(slack.top_level(CHANNEL)[0].blocks))
-    assert f"*Replica read:* `{pod}`" in text
+    [message] = slack.top_level(CHANNEL)
+    assert f"from replica `{pod}`" in "\n".join(iter_texts(message.blocks))
+    wait_until(lambda: slack.thread(CHANNEL, message.ts), 20.0, "the details reply")
+    [details] = slack.thread(CHANNEL, message.ts)
+    assert f"replica `{pod}`: healthy 0" in "\n".join(iter_texts(details.blocks))
 
 
 def test_the_message_leads_with_the_quick_triage_verdict(
@@ -33,10 +37,13 @@ def test_the_message_leads_with_the_quick_triage_verdict(
     headers = {**auth(), "Content-Type": "application/json"}
     assert httpx.post(f"{bot.url}/alertmanager", content=body, headers=headers, timeout=10).status_code == 202
     wait_until(lambda: slack.top_level(CHANNEL), 20.0, "the alert's message")
-    text = "\n".join(iter_texts(slack.top_level(CHANNEL)[0].blocks))
+    [message] = slack.top_level(CHANNEL)
+    assert "*Now:* still broken · 🔴 target_down · " in "\n".join(iter_texts(message.blocks))
+    wait_until(lambda: slack.thread(CHANNEL, message.ts), 20.0, "the details reply")
+    text = "\n".join(iter_texts(slack.thread(CHANNEL, message.ts)[0].blocks))
     verdict = (
         "*Verdict:* 🔴 target_down: none of the target's 1 control-plane pods is Ready: the target is down"
     )
     assert verdict in text
-    assert text.index("*Verdict:*") < text.index("*What it means:*")
+    assert text.index("*Verdict:*") < text.index("*ResourceProxyNoHealthyPeers:* ")  # before the meaning
     assert "Verdict rests on: target pods: 0 of 1 Ready; proxy metrics: gauges now" in text

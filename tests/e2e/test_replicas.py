@@ -208,7 +208,9 @@ def test_each_group_is_posted_once_by_the_pair_and_resolved_in_place(alerts: Ale
     joined = am_alert(proxy_alert(target=targets[0], group_version=SECOND_GV), started)
     post_to_all(alerts.alertmanagers, [*firing, joined])
     first = messages[targets[0]]
-    wait_until(lambda: "2 firing" in text_of(first), DELIVERY, "the first group's message edited to 2 firing")
+    wait_until(
+        lambda: "2 alerts firing" in text_of(first), DELIVERY, "the first group's message edited to 2 firing"
+    )
 
     ended = now() - timedelta(seconds=1)
     post_to_all(alerts.alertmanagers, [am_alert(a["labels"], started, ended) for a in [*firing, joined]])

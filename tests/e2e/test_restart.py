@@ -96,7 +96,7 @@ def test_accepted_alerts_survive_sigkill_and_are_delivered_once(
     for target in ("platform/crd-store", "platform/search", "platform/ingest", SAMPLE_TARGET):
         assert len(messages_about(slack, target)) == 1, target
     assert messages_about(slack, "platform/crd-store") == [message_a]
-    assert "2 firing" in text_of(message_a)
+    assert "2 alerts firing" in text_of(message_a)
     assert any("data.example.com/v1alpha1" in text_of(r) for r in slack.thread(CHANNEL, message_a.ts))
     [sample] = messages_about(slack, SAMPLE_TARGET)
     assert sample.text.startswith("RESOLVED")

@@ -176,3 +176,15 @@ class Harness:
 
 def text_of(item: OutboxItem) -> str:
     return json.dumps(item.payload)
+
+
+def details_of(items: list[OutboxItem], group_key: str | None = None) -> OutboxItem:
+    """The newest content of a group's details reply: its last edit, else the reply itself."""
+    found = [
+        i
+        for i in items
+        if (i.kind is OutboxKind.REPLY_EDIT or (i.kind is OutboxKind.REPLY and i.key.endswith(":details")))
+        and (group_key is None or i.payload["group_key"] == group_key)
+    ]
+    assert found, "no details reply"
+    return found[-1]

@@ -26,7 +26,7 @@ from bot.domain.alerts import AlertStatus
 from bot.errors import ClusterError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
 from bot.render.blocks import Message, section
-from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
+from bot.render.slack import ACTION_GRAPH, ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, ACTION_SILENCE_PAGE
 from bot.store import AlertGroupState, Store
 from bot.store.errors import StoreError
 from bot.store.models import GroupFacts
@@ -473,6 +473,15 @@ async def test_check_buttons_are_not_registered_without_checks(
         body = button_body(ACTION_PROBE, ref_value(), fake.response_url("k1"))
         answer = await http.post("/slack/events", content=body, headers=signed(body))
     assert answer.status_code == 404  # bolt's answer for an action nobody listens to
+
+
+async def test_a_link_button_press_is_acked_and_nothing_else(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
+        for action in (ACTION_GRAPH, ACTION_SILENCE_PAGE):
+            await press(http, button_body(action, "", fake.response_url(f"link-{action}")))
+    assert thread_replies(fake) == []  # the page opened in the browser: nothing to answer
 
 
 @pytest.mark.parametrize(

@@ -116,7 +116,7 @@ async def test_the_intakes_wake_event_makes_the_worker_process_a_new_notificatio
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    assert [i.kind for i in await outbox(store)] == [OutboxKind.POST]
+    assert [i.kind for i in await outbox(store)] == [OutboxKind.POST, OutboxKind.REPLY]  # and its details
 
 
 class FlakyPipeline:

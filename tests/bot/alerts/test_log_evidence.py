@@ -35,7 +35,7 @@ from tests.e2e.stack import (
     proxy_alert,
     write_bot_config,
 )
-from tests.fakes.alert_pipeline import Harness, alert, cluster_config, text_of, webhook
+from tests.fakes.alert_pipeline import Harness, alert, cluster_config, details_of, text_of, webhook
 from tests.fakes.sim_scenarios import RecordingSimServer, started
 from tests.fakes.slack_requests import asgi, eventually
 
@@ -101,9 +101,11 @@ async def test_the_scenarios_alert_shows_its_log_lines(
             headers = {**auth(), "Content-Type": "application/json"}
             assert (await http.post("/alertmanager", content=body, headers=headers)).status_code == 202
             [posted] = await eventually(lambda: fake.top_level(CHANNEL), "the alert's message")
+            [details] = await eventually(lambda: fake.thread(CHANNEL, posted.ts), "its details reply")
     finally:
         await bot.close()
-    text = "\n".join(iter_texts(posted.blocks))
+    # The log lines are evidence: the details reply in the message's thread carries them.
+    text = "\n".join(iter_texts(details.blocks))
     for words in expected:
         assert words in text, f"{words!r} not in the {scenario} message:\n{text}"
     # Read from the control plane cluster: the client's pod list and its one pod's log (the logs), and the
@@ -175,7 +177,7 @@ async def test_alerts_of_a_cluster_with_a_control_plane_show_its_lines(
     harness, logs = with_logs
     second = {**alert("a2"), "labels": {**alert("a2")["labels"], "group_version": "example.com/v2"}}
     await harness.run(webhook([alert("a1", target="alpha/db"), second]))
-    text = text_of((await harness.items())[0])
+    text = text_of(details_of(await harness.items()))
     assert "Control-plane logs (last 100 lines of 1 pod in vcluster-alpha):" in text
     assert "alpha-0: all peer hosts for the proxy target are quarantined (1 line, at 10:00:00 UTC)" in text
     assert "Incident-grade" in text
@@ -187,7 +189,7 @@ async def test_a_cluster_without_a_control_plane_gets_no_log_line(
 ) -> None:
     harness, logs = with_logs
     await harness.run(webhook([alert("b1", cluster="beta", target="beta/db")]))
-    assert "Control-plane logs" not in text_of((await harness.items())[0])
+    assert "Control-plane logs" not in text_of(details_of(await harness.items()))
     assert logs.reads == []
 
 
@@ -197,7 +199,7 @@ async def test_late_logs_are_marked_and_not_waited_for(with_logs: tuple[Harness,
     harness.pipeline = pipeline(harness, configured(timeout=0.05), logs)
     async with asyncio.timeout(2):
         await harness.run(webhook([alert("a1", target="alpha/db")]))
-    text = text_of((await harness.items())[0])
+    text = text_of(details_of(await harness.items()))
     assert "Control-plane logs: unavailable: took longer than 0.05s" in text
     assert "Live state read" in text  # the live read was on time and is used
 
@@ -205,7 +207,7 @@ async def test_late_logs_are_marked_and_not_waited_for(with_logs: tuple[Harness,
 async def test_a_failed_log_read_says_why_and_posts_anyway(harness: Harness) -> None:
     harness.pipeline = pipeline(harness, configured(), FakeLogs(fail=RuntimeError("boom")))
     await harness.run(webhook([alert("a1", target="alpha/db")]))
-    assert "Control-plane logs: unavailable: RuntimeError" in text_of((await harness.items())[0])
+    assert "Control-plane logs: unavailable: RuntimeError" in text_of(details_of(await harness.items()))
 
 
 async def test_an_unreadable_control_plane_is_said_in_the_alert(harness: Harness) -> None:
@@ -216,7 +218,7 @@ async def test_an_unreadable_control_plane_is_said_in_the_alert(harness: Harness
 
     harness.pipeline = pipeline(harness, configured(), Forbidden())
     await harness.run(webhook([alert("a1", target="alpha/db")]))
-    text = text_of((await harness.items())[0])
+    text = text_of(details_of(await harness.items()))
     assert "Control-plane logs: unavailable: the bot's identity lacks list on pods in vcluster-alpha" in text
 
 
@@ -231,5 +233,5 @@ async def test_an_alert_shows_only_its_own_group_versions_lines(harness: Harness
 
     harness.pipeline = pipeline(harness, configured(), TwoVersions())
     await harness.run(webhook([alert("a1", target="alpha/db")]))  # group_version example.com/v1
-    text = text_of((await harness.items())[0])
+    text = text_of(details_of(await harness.items()))
     assert "alpha-0: all peer hosts for the proxy target are quarantined (1 line," in text

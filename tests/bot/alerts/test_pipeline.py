@@ -31,6 +31,7 @@ from tests.fakes.alert_pipeline import (
     Harness,
     alert,
     cluster_config,
+    details_of,
     settings,
     text_of,
     webhook,
@@ -39,29 +40,42 @@ from tests.fakes.alert_pipeline import (
 # -- lifecycle ---------------------------------------------------------------------------------------
 
 
-async def test_first_notification_is_one_enriched_post_in_the_clusters_channel(harness: Harness) -> None:
+async def test_first_notification_is_one_enriched_post_and_its_details_in_the_clusters_channel(
+    harness: Harness,
+) -> None:
     await harness.run(webhook([alert("a1")]))
     items = await harness.items()
-    assert [(i.kind, i.channel) for i in items] == [(OutboxKind.POST, "#alpha-alerts")]
+    assert [(i.kind, i.channel) for i in items] == [
+        (OutboxKind.POST, "#alpha-alerts"),
+        (OutboxKind.REPLY, "#alpha-alerts"),
+    ]
     payload = items[0].payload
     assert set(payload) == {"group_key", "text", "blocks"}
     assert payload["group_key"] == '{}:{alertname="ResourceProxyNoHealthyPeers"}'
     assert payload["text"].startswith("FIRING: ResourceProxyNoHealthyPeers")
     assert "Live state read" in text_of(items[0])  # enriched, not "unavailable"
-    assert "peers: healthy 0, quarantined 2, half_open 0" in text_of(items[0])  # diagnosed live
+    assert "healthy 0, quarantined 2, half_open 0" in text_of(items[0])  # diagnosed live
+    # The details reply: keyed once per group, so every later notification edits it in place.
+    assert items[1].key == f"reply:#alpha-alerts:{payload['group_key']}:details"
+    assert items[1].payload["group_key"] == payload["group_key"]
+    assert "example.com/v1: peers: healthy 0, quarantined 2, half_open 0" in text_of(items[1])
     assert harness.live.reads == ["alpha"]
     assert await harness.store.pending_count() == 0
 
 
-async def test_a_new_alert_in_the_group_edits_in_place_and_replies(harness: Harness) -> None:
+async def test_a_new_alert_in_the_group_edits_both_in_place_and_replies(harness: Harness) -> None:
     await harness.run(webhook([alert("a1")]))
     await harness.run(webhook([alert("a1"), alert("a2", target="team-b/queue")]))
     items = await harness.items()
-    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPDATE, OutboxKind.REPLY]
+    assert [i.kind for i in items] == [
+        OutboxKind.POST, OutboxKind.REPLY, OutboxKind.UPDATE, OutboxKind.REPLY_EDIT, OutboxKind.REPLY,
+    ]  # fmt: skip
     assert {i.payload["group_key"] for i in items} == {items[0].payload["group_key"]}
-    assert "2 firing" in text_of(items[1])
-    assert items[2].payload["text"] == "1 new"
-    assert "team-b/queue" in text_of(items[2])
+    assert "2 alerts firing" in text_of(items[2])
+    assert items[3].payload["reply"] == "details"
+    assert "team-b/queue" in text_of(items[3])
+    assert items[4].payload["text"] == "1 new"
+    assert "team-b/queue" in text_of(items[4])
 
 
 async def test_a_notification_without_added_or_resolved_alerts_edits_without_a_reply(
@@ -72,8 +86,14 @@ async def test_a_notification_without_added_or_resolved_alerts_edits_without_a_r
     # The same alert with a new start (it flapped between evaluations): a new notification, same alerts.
     await harness.run(webhook([{**alert("a1"), "startsAt": "2023-11-14T22:00:01Z"}]))
     items = await harness.items()
-    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPDATE]
-    assert "updated 23:13:20 UTC" in text_of(items[1])
+    assert [i.kind for i in items] == [
+        OutboxKind.POST,
+        OutboxKind.REPLY,
+        OutboxKind.UPDATE,
+        OutboxKind.REPLY_EDIT,
+    ]
+    assert "updated 23:13:20 UTC" in text_of(items[2])
+    assert "updated 23:13:20 UTC" in text_of(items[3])
 
 
 async def test_all_resolved_turns_the_message_resolved_without_a_new_post(harness: Harness) -> None:
@@ -82,10 +102,18 @@ async def test_all_resolved_turns_the_message_resolved_without_a_new_post(harnes
         webhook([alert("a1", resolved=True), alert("a2", target="team-b/queue", resolved=True)])
     )
     items = await harness.items()
-    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPDATE, OutboxKind.REPLY]
-    assert items[1].payload["text"].startswith("RESOLVED")
-    assert "Resolved after 12 min" in text_of(items[1])
-    assert "2 resolved" in items[2].payload["text"]
+    assert [i.kind for i in items] == [
+        OutboxKind.POST, OutboxKind.REPLY, OutboxKind.UPDATE, OutboxKind.REPLY_EDIT, OutboxKind.REPLY,
+    ]  # fmt: skip
+    assert items[2].payload["text"].startswith("RESOLVED")
+    assert "Resolved after 12 min" in text_of(items[2])
+    # The worst state the incident reached, kept from the firing notification.
+    assert (
+        "worst: 🔴 no healthy peers, all 2 quarantined"
+        in json.loads(text_of(items[2]))["blocks"][1]["text"]["text"]
+    )
+    assert items[3].payload["text"].startswith("Details: resolved")
+    assert "2 resolved" in items[4].payload["text"]
     state = await harness.store.get_group("#alpha-alerts", items[0].payload["group_key"])
     assert state is not None
     assert state.status.value == "resolved"
@@ -99,7 +127,21 @@ async def test_a_group_firing_again_after_resolving_is_edited_back_not_reposted(
     await harness.run(webhook([again]))
     kinds = [i.kind for i in await harness.items()]
     assert kinds.count(OutboxKind.POST) == 1
-    assert kinds[-2:] == [OutboxKind.UPDATE, OutboxKind.REPLY]
+    assert kinds.count(OutboxKind.REPLY) == 3  # the details, "resolved", "firing again"
+    assert kinds[-3:] == [OutboxKind.UPDATE, OutboxKind.REPLY_EDIT, OutboxKind.REPLY]
+
+
+async def test_one_alert_of_several_resolving_is_an_edit_not_a_reply(harness: Harness) -> None:
+    await harness.run(webhook([alert("a1"), alert("a2", target="team-b/queue")]))
+    await harness.run(webhook([alert("a1"), alert("a2", target="team-b/queue", resolved=True)]))
+    items = await harness.items()
+    assert [i.kind for i in items] == [
+        OutboxKind.POST,
+        OutboxKind.REPLY,
+        OutboxKind.UPDATE,
+        OutboxKind.REPLY_EDIT,
+    ]
+    assert "1 alert firing, 1 resolved" in text_of(items[2])
 
 
 async def test_redelivery_of_the_same_notification_adds_nothing(harness: Harness) -> None:
@@ -124,7 +166,10 @@ async def test_redelivery_of_the_same_notification_adds_nothing(harness: Harness
 async def test_an_alert_of_no_cluster_goes_plainly_to_the_default_channel(harness: Harness) -> None:
     await harness.run(webhook([alert("x1", "SomethingElse", cluster=None)], group="{}:other"))
     items = await harness.items()
-    assert [(i.kind, i.channel) for i in items] == [(OutboxKind.POST, "#proxy-alerts")]
+    assert [(i.kind, i.channel) for i in items] == [
+        (OutboxKind.POST, "#proxy-alerts"),
+        (OutboxKind.REPLY, "#proxy-alerts"),
+    ]
     assert "no configured cluster matches" in text_of(items[0])
     assert "SomethingElse" in items[0].payload["text"]
     assert harness.live.reads == []
@@ -148,8 +193,10 @@ async def test_a_failing_probe_goes_to_the_cluster_whose_control_plane_namespace
     assert sorted((i.kind, i.channel) for i in items) == [
         (OutboxKind.POST, "#beta-alerts"),
         (OutboxKind.POST, "#proxy-alerts"),
+        (OutboxKind.REPLY, "#beta-alerts"),
+        (OutboxKind.REPLY, "#proxy-alerts"),
     ]
-    by_channel = {i.channel: i.payload for i in items}
+    by_channel = {i.channel: i.payload for i in items if i.kind is OutboxKind.POST}
     assert by_channel["#beta-alerts"]["text"] == "FIRING: ResourceProxyProbeFailing (beta)"
     assert "no configured cluster matches" in json.dumps(by_channel["#proxy-alerts"])
     assert harness.live.reads == ["beta"]
@@ -160,6 +207,8 @@ async def test_one_group_spanning_two_clusters_is_one_message_in_each_channel(ha
     assert sorted(await harness.kinds()) == [
         (OutboxKind.POST, "#alpha-alerts"),
         (OutboxKind.POST, "#beta-alerts"),
+        (OutboxKind.REPLY, "#alpha-alerts"),
+        (OutboxKind.REPLY, "#beta-alerts"),
     ]
     assert sorted(harness.live.reads) == ["alpha", "beta"]
 
@@ -169,7 +218,7 @@ async def test_late_enrichment_is_marked_unavailable_and_not_waited_for(harness:
     harness.pipeline = harness.make_pipeline(settings(timeout=0.01))
     await harness.run(webhook([alert("a1")]))
     items = await harness.items()
-    assert [i.kind for i in items] == [OutboxKind.POST]
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.REPLY]
     assert "live state unavailable: enrichment took longer than 0.01s" in text_of(items[0])
     assert await harness.store.pending_count() == 0
 
@@ -220,7 +269,9 @@ async def test_a_crash_before_closing_then_a_rerun_adds_no_outbox_items(
     with pytest.raises(RuntimeError, match="killed"):
         await doomed.process(notification)
     after_crash = [(i.kind, i.key) for i in await harness.items()]
-    assert [k for k, _ in after_crash] == [OutboxKind.POST, OutboxKind.UPDATE, OutboxKind.REPLY]
+    assert [k for k, _ in after_crash] == [
+        OutboxKind.POST, OutboxKind.REPLY, OutboxKind.UPDATE, OutboxKind.REPLY_EDIT, OutboxKind.REPLY,
+    ]  # fmt: skip
     await harness.run()  # a fresh pipeline's worker drains what is still pending
     assert [(i.kind, i.key) for i in await harness.items()] == after_crash
     assert await harness.store.pending_count() == 0
@@ -239,7 +290,7 @@ async def test_a_crash_before_the_first_post_is_recorded_does_not_post_twice(har
     with pytest.raises(RuntimeError):
         await doomed.process(notification)
     await harness.run()
-    assert [i.kind for i in await harness.items()] == [OutboxKind.POST]
+    assert [i.kind for i in await harness.items()] == [OutboxKind.POST, OutboxKind.REPLY]
 
 
 # -- Prometheus enrichment and the chart ------------------------------------------------------------
@@ -312,15 +363,14 @@ async def test_prometheus_counts_and_p99_join_the_live_state(
 ) -> None:
     harness, fake = prom_harness
     await harness.run(webhook([alert("a1")]))
-    post = (await harness.items())[0]
-    text = text_of(post)
+    text = text_of(details_of(await harness.items()))
     assert "Live state read" in text
     assert "peers: healthy 0, quarantined 2, half_open 0" in text
     assert "Requests by reason (last 15m, from Prometheus): no_peer 42" in text
     assert "p99 (last 15m, from Prometheus): requests 230 ms (120); dials: too few to tell (0)" in text
     # The diagnosis counted Prometheus' window, not totals since the proxy started.
     assert "42 requests" in text
-    assert "since the proxy started" not in text
+    assert "no_peer since the proxy started" not in text
     # The series are the alert's target in the configured cluster (match labels), never anything else.
     assert all('cluster="alpha"' in q and 'target="team-a/db"' in q for q in fake.queries)
 
@@ -331,8 +381,8 @@ async def test_the_first_post_gets_one_chart_in_its_thread(
     harness, fake = prom_harness
     await harness.run(webhook([alert("a1")]))
     items = await harness.items()
-    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.UPLOAD]
-    upload = items[1]
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.REPLY, OutboxKind.UPLOAD]
+    upload = items[2]
     assert upload.key.startswith('upload:#alpha-alerts:{}:{alertname="ResourceProxyNoHealthyPeers"}:chart:')
     assert base64.b64decode(upload.payload["png"]).startswith(b"\x89PNG\r\n\x1a\n")
     assert upload.payload["filename"] == "team-a-db-healthy-peers.png"
@@ -381,10 +431,10 @@ async def test_late_prometheus_is_marked_unavailable_within_the_budget(harness: 
     )
     await harness.run(webhook([alert("a1")]))
     items = await harness.items()
-    text = text_of(items[0])
+    text = text_of(details_of(items))
     assert "Window counts (last 15m, from Prometheus): unavailable: took longer than 0.2s" in text
     assert "Live state read" in text  # the live read was on time and is used
-    assert [i.kind for i in items] == [OutboxKind.POST]  # the chart was late too: not uploaded
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.REPLY]  # the chart was late: none
     fake.gate.set()
     await enricher.aclose()
 
@@ -396,8 +446,8 @@ async def test_prometheus_refusing_names_the_reason_and_posts_anyway(
     fake.refuse = "Prometheus http://prom /api/v1/query: refused (bad_data): parse error"
     await harness.run(webhook([alert("a1")]))
     items = await harness.items()
-    assert [i.kind for i in items] == [OutboxKind.POST]
-    assert "unavailable: Prometheus http://prom /api/v1/query: refused (bad_data)" in text_of(items[0])
+    assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.REPLY]
+    assert "unavailable: Prometheus http://prom /api/v1/query: refused (bad_data)" in text_of(items[1])
 
 
 async def test_an_alert_of_no_cluster_asks_prometheus_nothing(
@@ -427,7 +477,7 @@ async def test_an_alert_from_an_addressable_replica_is_enriched_from_that_replic
         await pipeline.process(notification)
     await pipeline.aclose()
     assert sorted(harness.live.reads) == ["alpha/alpha-0", "beta"]
-    by_channel = {i.channel: json.dumps(i.payload, ensure_ascii=False) for i in await harness.items()}
-    assert "Replica read:* `alpha-0`" in by_channel["#alpha-alerts"]
-    assert "from replica `alpha-0`" in by_channel["#alpha-alerts"]
-    assert "Replica read:* —" in by_channel["#beta-alerts"]
+    posts = [i for i in await harness.items() if i.kind is OutboxKind.POST]
+    by_channel = {i.channel: json.dumps(i.payload, ensure_ascii=False) for i in posts}
+    assert "Live state read 22:13:20 UTC (just now) from replica `alpha-0`" in by_channel["#alpha-alerts"]
+    assert "from replica" not in by_channel["#beta-alerts"]

@@ -48,21 +48,22 @@ def hostile_alerts() -> list[dict[str, Any]]:
 
 async def test_hostile_labels_and_annotations_reach_the_outbox_inert(harness: Harness) -> None:
     await harness.run(webhook(hostile_alerts()))
-    [post] = await harness.items()
-    payload = post.payload
-    assert "SomeoneElsesAlert" in json.dumps(payload), "the unknown alert is shown, labels and all"
-    objects = list(text_objects(payload))
-    mrkdwn = [o["text"] for o in objects if o["type"] == "mrkdwn"]
-    # Slack auto-links raw URLs and #channels, and reads @here, only in text objects not sent verbatim.
-    assert all(o.get("verbatim") is True for o in objects if o["type"] == "mrkdwn")
-    for text in [payload["text"], *mrkdwn]:
-        assert "<" not in text, text  # no <!here>, no <url|label>
-        assert ">" not in text, text
-        assert not any(line.lstrip().startswith(FORGED) for line in text.split("\n")), text
-        assert "``" not in text, text
-        assert text.count("`") % 2 == 0, text  # every span closes in its value
-        assert not re.search(r"[@#](here|general)\b", text), text
-    everything = json.dumps(payload, ensure_ascii=False)
+    post, details = await harness.items()  # the message and its details reply, both inert
+    everything = json.dumps([post.payload, details.payload], ensure_ascii=False)
+    assert "SomeoneElsesAlert" in json.dumps(post.payload), "the unknown alert is shown"
+    assert "*Labels:*" in json.dumps(details.payload), "... and its details reply has every label"
+    for payload in (post.payload, details.payload):
+        objects = list(text_objects(payload))
+        mrkdwn = [o["text"] for o in objects if o["type"] == "mrkdwn"]
+        # Slack auto-links raw URLs and #channels, and reads @here, only in text objects not sent verbatim.
+        assert all(o.get("verbatim") is True for o in objects if o["type"] == "mrkdwn")
+        for text in [payload["text"], *mrkdwn]:
+            assert "<" not in text, text  # no <!here>, no <url|label>
+            assert ">" not in text, text
+            assert not any(line.lstrip().startswith(FORGED) for line in text.split("\n")), text
+            assert "``" not in text, text
+            assert text.count("`") % 2 == 0, text  # every span closes in its value
+            assert not re.search(r"[@#](here|general)\b", text), text
     assert "\u202e" not in everything
     assert "https://evil.example/login" in everything, "outside text is neutralised, not dropped"
     assert INERT_BACKTICK * 3 in everything

@@ -172,8 +172,10 @@ async def test_a_storm_ends_after_quiet_and_new_groups_post_again(harness: Harne
     assert state is not None
     assert state.status.value == "resolved"
     await harness.run(storm_webhook(10))
-    assert (await harness.items())[-1].kind is OutboxKind.POST
-    assert (await harness.items())[-1].payload["group_key"] == '{}:{target="team-10/db"}'
+    *_, post, details = await harness.items()  # its own message again, and its details reply
+    assert post.kind is OutboxKind.POST
+    assert post.payload["group_key"] == '{}:{target="team-10/db"}'
+    assert details.key == f"reply:#alpha-alerts:{post.payload['group_key']}:details"
 
 
 async def test_a_change_in_a_storm_group_goes_to_the_storm_thread(harness: Harness) -> None:

@@ -68,3 +68,30 @@ def test_backoff_doubles_with_jitter_and_is_capped() -> None:
     assert [backoff(n, policy, rand=1.0) for n in range(4)] == [1.0, 2.0, 4.0, 8.0]
     assert backoff(2, policy, rand=0.0) == 2.0
     assert backoff(50, policy, rand=1.0) == 60.0
+
+
+def reply_rows() -> list[OutboxItem]:
+    """A group's post, its details reply (keyed as delivery keys it), and two edits of that reply."""
+    details = row(2, OutboxKind.REPLY, text="details v1")
+    details = OutboxItem(
+        2, "reply:C1:g1:details", "C1", details.kind, details.payload, details.state, 0, 0, 0
+    )
+    edits = [row(i, OutboxKind.REPLY_EDIT, text=f"details v{i}") for i in (3, 4)]
+    edits = [
+        OutboxItem(e.id, e.key, e.channel, e.kind, {**e.payload, "reply": "details"}, e.state, 0, 0, 0)
+        for e in edits
+    ]
+    return [row(1, OutboxKind.POST), details, *edits]
+
+
+def test_edits_of_a_reply_not_sent_yet_go_out_as_the_reply() -> None:
+    steps = plan(reply_rows(), now=10).steps
+    assert [(s.item.id, s.payload["text"]) for s in steps] == [(1, "post-1"), (2, "details v4")]
+    assert [i.id for i in steps[1].superseded] == [3, 4]
+
+
+def test_of_a_sent_reply_only_the_newest_edit_goes_out_before_the_paced_calls() -> None:
+    rows = [*reply_rows()[2:], row(5, OutboxKind.REPLY, text="1 new")]
+    steps = plan(rows, now=10).steps
+    assert [(s.item.id, s.item.kind) for s in steps] == [(4, OutboxKind.REPLY_EDIT), (5, OutboxKind.REPLY)]
+    assert [i.id for i in steps[0].superseded] == [3]

@@ -109,6 +109,37 @@ async def test_post_then_edit_then_reply_is_one_message(fake: FakeSlack, store: 
     assert group.ts == top.ts
 
 
+async def test_the_details_reply_is_posted_once_and_edited_in_place(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await delivery.reply_in_place(ALERTS, "grp", msg("details 1"), reply="details", revision="n1")
+        await drained(store)
+        for n in (2, 3):
+            await delivery.update(ALERTS, "grp", msg(f"firing {n}"), revision=f"n{n}")
+            await delivery.reply_in_place(
+                ALERTS, "grp", msg(f"details {n}"), reply="details", revision=f"n{n}"
+            )
+            await delivery.reply_in_place(ALERTS, "grp", msg("again"), reply="details", revision=f"n{n}")
+            await drained(store)
+    [top] = fake.top_level()
+    [details] = fake.thread(ALERTS, top.ts)
+    assert (details.text, [v["text"] for v in details.versions]) == ("details 3", ["details 1", "details 2"])
+    assert len(fake.calls_to("chat.postMessage")) == 2  # the message and its one reply
+
+
+async def test_edits_of_a_details_reply_still_queued_go_out_with_it(fake: FakeSlack, store: Store) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    await delivery.post(ALERTS, "grp", msg("firing"))
+    await delivery.reply_in_place(ALERTS, "grp", msg("details 1"), reply="details", revision="n1")
+    await delivery.reply_in_place(ALERTS, "grp", msg("details 2"), reply="details", revision="n2")
+    async with running(delivery):
+        await drained(store)
+    [top] = fake.top_level()
+    [details] = fake.thread(ALERTS, top.ts)
+    assert (details.text, details.versions) == ("details 2", [])
+    assert fake.calls_to("chat.update") == []
+
+
 async def test_chart_is_uploaded_into_the_thread(fake: FakeSlack, store: Store) -> None:
     async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
         await delivery.post(ALERTS, "grp", msg("firing"))
@@ -323,7 +354,7 @@ async def test_a_reply_waits_for_its_queued_post_however_many_looks_it_takes(
     assert [m.text for m in fake.thread(ALERTS, top.ts)] == ["line"]
 
 
-async def test_a_post_folded_into_a_storm_is_not_sent_and_its_replies_say_why(
+async def test_a_post_folded_into_a_storm_is_not_sent_and_neither_are_its_replies(
     fake: FakeSlack, store: Store
 ) -> None:
     delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
@@ -340,10 +371,27 @@ async def test_a_post_folded_into_a_storm_is_not_sent_and_its_replies_say_why(
         OutboxState.DONE,
         {"folded_into": "storm:alerts:1"},
     )
+    # Nothing of its thread can go out either: withdrawn with it, not an error to look at.
     reply = await store.outbox_item(f"reply:{ALERTS}:grp:n2")
     assert reply is not None
-    assert reply.state is OutboxState.FAILED
-    assert "folded_into" in (reply.last_error or "")
+    assert (reply.state, reply.result) == (OutboxState.DONE, {"folded_into": "storm:alerts:1"})
+
+
+async def test_a_reply_queued_after_its_post_was_folded_is_completed_quietly(
+    fake: FakeSlack, store: Store
+) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    await delivery.post(ALERTS, "grp", msg("firing"))
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
+    await delivery.reply(ALERTS, "grp", msg("later"), revision="n3")
+    async with running(delivery):
+        await drained(store)
+    assert fake.calls_to("chat.postMessage") == []
+    reply = await store.outbox_item(f"reply:{ALERTS}:grp:n3")
+    assert reply is not None
+    assert reply.state is OutboxState.DONE
+    assert reply.result is not None
+    assert "folded_into" in reply.result["folded"]
 
 
 async def test_a_post_that_went_out_cannot_be_withdrawn(fake: FakeSlack, store: Store) -> None:

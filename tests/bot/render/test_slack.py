@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 from slack_sdk import WebClient
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS, PROBE_FAILING
+from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS
 from bot.domain.diagnosis import diagnose
 from bot.domain.findings import Severity
 from bot.domain.messages import (
@@ -25,110 +24,23 @@ from bot.domain.messages import (
     GroupChange,
     GroupStatus,
     LiveRead,
-    group_id,
 )
 from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, ProxySnapshot
 from bot.domain.storm_summary import StormEntry, StormView
 from bot.errors import InputError
-from bot.render.blocks import Message
+from bot.render.alert_details import details_reply
+from bot.render.alert_message import alert_group_message
 from bot.render.slack import (
-    ACTION_PATH,
-    ACTION_PROBE,
-    ACTION_SILENCE,
-    alert_group_message,
     change_reply,
     findings_message,
     storm_group_line,
     storm_message,
 )
-from tests.fakes.alert_views import GV, HOSTILE, NOW, T, alert, group, snapshot
+from tests.fakes.alert_views import GV, HOSTILE, NOW, T, alert, all_text, group, mrkdwn_texts, snapshot
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_limits import limit_problems
 
-
-def mrkdwn_texts(msg: Message) -> list[str]:
-    """The fallback and every mrkdwn text: the places where Slack would honour `<!channel>` or links."""
-    found = [msg.text]
-    for block in msg.blocks:
-        for obj in [block.get("text"), *block.get("fields", []), *block.get("elements", [])]:
-            if isinstance(obj, dict) and obj.get("type") == "mrkdwn":
-                found.append(obj["text"])
-    return found
-
-
-def all_text(msg: Message) -> str:
-    return json.dumps(msg.as_kwargs(), ensure_ascii=False)
-
-
-def buttons(msg: Message) -> list[dict[str, Any]]:
-    return [e for b in msg.blocks if b["type"] == "actions" for e in b["elements"]]
-
-
-# -- the alert group message -----------------------------------------------------------------------
-
-
-def test_firing_group_says_what_where_since_now_cause_step_and_guide() -> None:
-    msg = alert_group_message(group(), NOW)
-    head = msg.blocks[0]
-    assert head["type"] == "header"
-    assert head["text"]["text"] == f"🔴 FIRING: {NO_HEALTHY_PEERS} · {T}"
-    text = all_text(msg)
-    for words in (
-        "*Cluster:* `prod-a`",
-        f"*Target:* `{T}`",
-        f"*Group/version:* `{GV}`",
-        "*Replica read:* `vc-0`",
-        "*Since:* 2024-05-01 10:02 UTC (12 min ago)",
-        f"*Now:* still broken: still no healthy peer for {GV}",
-        "*Likely cause:*",
-        "*Next step:*",
-        "*Guide:* _Monitor the proxy &gt; Alert starting points_",
-        "peers: healthy 0, quarantined 2, half_open 0",
-        "Live state read 10:13:30 UTC (30 s ago) from replica `vc-0`",
-    ):
-        assert words in text, words
-    assert msg.text == f"FIRING: {NO_HEALTHY_PEERS} on {T} (prod-a)"
-    assert limit_problems(msg.as_kwargs()) == []
-
-
-def test_evidence_is_shown_as_fields() -> None:
-    msg = alert_group_message(group(), NOW)
-    field_texts = [f["text"] for b in msg.blocks for f in b.get("fields", [])]
-    assert f"{GV}: peers: healthy 0, quarantined 2, half_open 0" in field_texts
-
-
-def test_live_state_unavailable_says_why() -> None:
-    view = group(alert(snap=None), live=LiveRead.missing("prod-a unreachable: timed out after 5 s"))
-    msg = alert_group_message(view, NOW)
-    context = [b for b in msg.blocks if b["type"] == "context"][-1]
-    assert (
-        context["elements"][0]["text"] == "⚠️ live state unavailable: prod-a unreachable: timed out after 5 s"
-    )
-    assert "the client cluster could not be read" in all_text(msg)
-
-
-def test_reading_another_replica_than_the_alerting_pod_is_said() -> None:
-    msg = alert_group_message(group(live=LiveRead.read(NOW, "vc-1")), NOW)
-    assert "*Replica read:* `vc-1` (not the alerting pod)" in all_text(msg)
-
-
-def test_buttons_carry_action_ids_and_only_a_validated_reference() -> None:
-    key = '{}:{alertname="ResourceProxyNoHealthyPeers"}'
-    found = buttons(alert_group_message(group(group_key=key), NOW))
-    assert [(b["text"]["text"], b["action_id"]) for b in found] == [
-        ("Probe now", ACTION_PROBE),
-        ("Path check", ACTION_PATH),
-        ("Silence 1h", ACTION_SILENCE),
-    ]
-    refs = {ActionRef.decode(b["value"]) for b in found}
-    assert refs == {ActionRef("prod-a", T, group_id(key))}
-
-
-def test_hostile_target_and_cluster_never_reach_a_button() -> None:
-    bad = alert(labels={"target": "<!channel>/../secrets", "group_version": GV})
-    found = buttons(alert_group_message(group(bad, cluster="prod a <x>"), NOW))
-    assert {json.loads(b["value"])["t"] for b in found} == {None}
-    assert {json.loads(b["value"])["c"] for b in found} == {None}
+# -- what every message keeps inert (the alert message itself: test_alert_message.py) ----------------
 
 
 @pytest.mark.parametrize(
@@ -153,6 +65,7 @@ def test_hostile_labels_and_annotations_are_inert_everywhere() -> None:
     findings = diagnose(snapshot(target=HOSTILE[0], gv=HOSTILE[1]))
     messages = [
         alert_group_message(view, NOW),
+        details_reply(view, NOW),
         change_reply(GroupChange(view.group_key, NOW, new=alerts, resolved=alerts), NOW),
         storm_group_line(view, NOW),
         storm_message(StormView(entries, NOW), NOW),
@@ -166,58 +79,6 @@ def test_hostile_labels_and_annotations_are_inert_everywhere() -> None:
         assert all(not re.search(r"[@#](here|general)", t) for t in texts), texts
         assert "\u202e" not in all_text(msg)
         assert "&lt;!channel&gt;" in all_text(msg) or "&lt;https://evil" in all_text(msg)
-
-
-def test_unknown_alert_is_posted_plainly_with_its_labels_and_annotations() -> None:
-    odd = alert(
-        "KubeNodeNotReady", {"node": "n1", "severity": "warning"}, annotations={"summary": "node down"}
-    )
-    msg = alert_group_message(group(odd), NOW)
-    text = all_text(msg)
-    assert "🟠 FIRING: KubeNodeNotReady" in text
-    assert "Not one of the guide's proxy alerts" in text
-    assert "*Summary:* node down" in text
-    assert "*node*\\nn1" in text
-
-
-def test_every_guide_alert_gets_its_own_explanation() -> None:
-    seen = set()
-    for name in ALERTS:
-        msg = alert_group_message(group(alert(name, snap=snapshot())), NOW)
-        meaning = next(line for line in all_text(msg).split("\\n") if line.startswith("*What it means:*"))
-        seen.add(meaning)
-    assert len(seen) == len(ALERTS)
-
-
-def test_many_alerts_are_detailed_three_and_counted_beyond() -> None:
-    alerts = tuple(alert(labels={"target": f"p/t{i:03}", "group_version": GV}) for i in range(200))
-    msg = alert_group_message(group(*alerts), NOW)
-    text = all_text(msg)
-    assert text.count("*What it means:*") == 3
-    assert "… +185 more" in text  # 197 others, 12 listed
-    assert "`p/t000`, `p/t001`, `p/t002` +197 more" in text
-    assert limit_problems(msg.as_kwargs()) == []
-
-
-def test_truncated_alerts_are_mentioned() -> None:
-    msg = alert_group_message(group(truncated_alerts=7), NOW)
-    assert "Alertmanager left 7 more alerts out of this notification" in all_text(msg)
-
-
-def test_resolved_group_edits_into_resolved_after() -> None:
-    done = alert(status=GroupStatus.RESOLVED, snap=snapshot(healthy=2, quarantined=0))
-    msg = alert_group_message(group(done, status=GroupStatus.RESOLVED), NOW)
-    assert msg.blocks[0]["text"]["text"] == f"✅ RESOLVED: {NO_HEALTHY_PEERS} · {T}"
-    text = all_text(msg)
-    assert "*Resolved after 12 min* (2024-05-01 10:02 UTC → 2024-05-01 10:14 UTC)" in text
-    assert f"on `{T}` (`{GV}`): resolved after 12 min" in text
-    assert [b["action_id"] for b in buttons(msg)] == [ACTION_PROBE, ACTION_PATH]
-    assert msg.text == f"RESOLVED: {NO_HEALTHY_PEERS} on {T} (prod-a) after 12 min"
-
-
-def test_firing_group_with_some_resolved_counts_both() -> None:
-    msg = alert_group_message(group(alert(), alert(status=GroupStatus.RESOLVED)), NOW)
-    assert "*Alerts:* 1 firing, 1 resolved" in all_text(msg)
 
 
 # -- thread replies, command answers, storms -------------------------------------------------------
@@ -303,12 +164,6 @@ def test_storm_group_line_is_one_compact_line() -> None:
     assert msg.text.endswith("(+1 more alert) · `prod-a`")
 
 
-def test_probe_alert_without_target_still_gets_buttons() -> None:
-    probe = alert(PROBE_FAILING, {"namespace": "vcluster-a", "cronjob": "proxy-probe"}, snap=snapshot())
-    found = buttons(alert_group_message(group(probe), NOW))
-    assert [ActionRef.decode(b["value"]).target for b in found] == [None, None, None]
-
-
 # -- against the fake Slack ------------------------------------------------------------------------
 
 
@@ -364,7 +219,7 @@ def group_views(draw: st.DrawFn) -> AlertGroupView:
 @given(view=group_views())
 def test_any_group_is_accepted_by_slack(slack: FakeSlack, view: AlertGroupView) -> None:
     web = WebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
-    for msg in (alert_group_message(view, NOW), storm_group_line(view, NOW)):
+    for msg in (alert_group_message(view, NOW), details_reply(view, NOW), storm_group_line(view, NOW)):
         assert limit_problems(msg.as_kwargs()) == []
         assert all("<" not in t and ">" not in t for t in mrkdwn_texts(msg))
         assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]

@@ -9,11 +9,14 @@ from datetime import UTC, datetime, timedelta
 from bot.domain.alerts_catalog import NO_HEALTHY_PEERS
 from bot.domain.diagnosis import diagnose
 from bot.domain.messages import FindingsReport, GroupChange, GroupStatus, LiveRead
+from bot.render.alert_details import details_reply
+from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Button, actions, context, esc, fields, header, message, section
-from bot.render.slack import alert_group_message, change_reply, findings_message
+from bot.render.slack import change_reply, findings_message
 from bot.render.terminal import (
     THREAD_INDENT,
     Style,
+    alert_details_text,
     alert_group_text,
     colour_enabled,
     findings_text,
@@ -108,8 +111,21 @@ def test_alert_group_text_says_the_same_as_slack() -> None:
     text = alert_group_text(view, NOW)
     assert text == show(alert_group_message(view, NOW))
     assert text.startswith(f"🔴 FIRING: {NO_HEALTHY_PEERS} · shop/orders")
-    assert "Now: still broken: still no healthy peer" in text
+    assert "Now: still broken · healthy 0, quarantined 2, half_open 0 on `orders.example.com/v1`" in text
     assert text.endswith("[Probe now] [Path check] [Silence 1h]")
+
+
+def test_alert_details_text_is_the_thread_reply() -> None:
+    view = group(alert(snap=snapshot()))
+    text = alert_details_text(view, NOW)
+    assert text == show(details_reply(view, NOW), thread_reply=True)
+    assert text.startswith(f"{THREAD_INDENT}Details: 🔴 FIRING: {NO_HEALTHY_PEERS}")
+    assert "Now: still broken: still no healthy peer" in text
+
+
+def test_link_buttons_are_marked() -> None:
+    msg = message("f", [actions([Button("Probe now", "p", "v"), Button("Graph", "g", url="http://p/g")])])
+    assert show(msg) == "[Probe now] [Graph ↗]"
 
 
 def test_resolved_and_change_text() -> None:

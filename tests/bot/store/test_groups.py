@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
 from bot.domain.storm_summary import StormEntry
@@ -86,7 +87,10 @@ ENTRY = StormEntry("ResourceProxyNoHealthyPeers", Severity.CRITICAL, "g1", "team
 async def test_the_alert_sides_facts_and_a_storms_record_read_back_as_saved(store: Store) -> None:
     share = StormShare("storm:C0ALERTS:1", (ENTRY,))
     labels = ({"alertname": "ResourceProxyNoHealthyPeers", "target": "team-a/db"},)
-    facts = GroupFacts("n1", storm_thread="storm:C0ALERTS:1", storm_share=share, firing_labels=labels)
+    worst = WorstSeen(Severity.CRITICAL, "no healthy peers (2 group/versions)")
+    facts = GroupFacts(
+        "n1", storm_thread="storm:C0ALERTS:1", storm_share=share, firing_labels=labels, worst_seen=worst
+    )
     await store.save_group(replace(FIRING, group_key="g1", facts=facts))
     record = StormRecord(10.0, 20.0, ended_at=None, posted=True, entries={"g1": (ENTRY,)})
     storm = AlertGroupState("C0ALERTS", "storm:C0ALERTS:1", AlertStatus.FIRING, storm=record)

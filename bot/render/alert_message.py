@@ -1,0 +1,283 @@
+"""An alert group's one message, compact: read in five seconds on a phone at 3 a.m.
+
+Top level, in this order: status and alert (the header), target and cluster and since when, how bad it
+is now (peers per state per group/version, one line), the likely cause, the next step, at most
+`MAX_FINDINGS` findings worst first (the same finding on several group/versions, replicas or targets is
+one line naming them), "+N more", at most one "watch out" (the one that applies now), the live read, and
+the buttons with the Prometheus graph and Alertmanager's silence page as link buttons. It never exceeds
+`MAX_LINES` lines as the terminal shows them nor `MAX_VISIBLE` characters of text: findings that do not
+fit are counted in "+N more". Everything else is in the details reply (`bot.render.alert_details`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from bot.domain.alert_standing import Standing
+from bot.domain.alert_summary import FoldedFinding, current_trap, fold_peers
+from bot.domain.findings import Severity
+from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
+from bot.render.alert_fit import NAME_SHOWN, clip, clip_words, fitted, lines_of, name, names
+from bot.render.alert_now import now_line, state_segments
+from bot.render.blocks import (
+    Block,
+    Button,
+    Message,
+    actions,
+    block_units,
+    code,
+    context,
+    esc,
+    fmt_clock,
+    fmt_since,
+    fmt_span,
+    fmt_time,
+    header,
+    message,
+    section,
+    units,
+    utc,
+)
+from bot.render.layout import WIDTH
+from bot.render.slack import (
+    ACTION_GRAPH,
+    ACTION_PATH,
+    ACTION_PROBE,
+    ACTION_SILENCE,
+    ACTION_SILENCE_PAGE,
+    ACTIONS_BLOCK_ID,
+    RESOLVED_MARK,
+    SEVERITY_MARK,
+    counted,
+    live_line,
+)
+
+MAX_FINDINGS = 5
+MAX_LINES = 15  # as the terminal shows the message (bot.render.layout.WIDTH columns)
+MAX_VISIBLE = 1500  # characters of text shown, in Slack's units
+HEADER_LINES = 2  # the terminal underlines the header
+ACTIONS_LINES = 1
+
+
+# -- the firing message --------------------------------------------------------------------------------
+
+
+def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
+    """The one message of an alert group: compact firing form with buttons, or its resolved form."""
+    if view.status is GroupStatus.RESOLVED:
+        return resolved_message(view, now)
+    lead = _lead(view)
+    must = [_place_line(view, now), *_explained(view, lead)]
+    tail = [context(_context_items(view, now)), actions(_buttons(view, firing=True), ACTIONS_BLOCK_ID)]
+    head = header(title(view))
+    used = HEADER_LINES + sum(lines_of(line) for line in must) + 1 + _tail_lines(tail)
+    # Each line counts its newline too.
+    chars = block_units(head) + sum(units(line) + 1 for line in must) + sum(block_units(b) for b in tail)
+    trap = current_trap(lead.diagnosis) if lead.diagnosis is not None and lead.diagnosis.known else None
+    rest = _findings_and_trap(view, trap, MAX_LINES - used, MAX_VISIBLE - chars)
+    return message(fallback(view), [head, section("\n".join([*must, *rest]))], tail)
+
+
+_STANDING_FIRST = {
+    Standing.STILL_BROKEN: 0,
+    Standing.UNKNOWN: 1,
+    Standing.RECOVERING: 2,
+    Standing.RECOVERED: 3,
+}
+
+
+def _lead(view: AlertGroupView) -> AlertView:
+    """The alert the message explains: the worst firing one, still broken before healed (of an HA pair,
+    the replica that still fails)."""
+
+    def rank(a: AlertView) -> tuple[int, int, str, str, str]:
+        standing = _STANDING_FIRST[a.diagnosis.standing] if a.diagnosis is not None else 1
+        return (-a.severity, standing, a.name, a.target or "", a.pod or "")
+
+    return min(view.firing or view.alerts, key=rank)
+
+
+def _tail_lines(tail: Sequence[Block]) -> int:
+    ctx = " · ".join(str(e["text"]) for e in tail[0]["elements"])
+    return lines_of(ctx) + ACTIONS_LINES
+
+
+def _place_line(view: AlertGroupView, now: datetime) -> str:
+    where = _subject(view)
+    cluster = name(view.cluster) if view.cluster else "no configured cluster matched"
+    firing = len(view.firing)
+    resolved = len(view.alerts) - firing
+    count = f"{counted(firing, 'alert')} firing" + (f", {resolved} resolved" if resolved else "")
+    return f"{where} on {cluster} · since {fmt_since(view.started_at, now)} · {count}"
+
+
+def _subject(view: AlertGroupView) -> str:
+    """What the alerts are about: their targets, else the probe CronJob (ProbeFailing names no target)."""
+    targets = sorted({a.target for a in view.alerts if a.target})
+    if targets:
+        return names(targets, "target")
+    jobs = sorted({f"{a.labels['namespace']}/{a.labels['cronjob']}" for a in view.alerts if _is_job(a)})
+    return f"CronJob {names(jobs, 'CronJob')}" if jobs else "no target label"
+
+
+def _is_job(a: AlertView) -> bool:
+    return bool(a.labels.get("namespace") and a.labels.get("cronjob"))
+
+
+def _explained(view: AlertGroupView, lead: AlertView) -> list[str]:
+    d = lead.diagnosis
+    if d is None or not d.known:
+        return _plain_lines(lead)
+    return [
+        now_line(view, lead),
+        fitted("*Likely cause:* ", d.cause, 2),
+        fitted("*Next step:* ", d.next_step, 2),
+    ]
+
+
+def _plain_lines(alert: AlertView) -> list[str]:
+    """An alert the catalogue does not know: what Alertmanager said of it, never dropped."""
+    lines = [f"*{esc(clip(alert.name, NAME_SHOWN))}* is not one of the guide's proxy alerts: shown as sent"]
+    for key in ("summary", "description"):
+        if alert.annotations.get(key):
+            lines.append(fitted(f"*{key.capitalize()}:* ", alert.annotations[key], 2))
+    if alert.diagnosis is not None:
+        lines.append(fitted("*Live:* ", alert.diagnosis.now, 1))
+    return lines
+
+
+def _findings_and_trap(view: AlertGroupView, trap: str | None, room: int, chars: int) -> list[str]:
+    """As many findings (at most MAX_FINDINGS) as fit, "+N more", and the watch-out when it leaves room
+    for two findings at least."""
+    folded = view.folded_findings()
+    lines = [_finding_line(f, view) for f in folded if f.severity >= Severity.INFO]
+    warn = [] if trap is None else [fitted("⚠️ *Watch out:* ", trap, 2)]
+    tries = [(shown, warn) for shown in range(min(len(lines), MAX_FINDINGS), min(len(lines), 2) - 1, -1)]
+    tries += [(shown, []) for shown in range(min(len(lines), MAX_FINDINGS), -1, -1)]
+    for shown, extra in tries:
+        more = [_more_line(view, len(lines) - shown)] if shown < len(lines) else []
+        picked = [*lines[:shown], *more, *extra]
+        if sum(lines_of(x) for x in picked) <= room and sum(units(x) + 1 for x in picked) <= chars:
+            return picked
+    return []
+
+
+def _finding_line(f: FoldedFinding, view: AlertGroupView) -> str:
+    where = _finding_places(f, view)
+    suffix = f" · {where}" if where else ""
+    mark = f"{SEVERITY_MARK[f.severity]} "
+    # One terminal line each: the title is cut, its full words are in the details reply.
+    room = WIDTH - len(mark) - units(suffix) - 2
+    return mark + esc(clip_words(f.title, max(room, 20))) + suffix
+
+
+def _finding_places(f: FoldedFinding, view: AlertGroupView) -> str:
+    gvs = {r.group_version for r in view.peers} | {a.group_version for a in view.alerts if a.group_version}
+    replicas = {a.pod for a in view.alerts if a.pod} | {r.replica for r in view.peers if r.replica}
+    targets = {a.target for a in view.alerts if a.target}
+    parts = []
+    if len(f.targets) > 1 or (f.targets and len(targets) > 1):
+        parts.append(names(f.targets, "target", 1))
+    if f.group_versions and len(gvs) > 1:
+        parts.append(names(f.group_versions, "group/version", 1))
+    if f.replicas and len(replicas) > 1:
+        parts.append(names(f.replicas, "replica", 1))
+    return " · ".join(parts)
+
+
+def _more_line(view: AlertGroupView, hidden: int) -> str:
+    targets = sorted({a.target for a in view.alerts if a.target})
+    status = f" ({code('/proxy status ' + clip(targets[0], NAME_SHOWN))})" if len(targets) == 1 else ""
+    return f"… +{counted(hidden, 'more finding')} in the thread{status}"
+
+
+def _context_items(view: AlertGroupView, now: datetime) -> list[str]:
+    items = [_live_item(view, now), f"updated {fmt_clock(now)}"]
+    if view.truncated_alerts > 0:
+        items.append(f"Alertmanager left {counted(view.truncated_alerts, 'more alert')} out")
+    return items
+
+
+def _live_item(view: AlertGroupView, now: datetime) -> str:
+    if not view.live.ok:
+        return f"⚠️ live state unavailable: {esc(clip(view.live.unavailable or 'not read', 80))}"
+    line = live_line(view.live, now)
+    pods = {a.pod for a in view.alerts if a.pod}
+    if view.live.replica and pods and view.live.replica not in pods:
+        line += " (not the alerting pod)"
+    return line
+
+
+def _buttons(view: AlertGroupView, *, firing: bool) -> list[Button]:
+    value = view.action_ref().encode()
+    found = [Button("Probe now", ACTION_PROBE, value), Button("Path check", ACTION_PATH, value)]
+    if firing:
+        found.append(Button("Silence 1h", ACTION_SILENCE, value))
+    graph = view.graph_link()
+    if graph is not None:
+        found.append(Button("Prometheus graph", ACTION_GRAPH, url=graph))
+    silences = view.silence_link() if firing else None
+    if silences is not None:
+        found.append(Button("Alertmanager silence", ACTION_SILENCE_PAGE, url=silences))
+    return found
+
+
+def title(view: AlertGroupView) -> str:
+    names = view.names() or ["alert"]
+    more = f" +{len(names) - 1} more" if len(names) > 1 else ""
+    targets = {a.target for a in view.alerts if a.target}
+    where = f" · {targets.pop()}" if len(targets) == 1 else ""
+    if view.status is GroupStatus.RESOLVED:
+        return f"{RESOLVED_MARK} RESOLVED: {names[0]}{more}{where}"
+    return f"{SEVERITY_MARK[view.severity]} FIRING: {names[0]}{more}{where}"
+
+
+def fallback(view: AlertGroupView) -> str:
+    names = ", ".join(esc(n) for n in view.names()[:3]) or "alert"
+    targets = sorted({a.target for a in view.alerts if a.target})
+    where = f" on {esc(targets[0])}" if targets else ""
+    where += f" +{len(targets) - 1} more" if len(targets) > 1 else ""
+    cluster = f" ({esc(view.cluster)})" if view.cluster else ""
+    return f"{view.status.value.upper()}: {names}{where}{cluster}"
+
+
+# -- the resolved message ------------------------------------------------------------------------------
+
+
+def resolved_message(view: AlertGroupView, now: datetime) -> Message:
+    """The group's message once every alert resolved: one line of account (how long, the worst state
+    seen, what recovered), where it was, the live read."""
+    ended = view.resolved_at or max((a.ends_at for a in view.alerts if a.ends_at), default=now)
+    took = fmt_span((utc(ended) - utc(view.started_at)).total_seconds())
+    account = f"*Resolved after {took}* ({_span_words(view.started_at, ended)})"
+    worst = view.worst_now()
+    if worst is not None:
+        account += f" · worst: {SEVERITY_MARK[worst.severity]} {esc(clip(worst.what, 160))}"
+    recovered = _recovered(view)
+    if recovered:
+        account += f" · now: {recovered}"
+    where = _subject(view)
+    cluster = name(view.cluster) if view.cluster else "no configured cluster matched"
+    place = f"{where} on {cluster} · {counted(len(view.alerts), 'alert')} resolved"
+    tail = [context(_context_items(view, now)), actions(_buttons(view, firing=False), ACTIONS_BLOCK_ID)]
+    return message(
+        f"{fallback(view)} after {took}", [header(title(view)), section(f"{account}\n{place}")], tail
+    )
+
+
+def _span_words(start: datetime, end: datetime) -> str:
+    if utc(start).date() == utc(end).date():
+        return f"{fmt_time(start)} → {utc(end).strftime('%H:%M UTC')}"
+    return f"{fmt_time(start)} → {fmt_time(end)}"
+
+
+def _recovered(view: AlertGroupView) -> str:
+    """What the last live reading shows: the peer states, else the last diagnosis' words."""
+    states = fold_peers(view.peers)
+    if states:
+        segments = state_segments(states, view.peers, words=True)
+        more = f" · +{len(segments) - 3} more" if len(segments) > 3 else ""
+        return " · ".join(segments[:3]) + more
+    last = next((a.diagnosis for a in view.alerts if a.diagnosis and a.diagnosis.live), None)
+    return esc(clip(last.now, 160)) if last is not None else ""

@@ -1,0 +1,90 @@
+"""Text layout for a terminal: Slack mrkdwn as a terminal shows it (optionally styled with ANSI), lines
+wrapped at spaces to a width, and their visible length (ANSI codes take no room).
+
+The terminal renderer lays messages out with it, and the compact alert message counts its lines with it
+(`lines_shown`), so "at most 15 lines" means the lines the terminal shows.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+WIDTH = 100
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LINK = re.compile(r"<([^<>|]+)(?:\|([^<>]*))?>")
+_BOLD = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]*?\S)\*(?![\w*])")
+_ITALIC = re.compile(r"(?<![\w_])_(?=\S)([^_\n]*?\S)_(?![\w_])")
+_CODE = re.compile(r"`([^`\n]*)`")
+
+
+def visible_len(text: str) -> int:
+    return len(_ANSI.sub("", text))
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Lines wrapped at spaces to `width` visible columns (ANSI codes take no room)."""
+    out: list[str] = []
+    for raw in text.split("\n"):
+        line = ""
+        for word in _split_long(raw.split(" "), width):
+            if line and visible_len(line) + 1 + visible_len(word) > width:
+                out.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        out.append(line)
+    return out
+
+
+def _split_long(words: list[str], width: int) -> list[str]:
+    """Words longer than a line cut into line-sized pieces, as Slack wraps them (styled words stay whole)."""
+    out: list[str] = []
+    for word in words:
+        if len(word) <= width or _ANSI.search(word):
+            out.append(word)
+        else:
+            out.extend(word[i : i + width] for i in range(0, len(word), width))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """ANSI styling, or none at all."""
+
+    colour: bool = False
+
+    def wrap(self, sgr: str, text: str) -> str:
+        return f"\x1b[{sgr}m{text}\x1b[0m" if self.colour and text else text
+
+    def bold(self, text: str) -> str:
+        return self.wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self.wrap("2", text)
+
+
+def mrkdwn_to_text(text: str, style: Style) -> str:
+    """Slack mrkdwn as a terminal shows it: links and mentions spelled out, emphasis as ANSI."""
+    out = _LINK.sub(_link, text)
+    out = _BOLD.sub(lambda m: style.bold(m.group(1)) if style.colour else m.group(1), out)
+    out = _ITALIC.sub(lambda m: style.wrap("3", m.group(1)) if style.colour else m.group(1), out)
+    if style.colour:
+        out = _CODE.sub(lambda m: style.wrap("36", m.group(1)), out)
+    # Entities last: an escaped `&lt;!channel&gt;` must show as text, not be read as a mention above.
+    return html.unescape(out)
+
+
+def _link(m: re.Match[str]) -> str:
+    target, label = m.group(1), m.group(2)
+    if target.startswith("!"):
+        return "@" + target[1:].split("^")[0]
+    if target.startswith(("@", "#")):
+        return label or target
+    return f"{label} ({target})" if label else target
+
+
+def lines_shown(mrkdwn: str, width: int = WIDTH) -> int:
+    """How many lines a terminal shows for one mrkdwn text (without colour, as the budget counts)."""
+    return len(wrap(mrkdwn_to_text(mrkdwn, Style()), width))
