@@ -19,6 +19,7 @@ from typing import Protocol, TypeVar
 
 from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.findings import Finding, Severity, worst
+from bot.domain.incident import IncidentView
 from bot.errors import InputError
 
 # A configured cluster name, and a target as the proxy labels it (`<project>/<name>`, Kubernetes names).
@@ -150,6 +151,8 @@ class AlertGroupView:
     cluster: str | None = None
     resolved_at: datetime | None = None
     truncated_alerts: int = 0  # alerts Alertmanager left out of the notification
+    # The incident this message carries beyond its own alerts (groups that joined, flapping).
+    incident: IncidentView | None = None
 
     @property
     def firing(self) -> tuple[AlertView, ...]:

@@ -42,6 +42,7 @@ from bot.render.blocks import (
     section_lines,
     utc,
 )
+from bot.render.incident import incident_blocks
 from bot.render.verdict import verdict_short
 
 ACTION_PROBE = "proxy_probe"
@@ -141,6 +142,7 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     firing = sorted(view.firing, key=lambda a: (-a.severity, a.name, a.target or ""))
     detailed = _distinct(firing)[:DETAILED_ALERTS]
     body: list[Block] = [header(_title(view)), section_lines(_summary_lines(view, now))]
+    body.extend(incident_blocks(view.incident, now))
     for alert in detailed:
         body.extend(_alert_blocks(alert))
     rest = _others([*firing, *view.alerts], detailed)
@@ -167,6 +169,7 @@ def resolved_message(view: AlertGroupView, now: datetime) -> Message:
     body = [
         header(_title(view)),
         section_lines(lines),
+        *incident_blocks(view.incident, now),
         section_lines(_top([_alert_line(a, now) for a in view.alerts])),
     ]
     tail = [context(_context_items(view, now)), actions(_buttons(view, firing=False), ACTIONS_BLOCK_ID)]

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.incident import CauseKey, Flaps
 from bot.domain.storm_summary import StormEntry
 
 
@@ -50,6 +51,17 @@ class GroupFacts:
     storm_share: StormShare | None = None
     # The labels of the firing alerts, for the Silence button's matchers (bounded: a group can be big).
     firing_labels: tuple[Mapping[str, str], ...] = ()
+    # The incident the group's message carries (as its first message) or joined: its cause key.
+    cause: CauseKey | None = None
+    # For a group that joined another's incident: that group's key (its message carries this one).
+    incident: str | None = None
+    # For the first message of an incident: the groups that joined it, in the order they joined.
+    members: tuple[str, ...] = ()
+    # The last notification's alerts as Alertmanager sent them (bounded; kept by incidents' first
+    # groups): the incident's message is re-rendered from them, read live, when a member changes.
+    alerts: tuple[Mapping[str, Any], ...] = ()
+    # The group's resolve -> fire transitions in the flap window, and its last note about flapping.
+    flaps: Flaps = field(default_factory=Flaps)
 
 
 @dataclass(frozen=True, slots=True)
