@@ -329,20 +329,21 @@ class IncidentDesk:
     ) -> None:
         channel, first = group.channel, anchor.state
         now = self._clock()
-        if prev is None:
-            note = join_reply(view, None if first.facts.cause is None else first.facts.cause.cause, _dt(now))
-            await self._outbox.reply(channel, first.group_key, note, f"join:{group_id(view.group_key)}")
-        else:
-            flaps = await self._changes(identity, group, view, prev, flaps, first.group_key)
         state = next_state(identity, group, view, prev, storm_thread=None, counted_in=None)
         facts = replace(state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps)
         state = replace(state, facts=facts)
         keys = tuple(dict.fromkeys([*first.facts.members, view.group_key]))
         first = replace(first, ts=None, facts=replace(first.facts, members=keys))
         members = await self._members(first, {view.group_key: state})
-        own = with_history(rebuild(anchor), first)
-        message = alert_group_message(shown(own, first, members, first.facts.flaps, now), _dt(now))
+        incident = shown(with_history(rebuild(anchor), first), first, members, first.facts.flaps, now)
+        message = alert_group_message(incident, _dt(now))
         await self._outbox.update(channel, first.group_key, message, f"member:{identity}")
+        if prev is None:
+            note = join_reply(view, None if first.facts.cause is None else first.facts.cause.cause, _dt(now))
+            await self._outbox.reply(channel, first.group_key, note, f"join:{group_id(view.group_key)}")
+        else:
+            noted = await self._changes(identity, group, view, prev, flaps, incident)
+            state = replace(state, facts=replace(state.facts, flaps=noted))
         # The first group's row before the member's: the member's records the notification as applied.
         await self._store.save_group(first)
         await self._store.save_group(state)
@@ -355,18 +356,20 @@ class IncidentDesk:
         view: AlertGroupView,
         prev: AlertGroupState,
         flaps: Flaps,
-        where: str,
+        incident: AlertGroupView,
     ) -> Flaps:
         """A member's later notification in the incident's thread: what changed, or, while it flaps, a
         note at most once an hour. The flaps as they are to be saved."""
-        now = self._clock()
+        now, where = self._clock(), incident.group_key
         if flaps.flapping(now):
             if flaps.note_due(now):
                 note = flapping_reply(view, flaps.count(now))
                 await self._outbox.reply(group.channel, where, note, f"flapping:{identity}")
                 return flaps.noted(now)
             return flaps
+        # "All resolved" only when the incident's last group resolves.
         change = change_since(group, view, prev, _dt(now))
+        change = replace(change, group_status=incident.status, started_at=incident.started_at)
         if change.meaningful:
             reply = change_reply(change, _dt(now))
             await self._outbox.reply(group.channel, where, reply, f"member:{identity}")

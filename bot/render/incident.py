@@ -121,7 +121,7 @@ def join_reply(view: AlertGroupView, cause: Cause | None, now: datetime) -> Mess
         lines.append(f"*Now:* {esc(worst.now)}")
     lines.append(f"*Same cause:* {cause_words(cause)}")
     lines.append("_Silence 1h on this message silences it too; it resolves on its own line._")
-    return message(f"joined: {', '.join(view.names()) or 'alert'}", [section_lines(lines)])
+    return message(f"joined: {_fallback_names(view)}", [section_lines(lines)])
 
 
 def flapping_reply(view: AlertGroupView, count: int) -> Message:
@@ -133,4 +133,8 @@ def flapping_reply(view: AlertGroupView, count: int) -> Message:
         f"last hour, {state}.",
         "_The message keeps the count; no reply per change while it flaps (at most one note an hour)._",
     ]
-    return message(f"flapping: {', '.join(view.names()) or 'alert'}", [section_lines(lines)])
+    return message(f"flapping: {_fallback_names(view)}", [section_lines(lines)])
+
+
+def _fallback_names(view: AlertGroupView) -> str:
+    return ", ".join(esc(n) for n in view.names()[:3]) or "alert"
