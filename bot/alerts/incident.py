@@ -267,12 +267,15 @@ class IncidentDesk:
     async def _anchor(self, channel: str, key: str) -> Anchor | None:
         state = await self._store.get_group(channel, key)
         if state is None or not _may_open(state):
-            log.error("incident group %r in %s is gone or in a storm's thread", key, channel)
+            # Folded into a storm's thread after it opened (or gone): its message carries no incident.
+            log.info("incident group %r in %s no longer has a message of its own", key, channel)
+            self._open.get(channel, {}).pop(key, None)
             return None
         webhook = stored_webhook(state)
-        if webhook is None:
+        routed = () if webhook is None else tuple(route(self._settings, webhook).get(channel, ()))
+        if webhook is None or not routed:
             return None
-        return Anchor(state, webhook, tuple(route(self._settings, webhook).get(channel, ())))
+        return Anchor(state, webhook, routed)
 
     # -- after diagnosis -----------------------------------------------------------------------------
     async def take(

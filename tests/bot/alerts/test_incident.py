@@ -7,6 +7,7 @@ cause: its endpoints), `team-b/db` without a peer list (the cause: the client's 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -157,6 +158,21 @@ async def test_a_restarted_pipeline_knows_the_open_incidents(harness: Harness) -
     await harness.pipeline.restore()
     await harness.run(notify(UNAVAILABLE, "b1"))
     assert posts(await harness.items()) == [group_of(NO_HEALTHY)]
+
+
+async def test_an_incident_whose_message_went_into_a_storms_thread_is_left(harness: Harness) -> None:
+    await harness.run(notify(NO_HEALTHY, "a1"))
+    await harness.run(notify(UNAVAILABLE, "b1"))
+    # A storm folded the first group's post into its thread (what StormDesk does to a post not yet sent).
+    first = await harness.store.get_group(CHANNEL, group_of(NO_HEALTHY))
+    assert first is not None
+    await harness.store.save_group(replace(first, facts=replace(first.facts, storm_thread="storm:x:1")))
+    await harness.run(notify(CHURN, "c1"))  # would have joined: posts on its own
+    await harness.run(notify(UNAVAILABLE, "b1", resolved=True))  # its incident's message is gone: its own
+    assert posts(await harness.items()) == [group_of(NO_HEALTHY), group_of(CHURN), group_of(UNAVAILABLE)]
+    member = await harness.store.get_group(CHANNEL, group_of(UNAVAILABLE))
+    assert member is not None
+    assert member.facts.incident is None
 
 
 class CrashingAt:
