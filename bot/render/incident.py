@@ -106,7 +106,12 @@ def incident_blocks(incident: IncidentView | None, now: datetime) -> list[Block]
 def _group_where(view: AlertGroupView) -> str:
     targets = sorted({a.target for a in view.alerts if a.target})
     gvs = sorted({a.group_version for a in view.alerts if a.group_version})
-    return _where(targets[0] if len(targets) == 1 else None, gvs)
+    where = _where(targets[0] if len(targets) == 1 else None, gvs)
+    cronjobs = [a.labels for a in view.alerts if a.labels.get("cronjob")]
+    probes = sorted({f"{labels.get('namespace', '')}/{labels['cronjob']}" for labels in cronjobs})
+    if not targets and len(probes) == 1:
+        where += f" (CronJob {code(probes[0])})"
+    return where
 
 
 def join_reply(view: AlertGroupView, cause: Cause | None, now: datetime) -> Message:

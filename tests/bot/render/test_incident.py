@@ -84,6 +84,12 @@ def test_the_join_note_says_what_joined_how_it_stands_and_the_shared_cause() -> 
     assert "Silence 1h on this message silences it too" in text
 
 
+def test_a_joining_probe_is_named_by_its_cronjob() -> None:
+    labels = {"namespace": "vcluster-a", "cronjob": "proxy-probe", "severity": "critical"}
+    text = text_of(join_reply(group(alert(PROBE_FAILING, labels)), Cause.PEER_FEED, NOW))
+    assert f"*{PROBE_FAILING}* (CronJob `vcluster-a/proxy-probe`), since 12 min ago" in text
+
+
 def test_the_flapping_note_counts_and_promises_quiet() -> None:
     text = text_of(flapping_reply(group(alert(PEER_CHURN, snap=snapshot())), 2))
     assert f"*{PEER_CHURN}* on `{T}` (`{GV}`) is flapping: it fired again 2 times in the last hour" in text
