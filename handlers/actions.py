@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 SILENCE_DURATION = timedelta(hours=1)
 # The labels that say which alert a silence is about; a cluster's `match` labels are added to them.
 IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
+PROBE_LABELS = ("namespace", "cronjob")
 _SLACK_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 # A button's check: runs against one configured target of one cluster, returns the answer to post.
@@ -160,20 +161,32 @@ async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond) ->
     cluster = _silence_allowed(deps, pressed)
     if deps.silencer is None:
         raise Refused("proxybot cannot silence: `alertmanager.url` is not set in its configuration.")
-    group = await _find_group(deps.groups, pressed.ref.group)
-    matchers = silence_matchers(group, pressed.ref, cluster)
+    known = await deps.groups.groups()
+    group = _find_group(known, pressed.ref.group)
+    # An incident's message silences the groups that joined it too: one silence per group, all
+    # matchers checked before any is made.
+    every = [(one, silence_matchers(one, pressed.ref, cluster)) for one in [group, *members_of(group, known)]]
     now = deps.now()
-    silence = await deps.silencer.create_silence(
-        matchers,
-        starts_at=now,
-        ends_at=now + SILENCE_DURATION,
-        created_by=f"{pressed.user_name} (Slack {pressed.who.user})",
-        comment=f"Silence 1h from proxybot's alert message (group {pressed.ref.group}).",
-    )
-    log.info("silence %s created by %s for group %s", silence, pressed.who.user, pressed.ref.group)
-    shown = ", ".join(code(m) for m in matchers)
-    text = f"Silenced for 1h by {_mention(pressed.who.user)} (silence {code(silence)}): {shown}"
+    lines = []
+    for one, matchers in every:
+        silence = await deps.silencer.create_silence(
+            matchers,
+            starts_at=now,
+            ends_at=now + SILENCE_DURATION,
+            created_by=f"{pressed.user_name} (Slack {pressed.who.user})",
+            comment=f"Silence 1h from proxybot's alert message (group {group_id(one.group_key)}).",
+        )
+        log.info("silence %s created by %s for group %s", silence, pressed.who.user, group_id(one.group_key))
+        lines.append(f"(silence {code(silence)}): {', '.join(code(m) for m in matchers)}")
+    text = f"Silenced for 1h by {_mention(pressed.who.user)} " + "; ".join(lines)
     await _in_thread(deps, respond, pressed, group, text_message(text))
+
+
+def members_of(group: AlertGroupState, known: list[AlertGroupState]) -> list[AlertGroupState]:
+    """The groups that joined the incident whose message is `group`'s (each pointing back to it)."""
+    by_key = {g.group_key: g for g in known if g.channel == group.channel}
+    found = (by_key.get(key) for key in group.facts.members)
+    return [g for g in found if g is not None and g.facts.incident == group.group_key]
 
 
 def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
@@ -189,8 +202,8 @@ def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
     return cluster
 
 
-async def _find_group(groups: GroupSource, wanted: str) -> AlertGroupState:
-    found = await _group_of(groups, wanted)
+def _find_group(known: list[AlertGroupState], wanted: str) -> AlertGroupState:
+    found = next((g for g in known if group_id(g.group_key) == wanted), None)
     if found is None:
         raise Refused(
             "proxybot no longer knows this alert group (it was cleaned up): silence it in Alertmanager."
@@ -213,14 +226,17 @@ def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSet
     # they were kept), the group's labels are read back from its Alertmanager group key.
     stored = group.facts.firing_labels
     if stored:
-        names = {*IDENTIFYING_LABELS, *cluster.match}
+        # A failing probe is labelled by the CronJob and the namespace of the cluster it probes.
+        probe = PROBE_LABELS if all("cronjob" in labels for labels in stored) else ()
+        names = {*IDENTIFYING_LABELS, *cluster.match, *probe}
         found = matchers_for(stored, names)
     else:
         labels = group_labels_from_key(group.group_key)
         if ref.target is not None:
             labels.setdefault("target", ref.target)
         found = matchers_for([labels], labels)
-    if not {m.name for m in found} & {"target", *cluster.match}:
+    named = {m.name for m in found}
+    if not (named & {"target", *cluster.match} or named >= set(PROBE_LABELS)):
         raise Refused(
             "This alert group's labels name neither its target nor its cluster, so a silence would mute it "
             "everywhere: silence it in Alertmanager with narrower matchers."

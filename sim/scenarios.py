@@ -14,6 +14,10 @@ from sim.traffic import Traffic
 from sim.world import ProbeRecord, World
 
 FAULT_AT = 60.0
+# The flapping scenario's cycle: longer than Alertmanager's group_wait + group_interval (5.5 min), so
+# each cycle's resolve and refire reach the receiver; hung for less than NoHealthyPeers' 2 minutes.
+FLAP_CYCLE = 360.0
+FLAP_HUNG = 70.0
 ORPHAN_GV = "legacy.example.com/v1beta1"
 OLD_CLIENT_VERSION = "0.36.4"
 Setup = Callable[[World], None]
@@ -26,6 +30,8 @@ class Scenario:
     name: str
     setup: Setup
     replicas: int = 1
+    # Simulated seconds per wall second `proxybot demo` runs it at unless told (None: the demo's default).
+    demo_speed: float | None = None
 
     @property
     def summary(self) -> str:
@@ -114,11 +120,15 @@ def license_failure(world: World) -> None:
 
 
 def flapping(world: World) -> None:
-    """From t=75 the target alternates: 30 s hung, 30 s answering; quarantines and recoveries repeat.
+    """From t=75 the target hangs for 70 s every 6 minutes, then answers again: an alert that flaps.
 
-    Alerts: ResourceProxyTargetUnavailable from ~t=62; ResourceProxyPeerChurn intermittently (during hung
-    phases) from ~t=130; ResourceProxyDiscoveryDegraded from ~t=360. Not NoHealthyPeers: every stretch
-    without a healthy peer is shorter than 2 minutes.
+    Each hung stretch quarantines its endpoint a few times; the half-open trial after it heals. Alerts:
+    ResourceProxyTargetUnavailable from ~t=120, and on (its 10-minute window always holds the last
+    all-quarantined transition); ResourceProxyPeerChurn during each hung stretch from ~t=150 and
+    resolved in between, which Alertmanager's 5-minute group_interval sees as one resolve and one refire
+    per cycle (resolved ~t=750, firing again ~t=840, 1200, 1560, ...): it flaps;
+    ResourceProxyDiscoveryDegraded from ~t=450. Not NoHealthyPeers: every stretch without a healthy
+    peer (~75 s) is shorter than 2 minutes. The demo runs it at 30x, so the flaps fit its 70 s.
     """
 
     def toggle(answering: bool) -> Callable[[World], None]:
@@ -128,10 +138,10 @@ def flapping(world: World) -> None:
 
         return apply
 
-    for cycle in range(200):
-        start = 75.0 + cycle * 60.0
+    for cycle in range(60):
+        start = 75.0 + cycle * FLAP_CYCLE
         world.at(start, "target hangs", toggle(False))
-        world.at(start + 30.0, "target answers again", toggle(True))
+        world.at(start + FLAP_HUNG, "target answers again", toggle(True))
 
 
 def discovery_degraded(world: World) -> None:
@@ -287,7 +297,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("target-down", target_down),
         Scenario("peer-watch-dropped", peer_watch_dropped),
         Scenario("license-failure", license_failure),
-        Scenario("flapping", flapping),
+        Scenario("flapping", flapping, demo_speed=30.0),
         Scenario("discovery-degraded", discovery_degraded),
         Scenario("ownership-masked", ownership_masked),
         Scenario("watches-silent", watches_silent),

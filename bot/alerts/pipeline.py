@@ -7,9 +7,13 @@ is compared with the group's stored state:
 
     new group                -> a compact post and its details reply in the thread (or, in a storm, a
                                 line in the storm summary's thread)
+    new group, same cause    -> an "also firing" line on the open incident's message, and a reply in
+      as an open incident       its thread (`bot/alerts/incident.py`); its later notifications go there
     later notification       -> edit both in place, plus a thread reply when alerts were added
     everything resolved      -> edit both to the resolved form, plus a reply; never a new top-level post
     firing again             -> edit both back, plus a reply
+    flapping (fired again    -> the message shows the count; no reply per change, one note an hour
+      twice within an hour)
 
 The details reply carries everything the compact message leaves out and is edited in place: never a new
 reply per update. The other replies say only what an engineer following the thread wants to be notified
@@ -27,22 +31,34 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
+from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
 from bot.alerts.outbox import Outbox
 from bot.alerts.prom_enrich import PromEnricher, PromRound, chart_subject
-from bot.alerts.state import ChannelGroup, applied_before, next_state, with_history
+from bot.alerts.state import (
+    ChannelGroup,
+    applied_before,
+    change_since,
+    flaps_of,
+    next_state,
+    refired,
+    with_history,
+)
 from bot.alerts.storm import StormDesk, StormPolicy, StormStore
 from bot.domain.alerts import AlertStatus
+from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupChange, GroupStatus
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
 from bot.render.alert_details import details_reply
 from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Message
+from bot.render.incident import flapping_reply
 from bot.render.slack import change_reply
 from bot.store.models import AlertGroupState, StoredNotification
 from config.settings import Settings
@@ -105,6 +121,7 @@ class AlertPipeline:
         self._clock = clock
         self._budget = settings.enrichment.timeout_seconds
         self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock)
+        self._incidents = IncidentDesk(settings, store, outbox, clock)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
         self._late: set[asyncio.Task[ClusterRead]] = set()
         self._late_pods: set[asyncio.Task[TargetPods]] = set()
@@ -112,8 +129,9 @@ class AlertPipeline:
         self._held: set[int] = set()
 
     async def restore(self) -> None:
-        """Pick up state kept in the store (storms in progress) after a restart."""
+        """Pick up state kept in the store (storms in progress, open incidents) after a restart."""
         await self._storms.restore()
+        await self._incidents.restore()
 
     async def process(self, notification: StoredNotification, *, settle: bool = False) -> bool:
         """Enqueue the notification's Slack operations, save the groups' state, close the notification.
@@ -129,16 +147,30 @@ class AlertPipeline:
             return False
         webhook = notification.webhook
         routes = route(self._settings, webhook)
-        clusters = {r.source for routed in routes.values() for r in routed if r.source is not None}
+        prevs = {channel: await self._store.get_group(channel, webhook.group_key) for channel in routes}
+        anchors = {
+            channel: await self._incidents.anchors(channel, routed, prevs[channel])
+            for channel, routed in routes.items()
+            if not applied_before(prevs[channel], notification.identity)
+        }
+        # The incidents' first groups are read with the notification's own alerts: a member's change
+        # re-renders their message.
+        every = [r for rs in routes.values() for r in rs] + [r for a in _flat(anchors) for r in a.routed]
+        clusters = {r.source for r in every if r.source is not None}
         prom = PromRound(self._prometheus, self._settings)
-        prom.start((r.alert.alertname, r.alert.labels, r.cluster) for rs in routes.values() for r in rs)
+        prom.start((r.alert.alertname, r.alert.labels, r.cluster) for r in every)
         logs = LogRound(self._logs, self._settings, self._budget)
-        logs.start(sorted({r.cluster for rs in routes.values() for r in rs if r.cluster is not None}))
-        targets = {r.alert.labels.get("target") for rs in routes.values() for r in rs if r.cluster}
+        logs.start(sorted({r.cluster for r in every if r.cluster is not None}))
+        targets = {r.alert.labels.get("target") for r in every if r.cluster}
         readings, pods = await self._enrich(clusters, prom, logs, {t for t in targets if t})
+
+        def rebuild(anchor: Anchor) -> AlertGroupView:
+            channel = anchor.state.channel
+            return build(anchor.webhook, channel, list(anchor.routed), readings, prom, logs, pods).view
+
         for channel, routed in routes.items():
             group = build(webhook, channel, routed, readings, prom, logs=logs, pods=pods)
-            await self._apply(notification.identity, group)
+            await self._apply(notification.identity, group, prevs[channel], anchors.get(channel, []), rebuild)
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
             return False
@@ -202,18 +234,32 @@ class AlertPipeline:
         return task
 
     # -- lifecycle -----------------------------------------------------------------------------------
-    async def _apply(self, identity: str, group: ChannelGroup) -> None:
+    async def _apply(
+        self,
+        identity: str,
+        group: ChannelGroup,
+        prev: AlertGroupState | None,
+        anchors: list[Anchor],
+        rebuild: Callable[[Anchor], AlertGroupView],
+    ) -> None:
         view, channel = group.view, group.channel
-        prev = await self._store.get_group(channel, view.group_key)
         if applied_before(prev, identity):
             return  # its operations are already queued
         view = with_history(view, prev)
         in_storm = None if prev is None else prev.facts.storm_thread
+        flaps = flaps_of(prev, view, self._clock())
+        if in_storm is None:
+            placed = await self._incidents.take(identity, group, view, prev, flaps, anchors, rebuild)
+            if placed is Placement.MEMBER:
+                return  # the incident's message carries it
+            if placed is Placement.ORPHANED:
+                prev = None  # its incident's message is gone: it gets its own
+        members = await self._incidents.members(prev)
         counted: str | None = None  # the storm this group is counted in, if any
         if prev is None:
             in_storm = counted = await self._storms.place(channel, view)
             if in_storm is None:
-                await self._outbox.post(channel, view.group_key, self._render(view))
+                await self._outbox.post(channel, view.group_key, self._render(view, prev, members, flaps))
                 await self._details(identity, channel, view)
                 await self._chart(identity, channel, view)
         elif in_storm is not None:
@@ -223,32 +269,44 @@ class AlertPipeline:
             # A group that started a storm has its own message, and its alerts still count in the storm.
             counted = self._storms.recount(channel, view)
             if not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
-                await self._edit(identity, group, view, prev)
-            if prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.FIRING:
+                flaps = await self._edit(identity, group, view, prev, members, flaps)
+            if refired(prev, view) and not flaps.flapping(self._clock()):
                 await self._chart(identity, channel, view)  # firing again: a new episode, a new chart
         state = next_state(identity, group, view, prev, storm_thread=in_storm, counted_in=counted)
+        state = self._incidents.opening(replace(state, facts=replace(state.facts, flaps=flaps)), view, group)
         # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
         await self._store.save_group(state)
+        self._incidents.track(state, members)
 
     async def _edit(
-        self, identity: str, group: ChannelGroup, view: AlertGroupView, prev: AlertGroupState
-    ) -> None:
-        await self._outbox.update(group.channel, view.group_key, self._render(view), identity)
+        self,
+        identity: str,
+        group: ChannelGroup,
+        view: AlertGroupView,
+        prev: AlertGroupState,
+        members: list[AlertGroupState],
+        flaps: Flaps,
+    ) -> Flaps:
+        """Edit the message and its details; reply with what changed, or, while it flaps, a note at most
+        once an hour. The flaps as they are to be saved."""
+        message = self._render(view, prev, members, flaps)
+        await self._outbox.update(group.channel, view.group_key, message, identity)
         await self._details(identity, group.channel, view)
-        change = GroupChange(
-            group_key=view.group_key,
-            at=self._now(),
-            new=tuple(group.by_fingerprint[f] for f in sorted(group.firing - prev.firing_fingerprints)),
-            resolved=tuple(
-                group.by_fingerprint[f] for f in sorted(group.resolved & prev.firing_fingerprints)
-            ),
-            group_status=view.status,
-            started_at=view.started_at,
-        )
+        now = self._clock()
+        if flaps.flapping(now):
+            if not flaps.note_due(now):
+                return flaps
+            note = flapping_reply(view, flaps.count(now))
+            await self._outbox.reply(group.channel, view.group_key, note, f"flapping:{identity}")
+            return flaps.noted(now)
+        change = change_since(group, view, prev, self._now())
+        if members and any(m.status is AlertStatus.FIRING for m in members):
+            change = replace(change, group_status=GroupStatus.FIRING)  # the incident fires on
         if _worth_a_reply(change, prev):
             await self._outbox.reply(
                 group.channel, view.group_key, change_reply(change, self._now()), identity
             )
+        return flaps
 
     async def _details(self, identity: str, channel: str, view: AlertGroupView) -> None:
         """The group's details reply: posted with its first message, edited in place after."""
@@ -274,8 +332,10 @@ class AlertPipeline:
                 revision=f"chart:{identity}",
             )
 
-    def _render(self, view: AlertGroupView) -> Message:
-        return alert_group_message(view, self._now())
+    def _render(
+        self, view: AlertGroupView, prev: AlertGroupState | None, members: list[AlertGroupState], flaps: Flaps
+    ) -> Message:
+        return alert_group_message(shown(view, prev, members, flaps, self._clock()), self._now())
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
@@ -288,6 +348,10 @@ def _worth_a_reply(change: GroupChange, prev: AlertGroupState) -> bool:
         return True
     was_firing = prev.status is AlertStatus.FIRING
     return bool(change.resolved) and was_firing and change.group_status is GroupStatus.RESOLVED
+
+
+def _flat(anchors: dict[str, list[Anchor]]) -> list[Anchor]:
+    return [a for found in anchors.values() for a in found]
 
 
 def _forget(tasks: set[asyncio.Task[ClusterRead]]) -> Callable[[asyncio.Task[ClusterRead]], None]:

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 from bot.alerts.storm import entries_of
 from bot.domain.alerts import AlertStatus
-from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
+from bot.domain.incident import Flaps
+from bot.domain.messages import AlertGroupView, AlertView, GroupChange, GroupStatus
 from bot.store.models import AlertGroupState, GroupFacts, StormShare
 
 # How many firing alerts' labels a group keeps for the Silence button (a group can be big).
@@ -40,6 +41,31 @@ def with_history(view: AlertGroupView, prev: AlertGroupState | None) -> AlertGro
     if prev.first_firing_at is not None:
         started = min(started, datetime.fromtimestamp(prev.first_firing_at, UTC))
     return replace(view, started_at=started, worst_seen=prev.facts.worst_seen)
+
+
+def refired(prev: AlertGroupState | None, view: AlertGroupView) -> bool:
+    """Whether the group fires again after it had resolved (a resolve -> fire transition)."""
+    return prev is not None and prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.FIRING
+
+
+def flaps_of(prev: AlertGroupState | None, view: AlertGroupView, now: float) -> Flaps:
+    """The group's flaps once this notification is applied."""
+    kept = Flaps() if prev is None else prev.facts.flaps
+    return kept.record(now, refired=refired(prev, view))
+
+
+def change_since(
+    group: ChannelGroup, view: AlertGroupView, prev: AlertGroupState, at: datetime
+) -> GroupChange:
+    """What a notification changed in a group: alerts new since the last one, alerts now resolved."""
+    return GroupChange(
+        group_key=view.group_key,
+        at=at,
+        new=tuple(group.by_fingerprint[f] for f in sorted(group.firing - prev.firing_fingerprints)),
+        resolved=tuple(group.by_fingerprint[f] for f in sorted(group.resolved & prev.firing_fingerprints)),
+        group_status=view.status,
+        started_at=view.started_at,
+    )
 
 
 def next_state(
@@ -80,7 +106,9 @@ def _facts(
 ) -> GroupFacts:
     kept = prev.facts if prev is not None else GroupFacts()
     labels = tuple(dict(a.labels) for a in view.alerts if a.status is GroupStatus.FIRING)[:MAX_LABEL_SETS]
-    return GroupFacts(
+    # Facts this function does not set (the incident's, the flaps) are kept: their writers set them.
+    return replace(
+        kept,
         last_notification=identity,
         storm_thread=storm_thread if storm_thread is not None else kept.storm_thread,
         # The group's share of the storm's count, durable with the group (the storm row lags).

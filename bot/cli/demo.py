@@ -30,6 +30,7 @@ from bot.render.terminal import Style, show_message
 from config.loader import parse_config
 from config.settings import Settings
 from sim.alerting import AlertSimulator, WebhookDeliveryError, post_webhook
+from sim.scenarios import SCENARIOS
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message
 
@@ -139,8 +140,11 @@ async def _run_bot(settings: Settings, sock: socket.socket, duration: float, fee
         await bot.close()
 
 
-def run_demo(scenario: str, speed: float, duration: float, out: TextIO, style: Style) -> int:
-    """Run one scenario through the real bot for `duration` wall seconds, printing Slack as it goes."""
+def run_demo(scenario: str, speed: float | None, duration: float, out: TextIO, style: Style) -> int:
+    """Run one scenario through the real bot for `duration` wall seconds, printing Slack as it goes
+    (at `speed`, else the scenario's own demo speed, else DEFAULT_SPEED)."""
+    if speed is None:
+        speed = SCENARIOS[scenario].demo_speed or DEFAULT_SPEED
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sink = TerminalSlack(out, style)
     token = secrets.token_urlsafe(24)

@@ -125,7 +125,12 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="simulated scenario (default: target-rolling-restart; `proxybot sim --list` describes them)",
     )
-    parser.add_argument("--speed", type=float, default=20.0, help="simulated seconds per wall second")
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=None,
+        help="simulated seconds per wall second (default 20; the flapping scenario 30)",
+    )
     parser.add_argument("--duration", type=float, default=70.0, help="wall seconds to run (default 70)")
 
 
@@ -134,7 +139,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     from bot.cli.demo import run_demo
     from bot.render.terminal import Style, colour_enabled
 
-    if args.speed <= 0 or args.duration <= 0:
+    if (args.speed is not None and args.speed <= 0) or args.duration <= 0:
         console.warn("--speed and --duration must be positive")
         return EXIT_USAGE
     style = Style(colour_enabled(console.out, console.env))

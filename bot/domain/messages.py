@@ -29,6 +29,7 @@ from bot.domain.alert_summary import (
 )
 from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.findings import Finding, Severity, worst
+from bot.domain.incident import IncidentView
 from bot.errors import InputError
 
 # A configured cluster name, and a target as the proxy labels it (`<project>/<name>`, Kubernetes names).
@@ -168,6 +169,8 @@ class AlertGroupView:
     peers: tuple[PeerReading, ...] = ()  # the peer caches of the group's targets, as read live
     external_url: str = ""  # Alertmanager's own address, from the notification
     worst_seen: WorstSeen | None = None  # the worst state of this incident before this reading
+    # The incident this message carries beyond its own alerts (groups that joined, flapping).
+    incident: IncidentView | None = None
 
     @property
     def firing(self) -> tuple[AlertView, ...]:

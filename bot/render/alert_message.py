@@ -39,6 +39,7 @@ from bot.render.blocks import (
     units,
     utc,
 )
+from bot.render.incident import SHOWN_MEMBERS, incident_lines
 from bot.render.layout import WIDTH
 from bot.render.slack import (
     ACTION_GRAPH,
@@ -71,12 +72,37 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     must = [_place_line(view, now), *_explained(view, lead)]
     tail = [context(_context_items(view, now)), actions(_buttons(view, firing=True), ACTIONS_BLOCK_ID)]
     head = header(title(view))
-    used = HEADER_LINES + sum(lines_of(line) for line in must) + 1 + _tail_lines(tail)
-    # Each line counts its newline too.
-    chars = block_units(head) + sum(units(line) + 1 for line in must) + sum(block_units(b) for b in tail)
+    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail)
+    chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail)
+    # The incident's lines come before findings: the other alerts of one cause are what the engineer
+    # must not miss; a finding left out is in the details reply.
+    must += _incident_fit(view, now, MAX_LINES - used, MAX_VISIBLE - chars)
+    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail)
+    chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail)
     trap = current_trap(lead.diagnosis) if lead.diagnosis is not None and lead.diagnosis.known else None
     rest = _findings_and_trap(view, trap, MAX_LINES - used, MAX_VISIBLE - chars)
     return message(fallback(view), [head, section("\n".join([*must, *rest]))], tail)
+
+
+def _lines(lines: Sequence[str]) -> int:
+    return sum(lines_of(line) for line in lines)
+
+
+def _chars(lines: Sequence[str]) -> int:
+    """Visible characters of `lines` joined, each counting its newline too."""
+    return sum(units(line) + 1 for line in lines)
+
+
+def _incident_fit(view: AlertGroupView, now: datetime, room: int, chars: int) -> list[str]:
+    """The incident's lines with as many "also firing" lines as fit (the rest counted), else none."""
+    incident = view.incident
+    if incident is None:
+        return []
+    for shown in range(min(len(incident.members), SHOWN_MEMBERS), -1, -1):
+        lines = incident_lines(incident, now, shown)
+        if _lines(lines) <= room and _chars(lines) <= chars:
+            return lines
+    return []
 
 
 _STANDING_FIRST = {
@@ -261,9 +287,11 @@ def resolved_message(view: AlertGroupView, now: datetime) -> Message:
     cluster = name(view.cluster) if view.cluster else "no configured cluster matched"
     place = f"{where} on {cluster} · {counted(len(view.alerts), 'alert')} resolved"
     tail = [context(_context_items(view, now)), actions(_buttons(view, firing=False), ACTIONS_BLOCK_ID)]
-    return message(
-        f"{fallback(view)} after {took}", [header(title(view)), section(f"{account}\n{place}")], tail
-    )
+    head = header(title(view))
+    used = HEADER_LINES + _lines([account, place]) + 1 + _tail_lines(tail)
+    chars = block_units(head) + _chars([account, place]) + sum(block_units(b) for b in tail)
+    lines = [account, place, *_incident_fit(view, now, MAX_LINES - used, MAX_VISIBLE - chars)]
+    return message(f"{fallback(view)} after {took}", [head, section("\n".join(lines))], tail)
 
 
 def _span_words(start: datetime, end: datetime) -> str:

@@ -1,9 +1,10 @@
 """SQL for the lifecycle of alert groups per Slack channel (run on the store thread).
 
 A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
-always written there (group: `last_notification`, `storm`, `storm_count`, `alert_labels`, `worst`; storm row:
-`kind: "storm"`, `started_at`, `last_new_at`, `ended_at`, `posted`, `entries`), so a store kept across an
-upgrade loads as it was.
+always written there (group: `last_notification`, `storm`, `storm_count`, `alert_labels`, `worst`, and since
+incidents `cause`, `incident`, `members`, `alerts`, `flaps`; storm row: `kind: "storm"`, `started_at`,
+`last_new_at`, `ended_at`, `posted`, `entries`), so a store kept across an upgrade loads as it was. Both
+backends share these codecs: a new fact is a new JSON key, never a schema migration.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
+from bot.domain.incident import Cause, CauseKey, Flaps
 from bot.domain.storm_summary import StormEntry
 from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
 from bot.store.transaction import immediate
@@ -154,6 +156,22 @@ def _details(state: AlertGroupState) -> dict[str, Any]:
         found["alert_labels"] = [dict(labels) for labels in facts.firing_labels]
     if facts.worst_seen is not None:
         found["worst"] = [int(facts.worst_seen.severity), facts.worst_seen.what]
+    return found | _incident_json(facts)
+
+
+def _incident_json(facts: GroupFacts) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if facts.cause is not None:
+        key = facts.cause
+        found["cause"] = {"cluster": key.cluster, "target": key.target, "cause": key.cause.value}
+    if facts.incident is not None:
+        found["incident"] = facts.incident
+    if facts.members:
+        found["members"] = list(facts.members)
+    if facts.alerts:
+        found["alerts"] = [dict(alert) for alert in facts.alerts]
+    if facts.flaps != Flaps():
+        found["flaps"] = {"refired_at": list(facts.flaps.refired_at), "noted_at": facts.flaps.noted_at}
     return found
 
 
@@ -178,6 +196,11 @@ def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
         storm_share=_share(details.get("storm_count"), group_key),
         firing_labels=_label_sets(details.get("alert_labels")),
         worst_seen=_worst(details.get("worst")),
+        cause=_cause(details.get("cause")),
+        incident=incident if isinstance(incident := details.get("incident"), str) else None,
+        members=_strings(details.get("members")),
+        alerts=_dicts(details.get("alerts")),
+        flaps=_flaps(details.get("flaps")),
     )
 
 
@@ -188,6 +211,34 @@ def _worst(raw: Any) -> WorstSeen | None:
         return WorstSeen(Severity(raw[0]), raw[1])
     except ValueError:
         return None
+
+
+def _cause(raw: Any) -> CauseKey | None:
+    if not isinstance(raw, dict):
+        return None
+    cluster, target, cause = raw.get("cluster"), raw.get("target"), raw.get("cause")
+    if not (isinstance(cluster, str) and isinstance(target, str) and cause in _CAUSES):
+        return None  # written by a version that knew another cause: no incident to join
+    return CauseKey(cluster, target, Cause(cause))
+
+
+_CAUSES = frozenset(c.value for c in Cause)
+
+
+def _dicts(raw: Any) -> tuple[Mapping[str, Any], ...]:
+    return tuple(item for item in raw if isinstance(item, dict)) if isinstance(raw, list) else ()
+
+
+def _strings(raw: Any) -> tuple[str, ...]:
+    return tuple(item for item in raw if isinstance(item, str)) if isinstance(raw, list) else ()
+
+
+def _flaps(raw: Any) -> Flaps:
+    if not isinstance(raw, dict):
+        return Flaps()
+    times = tuple(float(t) for t in raw.get("refired_at", ()) if isinstance(t, int | float))
+    noted = raw.get("noted_at")
+    return Flaps(times, float(noted) if isinstance(noted, int | float) else None)
 
 
 def _share(raw: Any, group_key: str) -> StormShare | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.incident import CauseKey, Flaps
 from bot.domain.storm_summary import StormEntry
 
 
@@ -53,6 +54,17 @@ class GroupFacts:
     firing_labels: tuple[Mapping[str, str], ...] = ()
     # The worst state the group's current incident reached, for its resolved message.
     worst_seen: WorstSeen | None = None
+    # The incident the group's message carries (as its first message) or joined: its cause key.
+    cause: CauseKey | None = None
+    # For a group that joined another's incident: that group's key (its message carries this one).
+    incident: str | None = None
+    # For the first message of an incident: the groups that joined it, in the order they joined.
+    members: tuple[str, ...] = ()
+    # The last notification's alerts as Alertmanager sent them (bounded; kept by incidents' first
+    # groups): the incident's message is re-rendered from them, read live, when a member changes.
+    alerts: tuple[Mapping[str, Any], ...] = ()
+    # The group's resolve -> fire transitions in the flap window, and its last note about flapping.
+    flaps: Flaps = field(default_factory=Flaps)
 
 
 @dataclass(frozen=True, slots=True)

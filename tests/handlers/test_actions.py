@@ -241,6 +241,37 @@ async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
     )
 
 
+async def test_silence_on_an_incidents_message_silences_every_group_that_joined_it(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    unavailable = {"alertname": "ResourceProxyTargetUnavailable", "target": "platform/crd-store"}
+    probe = {"alertname": "ResourceProxyProbeFailing", "namespace": "vcluster-team-a", "cronjob": "probe"}
+    members = {"g-unavailable": unavailable, "g-probe": probe, "g-elsewhere": {**unavailable, "x": "y"}}
+    for key, labels in members.items():
+        # g-elsewhere names the incident but no longer points back to it: not silenced with it.
+        incident = None if key == "g-elsewhere" else GROUP_KEY
+        facts = GroupFacts(firing_labels=(labels,), incident=incident)
+        await store.save_group(AlertGroupState("#alerts", key, AlertStatus.FIRING, facts=facts))
+    own = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store"}
+    await save_group(store, GroupFacts(firing_labels=(own,), members=tuple(members)))
+    silencer = FakeSilencer()
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        [reply] = await eventually(lambda: thread_replies(fake), "the thread reply")
+    assert [c["matchers"] for c in silencer.created] == [
+        (Matcher("alertname", "ResourceProxyNoHealthyPeers"), Matcher("target", "platform/crd-store")),
+        (Matcher("alertname", "ResourceProxyTargetUnavailable"), Matcher("target", "platform/crd-store")),
+        # A failing probe carries no target: its CronJob and the cluster's namespace say which it is.
+        (
+            Matcher("alertname", "ResourceProxyProbeFailing"),
+            Matcher("cronjob", "probe"),
+            Matcher("namespace", "vcluster-team-a"),
+        ),
+    ]
+    assert reply.text.count("(silence `6b0e2a1c") == 3
+    assert '`cronjob="probe"`' in reply.text
+
+
 @pytest.mark.parametrize(
     ("user", "channel", "channel_name", "why"),
     [

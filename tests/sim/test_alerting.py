@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -146,6 +147,19 @@ def test_rolling_restart_warns_then_resolves_when_the_window_passes() -> None:
     ended = (datetime.fromisoformat(resolved["endsAt"]).timestamp() - world.epoch) * world.speed
     assert 240 + 600 <= ended <= 240 + 600 + 30
     assert resolved["fingerprint"] == firing["fingerprint"]
+
+
+def test_flapping_resolves_and_refires_peer_churn_once_a_cycle_through_alertmanagers_timers() -> None:
+    world = build_world("flapping")
+    bodies = run(world, 2000)
+    churn = [b for b in bodies if b["alerts"][0]["labels"]["alertname"] == "ResourceProxyPeerChurn"]
+    # One notification each way per cycle: fired, resolved, fired again, ... (a flapping group).
+    assert [b["status"] for b in churn][:7] == ["firing", "resolved"] * 3 + ["firing"]
+    refires = [started(world, b["alerts"][0]) for b in churn if b["status"] == "firing"][1:]
+    assert all(b - a == pytest.approx(360, abs=30) for a, b in pairwise(refires))
+    # The scenario's other alerts stay firing: PeerChurn is the one that flaps.
+    others = [a for b in bodies for a in b["alerts"] if a["labels"]["alertname"] != "ResourceProxyPeerChurn"]
+    assert {a["status"] for a in others} == {"firing"}
 
 
 def test_healthy_sends_nothing_for_an_hour() -> None:

@@ -1,0 +1,152 @@
+"""Incidents and flapping in words: the lines an incident's message carries, and its thread notes.
+
+`incident_lines` is what the compact message (`bot.render.alert_message`) adds for a group's `IncidentView`,
+as many "also firing" lines as its budget leaves room for: "3 alerts, one cause:
+...", one "also firing" line per group that joined (turning resolved with it), and the flap count. The
+thread notes: `join_reply` when a group joins, `flapping_reply` at most once an hour for a flapping group.
+Values from outside (alert names, targets, group/versions) enter through `esc`/`code`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from bot.domain.findings import Severity
+from bot.domain.incident import FLAPPING_AT, Cause, IncidentLine, IncidentView
+from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.render.blocks import (
+    Message,
+    code,
+    esc,
+    fmt_ago,
+    fmt_span,
+    message,
+    section_lines,
+    utc,
+)
+
+SHOWN_MEMBERS = 8  # "also firing" lines before "+N more"
+FLAP_MARK = "🔁"
+RESOLVED_MARK = "✅"
+MARKS = {Severity.CRITICAL: "🔴", Severity.WARNING: "🟠", Severity.INFO: "🔵", Severity.OK: "✅"}
+
+CAUSE_WORDS = {
+    Cause.PEER_FEED: "the client holds no current peer list (its peer feed from the platform: "
+    "connectivity, license, the peer watch)",
+    Cause.ENDPOINTS: "no healthy peer: the target's endpoints are down or unreachable",
+    Cause.TARGET_ANSWERS: "the target answers with errors while its peers are healthy",
+    Cause.SLOW_TARGET: "the target answers too slowly (requests run into the 60 s deadline)",
+}
+
+
+# On the incident's message, where the likely cause and next step are already spelled out above it.
+CAUSE_SHORT = {
+    Cause.PEER_FEED: "the client's peer feed (no current peer list)",
+    Cause.ENDPOINTS: "the target's endpoints (no healthy peer)",
+    Cause.TARGET_ANSWERS: "the target answering with errors",
+    Cause.SLOW_TARGET: "a slow target (requests run into the 60 s deadline)",
+}
+
+
+def cause_words(cause: Cause | None) -> str:
+    return "one cause" if cause is None else CAUSE_WORDS[cause]
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def flap_words(count: int) -> str:
+    return f"flapping: {_times(count)} in the last hour"
+
+
+def _where(target: str | None, group_versions: Sequence[str]) -> str:
+    place = f" on {code(target)}" if target else ""
+    if group_versions:
+        shown = ", ".join(code(gv) for gv in group_versions[:3])
+        more = f" +{len(group_versions) - 3} more" if len(group_versions) > 3 else ""
+        place += f" ({shown}{more})"
+    return place
+
+
+def _member_line(m: IncidentLine, now: datetime) -> str:
+    names = ", ".join(f"*{esc(n)}*" for n in m.names) or "*alert*"
+    where = _where(m.target, m.group_versions)
+    if m.cronjob is not None and m.target is None:
+        where += f" (CronJob {code(m.cronjob)})"
+    if not m.firing:
+        took = ""
+        if m.since is not None and m.resolved_at is not None:
+            took = f" after {fmt_span((utc(m.resolved_at) - utc(m.since)).total_seconds())}"
+        line = f"↳ {RESOLVED_MARK} {names}{where}: resolved{took}"
+    else:
+        since = f", since {fmt_ago(m.since, now)}" if m.since is not None else ""
+        line = f"↳ also firing: {MARKS[m.severity]} {names}{where}{since}"
+    return line + (f" · {FLAP_MARK} {flap_words(m.flaps)}" if m.flaps >= FLAPPING_AT else "")
+
+
+def incident_lines(
+    incident: IncidentView | None, now: datetime, members_shown: int = SHOWN_MEMBERS
+) -> list[str]:
+    """The incident's lines for its message (none when there is nothing beyond the group's own), with at
+    most `members_shown` "also firing" lines and "+N more" for the rest."""
+    if incident is None or not incident.shown:
+        return []
+    lines = []
+    if incident.members:
+        short = "" if incident.cause is None else f" {CAUSE_SHORT[incident.cause]}"
+        lines.append(f"*{_n(len(incident.names), 'alert')}, one cause:*{short}")
+        shown = incident.members[:members_shown]
+        lines += [_member_line(m, now) for m in shown]
+        if len(incident.members) > len(shown):
+            lines.append(f"… +{len(incident.members) - len(shown)} more in the thread")
+    if incident.flapping:
+        lines.append(f"{FLAP_MARK} *{flap_words(incident.flaps).capitalize()}* (fired again after resolving)")
+    return lines
+
+
+def _group_where(view: AlertGroupView) -> str:
+    targets = sorted({a.target for a in view.alerts if a.target})
+    gvs = sorted({a.group_version for a in view.alerts if a.group_version})
+    where = _where(targets[0] if len(targets) == 1 else None, gvs)
+    cronjobs = [a.labels for a in view.alerts if a.labels.get("cronjob")]
+    probes = sorted({f"{labels.get('namespace', '')}/{labels['cronjob']}" for labels in cronjobs})
+    if not targets and len(probes) == 1:
+        where += f" (CronJob {code(probes[0])})"
+    return where
+
+
+def join_reply(view: AlertGroupView, cause: Cause | None, now: datetime) -> Message:
+    """The thread note of a group joining an incident: what fires, how it stands now, the shared cause."""
+    firing = sorted(view.firing, key=lambda a: -a.severity)
+    names = ", ".join(f"*{esc(n)}*" for n in view.names()) or "*alert*"
+    mark = MARKS[view.severity] if firing else RESOLVED_MARK
+    since = fmt_ago(view.started_at, now)
+    lines = [f"↳ Joined this incident: {mark} {names}{_group_where(view)}, since {since}"]
+    worst = next((a.diagnosis for a in firing if a.diagnosis is not None), None)
+    if worst is not None:
+        lines.append(f"*Now:* {esc(worst.now)}")
+    lines.append(f"*Same cause:* {cause_words(cause)}")
+    lines.append("_Silence 1h on this message silences it too; it resolves on its own line._")
+    return message(f"joined: {_fallback_names(view)}", [section_lines(lines)])
+
+
+def flapping_reply(view: AlertGroupView, count: int) -> Message:
+    """The hourly thread note about a flapping group (instead of one reply per transition)."""
+    names = ", ".join(f"*{esc(n)}*" for n in view.names()) or "*alert*"
+    state = "firing again" if view.status is GroupStatus.FIRING else "resolved for now"
+    lines = [
+        f"{FLAP_MARK} {names}{_group_where(view)} is flapping: it fired again {_times(count)} in the "
+        f"last hour, {state}.",
+        "_The message keeps the count; no reply per change while it flaps (at most one note an hour)._",
+    ]
+    return message(f"flapping: {_fallback_names(view)}", [section_lines(lines)])
+
+
+def _fallback_names(view: AlertGroupView) -> str:
+    return ", ".join(esc(n) for n in view.names()[:3]) or "alert"

@@ -1,0 +1,98 @@
+"""One incident, one message, through a real Alertmanager (Debian's 0.25) and `proxybot serve`.
+
+The client's peer watch drops (the simulator's peer-watch-dropped scenario) and the three alerts the guide's
+rules then fire reach Alertmanager as three groups: PeerCacheUnsynced (both group/versions), then
+DiscoveryDegraded (labelled by target and group/version only) and ProbeFailing (by namespace and CronJob
+only). The bot reads the same cause in all three, the client's peer feed, and posts one message.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sim.kube.resources import PROBE_NAME
+from sim.server import SimServer
+from sim.slack_api import FakeSlack
+from tests.e2e.conftest import BotLauncher
+from tests.e2e.stack import CHANNEL, CLIENT, TARGET, WEBHOOK_TOKEN, BotProcess, now, rfc3339, wait_until
+from tests.e2e.test_alertmanager_flow import DELIVERY_TIMEOUT, ROUTE, am_alert, full_text, top_level_posts
+from tests.harness.alertmanager import Alertmanager
+
+pytestmark = pytest.mark.slow
+
+BOTH_GVS = ("example.com/v1", "data.example.com/v1alpha1")
+
+
+@pytest.fixture
+def sim() -> Iterator[SimServer]:
+    # At 20x the watch drops 3 s in and the cached peer list is distrusted from 6 s.
+    with SimServer(scenario="peer-watch-dropped", speed=20) as srv:
+        yield srv
+
+
+def unsynced(sim: SimServer) -> bool:
+    """Whether every peer cache of the client reports `peer_cache_synced` 0, read as the bot reads it."""
+    url = sim.cluster_url(CLIENT) + "/metrics/syncer"
+    trust = ssl.create_default_context(cafile=str(sim.ca_path))
+    page = httpx.get(url, headers={"Authorization": f"Bearer {sim.token}"}, verify=trust, timeout=5.0)
+    synced = [line for line in page.text.splitlines() if line.startswith("vcluster_proxy_peer_cache_synced{")]
+    return bool(synced) and all(line.endswith(" 0") for line in synced)
+
+
+@pytest.fixture
+def bot(sim: SimServer, bots: BotLauncher) -> BotProcess:
+    wait_until(lambda: unsynced(sim), 30.0, "the client's peer caches to go unsynced")
+    return bots.start()
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path, bot: BotProcess) -> Iterator[Alertmanager]:
+    workdir = tmp_path / "alertmanager"
+    workdir.mkdir()
+    with Alertmanager(workdir, f"{bot.url}/alertmanager", WEBHOOK_TOKEN, route=ROUTE) as am:
+        yield am
+
+
+def test_the_three_alerts_of_a_dropped_peer_watch_are_one_message(
+    sim: SimServer, slack: FakeSlack, bot: BotProcess, alertmanager: Alertmanager
+) -> None:
+    started = rfc3339(now() - timedelta(minutes=3))
+    pod = sim.pods(CLIENT)[0]
+    cache = {"alertname": "ResourceProxyPeerCacheUnsynced", "cluster": CLIENT, "target": TARGET, "pod": pod}
+    alertmanager.post_alerts(
+        [am_alert({**cache, "group_version": gv, "severity": "critical"}, started) for gv in BOTH_GVS]
+    )
+    wait_until(lambda: slack.top_level(CHANNEL), DELIVERY_TIMEOUT, "the incident's first message")
+    [message] = slack.top_level(CHANNEL)
+
+    degraded = {"alertname": "ResourceProxyDiscoveryDegraded", "target": TARGET, "severity": "warning"}
+    probe = {
+        "alertname": "ResourceProxyProbeFailing",
+        "namespace": f"vcluster-{CLIENT}",
+        "cronjob": PROBE_NAME,
+        "job": "kube-state-metrics",
+        "severity": "critical",
+    }
+    alertmanager.post_alerts(
+        [*(am_alert({**degraded, "group_version": gv}, started) for gv in BOTH_GVS), am_alert(probe, started)]
+    )
+
+    def joined() -> list[str]:
+        replies = [full_text(r) for r in slack.thread(CHANNEL, message.ts)]
+        return [r for r in replies if "Joined this incident" in r]
+
+    wait_until(lambda: len(joined()) == 2, DELIVERY_TIMEOUT, "a thread reply for each alert that joined")
+    shown = "the message edited to show them"
+    wait_until(lambda: "3 alerts, one cause" in full_text(message), DELIVERY_TIMEOUT, shown)
+    text = full_text(message)
+    assert "3 alerts, one cause:* the client's peer feed" in text
+    assert "also firing: 🟠 *ResourceProxyDiscoveryDegraded*" in text
+    assert "also firing: 🔴 *ResourceProxyProbeFailing* (CronJob" in text
+    assert slack.top_level() == [message]
+    assert top_level_posts(slack) == 1
