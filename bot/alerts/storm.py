@@ -35,7 +35,7 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView
 from bot.domain.storm_summary import StormCounts, StormEntry, StormView
 from bot.render.blocks import message, section_lines
-from bot.render.slack import storm_group_line, storm_message
+from bot.render.storm import storm_group_line, storm_message
 from bot.store.models import AlertGroupState, Enqueued, StormRecord, StormShare
 
 log = logging.getLogger(__name__)
