@@ -92,7 +92,7 @@ class AlertPipeline:
         self._live = live
         self._clock = clock
         self._budget = settings.enrichment.timeout_seconds
-        self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock)
+        self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock, live)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
         self._late: set[asyncio.Task[ClusterRead]] = set()
         self._late_pods: set[asyncio.Task[TargetPods]] = set()

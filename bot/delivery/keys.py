@@ -18,3 +18,8 @@ def reply_key(channel: str, group_key: str, revision: str) -> str:
 
 def upload_key(channel: str, group_key: str, revision: str) -> str:
     return f"upload:{channel}:{group_key}:{revision}"
+
+
+def delete_key(channel: str, group_key: str, upload: str) -> str:
+    """The outbox key of deleting the files of upload `upload` (its revision) from a message's thread."""
+    return f"delete:{channel}:{group_key}:{upload}"
