@@ -143,8 +143,8 @@ class ClusterStates:
     """One client cluster's targets in a storm: how many share each live state, and its own cause."""
 
     cluster: str | None
-    targets: int
-    states: tuple[tuple[TargetState, int], ...]  # firing targets per state, worst first
+    targets: int  # the rows naming a target (a control-plane alert has a row without one)
+    states: tuple[tuple[TargetState, int], ...]  # firing rows per state, worst first
     resolved: int
     cause: StormCause | None
 
@@ -240,4 +240,5 @@ def _cluster_states(cluster: str | None, rows: list[StormRow]) -> ClusterStates:
     states = tuple(sorted(counted.items(), key=lambda kv: kv[0].rank))
     failing = [r for r in firing if r.failing]
     cause = cluster_cause(failing) if failing else None
-    return ClusterStates(cluster, len(rows), states, len(rows) - len(firing), cause)
+    targets = sum(1 for r in rows if r.target is not None)
+    return ClusterStates(cluster, targets, states, len(rows) - len(firing), cause)

@@ -48,6 +48,7 @@ class TargetState(StrEnum):
     SLOW_DIALS = "slow_dials"  # healthy peers, dials near the 5 s timeout
     NO_SERIES = "no_series"  # the proxy reports nothing for the target
     NOT_READ = "not_read"  # the cluster could not be read
+    NO_TARGET = "no_target"  # the alert names no target (a control-plane alert: the probe CronJob)
     HEALTHY = "healthy"
 
     @property
@@ -57,7 +58,7 @@ class TargetState(StrEnum):
     @property
     def judged(self) -> bool:
         """Whether the state rests on a reading of the target (else it says nothing about a cause)."""
-        return self not in (TargetState.NO_SERIES, TargetState.NOT_READ)
+        return self not in (TargetState.NO_SERIES, TargetState.NOT_READ, TargetState.NO_TARGET)
 
 
 _RANK = {state: i for i, state in enumerate(TargetState)}
@@ -81,6 +82,7 @@ class TargetLive:
 
 NOT_READ = TargetLive(TargetState.NOT_READ)
 NO_SERIES = TargetLive(TargetState.NO_SERIES)
+NO_TARGET = TargetLive(TargetState.NO_TARGET)
 
 
 def live_by_target(snapshot: ProxySnapshot, window: ProxyDelta | None = None) -> dict[str, TargetLive]:
@@ -215,11 +217,13 @@ def _row(
     starts = [e.since for e in entries if e.since is not None]
     read = reads.get(cluster) if cluster is not None else None
     unread = None
-    if read is None or read.targets is None:
+    if target is None:
+        live = NO_TARGET
+    elif read is None or read.targets is None:
         live = NOT_READ
         unread = "no configured cluster" if cluster is None else (read and read.unavailable) or "not read"
     else:
-        live = read.targets.get(target, NO_SERIES) if target is not None else NO_SERIES
+        live = read.targets.get(target, NO_SERIES)
     return StormRow(
         cluster=cluster,
         target=target,

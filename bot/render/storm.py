@@ -43,12 +43,13 @@ COLUMNS = ("CLUSTER", "TARGET", "ALERTS", "STATE NOW", "SINCE (UTC)")
 
 STATE_WORDS = {
     TargetState.NO_HEALTHY_QUARANTINED: "no healthy peers, all quarantined",
-    TargetState.NO_HEALTHY_HALF_OPEN: "no healthy peers, one trial dial (half_open)",
+    TargetState.NO_HEALTHY_HALF_OPEN: "no healthy peers, one trial dial pending",
     TargetState.NO_PEERS: "no peers published",
     TargetState.CACHE_UNSYNCED: "peer cache unsynced (peers from a stale list)",
     TargetState.SLOW_DIALS: "dial p99 near the 5 s timeout",
     TargetState.NO_SERIES: "no series on the proxy",
     TargetState.NOT_READ: "live state not read",
+    TargetState.NO_TARGET: "without a target label",
     TargetState.HEALTHY: "healthy now",
 }
 SUSPECTED = {
@@ -140,7 +141,8 @@ def _tally_lines(storm: StormView) -> list[str]:
 
 
 def _tally_line(t: Tally) -> str:
-    return f"{SEVERITY_MARK[t.worst]} *{esc(t.name)}*: {_n(t.count, 'alert')} on {_n(t.targets, 'target')}"
+    where = f" on {_n(t.targets, 'target')}" if t.targets else ", no target label"
+    return f"{SEVERITY_MARK[t.worst]} *{esc(t.name)}*: {_n(t.count, 'alert')}{where}"
 
 
 def cause_words(cause: StormCause) -> str:

@@ -84,3 +84,11 @@ def test_a_storm_is_resolved_once_every_alert_ended() -> None:
     counts.remove(firing)
     assert StormView.of(counts, NOW).resolved
     assert not StormView.of(StormCounts(), NOW).resolved
+
+
+def test_an_alert_without_a_target_is_its_own_row_and_no_target_of_the_cluster() -> None:
+    found = [*_entries(3, 1), StormEntry("ResourceProxyProbeFailing", Severity.CRITICAL, "p", None, "c0")]
+    rows = storm_rows(found, {"c0": TargetsRead({})})
+    [c0] = StormView.of(StormCounts(found), NOW, None, rows).by_cluster()
+    assert c0.targets == 3
+    assert c0.states == ((TargetState.NO_SERIES, 3), (TargetState.NO_TARGET, 1))
