@@ -6,8 +6,9 @@ when their own posts have not gone out yet (their queued posts are folded). Once
 pause (`gather_seconds` without a new group, and at most `first_within_seconds` after it started) one
 summary is posted: every target's live state grouped per client cluster, the common cause with its
 evidence, counts per alert. Every target with its state now goes into the summary's thread as one file
-(cluster, target, alerts, state now, since). A storm of 500 targets arriving together costs one post and
-one upload.
+(cluster, target, alerts, state now, since), with the summary or, when new groups still come at its
+latest, once they pause (at most `table_within_seconds` after the start; the summary is edited with it).
+A storm of 500 targets arriving together costs one post and one upload.
 
 Later changes (new targets, resolves) edit the summary and replace the table (the new file uploaded, the
 old one deleted) at most once per `refresh_seconds`, and only when what they show changed. A storm whose
@@ -67,8 +68,9 @@ class StormPolicy:
     groups: int = 10  # more new groups than this ...
     window_seconds: float = 60.0  # ... within this many seconds start a storm
     quiet_seconds: float = 120.0  # a storm ends after this long without a new group
-    gather_seconds: float = 0.4  # the first summary waits for new groups to pause this long ...
-    first_within_seconds: float = 1.5  # ... and goes at most this long after the storm started
+    gather_seconds: float = 0.4  # the first summary and the table wait for new groups to pause this long
+    first_within_seconds: float = 1.5  # ... the summary at most this long after the storm started ...
+    table_within_seconds: float = 4.0  # ... and the table at most this long, while new groups keep coming
     refresh_seconds: float = 30.0  # later changes edit the summary and replace the table at most this often
     # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.
     settle_seconds: float = 0.25
@@ -186,7 +188,9 @@ class StormDesk:
             if storm.counts.alerts and not storm.counts.firing:
                 await self._end(storm, now, resolved=True)
             elif not storm.posted and now >= self._first_due(storm):
-                await self._publish(storm, now, "first")
+                await self._publish(storm, now, "first", table=self._gathered(storm, now))
+            elif storm.posted and storm.table is None and now >= self._table_due(storm):
+                await self._publish(storm, now, "table")
             elif storm.posted and storm.dirty and now - storm.refreshed_at >= self._policy.refresh_seconds:
                 await self._publish(storm, now, f"refresh:{int(now * 1000)}")
             elif settle and storm.unsaved and now - storm.saved_at >= self._policy.settle_seconds:
@@ -211,6 +215,7 @@ class StormDesk:
         storms = self._active.values()
         ends = [s.last_new_at + policy.quiet_seconds for s in storms]
         ends += [self._first_due(s) for s in storms if not s.posted]
+        ends += [self._table_due(s) for s in storms if s.posted and s.table is None]
         ends += [s.refreshed_at + policy.refresh_seconds for s in storms if s.posted and s.dirty]
         ends += [s.saved_at + policy.settle_seconds for s in storms if s.unsaved]
         return min(ends, default=None)
@@ -219,6 +224,14 @@ class StormDesk:
     def _first_due(self, storm: Storm) -> float:
         gathered = storm.last_new_at + self._policy.gather_seconds
         return min(gathered, storm.started_at + self._policy.first_within_seconds)
+
+    def _table_due(self, storm: Storm) -> float:
+        gathered = storm.last_new_at + self._policy.gather_seconds
+        return min(gathered, storm.started_at + self._policy.table_within_seconds)
+
+    def _gathered(self, storm: Storm, now: float) -> bool:
+        """Whether the table is due too: new groups paused, or it is the latest it may go."""
+        return now >= self._table_due(storm)
 
     def _start(self, channel: str, now: float) -> Storm:
         arrivals = self._arrivals.get(channel, deque())

@@ -7,6 +7,8 @@ import base64
 import json
 from collections.abc import Iterable
 
+import pytest
+
 from bot.alerts.storm import StormPolicy
 from bot.domain.parser import parse_syncer
 from bot.store import AlertGroupState, OutboxItem, OutboxKind, OutboxState
@@ -100,8 +102,36 @@ async def test_the_first_summary_waits_for_new_groups_to_pause_but_not_longer_th
     await harness.pipeline.expire_storms()
     [summary] = await summaries()
     assert "7 alerts" in summary.payload["text"]
+    # New groups were still coming: the table waits for them to pause, the summary is edited with it.
+    assert storm_items(await harness.items(), OutboxKind.UPLOAD) == []
+    harness.clock.now += 0.1
     await harness.run(storm_webhook(7))
     assert len(await summaries()) == 1
+    deadline = harness.pipeline.next_deadline()
+    assert deadline is not None
+    assert deadline <= harness.clock.now + 0.4
+    harness.clock.now += 0.4
+    await harness.pipeline.expire_storms()
+    items = await harness.items()
+    [edit] = storm_items(items, OutboxKind.UPDATE)
+    assert "8 alerts" in edit.payload["text"]
+    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    assert target(7) in table(upload)
+
+
+async def test_the_table_goes_at_its_latest_while_new_groups_keep_coming(harness: Harness) -> None:
+    policy = StormPolicy(groups=2, gather_seconds=0.4, first_within_seconds=1.5, table_within_seconds=4.0)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    started = harness.clock.now
+    for i in range(20):  # a new group every 0.3 s for 6 s
+        await harness.run(storm_webhook(i))
+        await harness.pipeline.expire_storms()
+        harness.clock.now += 0.3
+    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    # The third group started the storm (at 0.6 s): its table's latest is 4.6 s, first looked at 4.8 s.
+    assert upload.created_at == pytest.approx(started + 4.8)
+    assert target(16) in table(upload)
+    assert target(17) not in table(upload)  # in the next table, a refresh later
 
 
 async def test_later_changes_edit_the_summary_and_replace_the_table_at_most_once_per_refresh(
