@@ -297,13 +297,13 @@ class StormDesk:
         reads = await self._reads.read(storm.clusters())
         rows = storm_rows(storm.all_entries(), reads)
         view = storm.view(rows)
-        content = storm_message(view, _dt(now))
+        content, shown = storm_message(view, _dt(now)), view.signature()
         if not storm.posted:
             await self._outbox.post(storm.channel, storm.key, content)
             storm.posted = True
-        elif view.signature() != storm.shown:
+        elif shown != storm.shown:
             await self._outbox.update(storm.channel, storm.key, content, revision)
-        storm.shown = view.signature()
+        storm.shown = shown
         if table and rows and rows != storm.tabled:
             await self._upload_table(storm, view, now)
             storm.tabled = rows
