@@ -234,7 +234,7 @@ def state_cell(row: StormRow) -> str:
     live = row.live
     words = STATE_WORDS[live.state]
     if live.state is TargetState.NOT_READ:
-        return f"{words} ({one_line(row.unread or 'not read')})"
+        return f"{words}: {one_line(row.unread or 'not read')}"
     extra = []
     if live.state in (
         TargetState.NO_HEALTHY_QUARANTINED,
@@ -249,7 +249,7 @@ def state_cell(row: StormRow) -> str:
         extra.append("cache unsynced")
     if live.dial_p99 is not None and live.state is not TargetState.HEALTHY:
         extra.append(f"dial p99 {fmt_seconds(live.dial_p99)}")
-    return words + (f" ({'; '.join(extra)})" if extra else "")
+    return words + (f": {'; '.join(extra)}" if extra else "")
 
 
 def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:

@@ -220,7 +220,7 @@ async def test_targets_of_a_cluster_not_read_in_time_say_so(harness: Harness) ->
     assert "3 live state not read" in shown(summary)
     assert "no shared cause stands out" not in shown(summary)
     rows = table(storm_items(items, OutboxKind.UPLOAD)[0]).splitlines()[3:]
-    assert all("live state not read (not read within 0.05 s)" in r for r in rows)
+    assert all("live state not read: not read within 0.05 s" in r for r in rows)
     harness.live.gate.set()
 
 
