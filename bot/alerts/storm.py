@@ -26,6 +26,7 @@ summary's `StormRecord`: its state, the table in its thread and, as of its last 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -38,9 +39,10 @@ from bot.alerts.storm_reads import LiveReader, StormReads
 from bot.alerts.storm_record import Arrival, Storm
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView, GroupStatus
-from bot.domain.storm_summary import StormEntry, StormView
-from bot.domain.storm_targets import storm_rows
-from bot.render.storm import storm_message, storm_table
+from bot.domain.storm_summary import StormEntry
+from bot.domain.storm_targets import StormRow, storm_rows
+from bot.render.blocks import Message
+from bot.render.storm import TableFile, storm_message, storm_table
 from bot.store.models import AlertGroupState, StormShare
 
 log = logging.getLogger(__name__)
@@ -295,23 +297,31 @@ class StormDesk:
         """The summary (posted, or edited when what it shows changed) and, with `table`, the table
         (uploaded when its rows changed, the one it replaces deleted); then the storm's row is saved."""
         reads = await self._reads.read(storm.clusters())
-        rows = storm_rows(storm.all_entries(), reads)
-        view = storm.view(rows)
-        content, shown = storm_message(view, _dt(now)), view.signature()
+        entries, at = storm.all_entries(), _dt(now)
+
+        def compose() -> tuple[tuple[StormRow, ...], Message, tuple[object, ...], TableFile | None]:
+            rows = storm_rows(entries, reads)
+            view = storm.view(rows)
+            changed = table and bool(rows) and rows != storm.tabled
+            file = storm_table(view, at, storm.channel) if changed else None
+            return rows, storm_message(view, at), view.signature(), file
+
+        # Hundreds of rows rendered twice: off the event loop, so webhooks are answered meanwhile. The
+        # storm's counts do not change under it: notifications are applied one at a time, and this waits.
+        rows, content, shown, file = await asyncio.to_thread(compose)
         if not storm.posted:
             await self._outbox.post(storm.channel, storm.key, content)
             storm.posted = True
         elif shown != storm.shown:
             await self._outbox.update(storm.channel, storm.key, content, revision)
         storm.shown = shown
-        if table and rows and rows != storm.tabled:
-            await self._upload_table(storm, view, now)
+        if file is not None:
+            await self._upload_table(storm, file, now)
             storm.tabled = rows
         storm.dirty, storm.refreshed_at = False, now
         await self._save(storm, now)
 
-    async def _upload_table(self, storm: Storm, view: StormView, now: float) -> None:
-        file = storm_table(view, _dt(now), storm.channel)
+    async def _upload_table(self, storm: Storm, file: TableFile, now: float) -> None:
         revision = f"table:{int(now * 1000)}"
         await self._outbox.upload_file(
             storm.channel,

@@ -44,9 +44,9 @@ class StormReads:
         for task in late:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
-        return {name: self._targets(name, task) for name, task in tasks.items()}
+        return {name: await self._targets(name, task) for name, task in tasks.items()}
 
-    def _targets(self, cluster: str, task: asyncio.Task[ClusterRead]) -> TargetsRead:
+    async def _targets(self, cluster: str, task: asyncio.Task[ClusterRead]) -> TargetsRead:
         if task.cancelled():
             return TargetsRead(None, f"not read within {self._budget:g} s")
         error = task.exception()
@@ -57,6 +57,8 @@ class StormReads:
             return TargetsRead(None, read.unavailable or "no live state")
         seen = self._seen.get(cluster)
         if seen is None or seen[0] is not read.snapshot:
-            seen = (read.snapshot, live_by_target(read.snapshot, read.window))
+            # A page of hundreds of targets: read off the event loop (the snapshot is never changed).
+            found = await asyncio.to_thread(live_by_target, read.snapshot, read.window)
+            seen = (read.snapshot, found)
             self._seen[cluster] = seen
         return TargetsRead(seen[1])
