@@ -247,7 +247,7 @@ def report(setup: Setup, f: Figures) -> None:
     print(f"outbox drained after: {fmt(f.drained_after)}; Slack calls in all: {f.slack_calls}")
     print(f"Slack calls by method: {f.calls_by_method}")
     print(f"notifications lost (refused, or accepted and not processed): {f.lost}")
-    print(f"Slack operations given up (storm lines never shown): {f.given_up}")
+    print(f"Slack operations given up (never shown): {f.given_up}")
     print(f"alerts missing from the storm summary's count: {f.missing_from_summary}")
     print(
         f"every target named in Slack after: {fmt(f.all_targets_after)} (from the first webhook), "
