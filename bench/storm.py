@@ -1,6 +1,11 @@
 """Benchmark: an alert storm (1 000 alerts over 500 targets, as webhooks within 2 s) against `proxybot serve`.
 
 Run from the repository root: `.venv/bin/python bench/storm.py [--replicas N] [--store sqlite|postgres]`.
+The fake Slack paces chat.postMessage as Slack does (1 a second per channel, `limit_posts`). Each run says
+how long until every target was named in Slack (a message, or the content of a file shared there) and with
+how many posting calls (posts, edits, the three upload steps, deletes); a second storm goes through a real
+Alertmanager 0.25 (`group_wait: 2s`, bench/storm_am.py), measured from the alerts reaching Alertmanager:
+its last lines are `all_targets_in_slack_s` and `posting_calls` (goal: <= 5 s, <= 5 calls).
 The bot runs as its own process (the real entry point) on the simulator and the fake Slack. The baseline,
 measured in the same run under the same load, is a trivial `GET /healthz` sent alongside every webhook:
 the ratio says how much the intake itself costs beyond what the server costs any request. The requests go
@@ -23,7 +28,6 @@ import asyncio
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -35,12 +39,22 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.loadgen import LoadRun, Outcome
+from bench.storm_am import AlertmanagerFigures, alertmanager_storm
 from sim.postgres import PostgresServer, start_postgres
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, SlackCall
 from tests.e2e.replicas import PgStoreView, Replicas, replica_config
 from tests.e2e.stack import BOT_TOKEN, CHANNEL, BotProcess, StoreQueries, StoreView, write_bot_config
-from tests.e2e.storm_load import percentile, split, storm_bodies, storm_plan
+from tests.e2e.storm_load import (
+    SlackCoverage,
+    by_method,
+    percentile,
+    posting_calls,
+    split,
+    storm_bodies,
+    storm_plan,
+    storm_target,
+)
 
 TARGETS = 500
 SECONDS = 2.0
@@ -86,6 +100,9 @@ class Figures:
     lost: int
     given_up: int
     missing_from_summary: int
+    all_targets_after: float | None
+    posting_calls_by_then: int
+    posting_calls: int
 
 
 def p99_ms(sent: Sequence[Outcome]) -> float:
@@ -114,14 +131,6 @@ def wait_for_none(left: Callable[[], int], start: float, timeout: float) -> floa
             return time.monotonic() - start
         time.sleep(0.2)
     return None
-
-
-def by_method(calls: Sequence[SlackCall]) -> str:
-    """`method=count` of the calls, most frequent first (chat.postMessage split into posts and replies)."""
-    counted = Counter(
-        "reply" if c.method == "chat.postMessage" and c.params.get("thread_ts") else c.method for c in calls
-    )
-    return " ".join(f"{method}={n}" for method, n in counted.most_common())
 
 
 def fmt(seconds: float | None) -> str:
@@ -166,6 +175,8 @@ def storm(setup: Setup, sim: SimServer, workdir: Path, postgres: PostgresServer 
         FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as slack,
         running_bots(setup, sim, slack, workdir, postgres) as (bots, store),
     ):
+        slack.limit_posts()  # Slack's pace: 1 a second per channel, short bursts
+        coverage = SlackCoverage(slack, (storm_target(i) for i in range(TARGETS)))
         bodies = storm_bodies(TARGETS)
         shares = split_bodies(bodies, len(bots))
         with ExitStack() as loads:
@@ -212,6 +223,9 @@ def storm(setup: Setup, sim: SimServer, workdir: Path, postgres: PostgresServer 
             lost=len(bodies) - (store.notifications() - store.unprocessed()),
             given_up=store.outbox_failed(),
             missing_from_summary=2 * TARGETS - sum(len(a) for a in store.storm_entries().values()),
+            all_targets_after=None if coverage.covered_at is None else coverage.covered_at - start,
+            posting_calls_by_then=len(posting_calls(calls, coverage.covered_at or float("inf"))),
+            posting_calls=len(posting_calls(calls)),
         )
 
 
@@ -233,8 +247,12 @@ def report(setup: Setup, f: Figures) -> None:
     print(f"outbox drained after: {fmt(f.drained_after)}; Slack calls in all: {f.slack_calls}")
     print(f"Slack calls by method: {f.calls_by_method}")
     print(f"notifications lost (refused, or accepted and not processed): {f.lost}")
-    print(f"Slack operations given up (storm lines never shown): {f.given_up}")
+    print(f"Slack operations given up (never shown): {f.given_up}")
     print(f"alerts missing from the storm summary's count: {f.missing_from_summary}")
+    print(
+        f"every target named in Slack after: {fmt(f.all_targets_after)} (from the first webhook), "
+        f"with {f.posting_calls_by_then} posting calls; posting calls in all: {f.posting_calls}"
+    )
 
 
 def side_by_side(setups: Sequence[Setup], runs: Sequence[Figures]) -> None:
@@ -257,8 +275,9 @@ def passed(f: Figures) -> bool:
     return f.refused == 0 and f.processed_after is not None and f.lost == 0
 
 
-def run(workdir: Path, asked: Setup) -> int:
+def run(workdir: Path, asked: Setup, with_alertmanager: bool) -> int:
     setups = [Setup()] if asked == Setup() else [Setup(), asked]
+    through_am: AlertmanagerFigures | None = None
     with ExitStack() as stack:
         sim = stack.enter_context(SimServer(scenario="healthy", speed=20))
         postgres = stack.enter_context(start_postgres()) if asked.store == POSTGRES else None
@@ -267,10 +286,14 @@ def run(workdir: Path, asked: Setup) -> int:
             figures = storm(setup, sim, workdir / f"run-{i}", postgres)
             report(setup, figures)
             runs.append(figures)
+        if with_alertmanager:
+            through_am = alertmanager_storm(sim, workdir / "alertmanager", TARGETS)
     if len(runs) > 1:
         side_by_side(setups, runs)
     print(f"storm_p99_accept_ms: {runs[-1].p99_ms:.1f}")
-    return 0 if all(passed(f) for f in runs) else 1
+    if through_am is not None:
+        through_am.report()
+    return 0 if all(passed(f) for f in runs) and (through_am is None or through_am.passed) else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,11 +302,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--store", choices=(SQLITE, POSTGRES), default=SQLITE, help="the store (default sqlite)"
     )
+    parser.add_argument(
+        "--no-alertmanager",
+        action="store_true",
+        help="skip the storm through a real Alertmanager (it needs prometheus-alertmanager installed)",
+    )
     args = parser.parse_args(argv)
     if args.replicas < 1 or (args.replicas > 1 and args.store != POSTGRES):
         parser.error("several replicas need --store postgres (a SQLite file serves one replica)")
     with tempfile.TemporaryDirectory(prefix="proxybot-bench-storm-") as workdir:
-        return run(Path(workdir), Setup(args.replicas, args.store))
+        return run(Path(workdir), Setup(args.replicas, args.store), not args.no_alertmanager)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.defaults import CLIENT, PRIMARY_GV, SECONDARY_GV, TARGET, default_fleet
+from sim.defaults import CLIENT, PRIMARY_GV, PROJECT, RESOURCES, SECONDARY_GV, TARGET, default_fleet
+from sim.fleet import ControlPlanePod, NetworkPolicyValues, TargetCluster, TargetLink
 from sim.traffic import Traffic
 from sim.world import ProbeRecord, World
 
@@ -288,6 +289,51 @@ def name_collision(world: World) -> None:
     world.platform.clients[CLIENT].links[0].owned_only = True
 
 
+STORM_TARGETS = 30
+STORM_HUNG = 2  # of them, the ones whose control plane also hangs
+
+
+def storm_target(i: int) -> str:
+    return f"shard-{i:02d}"
+
+
+def storm(world: World) -> None:
+    """team-a proxies 30 more targets (platform/shard-00..29); at t=60 its peer watch drops for all of them.
+
+    Every cached peer list of team-a goes stale at t=120 (peer_cache_synced 0 on every target, the stale
+    peers still counted healthy); at t=90 shard-00 and shard-01 also stop answering (dials time out, no
+    healthy peer). Alerts: ResourceProxyTargetUnavailable for the two hung shards from ~t=120 and
+    ResourceProxyNoHealthyPeers (both group/versions) from ~t=225; ResourceProxyPeerCacheUnsynced for all
+    31 targets (both group/versions) from ~t=255, one group each: an alert storm whose common cause is
+    team-a's peer feed; ResourceProxyDiscoveryDegraded for all 31 from ~t=480; ResourceProxyProbeFailing
+    after t=900.
+    """
+    client = world.platform.clients[CLIENT]
+    for i in range(STORM_TARGETS):
+        name = storm_target(i)
+        target = TargetCluster(
+            name=name,
+            project=PROJECT,
+            resources=list(RESOURCES),
+            pods=[ControlPlanePod(f"{name}-0", f"{name}-{i:010x}.vcluster.invalid")],
+            namespaces={"default"},
+            network_policy=NetworkPolicyValues(udp_ingress_from=[f"vcluster-{CLIENT}"]),
+        )
+        world.platform.targets[name] = target
+        client.links.append(TargetLink(target, [PRIMARY_GV, SECONDARY_GV], resources=["widgets", "datasets"]))
+        client.network_policy.udp_egress_to.append(f"vcluster-{name}")
+    if isinstance(world.traffic, Traffic):
+        world.traffic.rate = 0.3  # 31 targets: a quieter caller per group/version keeps the model light
+
+    def hang(w: World) -> None:
+        for i in range(STORM_HUNG):
+            for pod in w.platform.targets[storm_target(i)].pods:
+                pod.answering = False
+
+    world.at(FAULT_AT, "team-a's peer watch subscription drops", lambda w: w.drop_peer_watch(CLIENT))
+    world.at(90.0, "shard-00 and shard-01 stop answering", hang)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -310,6 +356,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("auth-failed", auth_failed),
         Scenario("ownership-get-denied", ownership_get_denied),
         Scenario("name-collision", name_collision),
+        Scenario("storm", storm),
     )
 }
 

@@ -5,7 +5,8 @@ channels the bot may use, the messages it was sent (so tests can assert on edits
 what Slack refuses: names where Slack wants channel IDs, channels the bot is not in, content over Block Kit's
 limits, methods beyond the app's scopes. `response_url`s answer five times within 30 minutes, then
 `used_url` / `expired_url` with HTTP 404, as Slack's do. On demand it paces `chat.postMessage` per channel as
-Slack does (429 with `Retry-After`), and injects 429, 5xx and latency per method.
+Slack does (429 with `Retry-After`), and injects 429, 5xx and latency per method. Files follow
+files_upload_v2's steps as strictly as Slack (`sim.slack_files`); the test controls are `sim.slack_faults`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -27,59 +27,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from sim.slack_faults import Fault, PostingLimit, ResponseUrl, SlackCall, fault_response
 from sim.slack_workspace import MANIFEST_SCOPES, Answer, Message, Workspace, auth_test, content_refusal
 
 RESPONSE_URL_USES = 5
 RESPONSE_URL_LIFETIME = 30 * 60.0
+# How the bytes of files_upload_v2's second step (a POST to the upload URL, not a Web API method) are
+# recorded among the calls.
+UPLOAD_CALL = "files.upload_url_post"
 
 __all__ = ["FakeSlack", "Message", "SlackCall", "iter_texts"]
-
-
-@dataclass
-class SlackCall:
-    """One request that reached the fake."""
-
-    method: str
-    params: dict[str, Any]
-    token: str | None
-    at: float
-
-
-@dataclass
-class Fault:
-    """An injected answer for the next `times` calls of one method."""
-
-    status: int
-    retry_after: int | None
-    times: int
-    error: str | None = None
-
-
-@dataclass
-class PostingLimit:
-    """Slack's chat.postMessage limit per channel: `per_second` on average, bursts of `burst`."""
-
-    per_second: float
-    burst: float
-    tokens: dict[str, tuple[float, float]]  # channel -> (tokens, at)
-
-    def take(self, channel: str, now: float) -> float:
-        """0 when a post may go now (and it is counted), else the seconds until one may."""
-        tokens, at = self.tokens.get(channel, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.per_second)
-        if tokens >= 1.0:
-            self.tokens[channel] = (tokens - 1.0, now)
-            return 0.0
-        self.tokens[channel] = (tokens, now)
-        return (1.0 - tokens) / self.per_second
-
-
-@dataclass
-class ResponseUrl:
-    """A `response_url` handed out, and how often it was used."""
-
-    issued_at: float
-    uses: int = 0
 
 
 class FakeSlack:
@@ -97,6 +54,7 @@ class FakeSlack:
         scopes: Iterable[str] = MANIFEST_SCOPES,
         latency: float = 0.0,
         on_message: Callable[[Message, str], None] | None = None,
+        on_upload: Callable[[dict[str, Any]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.bot_token = bot_token
@@ -104,6 +62,8 @@ class FakeSlack:
         # Called (outside the lock) with each message posted or edited and "posted" / "edited": the demo
         # renders Slack in the terminal with it.
         self.on_message = on_message
+        # Called (outside the lock) with each file shared by files.completeUploadExternal.
+        self.on_upload = on_upload
         self.clock = clock
         self.calls: list[SlackCall] = []
         self.responses: list[dict[str, Any]] = []
@@ -218,7 +178,13 @@ class FakeSlack:
 
     @property
     def uploads(self) -> list[dict[str, Any]]:
+        """Every file shared, oldest first; one deleted since carries `deleted_at`."""
         return self.workspace.uploads
+
+    def shown_uploads(self) -> list[dict[str, Any]]:
+        """The files shared and not deleted."""
+        with self._lock:
+            return self.workspace.files.shown()
 
     def calls_to(self, method: str) -> list[SlackCall]:
         with self._lock:
@@ -263,7 +229,7 @@ class FakeSlack:
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:
-            return _fault_response(fault)
+            return fault_response(fault)
         if token != self.bot_token:
             return JSONResponse(_error("invalid_auth" if token else "not_authed"))
         handler = _HANDLERS.get(method)
@@ -275,6 +241,7 @@ class FakeSlack:
             if answer is None and wait == 0.0:
                 answer = handler(self.workspace, params)
             changed = None if answer is None else self._changed(method, answer)
+            shared = self._shared(method, answer)
             lost = self._lost.get(method)
             hold = lost.pop(0) if lost and answer is not None and answer.get("ok") else None
         if hold is not None:
@@ -287,6 +254,9 @@ class FakeSlack:
             return JSONResponse(_error("ratelimited"), status_code=429, headers=headers)
         if changed is not None and self.on_message is not None:
             self.on_message(*changed)
+        if self.on_upload is not None:
+            for upload in shared:
+                self.on_upload(upload)
         # Slack names the token's scopes on every answer to an authenticated call.
         return JSONResponse(answer, headers={"x-oauth-scopes": ",".join(sorted(self.workspace.scopes))})
 
@@ -302,15 +272,21 @@ class FakeSlack:
         msg = self.messages[(str(answer["channel"]), str(answer["ts"]))]
         return msg, "posted" if method == "chat.postMessage" else "edited"
 
+    def _shared(self, method: str, answer: Answer | None) -> list[dict[str, Any]]:
+        if method != "files.completeUploadExternal" or answer is None or not answer.get("ok"):
+            return []
+        ids = {f["id"] for f in answer.get("files", [])}
+        return [u for u in self.uploads if u["id"] in ids]
+
     async def _upload(self, request: Request) -> Response:
+        """files_upload_v2's second step: the bytes, POSTed to the URL getUploadURLExternal gave."""
         file_id = request.path_params["file_id"]
         body = await request.body()
         with self._lock:
-            pending = self.workspace.pending_files.get(file_id)
-            if pending is None:
-                return Response("unknown upload", status_code=404)
-            pending["content"] = body
-        return Response("OK - " + str(len(body)))
+            sent = {"file_id": file_id, "length": len(body)}
+            self.calls.append(SlackCall(UPLOAD_CALL, sent, None, time.monotonic()))
+            status, text = self.workspace.files.receive(file_id, body)
+        return Response(text, status_code=status)
 
     async def _response(self, request: Request) -> Response:
         key = request.path_params["key"]
@@ -362,6 +338,7 @@ _HANDLERS: dict[str, Callable[[Workspace, dict[str, Any]], Answer]] = {
     "chat.postEphemeral": Workspace.ephemeral,
     "files.getUploadURLExternal": Workspace.upload_url,
     "files.completeUploadExternal": Workspace.complete_upload,
+    "files.delete": Workspace.delete_file,
     "conversations.history": Workspace.history,
     "conversations.replies": Workspace.replies,
     "conversations.info": Workspace.info,
@@ -385,14 +362,6 @@ async def _params(request: Request) -> dict[str, Any]:
 def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     return header[7:] if header.lower().startswith("bearer ") else None
-
-
-def _fault_response(fault: Fault) -> Response:
-    headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
-    if fault.status == 200:
-        return JSONResponse({"ok": False, "error": fault.error or "internal_error"})
-    body = {"ok": False, "error": fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")}
-    return JSONResponse(body, status_code=fault.status, headers=headers)
 
 
 def _error(code: str) -> Answer:

@@ -8,6 +8,7 @@ Strict where Slack is strict, because a lenient fake hides real defects:
 - posting where the bot is not a member is `not_in_channel`; a reply to a message that does not exist in
   that channel is refused;
 - content over Slack's limits is refused (`sim.slack_blocks`);
+- files follow files_upload_v2's three steps strictly (`sim.slack_files`);
 - every method needs its OAuth scope; the bot has the scopes of `config/slack/manifest.yaml` unless a test
   grants others (`missing_scope` otherwise, with `needed` and `provided` as Slack sends them).
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.slack_blocks import check_message
+from sim.slack_files import Files
 
 # The bot scopes of config/slack/manifest.yaml (a test keeps the two equal).
 MANIFEST_SCOPES = frozenset({"commands", "chat:write", "files:write", "channels:history", "groups:history"})
@@ -74,6 +76,7 @@ SCOPES = {
     "chat.postEphemeral": "chat:write",
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
+    "files.delete": "files:write",
     "conversations.history": "channels:history",
     "conversations.replies": "channels:history",
     "conversations.info": "channels:read",
@@ -97,9 +100,13 @@ class Workspace:
         self.scopes = frozenset(scopes)
         self.channels: dict[str, Channel] = {}
         self.messages: dict[tuple[str, str], Message] = {}
-        self.uploads: list[dict[str, Any]] = []
-        self.pending_files: dict[str, dict[str, Any]] = {}
+        self.files = Files(upload_base, time.monotonic)
         self._ids = itertools.count(1)
+
+    @property
+    def uploads(self) -> list[dict[str, Any]]:
+        """Every file shared, oldest first (a deleted one carries `deleted_at`)."""
+        return self.files.uploads
 
     # -- channels ------------------------------------------------------------------------------------
     def add_channel(self, ref: str, *, name: str | None = None, member: bool = True) -> str:
@@ -208,12 +215,7 @@ class Workspace:
         return {"ok": True, "message_ts": self._next_ts()}
 
     def upload_url(self, params: dict[str, Any]) -> Answer:
-        length = str(params.get("length", ""))
-        if not params.get("filename") or not length.isdigit() or int(length) <= 0:
-            return _error("invalid_arguments")
-        file_id = f"F{len(self.pending_files) + 1:08d}"
-        self.pending_files[file_id] = {"filename": params["filename"], "length": int(length)}
-        return {"ok": True, "upload_url": f"{self._upload_base()}/upload/{file_id}", "file_id": file_id}
+        return self.files.upload_url(params)
 
     def complete_upload(self, params: dict[str, Any]) -> Answer:
         channel_ref, thread_ts = params.get("channel_id"), params.get("thread_ts") or None
@@ -224,17 +226,10 @@ class Workspace:
             return _error("not_in_channel")
         if thread_ts is not None and (channel is None or (channel.id, str(thread_ts)) not in self.messages):
             return _error("thread_not_found")
-        files = _json_param(params.get("files"))
-        if not isinstance(files, list) or not files:
-            return _error("invalid_arguments")
-        done = []
-        for f in files:
-            pending = self.pending_files.get(str(f.get("id", "")))
-            if pending is None or "content" not in pending:
-                return _error("file_not_found")
-            self.uploads.append({**pending, **f, "channel_id": channel_ref, "thread_ts": thread_ts})
-            done.append({"id": f["id"], "title": f.get("title")})
-        return {"ok": True, "files": done}
+        return self.files.complete(params, {"channel_id": channel_ref, "thread_ts": thread_ts})
+
+    def delete_file(self, params: dict[str, Any]) -> Answer:
+        return self.files.delete(params)
 
     def history(self, params: dict[str, Any]) -> Answer:
         channel = self._by_id(params.get("channel"))

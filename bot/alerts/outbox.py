@@ -27,11 +27,24 @@ class Outbox(Protocol):
     ) -> Enqueued: ...
 
     async def reply_in_place(
-        self, channel: str, group_key: str, message: Message, *, reply: str, revision: str
+        self,
+        channel: str,
+        group_key: str,
+        message: Message,
+        *,
+        reply: str,
+        revision: str,
+        defer: float = 0.0,
     ) -> Enqueued: ...
 
     async def upload_png(
         self, channel: str, group_key: str, png: bytes, *, filename: str, title: str, revision: str
     ) -> Enqueued: ...
+
+    async def upload_file(
+        self, channel: str, group_key: str, content: bytes, *, filename: str, title: str, revision: str
+    ) -> Enqueued: ...
+
+    async def delete_upload(self, channel: str, group_key: str, *, upload: str) -> Enqueued: ...
 
     async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> bool: ...

@@ -69,6 +69,9 @@ Clock = Callable[[], float]
 
 # The name of the group's details reply: one per group message, edited in place.
 DETAILS_REPLY = "details"
+# Seconds the details reply's first post waits: the message itself goes first, and a storm starting in the
+# channel gets its summary and table out before it (they compete for Slack's ~1 post/s per channel).
+DETAILS_DEFER = 5.0
 
 
 class LiveSource(Protocol):
@@ -120,7 +123,7 @@ class AlertPipeline:
         self._live = live
         self._clock = clock
         self._budget = settings.enrichment.timeout_seconds
-        self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock)
+        self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock, live)
         self._incidents = IncidentDesk(settings, store, outbox, clock)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
         self._late: set[asyncio.Task[ClusterRead]] = set()
@@ -312,7 +315,7 @@ class AlertPipeline:
         """The group's details reply: posted with its first message, edited in place after."""
         body = details_reply(view, self._now())
         await self._outbox.reply_in_place(
-            channel, view.group_key, body, reply=DETAILS_REPLY, revision=identity
+            channel, view.group_key, body, reply=DETAILS_REPLY, revision=identity, defer=DETAILS_DEFER
         )
 
     async def _chart(self, identity: str, channel: str, view: AlertGroupView) -> None:

@@ -1,42 +1,49 @@
-"""Storm mode: many new alert groups in one channel become one summary message and lines in its thread.
+"""Storm mode: many new alert groups in one channel become one summary message and one table of targets.
 
 When a channel gets more than `groups` new alert groups within `window_seconds`, further new groups are
-not posted on their own: one storm summary (counts per alert and per target, the likely common cause)
-is posted and edited in place, and each group becomes a compact line in its thread. The groups that
-brought the channel over the threshold join the thread too when their own posts have not gone out yet
-(their queued posts are folded), so the summary is the channel's next message. The storm ends after
-`quiet_seconds` without a new group, and the summary says so.
+not posted on their own, and the groups that brought the channel over the threshold join the storm too
+when their own posts have not gone out yet (their queued posts are folded). Once the storm's arrivals
+pause (`gather_seconds` without a new group, and at most `first_within_seconds` after it started) one
+summary is posted: every target's live state grouped per client cluster, the common cause with its
+evidence, counts per alert. Every target with its state now goes into the summary's thread as one file
+(cluster, target, alerts, state now, since), with the summary or, when new groups still come at its
+latest, once they pause (at most `table_within_seconds` after the start; the summary is edited with it).
+A storm of 500 targets arriving together costs one post and one upload.
+
+Later changes (new targets, resolves) edit the summary and replace the table (the new file uploaded, the
+old one deleted) at most once per `refresh_seconds`, and only when what they show changed. A storm whose
+alerts have all resolved is edited to resolved, with its duration; one without a new group for
+`quiet_seconds` ends (the summary says so), and later changes of its groups still edit its summary.
 
 Work per notification stays small and bounded however big the storm: counts are kept entry by entry
-(`StormCounts`), and the summary is re-rendered and saved at most once per `linger_seconds` (a dirty
-flag that `flush()` clears; the alert worker calls it from its deadline loop and between notifications).
-Slack calls stay bounded by channels, not alerts: the delivery worker sends only the newest of a
-message's due edits, and thread lines are gathered into replies of up to `lines_per_reply` lines. A line
-reply is an outbox row due `linger` seconds after it was opened, rewritten with more lines
-(`replace_pending`) only during the first half of that time, so a row the delivery worker may already be
-sending is never changed under it; later lines go to the next row.
+(`StormCounts`); the live reads, the rows and the rendering happen only when the summary is sent.
 
 What survives a restart: each group's share of the count is saved with the group's own row (the
 pipeline writes its `GroupFacts.storm_share`), and the storm's row `storm:<channel>:<n>` holds the
-summary's `StormRecord`: its state and, as of its last flush, every entry. `restore()` joins both.
+summary's `StormRecord`: its state, the table in its thread and, as of its last save, every entry.
+`restore()` joins both.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.alerts.outbox import Outbox
+from bot.alerts.storm_reads import LiveReader, StormReads
+from bot.alerts.storm_record import Arrival, Storm
 from bot.domain.alerts import AlertStatus
-from bot.domain.messages import AlertGroupView
-from bot.domain.storm_summary import StormCounts, StormEntry, StormView
-from bot.render.blocks import message, section_lines
-from bot.render.slack import storm_group_line, storm_message
-from bot.store.models import AlertGroupState, Enqueued, StormRecord, StormShare
+from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.storm_summary import StormEntry
+from bot.domain.storm_targets import StormRow, storm_rows
+from bot.render.blocks import Message
+from bot.render.storm import TableFile, storm_message, storm_table
+from bot.store.models import AlertGroupState, StormShare
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +65,18 @@ class StormStore(Protocol):
 
 @dataclass(frozen=True)
 class StormPolicy:
-    """When a channel enters and leaves storm mode, and how its Slack calls are coalesced."""
+    """When a channel enters and leaves storm mode, and how often its summary and table change."""
 
     groups: int = 10  # more new groups than this ...
     window_seconds: float = 60.0  # ... within this many seconds start a storm
     quiet_seconds: float = 120.0  # a storm ends after this long without a new group
-    linger_seconds: float = 2.0  # how long summary edits and thread lines gather before they are sent
+    gather_seconds: float = 0.4  # the first summary and the table wait for new groups to pause this long
+    first_within_seconds: float = 1.5  # ... the summary at most this long after the storm started ...
+    table_within_seconds: float = 4.0  # ... and the table at most this long, while new groups keep coming
+    refresh_seconds: float = 30.0  # later changes edit the summary and replace the table at most this often
     # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.
     settle_seconds: float = 0.25
-    lines_per_reply: int = 15  # group lines per thread reply (a section holds 3000 characters)
+    read_seconds: float = 1.0  # the live reads behind the summary wait at most this long
 
 
 def storm_key(channel: str, n: int) -> str:
@@ -79,78 +89,18 @@ def is_storm_key(group_key: str) -> bool:
 
 def entries_of(view: AlertGroupView) -> tuple[StormEntry, ...]:
     """The storm's count of one group: one entry per alert."""
-    return tuple(StormEntry(a.name, a.severity, view.group_key, a.target, view.cluster) for a in view.alerts)
-
-
-@dataclass
-class _Slot:
-    """A coalescing outbox row: number `n` of a series, rewritable until `open_until`."""
-
-    n: int
-    open_until: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Arrival:
-    """A new group of the storm window: when it came, its count and its thread line."""
-
-    at: float
-    group_key: str
-    entries: tuple[StormEntry, ...]
-    line: str
-
-
-@dataclass
-class _Storm:
-    """One storm in one channel."""
-
-    key: str
-    channel: str
-    started_at: float
-    last_new_at: float
-    entries: dict[str, tuple[StormEntry, ...]] = field(default_factory=dict)
-    counts: StormCounts = field(default_factory=StormCounts)
-    ended_at: float | None = None
-    posted: bool = False
-    lines: _Slot = field(default_factory=lambda: _Slot(-1, 0.0))
-    chunk: list[str] = field(default_factory=list)
-    dirty: bool = False  # the summary in the outbox is older than the counts
-    unsaved: bool = False  # the storm's row is older than the counts
-    flushed_at: float = float("-inf")
-    saved_at: float = float("-inf")
-    flushes: int = 0
-
-    def count(self, group_key: str, entries: tuple[StormEntry, ...]) -> None:
-        """Replace the group's entries, adjusting the running counts by the difference only."""
-        for old in self.entries.get(group_key, ()):
-            self.counts.remove(old)
-        for new in entries:
-            self.counts.add(new)
-        self.entries[group_key] = entries
-        self.dirty = self.unsaved = True
-
-    def view(self) -> StormView:
-        ended = None if self.ended_at is None else _dt(self.ended_at)
-        return StormView.of(self.counts, _dt(self.started_at), ended)
-
-    def record(self) -> StormRecord:
-        return StormRecord(self.started_at, self.last_new_at, self.ended_at, self.posted, dict(self.entries))
-
-    @classmethod
-    def from_record(cls, key: str, channel: str, record: StormRecord, now: float) -> _Storm:
-        storm = cls(
-            key=key,
-            channel=channel,
-            started_at=record.started_at,
-            last_new_at=record.last_new_at,
-            ended_at=record.ended_at,
-            posted=record.posted,
-            # Line rows numbered after the last flush may exist: continue in a series of our own.
-            lines=_Slot(int(now * 1000), 0.0),
+    return tuple(
+        StormEntry(
+            a.name,
+            a.severity,
+            view.group_key,
+            a.target,
+            view.cluster,
+            since=a.starts_at.timestamp(),
+            ended=None if a.status is GroupStatus.FIRING else (a.ends_at or a.starts_at).timestamp(),
         )
-        for group_key, entries in record.entries.items():
-            storm.count(group_key, entries)
-        return storm
+        for a in view.alerts
+    )
 
 
 def _dt(seconds: float) -> datetime:
@@ -158,16 +108,24 @@ def _dt(seconds: float) -> datetime:
 
 
 class StormDesk:
-    """Decides which new groups go into a storm and keeps each channel's storm summary and thread."""
+    """Decides which new groups go into a storm and keeps each channel's storm summary and table."""
 
-    def __init__(self, store: StormStore, outbox: Outbox, policy: StormPolicy, clock: Clock) -> None:
+    def __init__(
+        self,
+        store: StormStore,
+        outbox: Outbox,
+        policy: StormPolicy,
+        clock: Clock,
+        live: LiveReader | None = None,
+    ) -> None:
         self._store = store
         self._outbox = outbox
         self._policy = policy
         self._clock = clock
-        self._active: dict[str, _Storm] = {}
-        # Recent new groups per channel, for the threshold and the storm's first count and lines.
-        self._arrivals: dict[str, deque[_Arrival]] = {}
+        self._reads = StormReads(live, policy.read_seconds)
+        self._active: dict[str, Storm] = {}
+        # Recent new groups per channel, for the threshold and the storm's first count.
+        self._arrivals: dict[str, deque[Arrival]] = {}
 
     async def restore(self) -> None:
         """Pick up storms that were active when the process stopped, with every group's latest count.
@@ -178,7 +136,7 @@ class StormDesk:
         self._arrivals.clear()
         for state in await self._store.groups(status=AlertStatus.FIRING):
             if is_storm_key(state.group_key) and state.storm is not None:
-                storm = _Storm.from_record(state.group_key, state.channel, state.storm, self._clock())
+                storm = Storm.from_record(state.group_key, state.channel, state.storm)
                 await self._recount_from_groups(storm)
                 storm.dirty = True  # the summary may lag the counts saved with the groups
                 self._active[state.channel] = storm
@@ -194,32 +152,25 @@ class StormDesk:
         arrivals = self._arrivals.setdefault(channel, deque())
         while arrivals and now - arrivals[0].at > self._policy.window_seconds:
             arrivals.popleft()
-        line = storm_group_line(view, _dt(now)).text
-        arrivals.append(_Arrival(now, view.group_key, entries_of(view), line))
+        arrivals.append(Arrival(now, view.group_key, entries_of(view)))
         storm = self._active.get(channel)
         if storm is None and len(arrivals) <= self._policy.groups:
             return None
         if storm is None:
             storm = self._start(channel, now)
-            # The summary's post goes first: the thread lines wait for it, and it is the channel's next
-            # message (the storm's first groups join its thread when their posts have not gone out).
-            await self._flush(storm, now, "start")
-            await self._fold_arrivals(storm, now)
+            await self._fold_arrivals(storm)
         else:
             storm.count(view.group_key, entries_of(view))
         storm.last_new_at = now
-        await self._add_line(storm, line, now)
         return storm.key
 
     async def report(self, channel: str, key: str, view: AlertGroupView) -> None:
-        """A later notification of a group that went into storm `key`: a thread line and a fresh count."""
+        """A later notification of a group that went into storm `key`: a fresh count."""
         storm = self._active.get(channel)
         if storm is None or storm.key != key:
             await self._report_to_ended(channel, key, view)
             return
-        now = self._clock()
         storm.count(view.group_key, entries_of(view))
-        await self._add_line(storm, storm_group_line(view, _dt(now)).text, now)
 
     def recount(self, channel: str, view: AlertGroupView) -> str | None:
         """A later notification of a group with its own message: its count in the channel's storm, if
@@ -231,13 +182,19 @@ class StormDesk:
         return storm.key
 
     async def flush(self, *, settle: bool = False) -> bool:
-        """Send and save the summaries that changed, at most once per linger; True when every storm's
-        row is current. With `settle` (the alert queue ran empty) a row lagging its counts is saved,
-        at most once per `settle_seconds`, without a Slack call."""
+        """Send the summaries and tables that are due, and end storms whose alerts all resolved; True
+        when every storm's row is current. With `settle` (the alert queue ran empty) a row lagging its
+        counts is saved, at most once per `settle_seconds`, without a Slack call."""
         now = self._clock()
         for storm in list(self._active.values()):
-            if storm.dirty and now - storm.flushed_at >= self._policy.linger_seconds:
-                await self._flush(storm, now, f"summary:{int(now * 1000)}:{storm.flushes}")
+            if storm.counts.alerts and not storm.counts.firing:
+                await self._end(storm, now, resolved=True)
+            elif not storm.posted and now >= self._first_due(storm):
+                await self._publish(storm, now, "first", table=self._gathered(storm, now))
+            elif storm.posted and storm.table is None and now >= self._table_due(storm):
+                await self._publish(storm, now, "table")
+            elif storm.posted and storm.dirty and now - storm.refreshed_at >= self._policy.refresh_seconds:
+                await self._publish(storm, now, f"refresh:{int(now * 1000)}")
             elif settle and storm.unsaved and now - storm.saved_at >= self._policy.settle_seconds:
                 await self._save(storm, now)
         return not any(s.unsaved for s in self._active.values())
@@ -251,23 +208,36 @@ class StormDesk:
             if (channel is None or s.channel == channel) and now - s.last_new_at >= self._policy.quiet_seconds
         ]
         for storm in ended:
-            storm.ended_at = storm.last_new_at
-            del self._active[storm.channel]
-            self._arrivals.pop(storm.channel, None)
-            await self._flush(storm, now, "ended")
+            await self._end(storm, now, resolved=False)
         return [s.key for s in ended]
 
     def next_deadline(self) -> float | None:
         """When `flush` or `expire` next has something to do (wall-clock seconds), if ever."""
-        ends = [s.last_new_at + self._policy.quiet_seconds for s in self._active.values()]
-        ends += [s.flushed_at + self._policy.linger_seconds for s in self._active.values() if s.dirty]
-        ends += [s.saved_at + self._policy.settle_seconds for s in self._active.values() if s.unsaved]
+        policy = self._policy
+        storms = self._active.values()
+        ends = [s.last_new_at + policy.quiet_seconds for s in storms]
+        ends += [self._first_due(s) for s in storms if not s.posted]
+        ends += [self._table_due(s) for s in storms if s.posted and s.table is None]
+        ends += [s.refreshed_at + policy.refresh_seconds for s in storms if s.posted and s.dirty]
+        ends += [s.saved_at + policy.settle_seconds for s in storms if s.unsaved]
         return min(ends, default=None)
 
     # -- inside ----------------------------------------------------------------------------------------
-    def _start(self, channel: str, now: float) -> _Storm:
+    def _first_due(self, storm: Storm) -> float:
+        gathered = storm.last_new_at + self._policy.gather_seconds
+        return min(gathered, storm.started_at + self._policy.first_within_seconds)
+
+    def _table_due(self, storm: Storm) -> float:
+        gathered = storm.last_new_at + self._policy.gather_seconds
+        return min(gathered, storm.started_at + self._policy.table_within_seconds)
+
+    def _gathered(self, storm: Storm, now: float) -> bool:
+        """Whether the table is due too: new groups paused, or it is the latest it may go."""
+        return now >= self._table_due(storm)
+
+    def _start(self, channel: str, now: float) -> Storm:
         arrivals = self._arrivals.get(channel, deque())
-        storm = _Storm(storm_key(channel, int(now)), channel, started_at=now, last_new_at=now)
+        storm = Storm(storm_key(channel, int(now)), channel, started_at=now, last_new_at=now)
         log.warning(
             "alert storm in %s: %d new groups within %gs", channel, len(arrivals), now - arrivals[0].at
         )
@@ -277,25 +247,30 @@ class StormDesk:
             storm.count(arrival.group_key, arrival.entries)
         return storm
 
-    async def _fold_arrivals(self, storm: _Storm, now: float) -> None:
-        """Move the storm's first groups into its thread when their own posts have not gone out yet."""
+    async def _fold_arrivals(self, storm: Storm) -> None:
+        """Fold the storm's first groups into it when their own posts have not gone out yet."""
         for arrival in list(self._arrivals.get(storm.channel, ()))[:-1]:
-            if await self._fold(storm, arrival.group_key):
-                await self._add_line(storm, arrival.line, now)
+            await self._fold(storm, arrival.group_key)
 
-    async def _fold(self, storm: _Storm, group_key: str) -> bool:
-        """Take a group's queued post back and make its storm line its only trace; False if it went out."""
+    async def _fold(self, storm: Storm, group_key: str) -> None:
+        """Take a group's queued post back and make the storm its only trace (unless it went out)."""
         if not await self._outbox.withdraw_post(storm.channel, group_key, folded_into=storm.key):
-            return False
+            return
         state = await self._store.get_group(storm.channel, group_key)
         if state is not None:
             share = StormShare(storm.key, storm.entries[group_key])
             facts = replace(state.facts, storm_thread=storm.key, storm_share=share)
             await self._store.save_group(replace(state, facts=facts))
-        return True
+
+    async def _end(self, storm: Storm, now: float, *, resolved: bool) -> None:
+        """The storm is over: resolved (every alert), or quiet (no new group for `quiet_seconds`)."""
+        storm.ended_at = now if resolved else storm.last_new_at
+        del self._active[storm.channel]
+        self._arrivals.pop(storm.channel, None)
+        await self._publish(storm, now, "resolved" if resolved else "ended")
 
     async def _report_to_ended(self, channel: str, key: str, view: AlertGroupView) -> None:
-        """A group of a storm that is over: its line still goes into that storm's thread."""
+        """A group of a storm that is over: its summary still counts the change."""
         state = await self._store.get_group(channel, key)
         if state is None or state.storm is None:
             log.error(
@@ -303,48 +278,64 @@ class StormDesk:
             )
             return
         now = self._clock()
-        storm = _Storm.from_record(key, channel, state.storm, now)
+        storm = Storm.from_record(key, channel, state.storm)
+        was_firing = storm.counts.firing > 0
         storm.count(view.group_key, entries_of(view))
-        await self._add_line(storm, storm_group_line(view, _dt(now)).text, now)
-        await self._flush(storm, now, f"late:{int(now * 1000)}")
+        resolved_now = was_firing and storm.counts.firing == 0
+        if resolved_now:
+            storm.ended_at = now
+        # Its table is replaced once more when the last alert resolves, not on every change.
+        await self._publish(storm, now, f"late:{int(now * 1000)}", table=resolved_now)
 
-    async def _recount_from_groups(self, storm: _Storm) -> None:
+    async def _recount_from_groups(self, storm: Storm) -> None:
         for group in await self._store.groups(channel=storm.channel):
             share = group.facts.storm_share
             if share is not None and share.storm == storm.key:
                 storm.count(group.group_key, share.entries)
 
-    async def _flush(self, storm: _Storm, now: float, revision: str) -> None:
-        content = storm_message(storm.view(), _dt(now))
+    async def _publish(self, storm: Storm, now: float, revision: str, *, table: bool = True) -> None:
+        """The summary (posted, or edited when what it shows changed) and, with `table`, the table
+        (uploaded when its rows changed, the one it replaces deleted); then the storm's row is saved."""
+        reads = await self._reads.read(storm.clusters())
+        entries, at = storm.all_entries(), _dt(now)
+
+        def compose() -> tuple[tuple[StormRow, ...], Message, tuple[object, ...], TableFile | None]:
+            rows = storm_rows(entries, reads)
+            view = storm.view(rows)
+            changed = table and bool(rows) and rows != storm.tabled
+            file = storm_table(view, at, storm.channel) if changed else None
+            return rows, storm_message(view, at), view.signature(), file
+
+        # Hundreds of rows rendered twice: off the event loop, so webhooks are answered meanwhile. The
+        # storm's counts do not change under it: notifications are applied one at a time, and this waits.
+        rows, content, shown, file = await asyncio.to_thread(compose)
         if not storm.posted:
             await self._outbox.post(storm.channel, storm.key, content)
             storm.posted = True
-        else:
+        elif shown != storm.shown:
             await self._outbox.update(storm.channel, storm.key, content, revision)
-        storm.dirty, storm.flushed_at, storm.flushes = False, now, storm.flushes + 1
+        storm.shown = shown
+        if file is not None:
+            await self._upload_table(storm, file, now)
+            storm.tabled = rows
+        storm.dirty, storm.refreshed_at = False, now
         await self._save(storm, now)
 
-    async def _add_line(self, storm: _Storm, line: str, now: float) -> None:
-        if now < storm.lines.open_until and len(storm.chunk) < self._policy.lines_per_reply:
-            chunk = [*storm.chunk, line]
-            result = await self._enqueue_lines(storm, chunk, replace=True)
-            if result.replaced or not result.duplicate:
-                storm.chunk = chunk
-                return
-        storm.lines = _Slot(storm.lines.n + 1, now + self._policy.linger_seconds / 2)
-        storm.chunk = [line]
-        await self._enqueue_lines(storm, storm.chunk, not_before=now + self._policy.linger_seconds)
-
-    async def _enqueue_lines(
-        self, storm: _Storm, chunk: list[str], *, replace: bool = False, not_before: float | None = None
-    ) -> Enqueued:
-        content = message("\n".join(chunk), [section_lines(chunk)])
-        revision = f"lines:{storm.lines.n}"
-        return await self._outbox.reply(
-            storm.channel, storm.key, content, revision, not_before=not_before, replace_pending=replace
+    async def _upload_table(self, storm: Storm, file: TableFile, now: float) -> None:
+        revision = f"table:{int(now * 1000)}"
+        await self._outbox.upload_file(
+            storm.channel,
+            storm.key,
+            file.content,
+            filename=file.filename,
+            title=file.title,
+            revision=revision,
         )
+        if storm.table is not None and storm.table != revision:
+            await self._outbox.delete_upload(storm.channel, storm.key, upload=storm.table)
+        storm.table = revision
 
-    async def _save(self, storm: _Storm, now: float) -> None:
+    async def _save(self, storm: Storm, now: float) -> None:
         storm.unsaved, storm.saved_at = False, now
         # `ts` None keeps the one the delivery worker stored; the record is the storm desk's alone.
         status = AlertStatus.FIRING if storm.ended_at is None else AlertStatus.RESOLVED

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import uvicorn
 import yaml
@@ -37,6 +37,7 @@ from sim.slack_api import FakeSlack, Message
 CHANNEL = "#proxy-alerts"
 DEFAULT_SCENARIO = "target-rolling-restart"
 DEFAULT_SPEED = 20.0
+FILE_LINES = 12  # lines of an uploaded file shown (a storm's table: its title, header and first rows)
 
 
 @dataclass
@@ -63,6 +64,16 @@ class TerminalSlack:
         )
         self.say(text + "\n")
         self.shown += 1
+
+    def upload(self, upload: dict[str, Any]) -> None:
+        """A file shared in a thread (a storm's table): its name and its first rows."""
+        elapsed = time.monotonic() - self.started
+        where = "file in thread" if upload.get("thread_ts") else "file"
+        lines = bytes(upload.get("content") or b"").decode(errors="replace").splitlines()
+        shown = lines[:FILE_LINES]
+        more = f"\n  … {len(lines) - FILE_LINES} more lines" if len(lines) > FILE_LINES else ""
+        heading = f"── {where} · +{elapsed:4.1f}s · {upload.get('filename')}: {upload.get('title')}"
+        self.say("\n".join([self.style.bold(heading), *(f"  {line}" for line in shown)]) + more + "\n")
 
     def say(self, text: str) -> None:
         with self.lock:
@@ -154,7 +165,10 @@ def run_demo(scenario: str, speed: float | None, duration: float, out: TextIO, s
         tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp,
         SimServer(scenario=scenario, speed=speed) as srv,
         FakeSlack(
-            bot_token=f"xoxb-demo-{secrets.token_hex(8)}", channels=[CHANNEL], on_message=sink.message
+            bot_token=f"xoxb-demo-{secrets.token_hex(8)}",
+            channels=[CHANNEL],
+            on_message=sink.message,
+            on_upload=sink.upload,
         ) as slack,
     ):
         settings = demo_settings(srv.write_config(Path(tmp) / "proxybot.yaml"), slack, token, Path(tmp))

@@ -112,7 +112,7 @@ class Posted:
 
 
 class SlackClient:
-    """Posts, edits, thread replies and PNG uploads; every failure is a `SlackError`."""
+    """Posts, edits, thread replies, file uploads and deletes; every failure is a `SlackError`."""
 
     def __init__(
         self, web: AsyncWebClient, *, timeout: float = DEFAULT_TIMEOUT, upload_timeout: float | None = None
@@ -196,6 +196,25 @@ class SlackClient:
             ),
             timeout=self._upload_timeout,
         )
+
+    async def upload_file(
+        self, channel_id: str, thread_ts: str, content: bytes, filename: str, title: str
+    ) -> tuple[str, ...]:
+        """files_upload_v2 of one file into a message's thread; the IDs of the files Slack made."""
+        response = await self._call(
+            "files_upload_v2",
+            lambda: self._web.files_upload_v2(
+                channel=channel_id, thread_ts=thread_ts, content=content, filename=filename, title=title
+            ),
+            timeout=self._upload_timeout,
+        )
+        files = response.get("files")
+        found = files if isinstance(files, list) else []
+        return tuple(str(f["id"]) for f in found if isinstance(f, dict) and f.get("id"))
+
+    async def delete_file(self, file_id: str) -> None:
+        """files.delete of a file the bot uploaded (the files:write scope covers it)."""
+        await self._call("files.delete", lambda: self._web.files_delete(file=file_id))
 
     async def auth_test(self) -> Mapping[str, Any]:
         """auth.test: who the token is (user_id, bot_id, team_id); a bad token is `SlackRejected`."""

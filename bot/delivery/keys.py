@@ -23,3 +23,8 @@ def upload_key(channel: str, group_key: str, revision: str) -> str:
 def reply_edit_key(channel: str, group_key: str, reply: str, revision: str) -> str:
     """An edit of the reply `reply_key(channel, group_key, reply)`, once per `revision`."""
     return f"reply-edit:{channel}:{group_key}:{reply}:{revision}"
+
+
+def delete_key(channel: str, group_key: str, upload: str) -> str:
+    """The outbox key of deleting the files of upload `upload` (its revision) from a message's thread."""
+    return f"delete:{channel}:{group_key}:{upload}"

@@ -133,18 +133,30 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
 _RANK = {OutboxKind.UPDATE: 0, OutboxKind.REPLY_EDIT: 0, OutboxKind.POST: 1}
 
 
+# A payload flag: the row was queued to wait (`Delivery.reply_in_place(..., defer=)`), not for a retry.
+DEFERRED = "deferred"
+
+
 def _runnable(items: Sequence[OutboxItem], now: float) -> tuple[list[OutboxItem], list[float]]:
     """Due rows not queued behind a waiting row of their message; and the times the waiting ones are due.
 
-    A post is never held back: a row of its message that waits can only be waiting for the post.
+    A post is never held back: a row of its message that waits can only be waiting for the post. A reply
+    deferred at enqueue (`Delivery.reply_in_place(..., defer=)`, never tried yet) holds back only its own
+    edits: the message's other rows do not wait for it.
     """
     runnable: list[OutboxItem] = []
     later: list[float] = []
     waiting: set[str] = set()
+    deferred: set[str] = set()
     for item in sorted(items, key=lambda i: i.id):
         if item.next_attempt_at > now:
             later.append(item.next_attempt_at)
-            waiting.add(group_of(item))
+            if item.kind is OutboxKind.REPLY and item.attempts == 0 and item.payload.get(DEFERRED):
+                deferred.add(item.key)
+            else:
+                waiting.add(group_of(item))
+        elif item.kind is OutboxKind.REPLY_EDIT and _edited_reply(item) in deferred:
+            continue
         elif item.kind is OutboxKind.POST or group_of(item) not in waiting:
             runnable.append(item)
     return runnable, later

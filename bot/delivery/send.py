@@ -14,7 +14,9 @@ message metadata, the row is marked in flight (`Store.mark_sending`) before the 
 marked is first looked for in the channel's history (or the thread's replies) since the mark: a message
 found there is adopted, not posted again. A refusal from Slack clears the mark (no message was made).
 Without the history scopes (`missing_scope`), this falls back to at-least-once, said once in the log.
-File uploads have no metadata to look for: they stay at-least-once.
+File uploads have no metadata to look for: they stay at-least-once. An upload's row keeps the IDs of the
+files Slack made, so a later row can delete them (a storm's table, replaced by a newer one); a file Slack
+no longer has counts as deleted.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.clients.slack import DEFAULT_TIMEOUT, Posted, SlackRateLimited, SlackRejected
-from bot.delivery.keys import post_key, reply_key
+from bot.delivery.keys import post_key, reply_key, upload_key
 from bot.delivery.plan import Step
 from bot.lease import Lease
 from bot.render.blocks import Message
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 
 # Looked for from this long before the in-flight mark: Slack's clock (its `ts`) may be behind ours.
 MARK_SKEW = 60.0
+# files.delete's answers for a file that is no longer there: deleted already, which is what was asked.
+FILE_GONE = frozenset({"file_not_found", "file_deleted"})
 # A post starts only while the lease is ours for at least this long: one call's timeout, and a second.
 SEND_MARGIN = DEFAULT_TIMEOUT + 1.0
 
@@ -61,6 +65,12 @@ class SlackSender(Protocol):
     async def upload_png(
         self, channel_id: str, thread_ts: str, png: bytes, filename: str, title: str
     ) -> None: ...
+
+    async def upload_file(
+        self, channel_id: str, thread_ts: str, content: bytes, filename: str, title: str
+    ) -> tuple[str, ...]: ...
+
+    async def delete_file(self, file_id: str) -> None: ...
 
 
 class NotPostedYet(Exception):
@@ -124,6 +134,8 @@ class StepSender:
             reply = await self._reply_address(channel, group, str(payload.get("reply", "")))
             await self._slack.update(reply.channel_id, reply.ts, _message(payload))
             return {"ts": reply.ts, "channel_id": reply.channel_id}
+        if kind is OutboxKind.DELETE_FILE:
+            return await self._delete_files(step)
         # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
         where = await self._address(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
@@ -143,9 +155,31 @@ class StepSender:
                 channel, await self._marked_post(step.item, where.channel_id, _message(payload), where.ts)
             )
             return {"ts": posted.ts, "thread_ts": where.ts, "channel_id": posted.channel_id}
-        png, filename, title = _upload(payload)
+        if "file" in payload:
+            content, filename, title = _upload(payload, "file")
+            files = await self._slack.upload_file(where.channel_id, where.ts, content, filename, title)
+            return {"thread_ts": where.ts, "channel_id": where.channel_id, "files": list(files)}
+        png, filename, title = _upload(payload, "png")
         await self._slack.upload_png(where.channel_id, where.ts, png, filename, title)
         return {"thread_ts": where.ts, "channel_id": where.channel_id}
+
+    async def _delete_files(self, step: Step) -> dict[str, Any]:
+        """files.delete of every file an earlier upload of the message made."""
+        revision = str(step.payload.get("upload", ""))
+        upload = await self._store.outbox_item(upload_key(step.item.channel, step.group_key, revision))
+        if upload is not None and upload.state is OutboxState.PENDING:
+            raise NotPostedYet(f"the upload {revision} of group {step.group_key} has not gone out yet")
+        result = upload.result if upload is not None and upload.state is OutboxState.DONE else None
+        files = result.get("files") if result is not None else None
+        gone = []
+        for file_id in files if isinstance(files, list) else []:
+            try:
+                await self._slack.delete_file(str(file_id))
+            except SlackRejected as error:
+                if error.error_code not in FILE_GONE:
+                    raise
+            gone.append(str(file_id))
+        return {"deleted": gone}
 
     async def _post(self, step: Step) -> dict[str, Any] | None:
         channel, group, payload = step.item.channel, step.group_key, step.payload
@@ -315,9 +349,9 @@ def _message(payload: Mapping[str, Any]) -> Message:
     return Message(text, tuple(blocks))
 
 
-def _upload(payload: Mapping[str, Any]) -> tuple[bytes, str, str]:
+def _upload(payload: Mapping[str, Any], content: str) -> tuple[bytes, str, str]:
     try:
-        png = base64.b64decode(str(payload["png"]), validate=True)
-        return png, str(payload["filename"]), str(payload["title"])
+        data = base64.b64decode(str(payload[content]), validate=True)
+        return data, str(payload["filename"]), str(payload["title"])
     except (KeyError, ValueError) as error:
         raise Unsendable(f"malformed upload payload: {error}") from None

@@ -1,7 +1,8 @@
 """The delivery worker: runs the store's Slack outbox, at least once, paced and in order per channel.
 
-Every Slack operation is first a row in the outbox (`Delivery.post/update/reply/upload_png` enqueue one and
-wake the worker), so nothing accepted is lost when proxybot dies: a restart runs what is still pending.
+Every Slack operation is first a row in the outbox (`Delivery.post/update/reply/upload_png/upload_file/
+delete_upload` enqueue one and wake the worker), so nothing accepted is lost when proxybot dies: a restart
+runs what is still pending.
 
 Per channel, pending operations run in enqueue order; channels run concurrently. Of one message's
 operations, a later one never overtakes an earlier one that is waiting for a retry, and when several
@@ -33,8 +34,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.clients.slack import SlackRateLimited, SlackRejected, SlackTransient
-from bot.delivery.keys import post_key, reply_edit_key, reply_key, update_key, upload_key
-from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
+from bot.delivery.keys import delete_key, post_key, reply_edit_key, reply_key, update_key, upload_key
+from bot.delivery.plan import DEFERRED, DeliveryPolicy, Step, backoff, group_of, plan
 from bot.delivery.send import (
     SEND_MARGIN,
     ChannelIdUnknown,
@@ -124,15 +125,29 @@ class Delivery:
         )
 
     async def reply_in_place(
-        self, channel: str, group_key: str, message: Message, *, reply: str, revision: str
+        self,
+        channel: str,
+        group_key: str,
+        message: Message,
+        *,
+        reply: str,
+        revision: str,
+        defer: float = 0.0,
     ) -> Enqueued:
         """The group's one reply named `reply`: queued as a reply the first time, as an edit of that reply
-        (once per `revision`) after; an edit due while its reply is still queued goes out as the reply."""
+        (once per `revision`) after; an edit due while its reply is still queued goes out as the reply.
+
+        `defer` (seconds) holds the first post of the reply back that long, without holding back the
+        message's other rows: reference material yields to what is urgent in the channel (a storm's
+        summary and table, posted at Slack's pace of about one message a second)."""
         first = await self._store.outbox_item(reply_key(channel, group_key, reply))
         if first is None:
-            payload = {"group_key": group_key, "revision": revision, **message.as_kwargs()}
+            payload: dict[str, Any] = {"group_key": group_key, "revision": revision, **message.as_kwargs()}
             key = reply_key(channel, group_key, reply)
-            return await self._enqueue(key, channel, OutboxKind.REPLY, payload)
+            at = None
+            if defer > 0:
+                at, payload[DEFERRED] = self._clock() + defer, True
+            return await self._enqueue(key, channel, OutboxKind.REPLY, payload, not_before=at)
         if first.payload.get("revision") == revision:
             return Enqueued(first.id, duplicate=True)  # the same revision again (a re-run): nothing new
         payload = {"group_key": group_key, "reply": reply, **message.as_kwargs()}
@@ -151,6 +166,25 @@ class Delivery:
         }
         key = upload_key(channel, group_key, revision)
         return await self._enqueue(key, channel, OutboxKind.UPLOAD, payload)
+
+    async def upload_file(
+        self, channel: str, group_key: str, content: bytes, *, filename: str, title: str, revision: str
+    ) -> Enqueued:
+        """Queue a file upload into the group message's thread (its file IDs are kept with the row)."""
+        payload = {
+            "group_key": group_key,
+            "file": base64.b64encode(content).decode("ascii"),
+            "filename": filename,
+            "title": title,
+        }
+        key = upload_key(channel, group_key, revision)
+        return await self._enqueue(key, channel, OutboxKind.UPLOAD, payload)
+
+    async def delete_upload(self, channel: str, group_key: str, *, upload: str) -> Enqueued:
+        """Queue deleting the files of the group's upload of revision `upload` (a file it replaced)."""
+        payload = {"group_key": group_key, "upload": upload}
+        key = delete_key(channel, group_key, upload)
+        return await self._enqueue(key, channel, OutboxKind.DELETE_FILE, payload)
 
     async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> bool:
         """Take the group's queued post back before it goes out (a storm carries the group instead), and

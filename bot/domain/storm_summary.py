@@ -1,4 +1,5 @@
-"""What a storm summary says: the alerts counted in it, their running counts, and the likely common cause."""
+"""What a storm summary says: the alerts counted in it, their running counts, every target's live state
+grouped per client cluster (`bot.domain.storm_targets`), and the common cause (`bot.domain.storm_cause`)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,25 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import TypeVar
 
 from bot.domain.findings import Severity
 from bot.domain.messages import Tally
-
-
-class CommonCause(StrEnum):
-    """What many alerts at once most likely share (the relay makes the platform a shared failure domain)."""
-
-    PLATFORM_PATH = "platform_path"  # many targets across several clients
-    CLIENT_CLUSTER = "client_cluster"  # many targets of one client
-    ONE_TARGET = "one_target"  # many alerts, one target
-    UNCLEAR = "unclear"
+from bot.domain.storm_cause import CommonCause, StormCause, cluster_cause, judge_cause, shape_cause
+from bot.domain.storm_targets import StormRow, TargetState
 
 
 @dataclass(frozen=True, slots=True)
 class StormEntry:
-    """One alert counted in a storm."""
+    """One alert counted in a storm: what, how bad, where, since when, and when it resolved."""
 
     alertname: str
     severity: Severity
     group_key: str
     target: str | None = None
     cluster: str | None = None
+    since: float | None = None  # the alert's start (wall-clock seconds)
+    ended: float | None = None  # when it resolved; None while it fires
 
 
 _K = TypeVar("_K", bound=Hashable)
@@ -72,6 +67,7 @@ class StormCounts:
 
     def __init__(self, entries: Iterable[StormEntry] = ()) -> None:
         self.alerts = 0
+        self.firing = 0
         self._alerts: dict[str, _Key] = {}
         self._targets: dict[str, _Key] = {}
         self._groups: Counter[str] = Counter()
@@ -109,11 +105,14 @@ class StormCounts:
     def by_target(self, limit: int | None = None) -> list[Tally]:
         return _ranked(self._targets, limit)
 
-    def common_cause(self) -> CommonCause:
-        return _common_cause(self.targets, self.clusters, self.alerts)
+    def shape_cause(self) -> CommonCause:
+        """The cause suspected from the storm's shape alone (no live state)."""
+        return shape_cause(self.targets, self.clusters, self.alerts)
 
     def _change(self, entry: StormEntry, by: int) -> None:
         self.alerts += by
+        if entry.ended is None:
+            self.firing += by
         _bump(self._groups, entry.group_key, by)
         if entry.cluster:
             _bump(self._clusters, entry.cluster, by)
@@ -139,25 +138,44 @@ def _ranked(keys: Mapping[str, _Key], limit: int | None) -> list[Tally]:
     return heapq.nsmallest(limit, tallies, key=_worst_first)
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterStates:
+    """One client cluster's targets in a storm: how many share each live state, and its own cause."""
+
+    cluster: str | None
+    targets: int  # the rows naming a target (a control-plane alert has a row without one)
+    states: tuple[tuple[TargetState, int], ...]  # firing rows per state, worst first
+    resolved: int
+    cause: StormCause | None
+
+
 @dataclass(frozen=True)
 class StormView:
     """A storm summary: many new groups in one channel in a short time, summarised in one message.
 
-    Built from `entries`, or from running `counts` that the storm desk keeps (then `entries` stays empty).
+    Built from `entries`, or from running `counts` that the storm desk keeps (then `entries` stays empty);
+    `rows` are every target with its live state when the desk read them (else the cause is a suspicion).
     """
 
     entries: tuple[StormEntry, ...]
     started_at: datetime
     ended_at: datetime | None = None
     counts: StormCounts = field(default_factory=StormCounts, compare=False)
+    rows: tuple[StormRow, ...] = ()
 
     def __post_init__(self) -> None:
         if self.entries and self.counts.alerts == 0:
             object.__setattr__(self, "counts", StormCounts(self.entries))
 
     @classmethod
-    def of(cls, counts: StormCounts, started_at: datetime, ended_at: datetime | None = None) -> StormView:
-        return cls((), started_at, ended_at, counts)
+    def of(
+        cls,
+        counts: StormCounts,
+        started_at: datetime,
+        ended_at: datetime | None = None,
+        rows: tuple[StormRow, ...] = (),
+    ) -> StormView:
+        return cls((), started_at, ended_at, counts, rows)
 
     @property
     def alerts(self) -> int:
@@ -175,21 +193,52 @@ class StormView:
     def clusters(self) -> int:
         return self.counts.clusters
 
+    @property
+    def resolved(self) -> bool:
+        """Every alert of the storm resolved."""
+        return self.counts.alerts > 0 and self.counts.firing == 0
+
     def by_alert(self, limit: int | None = None) -> list[Tally]:
         return self.counts.by_alert(limit)
 
     def by_target(self, limit: int | None = None) -> list[Tally]:
         return self.counts.by_target(limit)
 
-    def common_cause(self) -> CommonCause:
-        return self.counts.common_cause()
+    def common_cause(self) -> StormCause:
+        """The cause the live state shows, else the one the storm's shape suggests."""
+        shape = self.counts.shape_cause()
+        return judge_cause(self.rows, shape) if self.rows else StormCause(shape)
+
+    def by_cluster(self) -> list[ClusterStates]:
+        """Each client cluster's targets grouped by live state (from the rows), clusters by name."""
+        per: dict[str | None, list[StormRow]] = {}
+        for row in self.rows:
+            per.setdefault(row.cluster, []).append(row)
+        return [_cluster_states(cluster, rows) for cluster, rows in sorted(per.items(), key=_by_name)]
+
+    def signature(self) -> tuple[object, ...]:
+        """What the summary shows, without the clock: equal signatures, the same message."""
+        counts = self.counts
+        tallies = tuple(self.by_alert(SIGNATURE_TALLIES))
+        shape = (counts.alerts, counts.firing, counts.groups, counts.targets, counts.clusters)
+        return (shape, tallies, tuple(self.by_cluster()), self.common_cause(), self.ended_at)
 
 
-def _common_cause(targets: int, clusters: int, alerts: int) -> CommonCause:
-    if targets >= 3 and clusters >= 2:
-        return CommonCause.PLATFORM_PATH
-    if targets >= 3 and clusters == 1:
-        return CommonCause.CLIENT_CLUSTER
-    if targets == 1 and alerts >= 2:
-        return CommonCause.ONE_TARGET
-    return CommonCause.UNCLEAR
+# The alert tallies a summary shows (and its signature compares).
+SIGNATURE_TALLIES = 5
+
+
+def _by_name(item: tuple[str | None, list[StormRow]]) -> str:
+    return item[0] or ""
+
+
+def _cluster_states(cluster: str | None, rows: list[StormRow]) -> ClusterStates:
+    firing = [r for r in rows if not r.resolved]
+    counted: dict[TargetState, int] = {}
+    for row in firing:
+        counted[row.live.state] = counted.get(row.live.state, 0) + 1
+    states = tuple(sorted(counted.items(), key=lambda kv: kv[0].rank))
+    failing = [r for r in firing if r.failing]
+    cause = cluster_cause(failing) if failing else None
+    targets = sum(1 for r in rows if r.target is not None)
+    return ClusterStates(cluster, targets, states, len(rows) - len(firing), cause)

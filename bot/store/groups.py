@@ -3,7 +3,8 @@
 A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
 always written there (group: `last_notification`, `storm`, `storm_count`, `alert_labels`, `worst`, and since
 incidents `cause`, `incident`, `members`, `alerts`, `flaps`; storm row: `kind: "storm"`, `started_at`,
-`last_new_at`, `ended_at`, `posted`, `entries`), so a store kept across an upgrade loads as it was. Both
+`last_new_at`, `ended_at`, `posted`, `entries`, later `table` and `refreshed_at`; an entry `[name, severity,
+target, cluster]`, later with `since` and `ended`), so a store kept across an upgrade loads as it was. Both
 backends share these codecs: a new fact is a new JSON key, never a schema migration.
 """
 
@@ -183,7 +184,7 @@ def _storm_json(storm: StormRecord) -> dict[str, Any]:
         "ended_at": storm.ended_at,
         "entries": {key: [_entry_json(e) for e in entries] for key, entries in storm.entries.items()},
         "posted": storm.posted,
-    }
+    } | {k: v for k, v in (("table", storm.table), ("refreshed_at", storm.refreshed_at)) if v is not None}
 
 
 def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
@@ -256,7 +257,7 @@ def _label_sets(raw: Any) -> tuple[Mapping[str, str], ...]:
 def _storm(details: Mapping[str, Any]) -> StormRecord | None:
     if details.get("kind") != "storm":
         return None
-    ended = details.get("ended_at")
+    ended, table, refreshed = details.get("ended_at"), details.get("table"), details.get("refreshed_at")
     entries = dict(details.get("entries", {}))
     return StormRecord(
         started_at=float(details["started_at"]),
@@ -264,13 +265,25 @@ def _storm(details: Mapping[str, Any]) -> StormRecord | None:
         ended_at=None if ended is None else float(ended),
         posted=bool(details.get("posted", False)),
         entries={key: tuple(_entry(key, e) for e in raw) for key, raw in entries.items()},
+        table=table if isinstance(table, str) else None,
+        refreshed_at=None if refreshed is None else float(refreshed),
     )
 
 
 def _entry_json(e: StormEntry) -> list[Any]:
-    return [e.alertname, int(e.severity), e.target, e.cluster]
+    times = [e.since, e.ended] if e.ended is not None else [e.since] if e.since is not None else []
+    return [e.alertname, int(e.severity), e.target, e.cluster, *times]
 
 
 def _entry(group_key: str, raw: list[Any]) -> StormEntry:
-    name, severity, target, cluster = raw
-    return StormEntry(str(name), Severity(int(severity)), group_key, target, cluster)
+    name, severity, target, cluster, *times = raw
+    since, ended = (*times, None, None)[:2]
+    return StormEntry(
+        str(name),
+        Severity(int(severity)),
+        group_key,
+        target,
+        cluster,
+        since=None if since is None else float(since),
+        ended=None if ended is None else float(ended),
+    )

@@ -77,6 +77,10 @@ class StormRecord:
     posted: bool = False
     # Every group's entries as of the storm's last save, by group key.
     entries: Mapping[str, tuple[StormEntry, ...]] = field(default_factory=dict)
+    # The revision of the table of targets uploaded into its thread (replaced, the old one is deleted).
+    table: str | None = None
+    # When the summary and table were last sent (they change at most once per refresh).
+    refreshed_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,7 @@ class OutboxKind(StrEnum):
     REPLY = "reply"
     REPLY_EDIT = "reply_edit"  # an edit of one of a message's replies, in place
     UPLOAD = "upload"
+    DELETE_FILE = "delete_file"  # the files of an earlier upload (a storm's replaced table)
 
 
 class OutboxState(StrEnum):

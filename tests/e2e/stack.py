@@ -184,6 +184,11 @@ class StoreQueries(ABC):
     def unprocessed(self) -> int:
         return self._one("SELECT count(*) FROM notifications WHERE processed_at IS NULL")
 
+    def first_received_at(self) -> float | None:
+        """When the first notification was accepted (the bot's wall clock), if any was."""
+        found = self._rows("SELECT min(received_at) FROM notifications")[0][0]
+        return None if found is None else float(found)
+
     def outbox_pending(self) -> int:
         return self._one("SELECT count(*) FROM outbox WHERE state = 'pending'")
 

@@ -1,8 +1,11 @@
-"""An alert storm through the running server: 1 000 alerts over 500 targets as webhooks within ~2 s.
+"""An alert storm through the running server: 1 000 alerts over 500 targets, as webhooks within ~2 s and
+through a real Alertmanager.
 
 Every webhook is answered 2xx, every notification is stored and processed, every group is counted in
 one storm summary, and Slack sees a number of top-level messages and calls bounded by the channel, not
-by the alerts. (Speed is measured by bench/storm.py, not asserted here.)
+by the alerts. Through Alertmanager (`group_wait: 2s`) and Slack's pace, every target is named in Slack
+(the summary, and the table of targets in its thread) in at most 5 posting calls. (Speed is measured by
+bench/storm.py, not asserted here.)
 """
 
 from __future__ import annotations
@@ -11,11 +14,21 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import CHANNEL, StoreView, auth, wait_until
-from tests.e2e.storm_load import fire, storm_bodies
+from tests.e2e.stack import CHANNEL, WEBHOOK_TOKEN, StoreView, auth, text_of, wait_until
+from tests.e2e.storm_load import (
+    SlackCoverage,
+    by_method,
+    fire,
+    posting_calls,
+    storm_alerts,
+    storm_bodies,
+    storm_target,
+)
+from tests.harness.alertmanager import Alertmanager, Route
 
 TARGETS = 500
 ALERTS = 2 * TARGETS
@@ -52,8 +65,12 @@ async def test_a_storm_is_accepted_whole_and_summarised_with_calls_bounded_by_ch
     assert len(storms) == 1, [m.text for m in top]
     assert len(top) <= POSTED_ALONE + 1
     assert slack_calls(slack) < 100
-    # Thread lines wait for their summary's post however long the channel's queue is: none given up.
+    # The table waits for its summary's post however long the channel's queue is: nothing given up.
     assert store.outbox_failed() == 0
+    # No per-target lines: the summary's thread holds the table of targets, no reply.
+    assert slack.thread(CHANNEL, storms[0].ts) == []
+    [table] = slack.shown_uploads()
+    assert table["thread_ts"] == storms[0].ts
 
 
 async def test_the_storm_summary_counts_later_alerts_of_the_groups_that_started_it(
@@ -75,3 +92,35 @@ async def test_the_storm_summary_counts_later_alerts_of_the_groups_that_started_
     entries = store.storm_entries()
     assert len(entries) == targets
     assert sum(len(alerts) for alerts in entries.values()) == 2 * targets
+
+
+@pytest.mark.slow
+async def test_through_alertmanager_every_target_is_named_in_slack_in_at_most_five_posting_calls(
+    tmp_path: Path, bots: BotLauncher, slack: FakeSlack
+) -> None:
+    slack.limit_posts()  # Slack's pace: about 1 post a second per channel
+    targets = [storm_target(i) for i in range(TARGETS)]
+    coverage = SlackCoverage(slack, targets)
+    bot = bots.start()
+    store = StoreView(tmp_path / "bot.db")
+    (tmp_path / "alertmanager").mkdir()
+    route = Route(group_by=("alertname", "cluster", "target"), group_wait="2s", group_interval="5m")
+    with Alertmanager(tmp_path / "alertmanager", f"{bot.url}/alertmanager", WEBHOOK_TOKEN, route=route) as am:
+        am.post_alerts(storm_alerts(TARGETS))
+        await asyncio.to_thread(
+            wait_until, lambda: coverage.covered_at is not None, PROCESSING_TIMEOUT, "every target in Slack"
+        )
+        await asyncio.to_thread(
+            wait_until, lambda: store.outbox_pending() == 0, PROCESSING_TIMEOUT, "the outbox to drain"
+        )
+    assert coverage.covered_at is not None
+    made = posting_calls(slack.calls, coverage.covered_at)
+    assert len(made) <= 5, by_method(made)
+    assert store.notifications() == TARGETS  # one notification per group, both alerts in it
+    [summary] = [m for m in slack.top_level(CHANNEL) if m.text.startswith(STORM_TITLE)]
+    assert f"{TARGETS} targets" in text_of(summary)
+    [table] = slack.shown_uploads()
+    assert table["thread_ts"] == summary.ts
+    content = table["content"].decode()
+    assert all(target in content for target in targets)
+    assert slack.thread(CHANNEL, summary.ts) == []  # no per-target lines: the table is the thread

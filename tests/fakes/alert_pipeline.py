@@ -96,6 +96,14 @@ class NoSlack:
     ) -> None:
         raise AssertionError("Slack called")
 
+    async def upload_file(
+        self, channel_id: str, thread_ts: str, content: bytes, filename: str, title: str
+    ) -> tuple[str, ...]:
+        raise AssertionError("Slack called")
+
+    async def delete_file(self, file_id: str) -> None:
+        raise AssertionError("Slack called")
+
 
 def alert(
     fingerprint: str,
@@ -162,13 +170,15 @@ class Harness:
             # As the worker does: the notification that empties the queue settles the storm summaries.
             await self.pipeline.process(notification, settle=notification is pending[-1])
 
-    async def settle(self) -> None:
-        """What the worker's deadline loop does once a linger has passed: summaries go out."""
-        self.clock.now += StormPolicy().linger_seconds
+    async def settle(self, seconds: float = StormPolicy().refresh_seconds) -> None:
+        """What the worker's deadline loop does once `seconds` have passed: summaries that are due go out."""
+        self.clock.now += seconds
         await self.pipeline.expire_storms()
 
     async def items(self) -> list[OutboxItem]:
-        return await self.store.due(self.clock() + 10 * 86400, limit=10_000)
+        """Every outbox row, in enqueue order (`due` orders by due time: a deferred reply sorts late)."""
+        rows = await self.store.due(self.clock() + 10 * 86400, limit=10_000)
+        return sorted(rows, key=lambda item: item.id)
 
     async def kinds(self) -> list[tuple[OutboxKind, str]]:
         return [(i.kind, i.channel) for i in await self.items()]

@@ -191,7 +191,7 @@ async def test_the_worker_pauses_between_notifications_so_requests_go_first(stor
 async def test_the_worker_ends_a_quiet_storm(store: Store, clock: Clock) -> None:
     wake = asyncio.Event()
     delivery = Delivery(store, NoSlack(), clock=clock)
-    policy = StormPolicy(groups=1, quiet_seconds=120)
+    policy = StormPolicy(groups=1, quiet_seconds=120, gather_seconds=0.0)  # the summary at once
     watched = WatchedStore(store)
     worker = register(settings(), watched, delivery, FakeLive(), wake=wake, storm=policy, clock=clock)
     task = asyncio.create_task(worker.run())

@@ -85,12 +85,33 @@ EXPECTED: dict[str, set[Fired]] = {
     "probe-failing": {PROBE},
     "ha-split": {*unsynced(POD_1), *DEGRADED},
     "target-rolling-restart": {fired("TargetUnavailable", pod=POD_0)},
+    "storm": {fired("TargetUnavailable", pod=POD_0), *NO_HEALTHY, *unsynced(POD_0), *DEGRADED, PROBE},
 }
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
 def test_scenario_fires_what_its_docstring_predicts(scenario: str) -> None:
     assert ever_fired(run(build_world(scenario), 1050)) == EXPECTED[scenario]
+
+
+def test_a_storm_is_one_group_per_target_and_alert_arriving_together() -> None:
+    world = build_world("storm")
+    bodies = run(world, 330)
+    unsynced_groups = {
+        body["groupKey"]
+        for body in bodies
+        for a in body["alerts"]
+        if a["labels"]["alertname"] == "ResourceProxyPeerCacheUnsynced"
+    }
+    assert len(unsynced_groups) == 31  # crd-store and its 30 shards
+    starts = [
+        started(world, a)
+        for body in bodies
+        for a in body["alerts"]
+        if a["labels"]["alertname"] == "ResourceProxyPeerCacheUnsynced"
+    ]
+    assert min(starts) >= 240
+    assert max(starts) - min(starts) < 30
 
 
 def test_watches_silent_fires_after_an_hour_without_events_and_the_hold() -> None:

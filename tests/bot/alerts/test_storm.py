@@ -1,103 +1,240 @@
-"""Storm mode through the pipeline: many new groups in one channel become one summary and thread lines."""
+"""Storm mode through the pipeline: many new groups in one channel become one summary and one table."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
+from collections.abc import Iterable
+
+import pytest
+
 from bot.alerts.storm import StormPolicy
+from bot.domain.parser import parse_syncer
 from bot.store import AlertGroupState, OutboxItem, OutboxKind, OutboxState
-from tests.fakes.alert_pipeline import Harness, alert, settings, text_of, webhook
+from tests.fakes.alert_pipeline import Harness, alert, settings, webhook
+
+CHANNEL = "#alpha-alerts"
 
 
-def storm_webhook(i: int, cluster: str = "alpha") -> bytes:
-    return webhook(
-        [alert(f"s{i}", cluster=cluster, target=f"team-{i}/db")], group=f'{{}}:{{target="team-{i}/db"}}'
-    )
+def target(i: int) -> str:
+    return f"team-{i}/db"
 
 
-def lines_in(items: list[OutboxItem]) -> int:
-    replies = [i for i in items if i.kind is OutboxKind.REPLY]
-    return sum(len(i.payload["blocks"][0]["text"]["text"].splitlines()) for i in replies)
+def storm_webhook(i: int, cluster: str = "alpha", *, resolved: bool = False) -> bytes:
+    one = alert(f"s{i}", cluster=cluster, target=target(i), resolved=resolved)
+    return webhook([one], group=f'{{}}:{{target="{target(i)}"}}')
 
 
-async def test_thirty_new_groups_become_a_storm_summary_and_thread_lines(harness: Harness) -> None:
+def page(targets: Iterable[str], *, healthy: int = 2, quarantined: int = 0, synced: int = 1) -> str:
+    """A /metrics/syncer page where every target's peers and cache read the same."""
+    lines = ["# TYPE vcluster_proxy_peers gauge", "# TYPE vcluster_proxy_peer_cache_synced gauge"]
+    for t in targets:
+        where = f'target="{t}",group_version="example.com/v1"'
+        for state, n in (("healthy", healthy), ("quarantined", quarantined), ("half_open", 0)):
+            lines.append(f'vcluster_proxy_peers{{{where},state="{state}"}} {n}')
+        lines.append(f"vcluster_proxy_peer_cache_synced{{{where}}} {synced}")
+    return "\n".join(lines) + "\n"
+
+
+def storm_items(items: list[OutboxItem], kind: OutboxKind) -> list[OutboxItem]:
+    return [i for i in items if i.kind is kind and i.payload["group_key"].startswith("storm:")]
+
+
+def shown(item: OutboxItem) -> str:
+    """Every text of a message's payload, as Slack shows it."""
+    return json.dumps(item.payload, ensure_ascii=False)
+
+
+def table(item: OutboxItem) -> str:
+    return base64.b64decode(item.payload["file"]).decode()
+
+
+async def storm_rows(harness: Harness, channel: str = CHANNEL) -> list[AlertGroupState]:
+    return [g for g in await harness.store.groups(channel) if g.group_key.startswith("storm:")]
+
+
+async def test_a_burst_of_new_groups_is_one_summary_and_one_table_of_every_target(harness: Harness) -> None:
+    harness.live.snapshot = parse_syncer(page((target(i) for i in range(30)), synced=0))
     for i in range(30):
-        await harness.accept(storm_webhook(i, cluster="alpha" if i % 2 else "beta"))
-    # Both clusters post to one channel here, so the cause reads "several clients at once".
-    harness.pipeline = harness.make_pipeline(settings(channel="#fleet"))
+        await harness.accept(storm_webhook(i))
     await harness.run()
-    await harness.settle()
+    await harness.settle(StormPolicy().first_within_seconds)
     items = await harness.items()
-    posts = [i for i in items if i.kind is OutboxKind.POST]
-    # The ten groups before the storm was recognisable had not gone out: they joined its thread.
-    [summary_post] = posts
-    storm_key = summary_post.payload["group_key"]
-    assert storm_key.startswith("storm:#fleet:")
-    assert lines_in(items) == 30
-    replies = [i for i in items if i.kind is OutboxKind.REPLY]
-    assert len(replies) < 30  # lines are gathered, not one Slack call each
-    assert all(r.payload["group_key"] == storm_key for r in replies)
-    latest = [i for i in items if i.kind is not OutboxKind.REPLY and i.payload["group_key"] == storm_key][-1]
-    assert latest.kind is OutboxKind.UPDATE
-    assert "30 alerts" in latest.payload["text"]
-    assert "shared platform path" in latest.payload["text"]
-    folded = await harness.store.outbox_item('post:#fleet:{}:{target="team-0/db"}')
+    [summary] = [i for i in items if i.kind is OutboxKind.POST]
+    storm_key = summary.payload["group_key"]
+    assert storm_key.startswith(f"storm:{CHANNEL}:")
+    assert [i.kind for i in items if i.kind is not OutboxKind.POST] == [OutboxKind.UPLOAD]
+    text = shown(summary)
+    assert "30 targets" in text
+    assert "`alpha` · 30 targets: 30 peer cache unsynced (peers from a stale list)" in text
+    assert "*Common cause:* `alpha`'s peer feed: `peer_cache_synced` is 0 on every one of the 30" in text
+    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    rows = table(upload).splitlines()
+    assert rows[2].split() == ["CLUSTER", "TARGET", "ALERTS", "STATE", "NOW", "SINCE", "(UTC)"]
+    assert sorted(r.split()[1] for r in rows[3:]) == sorted(target(i) for i in range(30))
+    assert all("peer cache unsynced" in r and "2023-11-14 22:00:00" in r for r in rows[3:])
+    # The ten groups before the storm was recognisable had not gone out: the storm carries them.
+    folded = await harness.store.outbox_item(f'post:{CHANNEL}:{{}}:{{target="team-0/db"}}')
     assert folded is not None
     assert (folded.state, folded.result) == (OutboxState.DONE, {"folded_into": storm_key})
 
 
-async def storm_rows(harness: Harness, channel: str = "#alpha-alerts") -> list[AlertGroupState]:
-    return [g for g in await harness.store.groups(channel) if g.group_key.startswith("storm:")]
-
-
-async def test_the_summary_is_posted_at_once_then_edited_at_most_once_per_linger(harness: Harness) -> None:
-    policy = StormPolicy(groups=2, linger_seconds=2.0, settle_seconds=0.25)
+async def test_the_first_summary_waits_for_new_groups_to_pause_but_not_longer_than_its_cap(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2, gather_seconds=0.4, first_within_seconds=1.5)
     harness.pipeline = harness.make_pipeline(settings(), policy)
 
-    async def edits() -> list[OutboxItem]:
-        return [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
+    async def summaries() -> list[OutboxItem]:
+        return storm_items(await harness.items(), OutboxKind.POST)
 
     for i in range(3):
-        await harness.accept(storm_webhook(i))
-    for notification in await harness.store.pending():
-        assert await harness.pipeline.process(notification)  # not settling: closed at once
-    summary = [i for i in await harness.items() if i.kind is OutboxKind.POST]
-    assert [i.payload["group_key"][:7] for i in summary] == ["storm:#"]
-    assert "3 alerts" in summary[0].payload["text"]  # the groups that started it are counted at once
-    for i in range(3, 20):
-        await harness.accept(storm_webhook(i))
-    await harness.run()
-    assert await edits() == []  # seventeen more groups within the linger: no edit yet
-    # The last one is held open until the storm's row counts it (nothing pending = rows complete).
-    assert [n.webhook.group_key for n in await harness.store.pending()] == ['{}:{target="team-19/db"}']
-    assert harness.pipeline.next_deadline() == harness.clock.now + 0.25
-    harness.clock.now += 0.25
-    await harness.pipeline.expire_storms()  # the worker's deadline loop
-    assert await harness.store.pending() == []
-    assert await edits() == []  # the row is saved; Slack still waits for the linger
+        await harness.run(storm_webhook(i))
+    started = harness.clock.now
+    assert await summaries() == []
+    for i in range(3, 7):  # a new group every 0.3 s: never a 0.4 s pause
+        harness.clock.now += 0.3
+        await harness.run(storm_webhook(i))
+        assert await summaries() == []
+    assert harness.pipeline.next_deadline() == started + 1.5
+    harness.clock.now = started + 1.5
+    await harness.pipeline.expire_storms()
+    [summary] = await summaries()
+    assert "7 alerts" in summary.payload["text"]
+    # New groups were still coming: the table waits for them to pause, the summary is edited with it.
+    assert storm_items(await harness.items(), OutboxKind.UPLOAD) == []
+    harness.clock.now += 0.1
+    await harness.run(storm_webhook(7))
+    assert len(await summaries()) == 1
+    deadline = harness.pipeline.next_deadline()
+    assert deadline is not None
+    assert deadline <= harness.clock.now + 0.4
+    harness.clock.now += 0.4
+    await harness.pipeline.expire_storms()
+    items = await harness.items()
+    [edit] = storm_items(items, OutboxKind.UPDATE)
+    assert "8 alerts" in edit.payload["text"]
+    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    assert target(7) in table(upload)
+
+
+async def test_the_table_goes_at_its_latest_while_new_groups_keep_coming(harness: Harness) -> None:
+    policy = StormPolicy(groups=2, gather_seconds=0.4, first_within_seconds=1.5, table_within_seconds=4.0)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    started = harness.clock.now
+    for i in range(20):  # a new group every 0.3 s for 6 s
+        await harness.run(storm_webhook(i))
+        await harness.pipeline.expire_storms()
+        harness.clock.now += 0.3
+    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    # The third group started the storm (at 0.6 s): its table's latest is 4.6 s, first looked at 4.8 s.
+    assert upload.created_at == pytest.approx(started + 4.8)
+    assert target(16) in table(upload)
+    assert target(17) not in table(upload)  # in the next table, a refresh later
+
+
+async def test_later_changes_edit_the_summary_and_replace_the_table_at_most_once_per_refresh(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(3):
+        await harness.run(storm_webhook(i))
+    await harness.settle(policy.first_within_seconds)
+    [first_table] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    for i in range(3, 6):
+        harness.clock.now += 5
+        await harness.run(storm_webhook(i))
+        await harness.pipeline.expire_storms()
+    items = await harness.items()
+    assert storm_items(items, OutboxKind.UPDATE) == []
+    assert len(storm_items(items, OutboxKind.UPLOAD)) == 1
+    assert harness.pipeline.next_deadline() == first_table.created_at + policy.refresh_seconds
+    await harness.settle(policy.refresh_seconds - 15)
+    items = await harness.items()
+    [edit] = storm_items(items, OutboxKind.UPDATE)
+    assert "6 alerts" in edit.payload["text"]
+    [_, second_table] = storm_items(items, OutboxKind.UPLOAD)
+    assert target(5) in table(second_table)
+    [delete] = storm_items(items, OutboxKind.DELETE_FILE)
+    assert first_table.key.endswith(delete.payload["upload"])
+    # The same notification again changes nothing: no call at the next refresh.
+    await harness.run(storm_webhook(5))
+    before = len(await harness.items())
+    await harness.settle()
+    assert len(await harness.items()) == before
+
+
+async def test_a_storm_whose_alerts_all_resolved_is_edited_to_resolved_with_its_duration(
+    harness: Harness,
+) -> None:
+    harness.pipeline = harness.make_pipeline(settings(), StormPolicy(groups=2))
+    for i in range(4):
+        await harness.run(storm_webhook(i))
+    await harness.settle(StormPolicy().first_within_seconds)
+    harness.clock.now += 60
+    for i in range(4):
+        await harness.run(storm_webhook(i, resolved=True))
+    items = await harness.items()
+    last = storm_items(items, OutboxKind.UPDATE)[-1]
+    assert "Alert storm resolved" in last.payload["text"]
+    assert "*Resolved after 1 min*" in shown(last)
+    assert "(resolved)" in table(storm_items(items, OutboxKind.UPLOAD)[-1])
     [row] = await storm_rows(harness)
-    assert row.storm is not None
-    assert len(row.storm.entries) == 20
-    harness.clock.now += 1.75
-    await harness.pipeline.expire_storms()
-    [edit] = await edits()
-    assert "20 alerts" in edit.payload["text"]
-    await harness.run(storm_webhook(20))
-    await harness.run(storm_webhook(21))
-    assert len(await edits()) == 1
-    harness.clock.now += 2.0
-    await harness.pipeline.expire_storms()
-    assert "22 alerts" in (await edits())[-1].payload["text"]
+    assert row.status.value == "resolved"
+    await harness.run(storm_webhook(10))  # the channel is calm again: a new group is posted alone
+    assert (await harness.items())[-1].payload["group_key"] == '{}:{target="team-10/db"}'
+
+
+async def test_a_quiet_storm_ends_and_a_later_change_of_its_groups_still_edits_it(harness: Harness) -> None:
+    policy = StormPolicy(groups=2, window_seconds=60, quiet_seconds=120)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(4):
+        await harness.run(storm_webhook(i))
+    await harness.settle(policy.first_within_seconds)
+    [summary] = storm_items(await harness.items(), OutboxKind.POST)
+    storm_key = summary.payload["group_key"]
+    assert harness.pipeline.next_deadline() == summary.created_at + 120 - policy.first_within_seconds
+    harness.clock.now += 117
+    assert await harness.pipeline.expire_storms() == []
+    harness.clock.now += 2
+    assert await harness.pipeline.expire_storms() == [storm_key]
+    last = storm_items(await harness.items(), OutboxKind.UPDATE)[-1]
+    assert "Alert storm over" in last.payload["text"]
+    assert "4 alerts still firing" in shown(last)
+    await harness.run(storm_webhook(3, resolved=True))
+    late = storm_items(await harness.items(), OutboxKind.UPDATE)[-1]
+    assert "3 alerts still firing" in shown(late)
+    assert len(storm_items(await harness.items(), OutboxKind.UPLOAD)) == 1  # no new table for it
+
+
+async def test_targets_of_a_cluster_not_read_in_time_say_so(harness: Harness) -> None:
+    harness.pipeline = harness.make_pipeline(settings(timeout=0.05), StormPolicy(groups=2, read_seconds=0.05))
+    harness.live.gate = asyncio.Event()  # every read hangs
+    for i in range(3):
+        await harness.run(storm_webhook(i))
+    await harness.settle(StormPolicy().first_within_seconds)
+    items = await harness.items()
+    [summary] = storm_items(items, OutboxKind.POST)
+    assert "3 live state not read" in shown(summary)
+    assert "no shared cause stands out" not in shown(summary)
+    rows = table(storm_items(items, OutboxKind.UPLOAD)[0]).splitlines()[3:]
+    assert all("live state not read: not read within 0.05 s" in r for r in rows)
+    harness.live.gate.set()
 
 
 async def test_a_notification_held_for_its_storm_row_is_not_applied_again_over_a_newer_one(
     harness: Harness,
 ) -> None:
-    policy = StormPolicy(groups=2, linger_seconds=2.0, settle_seconds=0.25)
+    policy = StormPolicy(groups=2, settle_seconds=0.25)
     harness.pipeline = harness.make_pipeline(settings(), policy)
-    for i in range(4):  # the third starts the storm (its row is saved), the fourth joins it
+    for i in range(4):  # the third starts the storm, the fourth joins it
         await harness.accept(storm_webhook(i))
-    *before, first = await harness.store.pending()
+    *before, starting, first = await harness.store.pending()
     for notification in before:
         assert await harness.pipeline.process(notification)
+    assert await harness.pipeline.process(starting, settle=True)  # the storm's row is saved with it
     assert not await harness.pipeline.process(first, settle=True)  # held until the storm's row counts it
     group = '{}:{target="team-3/db"}'
     await harness.accept(
@@ -109,7 +246,7 @@ async def test_a_notification_held_for_its_storm_row_is_not_applied_again_over_a
     [again] = await harness.store.pending()
     assert again.id == first.id
     assert not await harness.pipeline.process(again, settle=True)
-    state = await harness.store.get_group("#alpha-alerts", group)
+    state = await harness.store.get_group(CHANNEL, group)
     assert state is not None
     assert state.firing_fingerprints == {"s3", "s3b"}  # not set back to the older notification's one alert
     harness.clock.now += 0.25
@@ -126,7 +263,7 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     policy = StormPolicy(groups=2)
     harness.pipeline = harness.make_pipeline(settings(), policy)
     await harness.run(storm_webhook(0))
-    posted = await harness.store.outbox_item('post:#alpha-alerts:{}:{target="team-0/db"}')
+    posted = await harness.store.outbox_item(f'post:{CHANNEL}:{{}}:{{target="team-0/db"}}')
     assert posted is not None
     await harness.store.complete(posted.id, {"ts": "1.0"})  # it went out before the storm
     for i in range(1, 4):
@@ -134,93 +271,52 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     group = '{}:{target="team-0/db"}'
     two = webhook([alert("s0", target="team-0/db"), alert("s0b", target="team-0/db")], group=group)
     await harness.run(two)
-    await harness.settle()
-    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
-    assert group in [e.payload["group_key"] for e in edits]  # its own message is edited in place
-    summary = [e for e in edits if e.payload["group_key"].startswith("storm:")][-1]
+    await harness.settle(policy.first_within_seconds)
+    items = await harness.items()
+    assert group in [e.payload["group_key"] for e in items if e.kind is OutboxKind.UPDATE]  # its own message
+    [summary] = storm_items(items, OutboxKind.POST)
     assert "5 alerts" in summary.payload["text"]
-    [row] = await storm_rows(harness)
-    assert row.storm is not None
-    assert len(row.storm.entries[group]) == 2
-    state = await harness.store.get_group("#alpha-alerts", group)
+    assert "team-0/db  ResourceProxyNoHealthyPeers x2" in table(storm_items(items, OutboxKind.UPLOAD)[0])
+    state = await harness.store.get_group(CHANNEL, group)
     assert state is not None
     assert state.facts.storm_thread is None  # it keeps its own message
     assert state.facts.storm_share is not None
     assert len(state.facts.storm_share.entries) == 2
 
 
-async def test_a_storm_ends_after_quiet_and_new_groups_post_again(harness: Harness) -> None:
-    policy = StormPolicy(groups=2, window_seconds=60, quiet_seconds=120)
-    harness.pipeline = harness.make_pipeline(settings(), policy)
-    for i in range(4):
-        await harness.run(storm_webhook(i))
-    storm_key = next(
-        i.payload["group_key"]
-        for i in await harness.items()
-        if i.kind is OutboxKind.POST and i.payload["group_key"].startswith("storm:")
-    )
-    await harness.settle()  # the summary's last edit went out: only the storm's end is ahead
-    assert harness.pipeline.next_deadline() == harness.clock.now + 118
-    harness.clock.now += 117
-    assert await harness.pipeline.expire_storms() == []
-    harness.clock.now += 1
-    assert await harness.pipeline.expire_storms() == [storm_key]
-    last = (await harness.items())[-1]
-    assert last.kind is OutboxKind.UPDATE
-    assert "storm over" in last.payload["text"]
-    state = await harness.store.get_group("#alpha-alerts", storm_key)
-    assert state is not None
-    assert state.status.value == "resolved"
-    await harness.run(storm_webhook(10))
-    *_, post, details = await harness.items()  # its own message again, and its details reply
-    assert post.kind is OutboxKind.POST
-    assert post.payload["group_key"] == '{}:{target="team-10/db"}'
-    assert details.key == f"reply:#alpha-alerts:{post.payload['group_key']}:details"
-
-
-async def test_a_change_in_a_storm_group_goes_to_the_storm_thread(harness: Harness) -> None:
-    harness.pipeline = harness.make_pipeline(settings(), StormPolicy(groups=1))
-    await harness.run(storm_webhook(0))
-    await harness.run(storm_webhook(1))
-    await harness.settle()
-    before = {i.id for i in await harness.items()}
-    resolved = webhook([alert("s1", target="team-1/db", resolved=True)], group='{}:{target="team-1/db"}')
-    await harness.run(resolved)
-    await harness.settle()
-    new = [i for i in await harness.items() if i.id not in before]
-    assert {i.payload["group_key"] for i in new} == {new[0].payload["group_key"]}
-    assert new[0].payload["group_key"].startswith("storm:")
-    assert sorted(i.kind for i in new) == [OutboxKind.REPLY, OutboxKind.UPDATE]  # a line, a fresh count
-    assert "resolved" in text_of(next(i for i in new if i.kind is OutboxKind.REPLY))
-
-
-async def test_a_storm_survives_a_restart(harness: Harness) -> None:
+async def test_a_storm_survives_a_restart_and_its_next_table_replaces_the_old(harness: Harness) -> None:
     policy = StormPolicy(groups=1)
     harness.pipeline = harness.make_pipeline(settings(), policy)
     await harness.run(storm_webhook(0))
     await harness.run(storm_webhook(1))
+    await harness.settle(policy.first_within_seconds)
+    [first_table] = storm_items(await harness.items(), OutboxKind.UPLOAD)
     restarted = harness.make_pipeline(settings(), policy)
     await restarted.restore()
     harness.pipeline = restarted
     await harness.run(storm_webhook(2))
-    storm_posts = [
-        i
-        for i in await harness.items()
-        if i.kind is OutboxKind.POST and i.payload["group_key"].startswith("storm:")
-    ]
-    assert len(storm_posts) == 1
-    assert restarted.next_deadline() is not None
+    await harness.settle()
+    items = await harness.items()
+    assert len(storm_items(items, OutboxKind.POST)) == 1
+    assert "3 alerts" in storm_items(items, OutboxKind.UPDATE)[-1].payload["text"]
+    [delete] = storm_items(items, OutboxKind.DELETE_FILE)
+    assert first_table.key.endswith(delete.payload["upload"])
+    # What the storm's row kept of each alert (its start) is in the new table.
+    rows = table(storm_items(items, OutboxKind.UPLOAD)[-1]).splitlines()[3:]
+    assert [r.split()[1] for r in rows] == [target(0), target(1), target(2)]
+    assert all(r.endswith("2023-11-14 22:00:00") for r in rows)
 
 
-async def test_a_restart_counts_the_groups_saved_after_the_last_summary(harness: Harness) -> None:
-    policy = StormPolicy(groups=1, linger_seconds=2.0)
+async def test_a_restart_counts_the_groups_saved_after_the_storms_row(harness: Harness) -> None:
+    policy = StormPolicy(groups=1)
     harness.pipeline = harness.make_pipeline(settings(), policy)
     for i in range(2):
         await harness.run(storm_webhook(i))
+    await harness.settle(policy.first_within_seconds)
     for i in range(2, 5):
         await harness.accept(storm_webhook(i))
     for notification in await harness.store.pending():
-        await harness.pipeline.process(notification)  # within the linger: no summary, no storm row save
+        await harness.pipeline.process(notification)  # not settling: the storm's row is not saved
     [row] = await storm_rows(harness)
     assert row.storm is not None
     assert len(row.storm.entries) == 2
@@ -228,7 +324,8 @@ async def test_a_restart_counts_the_groups_saved_after_the_last_summary(harness:
     await restarted.restore()  # the process died here
     harness.pipeline = restarted
     await harness.run(storm_webhook(5))
-    edits = [i for i in await harness.items() if i.kind is OutboxKind.UPDATE]
+    await harness.settle()
+    edits = storm_items(await harness.items(), OutboxKind.UPDATE)
     assert "6 alerts" in edits[-1].payload["text"]
     [row] = await storm_rows(harness)
     assert row.storm is not None

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from sim.scenarios import SCENARIOS
+from sim.defaults import TARGET_LABEL
+from sim.scenarios import SCENARIOS, STORM_HUNG, STORM_TARGETS, storm_target
 from tests.bot.cli.conftest import Sim, run_json
 from tests.fakes.sim_scenarios import started
 
@@ -32,6 +33,7 @@ VERDICTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "auth-failed": (120.0, ("healthy",)),  # 401s are not unavailability: `probe` classifies them
     "ownership-get-denied": (120.0, ("healthy",)),  # 403s and masked 404s: `probe` names the identity
     "name-collision": (120.0, ("healthy",)),
+    "storm": (285.0, ("no_peer_feed",)),  # crd-store; its 30 shards: test_storm_shows_every_shards_verdict
 }
 
 
@@ -60,7 +62,7 @@ def test_status_gives_each_scenario_its_verdict(
     at, expected = VERDICTS[scenario]
     for server, config in started(tmp_path_factory, scenario, speed=1, at=at):
         code, report = run_json(Sim(server, config), "status")
-        targets = report["targets"]
+        targets = [t for t in report["targets"] if t["target"] == TARGET_LABEL]
         assert [t["verdict"] for t in targets] == list(expected)
         assert [t["replica"] for t in targets] == [f"team-a-{i}" for i in range(len(expected))]
         for t in targets:
@@ -70,6 +72,17 @@ def test_status_gives_each_scenario_its_verdict(
         assert code == (0 if report["passed"] else 1)
         # A verdict that finds something broken fails the check; healthy ones fail only by a finding.
         assert report["passed"] is (scenario in PASSING)
+
+
+def test_storm_shows_every_shards_verdict(tmp_path_factory: pytest.TempPathFactory) -> None:
+    for server, config in started(tmp_path_factory, "storm", speed=1, at=285.0):
+        code, report = run_json(Sim(server, config), "status")
+        verdicts = {t["target"]: t["verdict"] for t in report["targets"]}
+        shards = [f"platform/{storm_target(i)}" for i in range(STORM_TARGETS)]
+        assert sorted(verdicts) == sorted([TARGET_LABEL, *shards])
+        assert [verdicts[s] for s in shards[:STORM_HUNG]] == ["target_down"] * STORM_HUNG
+        assert {verdicts[s] for s in shards[STORM_HUNG:]} == {"no_peer_feed"}
+        assert code == 1
 
 
 def test_old_client_is_too_old_not_down(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bot.delivery.plan import DeliveryPolicy, backoff, plan
+from dataclasses import replace
+
+from bot.delivery.plan import DEFERRED, DeliveryPolicy, backoff, plan
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 
 
@@ -95,3 +97,20 @@ def test_of_a_sent_reply_only_the_newest_edit_goes_out_before_the_paced_calls() 
     steps = plan(rows, now=10).steps
     assert [(s.item.id, s.item.kind) for s in steps] == [(4, OutboxKind.REPLY_EDIT), (5, OutboxKind.REPLY)]
     assert [i.id for i in steps[0].superseded] == [3]
+
+
+def test_a_deferred_reply_holds_back_only_its_own_edits() -> None:
+    deferred = row(2, OutboxKind.REPLY, at=50)
+    deferred = replace(deferred, key="reply:C1:g1:details", payload={**deferred.payload, DEFERRED: True})
+    edit = row(4, OutboxKind.REPLY_EDIT)
+    edit = replace(edit, payload={**edit.payload, "reply": "details"})
+    rows = [row(1, OutboxKind.POST), deferred, row(3, OutboxKind.UPDATE), edit, row(5, OutboxKind.REPLY)]
+    planned = plan(rows, now=10)
+    # The post (carrying the newest edit) and the later reply go; the deferred reply and its edit wait.
+    assert [s.item.id for s in planned.steps] == [1, 5]
+    assert planned.next_at == 50
+    # A reply waiting for a retry (not deferred) still holds back every later row of its message.
+    retried = replace(row(2, OutboxKind.REPLY, at=50), attempts=1)
+    assert [
+        s.item.id for s in plan([row(1, OutboxKind.POST), retried, row(5, OutboxKind.REPLY)], 10).steps
+    ] == [1]

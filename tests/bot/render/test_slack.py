@@ -1,4 +1,4 @@
-"""Alert groups, changes, command answers and storms rendered for Slack, checked against the fake Slack."""
+"""Changes and command answers rendered for Slack, checked against the fake Slack."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS
 from bot.domain.diagnosis import diagnose
-from bot.domain.findings import Severity
 from bot.domain.messages import (
     ActionRef,
     AlertGroupView,
@@ -26,15 +25,12 @@ from bot.domain.messages import (
     LiveRead,
 )
 from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, ProxySnapshot
-from bot.domain.storm_summary import StormEntry, StormView
 from bot.errors import InputError
 from bot.render.alert_details import details_reply
 from bot.render.alert_message import alert_group_message
 from bot.render.slack import (
     change_reply,
     findings_message,
-    storm_group_line,
-    storm_message,
 )
 from tests.fakes.alert_views import GV, HOSTILE, NOW, T, alert, all_text, group, mrkdwn_texts, snapshot
 from tests.fakes.slack_api import FakeSlack
@@ -61,14 +57,11 @@ def test_hostile_labels_and_annotations_are_inert_everywhere() -> None:
         alert(HOSTILE[1], {"foo": HOSTILE[3], HOSTILE[4]: "x"}, annotations={"summary": HOSTILE[0]}),
     )
     view = group(*alerts, cluster=HOSTILE[2], live=LiveRead.missing(HOSTILE[4]))
-    entries = tuple(StormEntry(a.name, a.severity, "g", a.target, HOSTILE[2]) for a in alerts)
     findings = diagnose(snapshot(target=HOSTILE[0], gv=HOSTILE[1]))
     messages = [
         alert_group_message(view, NOW),
         details_reply(view, NOW),
         change_reply(GroupChange(view.group_key, NOW, new=alerts, resolved=alerts), NOW),
-        storm_group_line(view, NOW),
-        storm_message(StormView(entries, NOW), NOW),
         findings_message(FindingsReport(HOSTILE[0], tuple(findings), view.live, notes=HOSTILE), NOW),
     ]
     for msg in messages:
@@ -81,7 +74,7 @@ def test_hostile_labels_and_annotations_are_inert_everywhere() -> None:
         assert "&lt;!channel&gt;" in all_text(msg) or "&lt;https://evil" in all_text(msg)
 
 
-# -- thread replies, command answers, storms -------------------------------------------------------
+# -- thread replies, command answers ---------------------------------------------------------------
 
 
 def test_change_reply_lists_new_and_resolved() -> None:
@@ -115,55 +108,6 @@ def test_findings_answer_details_the_worst_and_lists_the_rest() -> None:
     assert "cluster `prod-a`" in text
 
 
-def storm(n: int, clusters: int) -> StormView:
-    entries = tuple(
-        StormEntry(
-            NO_HEALTHY_PEERS if i % 2 else DISCOVERY_DEGRADED,
-            Severity.CRITICAL if i % 2 else Severity.WARNING,
-            f"g{i}",
-            f"p/t{i % 500:03}",
-            f"c{i % clusters}",
-        )
-        for i in range(n)
-    )
-    return StormView(entries, NOW - timedelta(minutes=2))
-
-
-def test_storm_summary_counts_worst_first_with_more_and_cause() -> None:
-    msg = storm_message(storm(1000, 3), NOW)
-    text = all_text(msg)
-    assert msg.blocks[0]["text"]["text"] == "🌩️ Alert storm: 1000 alerts"
-    assert "*1000 alerts in 1000 groups on 500 targets across 3 clusters*" in text
-    by_alert = msg.blocks[2]["text"]["text"].split("\n")
-    assert by_alert[1:] == [
-        f"🔴 *{NO_HEALTHY_PEERS}*: 500 alerts on 250 targets",
-        f"🟠 *{DISCOVERY_DEGRADED}*: 500 alerts on 250 targets",
-    ]
-    by_target = msg.blocks[3]["text"]["text"].split("\n")
-    assert by_target[1].startswith("🔴 `p/t001`: 2 alerts")
-    assert by_target[-1] == "… +488 more"
-    assert "shared platform path" in text
-    assert limit_problems(msg.as_kwargs()) == []
-
-
-def test_storm_in_one_client_blames_that_client_and_ends() -> None:
-    over = storm(10, 1)
-    over = StormView(over.entries, over.started_at, NOW - timedelta(minutes=1))
-    msg = storm_message(over, NOW)
-    assert msg.blocks[0]["text"]["text"] == "🌤️ Alert storm over: 10 alerts"
-    assert "*Lasted:* 1 min" in all_text(msg)
-    assert "one client cluster" in all_text(msg)
-
-
-def test_storm_group_line_is_one_compact_line() -> None:
-    msg = storm_group_line(group(alert(snap=snapshot()), alert()), NOW)
-    assert msg.blocks == ()
-    assert msg.text.startswith(
-        f"🔴 *{NO_HEALTHY_PEERS}* on `{T}` (`{GV}`), since 12 min ago: still no healthy"
-    )
-    assert msg.text.endswith("(+1 more alert) · `prod-a`")
-
-
 # -- against the fake Slack ------------------------------------------------------------------------
 
 
@@ -177,7 +121,6 @@ _text = st.text(max_size=24)
 _huge = st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=12), st.integers(1, 2500))
 _value = st.one_of(_text, _huge, st.sampled_from(HOSTILE))
 _names = st.one_of(st.sampled_from(sorted(ALERTS)), _value)
-_storm_entries = st.builds(StormEntry, _names, st.sampled_from(Severity), _text, _value, _value)
 
 
 @st.composite
@@ -219,7 +162,7 @@ def group_views(draw: st.DrawFn) -> AlertGroupView:
 @given(view=group_views())
 def test_any_group_is_accepted_by_slack(slack: FakeSlack, view: AlertGroupView) -> None:
     web = WebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
-    for msg in (alert_group_message(view, NOW), details_reply(view, NOW), storm_group_line(view, NOW)):
+    for msg in (alert_group_message(view, NOW), details_reply(view, NOW)):
         assert limit_problems(msg.as_kwargs()) == []
         assert all("<" not in t and ">" not in t for t in mrkdwn_texts(msg))
         assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
@@ -231,24 +174,21 @@ def test_any_group_is_accepted_by_slack(slack: FakeSlack, view: AlertGroupView) 
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(
-    entries=st.lists(_storm_entries, max_size=50),
+    about=st.lists(st.tuples(_value, _names), max_size=5),
     times=st.integers(1, 60),
     title=_value,
     notes=st.lists(_value, max_size=30),
 )
-def test_any_storm_or_answer_is_accepted_by_slack(
-    slack: FakeSlack, entries: list[StormEntry], times: int, title: str, notes: list[str]
+def test_any_answer_is_accepted_by_slack(
+    slack: FakeSlack, about: list[tuple[str, str]], times: int, title: str, notes: list[str]
 ) -> None:
     web = WebClient(token=slack.bot_token, base_url=slack.api_url, timeout=10)
-    findings = tuple(f for e in entries[:5] for f in diagnose(snapshot(e.target or T, e.alertname)))
-    for msg in (
-        storm_message(StormView(tuple(entries) * times, NOW), NOW),
-        findings_message(
-            FindingsReport(title, findings * times, LiveRead.missing(title), title, tuple(notes)), NOW
-        ),
-    ):
-        assert limit_problems(msg.as_kwargs()) == []
-        assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
+    findings = tuple(f for target, gv in about for f in diagnose(snapshot(target or T, gv)))
+    msg = findings_message(
+        FindingsReport(title, findings * times, LiveRead.missing(title), title, tuple(notes)), NOW
+    )
+    assert limit_problems(msg.as_kwargs()) == []
+    assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
 
 
 def test_lone_surrogates_from_json_labels_still_post(slack: FakeSlack) -> None:
@@ -267,15 +207,12 @@ async def test_every_kind_of_message_posts_updates_and_threads(slack: FakeSlack)
     await web.chat_update(channel="C9", ts=posted["ts"], **alert_group_message(resolved, NOW).as_kwargs())
     replies = [
         change_reply(GroupChange(firing.group_key, NOW, resolved=firing.alerts), NOW),
-        storm_group_line(firing, NOW),
         findings_message(FindingsReport("status", tuple(diagnose(snapshot())), firing.live), NOW),
     ]
     for reply in replies:
         await web.chat_postMessage(channel="C9", thread_ts=posted["ts"], **reply.as_kwargs())
-    await web.chat_postMessage(channel="C9", **storm_message(storm(1000, 4), NOW).as_kwargs())
-    [top, storm_top] = slack.top_level("C9")
+    [top] = slack.top_level("C9")
     assert top.text.startswith("RESOLVED")
     assert len(top.versions) == 1
     assert top.versions[0]["text"].startswith("FIRING")
-    assert len(slack.thread("C9", posted["ts"])) == 3
-    assert storm_top.text.startswith("🌩️ Alert storm: 1000 alerts")
+    assert len(slack.thread("C9", posted["ts"])) == 2
