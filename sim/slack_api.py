@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from sim.slack_faults import Fault, Faults, PostingLimit
 from sim.slack_workspace import MANIFEST_SCOPES, Answer, Message, Workspace, auth_test, content_refusal
 
 RESPONSE_URL_USES = 5
@@ -37,41 +38,14 @@ __all__ = ["FakeSlack", "Message", "SlackCall", "iter_texts"]
 
 @dataclass
 class SlackCall:
-    """One request that reached the fake."""
+    """One request that reached the fake, and (once answered) its HTTP status and Slack's error code."""
 
     method: str
     params: dict[str, Any]
     token: str | None
     at: float
-
-
-@dataclass
-class Fault:
-    """An injected answer for the next `times` calls of one method."""
-
-    status: int
-    retry_after: int | None
-    times: int
+    status: int | None = None
     error: str | None = None
-
-
-@dataclass
-class PostingLimit:
-    """Slack's chat.postMessage limit per channel: `per_second` on average, bursts of `burst`."""
-
-    per_second: float
-    burst: float
-    tokens: dict[str, tuple[float, float]]  # channel -> (tokens, at)
-
-    def take(self, channel: str, now: float) -> float:
-        """0 when a post may go now (and it is counted), else the seconds until one may."""
-        tokens, at = self.tokens.get(channel, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.per_second)
-        if tokens >= 1.0:
-            self.tokens[channel] = (tokens - 1.0, now)
-            return 0.0
-        self.tokens[channel] = (tokens, now)
-        return (1.0 - tokens) / self.per_second
 
 
 @dataclass
@@ -113,7 +87,7 @@ class FakeSlack:
         named = channels if isinstance(channels, Mapping) else dict.fromkeys(channels)
         for ref, name in named.items():
             self.workspace.add_channel(ref, name=name)
-        self._faults: dict[str, list[Fault]] = {}
+        self._faults = Faults(lambda: self.clock())  # read at each call: a test may swap `clock`
         self._response_urls: dict[str, ResponseUrl] = {}
         self._posting_limit: PostingLimit | None = None
         self._lost: dict[str, list[float]] = {}
@@ -196,10 +170,21 @@ class FakeSlack:
         retry_after: int | None = 1,
         times: int = 1,
         error: str | None = None,
+        channel: str | None = None,
+        messages: tuple[str, ...] = (),
     ) -> None:
-        """Answer the next `times` calls of `method` with `status` (429 carries `Retry-After`)."""
+        """Answer the next `times` calls of `method` (naming `channel`, by ID or `#name`, when given) with
+        `status` (429 carries `Retry-After`; 200 is `ok: false` with `error` and Slack's `messages`)."""
         with self._lock:
-            self._faults.setdefault(method, []).append(Fault(status, retry_after, times, error))
+            where = None if channel is None else self._channel_ref(channel)
+            self._faults.add(method, Fault(status, retry_after, times, error, where, messages=messages))
+
+    def rate_limit(self, method: str, *, seconds: float, retry_after: int) -> None:
+        """Answer every call of `method` for the next `seconds` with 429 and `Retry-After: retry_after`,
+        as Slack does while an app is over a method's limit."""
+        with self._lock:
+            until = self.clock() + seconds
+            self._faults.add(method, Fault(429, retry_after, 0, until=until))
 
     def lose_answers(self, method: str, *, times: int = 1, hold: float = 30.0) -> None:
         """Do the next `times` calls of `method` (a post is made) but hold the answer back for `hold` s,
@@ -210,7 +195,11 @@ class FakeSlack:
     def heal(self, method: str) -> None:
         """Drop every fault still queued for `method`: it answers normally again."""
         with self._lock:
-            self._faults.pop(method, None)
+            self._faults.heal(method)
+
+    def _channel_ref(self, ref: str) -> str:
+        found = self.workspace.find(ref)
+        return ref if found is None else found.id
 
     @property
     def messages(self) -> dict[tuple[str, str], Message]:
@@ -257,13 +246,21 @@ class FakeSlack:
         method = request.path_params["method"]
         params = await _params(request)
         token = _bearer(request) or params.pop("token", None)
+        call = SlackCall(method, params, token, time.monotonic())
         with self._lock:
-            self.calls.append(SlackCall(method, params, token, time.monotonic()))
-            fault = self._take_fault(method)
+            self.calls.append(call)
+            fault = self._faults.take(method, self._channel_ref(str(params.get("channel") or "")))
+        response = await self._answer(method, params, token, fault)
+        call.status, call.error = response.status_code, _error_of(response)
+        return response
+
+    async def _answer(
+        self, method: str, params: dict[str, Any], token: str | None, fault: Fault | None
+    ) -> Response:
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:
-            return _fault_response(fault)
+            return fault.response()
         if token != self.bot_token:
             return JSONResponse(_error("invalid_auth" if token else "not_authed"))
         handler = _HANDLERS.get(method)
@@ -342,16 +339,6 @@ class FakeSlack:
         issued.uses += 1
         return None, 200
 
-    def _take_fault(self, method: str) -> Fault | None:
-        queue = self._faults.get(method)
-        if not queue:
-            return None
-        fault = queue[0]
-        fault.times -= 1
-        if fault.times <= 0:
-            queue.pop(0)
-        return fault
-
 
 _HANDLERS: dict[str, Callable[[Workspace, dict[str, Any]], Answer]] = {
     "auth.test": lambda _, params: auth_test(params),
@@ -387,12 +374,13 @@ def _bearer(request: Request) -> str | None:
     return header[7:] if header.lower().startswith("bearer ") else None
 
 
-def _fault_response(fault: Fault) -> Response:
-    headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
-    if fault.status == 200:
-        return JSONResponse({"ok": False, "error": fault.error or "internal_error"})
-    body = {"ok": False, "error": fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")}
-    return JSONResponse(body, status_code=fault.status, headers=headers)
+def _error_of(response: Response) -> str | None:
+    """Slack's error code in an answer (`ok: false`), read back for the call log."""
+    try:
+        body = json.loads(bytes(response.body))
+    except ValueError:
+        return None
+    return str(body.get("error")) if isinstance(body, dict) and body.get("ok") is False else None
 
 
 def _error(code: str) -> Answer:
