@@ -11,10 +11,10 @@ Work per notification stays small and bounded however big the storm: counts are 
 (`StormCounts`), and the summary is re-rendered and saved at most once per `linger_seconds` (a dirty
 flag that `flush()` clears; the alert worker calls it from its deadline loop and between notifications).
 Slack calls stay bounded by channels, not alerts: the delivery worker sends only the newest of a
-message's due edits, and thread lines are gathered into replies of up to `lines_per_reply` lines. A line
-reply is an outbox row due `linger` seconds after it was opened, rewritten with more lines
-(`replace_pending`) only during the first half of that time, so a row the delivery worker may already be
-sending is never changed under it; later lines go to the next row.
+message's due edits, and thread lines are gathered into replies of up to `lines_per_reply` lines (fewer
+when they would not fit the reply's one section). A line reply is an outbox row due `linger` seconds after
+it was opened, rewritten with more lines (`replace_pending`) only during the first half of that time, so a
+row the delivery worker may already be sending is never changed under it; later lines go to the next row.
 
 What survives a restart: each group's share of the count is saved with the group's own row (the
 pipeline writes its `GroupFacts.storm_share`), and the storm's row `storm:<channel>:<n>` holds the
@@ -34,7 +34,7 @@ from bot.alerts.outbox import Outbox
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView
 from bot.domain.storm_summary import StormCounts, StormEntry, StormView
-from bot.render.blocks import message, section_lines
+from bot.render.blocks import MAX_SECTION_TEXT, message, section_lines, units
 from bot.render.slack import storm_group_line, storm_message
 from bot.store.models import AlertGroupState, Enqueued, StormRecord, StormShare
 
@@ -66,7 +66,7 @@ class StormPolicy:
     linger_seconds: float = 2.0  # how long summary edits and thread lines gather before they are sent
     # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.
     settle_seconds: float = 0.25
-    lines_per_reply: int = 15  # group lines per thread reply (a section holds 3000 characters)
+    lines_per_reply: int = 15  # group lines per thread reply, as many as its section's 3000 characters hold
 
 
 def storm_key(channel: str, n: int) -> str:
@@ -325,8 +325,10 @@ class StormDesk:
         await self._save(storm, now)
 
     async def _add_line(self, storm: _Storm, line: str, now: float) -> None:
-        if now < storm.lines.open_until and len(storm.chunk) < self._policy.lines_per_reply:
-            chunk = [*storm.chunk, line]
+        chunk = [*storm.chunk, line]
+        # A reply is one section: lines beyond its 3000 characters would be cut off ("… +N more"), lost.
+        fits = len(chunk) <= self._policy.lines_per_reply and units("\n".join(chunk)) <= MAX_SECTION_TEXT
+        if now < storm.lines.open_until and fits:
             result = await self._enqueue_lines(storm, chunk, replace=True)
             if result.replaced or not result.duplicate:
                 storm.chunk = chunk

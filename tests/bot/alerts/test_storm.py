@@ -231,3 +231,23 @@ async def test_a_restart_counts_the_groups_saved_after_the_last_summary(harness:
     [row] = await storm_rows(harness)
     assert row.storm is not None
     assert len(row.storm.entries) == 6
+
+
+async def test_long_thread_lines_go_to_more_replies_never_cut_off(harness: Harness) -> None:
+    long = "x" * 120  # a long target name: 15 such lines are more than a reply's 3000 characters
+
+    def long_webhook(i: int) -> bytes:
+        target = f"team-{i}/{long}"
+        return webhook([alert(f"s{i}", target=target)], group=f'{{}}:{{target="{target}"}}')
+
+    for i in range(30):
+        await harness.accept(long_webhook(i))
+    await harness.run()
+    await harness.settle()
+    sections = [
+        i.payload["blocks"][0]["text"]["text"] for i in await harness.items() if i.kind is OutboxKind.REPLY
+    ]
+    assert all(len(s) <= 3000 for s in sections)
+    assert not [s for s in sections if "more" in s.splitlines()[-1]]
+    shown = "\n".join(sections)
+    assert [i for i in range(30) if f"team-{i}/{long}" not in shown] == []
