@@ -176,6 +176,10 @@ class FaultStore(StoreView):
     def keys(self) -> dict[int, str]:
         return {int(i): str(k) for i, k in self._rows("SELECT id, key FROM outbox")}
 
+    def pending_in(self, channel: str) -> int:
+        rows = self._rows("SELECT channel FROM outbox WHERE state = 'pending'")
+        return sum(1 for (found,) in rows if found == channel)
+
     def in_doubt(self) -> int:
         """Pending rows marked in flight: a call whose outcome nobody saw (the next sender looks it up)."""
         return self._one("SELECT count(*) FROM outbox WHERE state = 'pending' AND sent_at IS NOT NULL")
