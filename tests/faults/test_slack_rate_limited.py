@@ -70,7 +70,7 @@ def test_nothing_is_sent_before_retry_after_and_then_everything_is(
         assert early_calls(calls, method) == [], f"{method} called before its Retry-After"
     assert store.outbox_failed() == 0
     assert store.bodies() == storm.accepted_bodies()
-    assert_all_delivered_in_order(slack, storm)
+    assert_all_delivered_in_order(slack, storm.target_names)
     assert duplicate_posts(slack, store) == 0
     assert bot.running
     assert_never_crashed(bot)
