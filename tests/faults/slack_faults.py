@@ -131,10 +131,24 @@ class Storm:
             self.status[offsets[outcome.offset]] = outcome.status
 
     def unaccepted(self) -> list[int]:
-        return [i for i in range(len(self.bodies)) if not 200 <= self.status.get(i, 0) < 300]
+        """What Alertmanager would still send: bodies never answered 2xx, unless a later body of their group
+        was (Alertmanager sends a group's current state; it never goes back to an older one)."""
+        newest: dict[str, int] = {}
+        for i in range(len(self.bodies)):
+            if self._accepted(i):
+                newest[self._group(i)] = i
+        return [
+            i for i in range(len(self.bodies)) if not self._accepted(i) and newest.get(self._group(i), -1) < i
+        ]
+
+    def _accepted(self, i: int) -> bool:
+        return 200 <= self.status.get(i, 0) < 300
+
+    def _group(self, i: int) -> str:
+        return str(json.loads(self.bodies[i])["groupKey"])
 
     def resend_unaccepted(self, url: str, timeout: float = 60.0) -> int:
-        """Send again (in order) what was never answered 2xx, until it is; how many needed it."""
+        """Send again (in order) what Alertmanager would retry, until it is accepted; how many needed it."""
         again = self.unaccepted()
         headers = {**auth(), "Content-Type": "application/json"}
         with httpx.Client(base_url=url, headers=headers, timeout=10.0) as http:
