@@ -31,8 +31,10 @@ class Fault:
         # Slack sends Retry-After with its 429s (and some 5xx); never on a 200.
         sent = self.retry_after is not None and self.status != 200
         headers = {"Retry-After": str(self.retry_after)} if sent else {}
-        default = "ratelimited" if self.status == 429 else "fatal_error" if self.status >= 500 else None
-        body: dict[str, Any] = {"ok": False, "error": self.error or default or "internal_error"}
+        default = (
+            "internal_error" if self.status == 200 else "ratelimited" if self.status == 429 else "fatal_error"
+        )
+        body: dict[str, Any] = {"ok": False, "error": self.error or default}
         if self.messages:
             body["response_metadata"] = {"messages": list(self.messages)}
         return JSONResponse(body, status_code=self.status, headers=headers)
