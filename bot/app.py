@@ -37,6 +37,21 @@ Worker = Callable[[], Coroutine[Any, Any, None]]
 ReadinessCheck = Callable[[], Awaitable[str | None]]  # None when ready, else why not
 
 
+class Stopping:
+    """Whether the process is stopping: webhooks are refused (503) and `/readyz` fails while work in flight
+    ends. Set from a signal handler: a plain flag, read by the routes."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def begin(self, reason: str) -> None:
+        self.reason = self.reason or reason
+
+    @property
+    def active(self) -> bool:
+        return self.reason is not None
+
+
 class RequestActivity:
     """How many HTTP requests are in flight; background work can wait for a quiet moment.
 
@@ -97,6 +112,7 @@ class Deps:
     readiness: list[ReadinessCheck] = field(default_factory=list)
     activity: RequestActivity = field(default_factory=RequestActivity)
     clock: Callable[[], float] = time.time
+    stopping: Stopping = field(default_factory=Stopping)
 
 
 async def _healthz(request: Request) -> Response:
@@ -105,6 +121,8 @@ async def _healthz(request: Request) -> Response:
 
 def _readyz(deps: Deps) -> Callable[[Request], Awaitable[Response]]:
     async def readyz(request: Request) -> Response:
+        if deps.stopping.active:  # taken out of the Service first, before the listener closes
+            return JSONResponse({"ready": False, "problems": [f"stopping ({deps.stopping.reason})"]}, 503)
         problems = [p for check in deps.readiness if (p := await _check(check)) is not None]
         if problems:
             return JSONResponse({"ready": False, "problems": problems}, status_code=503)
@@ -161,6 +179,7 @@ def routes(deps: Deps) -> list[BaseRoute]:
             deps.wake.set,
             auth=auth,
             on_refused=lambda status: deps.metrics.notifications_refused.labels(str(status)).inc(),
+            stopping=lambda: deps.stopping.active,
         ),
     ]
 

@@ -57,9 +57,11 @@ SHARED_STORE_POLL = 0.5
 
 
 class ObservedSlack(SlackSender, Protocol):
-    """Slack as the outbox uses it, telling (method, outcome) of every call to `observe`."""
+    """Slack as the outbox uses it, telling (method, outcome) of every call to `observe`, and (method,
+    error code) of every refusal to `refused`."""
 
     observe: Callable[[str, str], None]
+    refused: Callable[[str, str], None]
 
     async def auth_test(self) -> Mapping[str, Any]: ...
 
@@ -224,6 +226,7 @@ async def say_who_posts(slack: ObservedSlack) -> None:
 def _deps(settings: Settings, clients: Clients) -> Deps:
     metrics = BotMetrics()
     clients.slack.observe = lambda method, outcome: metrics.slack_calls.labels(method, outcome).inc()
+    clients.slack.refused = lambda method, error: metrics.slack_refusals.labels(method, error).inc()
     readiness = [store_readiness(clients.store)]
     return Deps(
         settings=settings, store=clients.store, metrics=metrics, readiness=readiness, clock=clients.clock

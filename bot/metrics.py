@@ -23,7 +23,8 @@ class BotMetrics:
         )
         self.notifications_refused = Counter(
             "proxybot_notifications_refused",
-            "Alertmanager notifications refused, by HTTP status (4xx: the request; 503: the store failed).",
+            "Alertmanager notifications refused, by HTTP status (4xx: the request; 503: the store failed, or "
+            "the bot is stopping).",
             ["status"],
             registry=self.registry,
         )
@@ -37,6 +38,12 @@ class BotMetrics:
             "proxybot_slack_calls",
             "Slack Web API calls, by method and outcome.",
             ["method", "outcome"],
+            registry=self.registry,
+        )
+        self.slack_refusals = Counter(
+            "proxybot_slack_refusals",
+            "Slack Web API calls Slack refused (ok: false), by method and Slack's error code.",
+            ["method", "error"],
             registry=self.registry,
         )
         self.enrichment_seconds = Histogram(

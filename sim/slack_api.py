@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sim.slack_faults import Fault, PostingLimit, ResponseUrl, SlackCall, fault_response
+from sim.slack_faults import Fault, Faults, PostingLimit, ResponseUrl, SlackCall
 from sim.slack_workspace import MANIFEST_SCOPES, Answer, Message, Workspace, auth_test, content_refusal
 
 RESPONSE_URL_USES = 5
@@ -73,7 +73,7 @@ class FakeSlack:
         named = channels if isinstance(channels, Mapping) else dict.fromkeys(channels)
         for ref, name in named.items():
             self.workspace.add_channel(ref, name=name)
-        self._faults: dict[str, list[Fault]] = {}
+        self._faults = Faults(lambda: self.clock())  # read at each call: a test may swap `clock`
         self._response_urls: dict[str, ResponseUrl] = {}
         self._posting_limit: PostingLimit | None = None
         self._lost: dict[str, list[float]] = {}
@@ -156,10 +156,21 @@ class FakeSlack:
         retry_after: int | None = 1,
         times: int = 1,
         error: str | None = None,
+        channel: str | None = None,
+        messages: tuple[str, ...] = (),
     ) -> None:
-        """Answer the next `times` calls of `method` with `status` (429 carries `Retry-After`)."""
+        """Answer the next `times` calls of `method` (naming `channel`, by ID or `#name`, when given) with
+        `status` (429 carries `Retry-After`; 200 is `ok: false` with `error` and Slack's `messages`)."""
         with self._lock:
-            self._faults.setdefault(method, []).append(Fault(status, retry_after, times, error))
+            where = None if channel is None else self._channel_ref(channel)
+            self._faults.add(method, Fault(status, retry_after, times, error, where, messages=messages))
+
+    def rate_limit(self, method: str, *, seconds: float, retry_after: int) -> None:
+        """Answer every call of `method` for the next `seconds` with 429 and `Retry-After: retry_after`,
+        as Slack does while an app is over a method's limit."""
+        with self._lock:
+            until = self.clock() + seconds
+            self._faults.add(method, Fault(429, retry_after, 0, until=until))
 
     def lose_answers(self, method: str, *, times: int = 1, hold: float = 30.0) -> None:
         """Do the next `times` calls of `method` (a post is made) but hold the answer back for `hold` s,
@@ -170,7 +181,11 @@ class FakeSlack:
     def heal(self, method: str) -> None:
         """Drop every fault still queued for `method`: it answers normally again."""
         with self._lock:
-            self._faults.pop(method, None)
+            self._faults.heal(method)
+
+    def _channel_ref(self, ref: str) -> str:
+        found = self.workspace.find(ref)
+        return ref if found is None else found.id
 
     @property
     def messages(self) -> dict[tuple[str, str], Message]:
@@ -223,13 +238,21 @@ class FakeSlack:
         method = request.path_params["method"]
         params = await _params(request)
         token = _bearer(request) or params.pop("token", None)
+        call = SlackCall(method, params, token, time.monotonic())
         with self._lock:
-            self.calls.append(SlackCall(method, params, token, time.monotonic()))
-            fault = self._take_fault(method)
+            self.calls.append(call)
+            fault = self._faults.take(method, self._channel_ref(str(params.get("channel") or "")))
+        response = await self._answer(method, params, token, fault)
+        call.status, call.error = response.status_code, _error_of(response)
+        return response
+
+    async def _answer(
+        self, method: str, params: dict[str, Any], token: str | None, fault: Fault | None
+    ) -> Response:
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:
-            return fault_response(fault)
+            return fault.response()
         if token != self.bot_token:
             return JSONResponse(_error("invalid_auth" if token else "not_authed"))
         handler = _HANDLERS.get(method)
@@ -318,16 +341,6 @@ class FakeSlack:
         issued.uses += 1
         return None, 200
 
-    def _take_fault(self, method: str) -> Fault | None:
-        queue = self._faults.get(method)
-        if not queue:
-            return None
-        fault = queue[0]
-        fault.times -= 1
-        if fault.times <= 0:
-            queue.pop(0)
-        return fault
-
 
 _HANDLERS: dict[str, Callable[[Workspace, dict[str, Any]], Answer]] = {
     "auth.test": lambda _, params: auth_test(params),
@@ -362,6 +375,15 @@ async def _params(request: Request) -> dict[str, Any]:
 def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     return header[7:] if header.lower().startswith("bearer ") else None
+
+
+def _error_of(response: Response) -> str | None:
+    """Slack's error code in an answer (`ok: false`), read back for the call log."""
+    try:
+        body = json.loads(bytes(response.body))
+    except ValueError:
+        return None
+    return str(body.get("error")) if isinstance(body, dict) and body.get("ok") is False else None
 
 
 def _error(code: str) -> Answer:

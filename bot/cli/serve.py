@@ -1,4 +1,14 @@
-"""`proxybot serve`: the bot built by the composition root (`bot.compose`), served over HTTP until stopped."""
+"""`proxybot serve`: the bot built by the composition root (`bot.compose`), served over HTTP until stopped.
+
+A stop (SIGTERM, as Kubernetes sends it, or SIGINT) drains first, then shuts down as uvicorn does:
+1. at once, new webhooks are answered 503 with `Retry-After` (Alertmanager retries: another replica, or this
+   one restarted) and `/readyz` fails, for at least `DRAIN_SECONDS`;
+2. meanwhile the outbox sends no new Slack call and gives the calls in flight `STOP_GRACE` seconds to end
+   (one cut off stays pending, marked, and is looked for in Slack before it is sent again);
+3. then uvicorn closes the listener, ends the connections (`SHUTDOWN_SECONDS`), and the app's workers and
+   clients are stopped. A second signal skips what is left of the drain.
+Everything pending stays in the store for the next start or replica; the process is gone well within 10 s.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,7 @@ import contextlib
 import gc
 import logging
 import signal
+import time
 from collections.abc import Iterator
 from types import FrameType
 
@@ -23,6 +34,13 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# At least this long answering 503, rather than refusing connections, while the pod leaves its Service: an
+# answer tells the sender for sure that nothing was stored; a closing keep-alive connection does not.
+DRAIN_SECONDS = 1.0
+# How long the Slack calls in flight get to end once stopping.
+STOP_GRACE = 3.0
+# How long uvicorn waits for open connections (a slow client's body) before it cancels them.
+SHUTDOWN_SECONDS = 2
 
 
 class Stopped(Exception):
@@ -33,11 +51,54 @@ async def serve(bot: Bot, host: str, port: int) -> None:
     """Serve HTTP until stopped (SIGINT/SIGTERM), then release everything."""
     # No access log: uvicorn writes each line synchronously on the event loop, which a webhook storm
     # turns into a stall; /metrics counts what the log would have said.
-    config = uvicorn.Config(bot.app, host=host, port=port, log_level="info", lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        bot.app,
+        host=host,
+        port=port,
+        log_level="info",
+        lifespan="on",
+        access_log=False,
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+    )
     try:
-        await uvicorn.Server(config).serve()
+        await DrainingServer(config, bot).serve()
     finally:
         await bot.close()
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server, whose first stop signal drains the bot before uvicorn's own shutdown begins.
+
+    uvicorn installs `handle_exit` as the SIGINT/SIGTERM handler while it serves (and raises the signal
+    again once it has stopped, which `stopping_by_exception` turns into `Stopped`); this one flips the
+    bot's stopping flag first, and hands the signal to uvicorn once the drain is over."""
+
+    def __init__(self, config: uvicorn.Config, bot: Bot) -> None:
+        super().__init__(config)
+        self._bot = bot
+        self._drain_started = False
+        self._drain_task: asyncio.Task[None] | None = None  # held here: the loop keeps only a weak one
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._drain_started or not self.started:  # a second signal, or not serving yet: stop now
+            super().handle_exit(sig, frame)
+            return
+        self._drain_started = True
+        self._bot.deps.stopping.begin(signal.Signals(sig).name)  # a flag: safe inside a signal handler
+        asyncio.get_running_loop().call_soon_threadsafe(self._start_drain, sig)
+
+    def _start_drain(self, sig: int) -> None:
+        self._drain_task = asyncio.create_task(self._drain(sig), name="proxybot-drain")
+
+    async def _drain(self, sig: int) -> None:
+        started = time.monotonic()
+        name = signal.Signals(sig).name
+        log.info("%s: stopping; new webhooks get 503, Slack calls in flight get %g s", name, STOP_GRACE)
+        try:
+            await self._bot.delivery.stop(STOP_GRACE)
+            await asyncio.sleep(max(0.0, DRAIN_SECONDS - (time.monotonic() - started)))
+        finally:
+            super().handle_exit(sig, None)
 
 
 def run_serve(settings: Settings, host: str | None, port: int | None, console: Console) -> int:

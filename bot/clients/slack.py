@@ -63,6 +63,11 @@ OPERATOR_CODES = frozenset(
         "ekm_access_denied",
     }
 )
+# Rejections of the message's content (its size or its blocks): the same message made smaller may pass.
+CONTENT_CODES = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_too_long", "msg_blocks_too_long"})
+# What of Slack's `response_metadata.messages` (which place of the blocks is at fault) a refusal keeps.
+MAX_DETAILS = 3
+MAX_DETAIL_CHARS = 200
 _UPLOAD_STATUS = re.compile(r"status: (\d{3})")
 
 
@@ -87,16 +92,26 @@ class SlackTransient(SlackError):
 
 
 class SlackRejected(SlackError):
-    """Slack refused the call with `error_code`; sending it again unchanged cannot succeed."""
+    """Slack refused the call with `error_code`; sending it again unchanged cannot succeed.
 
-    def __init__(self, method: str, error_code: str) -> None:
+    `details` are Slack's own words on it (`response_metadata.messages`: for `invalid_blocks`, which
+    place of which block), a few and cut short; they name places in the message, never the token."""
+
+    def __init__(self, method: str, error_code: str, details: tuple[str, ...] = ()) -> None:
         self.error_code = error_code
-        super().__init__(method, f"rejected: {error_code}")
+        self.details = tuple(d[:MAX_DETAIL_CHARS] for d in details[:MAX_DETAILS])
+        said = f" ({'; '.join(self.details)})" if self.details else ""
+        super().__init__(method, f"rejected: {error_code}{said}")
 
     @property
     def needs_operator(self) -> bool:
         """True when the fix is in the Slack app or channel (token, scope, invite), not in the message."""
         return self.error_code in OPERATOR_CODES
+
+    @property
+    def about_content(self) -> bool:
+        """True when Slack refused the message's size or blocks: a smaller form of it may be taken."""
+        return self.error_code in CONTENT_CODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +136,8 @@ class SlackClient:
         self._timeout = timeout
         # Told (method, outcome) after every call: the bot's own metrics count Slack calls by outcome.
         self.observe: Callable[[str, str], None] = lambda method, outcome: None
+        # Told (method, error code) of every refusal (`SlackRejected`), for the refusals metric.
+        self.refused: Callable[[str, str], None] = lambda method, error: None
         self._upload_timeout = upload_timeout if upload_timeout is not None else max(timeout, 3 * timeout)
 
     @classmethod
@@ -181,8 +198,11 @@ class SlackClient:
         return None
 
     async def update(self, channel_id: str, ts: str, message: Message) -> None:
-        """chat.update of the message at `ts` with new content (`channel_id`: an ID, never a name)."""
-        args = {"channel": channel_id, "ts": ts, **message.as_kwargs()}
+        """chat.update of the message at `ts` with new content (`channel_id`: an ID, never a name).
+
+        `blocks` is always sent, empty for a text-only message: without it Slack may keep the old blocks."""
+        args: dict[str, Any] = {"channel": channel_id, "ts": ts, "text": message.text}
+        args["blocks"] = list(message.blocks)
         await self._call("chat.update", lambda: self._web.chat_update(**args))
 
     async def upload_png(
@@ -242,6 +262,8 @@ class SlackClient:
             response = await self._converted(method, call, timeout)
         except SlackError as error:
             self.observe(method, type(error).__name__)
+            if isinstance(error, SlackRejected):
+                self.refused(method, error.error_code)
             raise
         self.observe(method, "ok")
         return response
@@ -274,7 +296,14 @@ def _from_api_error(method: str, error: SlackApiError) -> SlackError:
         return SlackRateLimited(method, _retry_after(getattr(response, "headers", None) or {}))
     if status >= 500 or code in TRANSIENT_CODES:
         return SlackTransient(method, f"HTTP {status} {code}".rstrip())
-    return SlackRejected(method, code or f"http_{status}")
+    return SlackRejected(method, code or f"http_{status}", _details(data))
+
+
+def _details(data: object) -> tuple[str, ...]:
+    """Slack's `response_metadata.messages` of a refusal (strings only), e.g. the JSON pointer of a block."""
+    meta = data.get("response_metadata") if isinstance(data, dict) else None
+    messages = meta.get("messages") if isinstance(meta, dict) else None
+    return tuple(str(m) for m in messages if isinstance(m, str)) if isinstance(messages, list) else ()
 
 
 def _from_request_error(method: str, error: SlackRequestError) -> SlackError:

@@ -17,6 +17,9 @@ Without the history scopes (`missing_scope`), this falls back to at-least-once, 
 File uploads have no metadata to look for: they stay at-least-once. An upload's row keeps the IDs of the
 files Slack made, so a later row can delete them (a storm's table, replaced by a newer one); a file Slack
 no longer has counts as deleted.
+
+A post, reply or edit whose content Slack refuses (`invalid_blocks`, `msg_too_long`, ...) is sent again
+smaller, then as text only (`bot.render.refit`); only a refusal of the text itself gives it up.
 """
 
 from __future__ import annotations
@@ -25,19 +28,21 @@ import base64
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bot.clients.slack import DEFAULT_TIMEOUT, Posted, SlackRateLimited, SlackRejected
 from bot.delivery.keys import post_key, reply_key, upload_key
 from bot.delivery.plan import Step
 from bot.lease import Lease
 from bot.render.blocks import Message
+from bot.render.refit import smaller, text_only
 from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 from config.validation import SLACK_CHANNEL_ID
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +144,7 @@ class StepSender:
         # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
         where = await self._address(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
-            await self._slack.update(where.channel_id, where.ts, _message(payload))
+            await self._edit(step.item, where, _message(payload))
             return {"ts": where.ts, "channel_id": where.channel_id}
         if kind is OutboxKind.REPLY:
             found = await self._earlier(step.item, channel, where.channel_id, where.ts)
@@ -152,7 +157,13 @@ class StepSender:
                 }
             await self._paced(channel)
             posted = self._learn(
-                channel, await self._marked_post(step.item, where.channel_id, _message(payload), where.ts)
+                channel,
+                await self._fitting(
+                    step.item,
+                    _message(payload),
+                    lambda m: self._marked_post(step.item, where.channel_id, m, where.ts),
+                    lambda: self._paced(channel),
+                ),
             )
             return {"ts": posted.ts, "thread_ts": where.ts, "channel_id": posted.channel_id}
         if "file" in payload:
@@ -187,7 +198,7 @@ class StepSender:
         if state is not None and state.ts is not None:
             # Slack already has this message (we died after posting): edit it, never post a second one.
             channel_id = self._channel_id(channel, state.channel_id)
-            await self._slack.update(channel_id, state.ts, _message(payload))
+            await self._edit(step.item, _Address(channel_id, state.ts), _message(payload))
             return {"ts": state.ts, "channel_id": channel_id, "edited": True}
         # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
         if not await self._still_pending(step.item):
@@ -197,15 +208,52 @@ class StepSender:
         if found is not None:
             await self._store.record_post(channel, group, found.ts, found.channel_id)
             # Edits merged into this step since that try are newer than what Slack holds.
-            await self._slack.update(found.channel_id, found.ts, _message(payload))
+            await self._edit(step.item, found, _message(payload))
             return {"ts": found.ts, "channel_id": found.channel_id, "adopted": True}
         slot = await self._paced(channel)
         if not await self._still_pending(step.item):
             self._next_post_at[channel] = slot  # unused: the next post (the storm's summary) takes it
             return None
-        posted = self._learn(channel, await self._marked_post(step.item, channel, _message(payload)))
+        posted = self._learn(
+            channel,
+            await self._fitting(
+                step.item,
+                _message(payload),
+                lambda m: self._marked_post(step.item, channel, m),
+                lambda: self._paced(channel),
+            ),
+        )
         await self._store.record_post(channel, group, posted.ts, posted.channel_id)
         return {"ts": posted.ts, "channel_id": posted.channel_id}
+
+    async def _edit(self, item: OutboxItem, where: _Address, message: Message) -> None:
+        await self._fitting(item, message, lambda m: self._slack.update(where.channel_id, where.ts, m))
+
+    async def _fitting(
+        self,
+        item: OutboxItem,
+        message: Message,
+        call: Callable[[Message], Awaitable[T]],
+        before_again: Callable[[], Awaitable[object]] | None = None,
+    ) -> T:
+        """`call(message)`; when Slack refuses the content, again `smaller`, then `text_only` (each
+        after `before_again`: a post waits for its next slot). Other errors, and a refusal of the text
+        itself, go to the caller."""
+        forms = [("smaller", smaller(message)), ("as text only", text_only(message))]
+        current = message
+        for how, next_form in forms:
+            try:
+                return await call(current)
+            except SlackRejected as error:
+                if not error.about_content:
+                    raise
+                log.warning(
+                    "delivery: Slack refused the content of %s (%s): sent again %s", item.key, error, how
+                )
+            current = next_form
+            if before_again is not None:
+                await before_again()
+        return await call(current)
 
     async def _marked_post(
         self, item: OutboxItem, channel: str, message: Message, thread_ts: str | None = None

@@ -9,9 +9,11 @@ operations, a later one never overtakes an earlier one that is waiting for a ret
 edits of a message are due only the newest is sent (the others are completed as superseded; a post
 that has not gone out yet is sent with the newest edit's content instead). `chat.postMessage` is paced
 per channel. A 429 pauses the channel for `Retry-After`; 5xx, timeouts and connection errors back off
-exponentially with jitter, capped, and never give up; a rejection of the message itself
-(`invalid_blocks`, `message_not_found`) gives the operation up with the reason kept in the row; a
-rejection an operator fixes (token, scope, bot not in the channel) pauses the channel instead.
+exponentially with jitter, capped, and never give up; a rejection of the message's content
+(`invalid_blocks`, `msg_too_long`) is sent again smaller, then as text only (`bot.delivery.send`); any
+other rejection of the message itself (`message_not_found`) gives the operation up with the reason kept
+in the row; a rejection an operator fixes (token, scope, bot not in the channel, no such channel) pauses
+the channel instead, and the other channels flow on.
 
 With several replicas on one store, only the replica holding the leader lease (`bot.lease`) sends; it
 checks the lease before every call with a margin longer than the call's timeout, so a replica that lost
@@ -58,6 +60,11 @@ __all__ = ["Delivery", "DeliveryPolicy", "SlackSender"]
 
 log = logging.getLogger(__name__)
 
+# What an operator does about a refusal that is not the message's fault.
+OPERATOR_FIX = {
+    "channel_not_found": "check the channel in the config (a private channel needs the bot invited)",
+    "not_in_channel": "invite the bot to the channel (/invite @proxybot)",
+}
 # Far enough ahead that `Store.due(now + HORIZON)` lists every pending row, due or waiting.
 HORIZON = 10 * 365 * 86400.0
 
@@ -330,7 +337,12 @@ class Delivery:
         except SlackRejected as error:
             if error.needs_operator:
                 log.error(
-                    "delivery: Slack refused %s in %s (%s): fix the Slack app", item.kind, channel, error
+                    "delivery: Slack refused %s in %s (%s): %s; the channel waits %g s and tries again",
+                    item.kind,
+                    channel,
+                    error,
+                    OPERATOR_FIX.get(error.error_code, "fix the Slack app (token, scopes)"),
+                    self._policy.backoff_cap,
                 )
                 return await self._pause(channel, item, self._policy.backoff_cap, str(error))
             return await self._give_up(item, str(error))

@@ -1,10 +1,11 @@
 """`POST /alertmanager`: authenticate, bound, validate and durably store a webhook, then wake the worker.
 
 Answers, in the order they are checked (cheapest and least revealing first):
-401 wrong or missing credentials (with `WWW-Authenticate`); 415 not JSON; 413 body over the limit (by
-Content-Length, or by counting streamed bytes, never reading past the limit: `bot.inbound.body`); 400
-malformed JSON or schema, with `{"error": "alerts[0].startsAt: ..."}`; 503 the store failed (Alertmanager
-retries); 202 stored.
+401 wrong or missing credentials (with `WWW-Authenticate`); 503 with `Retry-After` once the process is
+stopping (Alertmanager retries, on another replica or after the restart); 415 not JSON; 413 body over the
+limit (by Content-Length, or by counting streamed bytes, never reading past the limit: `bot.inbound.body`);
+400 malformed JSON or schema, with `{"error": "alerts[0].startsAt: ..."}`; 503 the store failed
+(Alertmanager retries); 202 stored.
 Nothing slow happens on the request path: no enrichment, no Slack; `on_accepted` only signals a worker.
 """
 
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 PARSE_INLINE_BYTES = 64 * 1024
 REALM = "proxybot"
+RETRY = {"Retry-After": "1"}
 Compare = Callable[[bytes, bytes], bool]
 
 
@@ -129,8 +131,10 @@ class AlertmanagerIntake:
         max_body_bytes: int,
         clock: Callable[[], float],
         on_refused: Callable[[int], None] = lambda status: None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self._store = store
+        self._stopping = stopping
         self._on_accepted = on_accepted
         self._on_refused = on_refused
         self._auth = auth
@@ -169,6 +173,9 @@ class AlertmanagerIntake:
         if not self._auth.admits(request.headers.get("authorization")):
             log.warning("refused an Alertmanager webhook: missing or wrong credentials")
             return _error(401, "unauthorized", {"WWW-Authenticate": self._auth.challenge})
+        if self._stopping():
+            # Answered, not left to a closing connection: the sender knows for sure it was not stored.
+            return _error(503, "proxybot is stopping; retry (another replica, or this one restarted)", RETRY)
         if not _is_json(request.headers.get("content-type", "")):
             return _error(415, "the body must be JSON (Content-Type: application/json)")
         declared = request.headers.get("content-length")
@@ -198,7 +205,7 @@ class AlertmanagerIntake:
                 type(error).__name__,
                 error,
             )
-            return _error(503, "the notification could not be stored; retry later", {"Retry-After": "1"})
+            return _error(503, "the notification could not be stored; retry later", RETRY)
         if webhook.truncated_alerts:
             log.warning(
                 "group %r arrived with %d alerts truncated by Alertmanager's max_alerts",
@@ -235,12 +242,13 @@ def alertmanager_route(
     clock: Callable[[], float] = time.time,
     path: str = "/alertmanager",
     on_refused: Callable[[int], None] = lambda status: None,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Route:
     """The `POST /alertmanager` route for `create_app`.
 
     `store.accept()` has committed before any 2xx; `on_accepted()` (e.g. `asyncio.Event.set`) is called
-    for each new, non-duplicate notification, `on_refused(status)` for each refusal. With `auth` unset or
-    empty every caller is accepted.
+    for each new, non-duplicate notification, `on_refused(status)` for each refusal; while `stopping()`
+    every notification is refused with 503. With `auth` unset or empty every caller is accepted.
     """
     endpoint = AlertmanagerIntake(
         store,
@@ -249,5 +257,6 @@ def alertmanager_route(
         max_body_bytes=max_body_bytes,
         clock=clock,
         on_refused=on_refused,
+        stopping=stopping,
     )
     return Route(path, endpoint.handle, methods=["POST"], name="alertmanager")

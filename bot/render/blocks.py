@@ -282,18 +282,20 @@ def block_units(block: Block) -> int:
     return sum(units(t) for t in block_texts(block))
 
 
-def message(fallback: str, body: Sequence[Block], tail: Sequence[Block] = ()) -> Message:
+def message(
+    fallback: str, body: Sequence[Block], tail: Sequence[Block] = (), *, budget: int = MAX_MESSAGE_TEXT
+) -> Message:
     """A message within every limit.
 
     `tail` blocks (context, buttons) are always kept, shrunk to their share of a third of the text
-    budget when they are bigger; body blocks beyond the block count or the text budget are dropped from
+    `budget` when they are bigger; body blocks beyond the block count or the text budget are dropped from
     the end (the first one that does not fit is shrunk when it can be), and a context line says how
     many were dropped.
     """
     text = truncate(_nonempty(clean(fallback)), MAX_FALLBACK_TEXT)
-    share = MAX_MESSAGE_TEXT // 3 // max(1, len(tail))
+    share = budget // 3 // max(1, len(tail))
     tail = [b if block_units(b) <= share else _shrunk(b, share) or b for b in tail[: MAX_BLOCKS - 2]]
-    budget = MAX_MESSAGE_TEXT - units(text) - sum(block_units(b) for b in tail) - 60
+    budget = budget - units(text) - sum(block_units(b) for b in tail) - 60
     room = MAX_BLOCKS - len(tail) - 1
     kept: list[Block] = []
     for i, block in enumerate(body):

@@ -113,6 +113,25 @@ async def test_webhook_is_stored_and_wakes_the_worker(deps: Deps) -> None:
     assert json.loads(pending.raw) == json.loads(FIRING)
 
 
+async def test_once_stopping_webhooks_get_503_and_readyz_fails(deps: Deps) -> None:
+    headers = {"Authorization": "Bearer s3cret-token-value", "Content-Type": "application/json"}
+    async with client(create_app(deps)) as http:
+        assert (await http.get("/readyz")).status_code == 200
+        deps.stopping.begin("SIGTERM")
+        refused = await http.post("/alertmanager", content=FIRING, headers=headers)
+        unauthenticated = await http.post(
+            "/alertmanager", content=FIRING, headers={**headers, "Authorization": "x"}
+        )
+        ready = await http.get("/readyz")
+        metrics = (await http.get("/metrics")).text
+    assert (refused.status_code, refused.headers["Retry-After"]) == (503, "1")
+    assert "stopping" in refused.json()["error"]
+    assert unauthenticated.status_code == 401  # credentials are still checked first
+    assert (ready.status_code, ready.json()["problems"]) == (503, ["stopping (SIGTERM)"])
+    assert 'proxybot_notifications_refused_total{status="503"} 1.0' in metrics
+    assert await deps.store.pending() == []  # nothing stored: nothing acknowledged
+
+
 async def test_workers_run_for_the_apps_lifetime(deps: Deps) -> None:
     started, stopped = asyncio.Event(), asyncio.Event()
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, cast
-
-import pytest
 
 from bot.clients.slack import Posted, SlackClient
 from bot.delivery.keys import post_key
@@ -30,25 +27,6 @@ FAST = DeliveryPolicy(
 )
 
 # -- the worker against the fake Slack (real HTTP, real time) ---------------------------------------------
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeSlack]:
-    channels = {"C1": ALERTS, "C2": "#other", "C0A": "#ca", "C0B": "#cb", ALERTS_ID: "#by-id"}
-    with FakeSlack(bot_token=TOKEN, channels=channels) as slack:
-        yield slack
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'proxybot.db'}"
-
-
-@pytest.fixture
-async def store(db_url: str) -> AsyncIterator[Store]:
-    opened = await open_store(db_url)
-    yield opened
-    await opened.close()
 
 
 def slack_at(api_url: str, token: str = TOKEN) -> SlackClient:
@@ -182,23 +160,6 @@ async def test_5xx_retries_with_backoff_and_delivers(fake: FakeSlack, store: Sto
     assert posted is not None
     assert posted.state is OutboxState.DONE
     assert posted.attempts == 2
-
-
-async def test_rejected_message_is_given_up_with_the_reason(fake: FakeSlack, store: Store) -> None:
-    oversized = Message("x", ({"type": "header", "text": {"type": "plain_text", "text": "x" * 151}},))
-    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
-        await delivery.post(ALERTS, "bad", oversized)
-        await delivery.update(ALERTS, "bad", msg("later"), revision="n2")
-        await delivery.post(ALERTS, "good", msg("fine"))
-        await drained(store)
-    posted = await store.outbox_item(post_key(ALERTS, "bad"))
-    assert posted is not None
-    assert posted.state is OutboxState.FAILED
-    assert "invalid_blocks" in (posted.last_error or "")
-    edit = await store.outbox_item(f"update:{ALERTS}:bad:n2")
-    assert edit is not None
-    assert edit.state is OutboxState.FAILED
-    assert [m.text for m in fake.top_level()] == ["fine"]
 
 
 async def test_bad_token_keeps_everything_pending(fake: FakeSlack, store: Store) -> None:
