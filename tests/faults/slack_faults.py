@@ -25,10 +25,11 @@ from bench.loadgen import LoadRun, Outcome
 from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.e2e.stack import CHANNEL, BotProcess, StoreView, auth, text_of, wait_until
 from tests.e2e.storm_load import storm_bodies, storm_plan, storm_target
+from tests.harness.process import HarnessError
 
 # A storm group's second notification adds this to its thread line (`storm_group_line`).
-SECOND_ALERT = "(+1 more alert)"
-TARGET_IN_LINE = re.compile(r"`(platform/storm-\d+)`")
+TARGET_IN_ROW = re.compile(r"\s(platform/storm-\d+)\s")
+ALERT_IN_ROW = re.compile(r"ResourceProxy\w+(?: x(\d+))?")
 TARGET_IN_TITLE = re.compile(r" on (platform/storm-\d+)")
 STORM_TITLE = "🌩️ Alert storm"
 
@@ -207,17 +208,30 @@ class FaultStore(StoreView):
 
 def shown_per_target(slack: FakeSlack, channel: str = CHANNEL) -> dict[str, list[int]]:
     """Per storm target, the alert counts Slack showed it with, in the order Slack got them: its own
-    message's versions, or its lines in the storm summary's thread."""
+    message's versions, or its rows in the storm's tables (files in the summary's thread, each upload in
+    turn, a replaced one too: it was shown until then)."""
     shown: dict[str, list[int]] = {}
     for top in slack.top_level(channel):
         if top.text.startswith(STORM_TITLE):
-            for reply in slack.thread(channel, top.ts):
-                for line in _shown(reply).splitlines():
-                    for target in TARGET_IN_LINE.findall(line):
-                        shown.setdefault(target, []).append(2 if SECOND_ALERT in line else 1)
+            for upload in sorted(slack.uploads, key=lambda u: float(u["at"])):
+                if upload.get("thread_ts") == top.ts:
+                    for target, count in _table_rows(bytes(upload["content"]).decode()):
+                        shown.setdefault(target, []).append(count)
         elif found := TARGET_IN_TITLE.search(top.text):
             shown.setdefault(found.group(1), []).extend(_versions(top))
     return shown
+
+
+def _table_rows(table: str) -> list[tuple[str, int]]:
+    """(target, alerts) of each storm target's row: its ALERTS cell names each alert, `NAME xN` for N."""
+    found = []
+    for line in table.splitlines():
+        target = TARGET_IN_ROW.search(line)
+        if target is None:
+            continue
+        counts = [int(n) if n else 1 for n in ALERT_IN_ROW.findall(line[target.end() :])]
+        found.append((target.group(1), sum(counts)))
+    return found
 
 
 def _shown(message: Message) -> str:
@@ -230,8 +244,16 @@ def _versions(message: Message) -> list[int]:
     return [2 if "2 firing" in t else 1 for t in [*texts, text_of(message)]]
 
 
+# A storm's table is replaced at most this often (StormPolicy.refresh_seconds), so the last changes of its
+# targets reach Slack up to that long after the outbox drained; plus time for the upload itself.
+TABLE_SETTLES = 30.0 + 15.0
+
+
 def assert_all_delivered_in_order(slack: FakeSlack, targets: Sequence[str]) -> None:
-    """Every target of the storm is in Slack, last with both of its alerts, never shown older after newer."""
+    """Every target of the storm is in Slack, last with both of its alerts, never shown older after newer
+    (waiting for the storm's table to be replaced with the last changes, as it is within its refresh)."""
+    with contextlib.suppress(HarnessError):  # the assertions below say what is missing
+        wait_until(lambda: not _undelivered(slack, targets), TABLE_SETTLES, "every target in its final state")
     shown = shown_per_target(slack)
     missing = [t for t in targets if t not in shown]
     assert not missing, f"{len(missing)} targets never reached Slack, e.g. {missing[:5]}"
@@ -239,6 +261,11 @@ def assert_all_delivered_in_order(slack: FakeSlack, targets: Sequence[str]) -> N
     assert not stale, f"not in their final state: {dict(list(stale.items())[:5])}"
     reordered = {t: counts for t, counts in shown.items() if counts != sorted(counts)}
     assert not reordered, f"shown out of order: {dict(list(reordered.items())[:5])}"
+
+
+def _undelivered(slack: FakeSlack, targets: Sequence[str]) -> bool:
+    shown = shown_per_target(slack)
+    return any(t not in shown or shown[t][-1] != 2 for t in targets)
 
 
 def duplicate_posts(slack: FakeSlack, store: FaultStore) -> int:
