@@ -126,7 +126,7 @@ class AlertPipeline:
         readings, pods = await self._enrich(clusters, prom, logs, {t for t in targets if t})
         for channel, routed in routes.items():
             group = build(webhook, channel, routed, readings, prom, logs=logs, pods=pods)
-            await self._apply(notification.identity, group)
+            await self._apply(notification.identity, group, prom)
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
             return False
@@ -190,7 +190,7 @@ class AlertPipeline:
         return task
 
     # -- lifecycle -----------------------------------------------------------------------------------
-    async def _apply(self, identity: str, group: ChannelGroup) -> None:
+    async def _apply(self, identity: str, group: ChannelGroup, prom: PromRound) -> None:
         view, channel = group.view, group.channel
         prev = await self._store.get_group(channel, view.group_key)
         if applied_before(prev, identity):
@@ -202,7 +202,7 @@ class AlertPipeline:
             in_storm = counted = await self._storms.place(channel, view)
             if in_storm is None:
                 await self._outbox.post(channel, view.group_key, self._render(view))
-                await self._chart(identity, channel, view)
+                await self._chart(identity, channel, view, prom)
         elif in_storm is not None:
             await self._storms.report(channel, in_storm, view)
             counted = in_storm
@@ -212,7 +212,7 @@ class AlertPipeline:
             if not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
                 await self._edit(identity, group, view, prev)
             if prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.FIRING:
-                await self._chart(identity, channel, view)  # firing again: a new episode, a new chart
+                await self._chart(identity, channel, view, prom)  # firing again: a new episode, a new chart
         state = next_state(identity, group, view, prev, storm_thread=in_storm, counted_in=counted)
         # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
         await self._store.save_group(state)
@@ -236,11 +236,18 @@ class AlertPipeline:
                 group.channel, view.group_key, change_reply(change, self._now()), identity
             )
 
-    async def _chart(self, identity: str, channel: str, view: AlertGroupView) -> None:
-        """The key series of the group's worst alert over the last hour, into its thread."""
+    async def _chart(self, identity: str, channel: str, view: AlertGroupView, prom: PromRound) -> None:
+        """The key series of the group's worst alert over the last hour, into its thread.
+
+        Not when Prometheus did not bring this alert's window within the budget: asking again would hold
+        the notification, and every one behind it, for a second budget.
+        """
         if self._prometheus is None or view.status is not GroupStatus.FIRING:
             return
         ask = chart_subject(view.firing, self._settings)
+        if ask is not None and not prom.answered(ask):
+            log.warning("chart of %s not asked for: Prometheus did not bring its window", ask.target)
+            return
         image = None if ask is None else await self._prometheus.try_chart(ask, self._budget)
         if image is not None:
             # Keyed by the notification that opened the episode: a re-run after a crash uploads nothing new.
