@@ -5,14 +5,18 @@ The simulator serves team-a (platform/crd-store, whose target goes down in `targ
 misbehave. `wrong_certificate` gives a kubeconfig a CA that did not sign the server's certificate, which is
 what a client sees of a server presenting the wrong one. `ask` sends `/proxy ...` as Slack does: a signed
 form POST to the running bot's `/slack/events`, through bolt's own verification and dispatch; the answer
-arrives at the fake Slack's `response_url`.
+arrives at the fake Slack's `response_url`; `press` does the same for a button on a message. `Unanswering`
+is a Prometheus or Alertmanager that accepts connections and never answers.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
+import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -39,7 +43,7 @@ from tests.e2e.stack import (
     wait_until,
     write_bot_config,
 )
-from tests.fakes.slack_requests import command_body, signed
+from tests.fakes.slack_requests import button_body, command_body, signed
 
 SPEED = 20
 HEALTHY, FAULTY = "team-a", "team-b"
@@ -154,3 +158,59 @@ def answer_text(answer: Mapping[str, Any]) -> str:
 def _is_progress(response: Mapping[str, Any]) -> bool:
     # "reading …" notes are one section; every check's answer has a header first.
     return len(response.get("blocks") or []) <= 1 and str(response.get("text", "")).endswith("…")
+
+
+class Unanswering:
+    """A TCP listener that accepts every connection and never answers (a hung Prometheus or Alertmanager);
+    the connections are closed when the `with` block ends."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                self._held.append(self._listener.accept()[0])
+
+    def __enter__(self) -> Unanswering:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in [*self._held, self._listener]:
+            conn.close()
+
+
+def press(
+    bot: BotProcess, slack: FakeSlack, message: Message, label: str, timeout: float = 30.0
+) -> tuple[float, str]:
+    """Press the button `label` on `message` as Slack sends it: (seconds until answered, the answer)."""
+    buttons = [e for block in message.blocks for e in block.get("elements", []) if e.get("type") == "button"]
+    [button] = [b for b in buttons if b["text"]["text"] == label]
+    key = f"press-{next(_keys)}"
+    body = button_body(
+        button["action_id"],
+        button["value"],
+        slack.response_url(key),
+        user=ONCALL,
+        channel=message.channel,
+        channel_name=next(n for n in CHANNELS.values() if slack.channel_id(n) == message.channel).lstrip("#"),
+        message_ts=message.ts,
+    )
+    started = time.monotonic()
+    acked = httpx.post(
+        f"{bot.url}/slack/events", content=body, headers=signed(body, secret=SIGNING_SECRET), timeout=10.0
+    )
+    assert (acked.status_code, acked.text) == (200, ""), acked.text
+    deadline = started + timeout
+    while not (answers := [r for r in slack.responses if r["key"] == key]):
+        assert time.monotonic() < deadline, f"no answer to {label} within {timeout:g}s"
+        time.sleep(0.05)
+    return time.monotonic() - started, str(answers[-1]["text"])
