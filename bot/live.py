@@ -32,6 +32,8 @@ from bot.shared_reads import SharedReads
 Clock = Callable[[], float]
 # How long a caller waits for a new read of a source whose last read failed.
 RETRY_WAIT = 1.0
+# Snapshots kept per window: one each tenth of it (see `LiveState._remember`).
+HISTORY_STEPS = 10
 
 
 class MetricsSource(Protocol):
@@ -142,11 +144,18 @@ class LiveState:
             await asyncio.sleep(interval)
 
     def _remember(self, cluster: str, snapshot: ProxySnapshot) -> ProxyDelta | None:
-        """Store the snapshot; return the delta from the oldest one still inside the window."""
+        """Keep the snapshot if the last one kept is a tenth of the window old; return the delta from the
+        oldest one still inside the window.
+
+        Only the oldest is ever compared with, so snapshots a few seconds apart add nothing but memory: a
+        parsed realistic page is over 1 MiB, and a cluster read every 5 s for five minutes kept 60 of them.
+        Kept a tenth of the window apart, at most 11 are, and the window shown is at most that much short.
+        """
         now = self._monotonic()
         history = self._history.setdefault(cluster, deque())
         while history and now - history[0][0] > self._window:
             history.popleft()
         window = delta(history[0][1], snapshot, now - history[0][0]) if history else None
-        history.append((now, snapshot))
+        if not history or now - history[-1][0] >= self._window / HISTORY_STEPS:
+            history.append((now, snapshot))
         return window

@@ -181,3 +181,17 @@ async def test_a_source_read_again_after_it_recovered_is_waited_for_in_full() ->
         async with asyncio.timeout(0.2):
             await live.read("c1")
     cluster.gate.set()
+
+
+async def test_reads_close_together_keep_one_snapshot_per_tenth_of_the_window() -> None:
+    cluster, clock = FakeCluster(), Clock()
+    live = LiveState({"c1": cluster}, ttl=1, window=300, monotonic=clock)
+    for _ in range(150):  # a read every 2 s for five minutes
+        latest = await live.read("c1")
+        clock.now += 2
+    assert len(live._history["c1"]) <= 11
+    # The window still reaches back (nearly) the whole 300 s, over every request counted in it.
+    assert latest.window is not None
+    assert 270 <= latest.window.seconds <= 300
+    first_kept = 300 - latest.window.seconds
+    assert latest.window.increase.breakdown(REQUESTS, "reason") == {"no_peer": 10.0 * (300 - first_kept) / 2}
