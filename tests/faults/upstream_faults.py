@@ -128,7 +128,9 @@ def thread_text(slack: FakeSlack, message: Message) -> str:
     return "\n".join(text_of(m) for m in [message, *slack.thread(message.channel, message.ts)])
 
 
-def ask(bot: BotProcess, slack: FakeSlack, text: str, timeout: float = 40.0) -> tuple[float, dict[str, Any]]:
+def ask(
+    bot: BotProcess, slack: FakeSlack, text: str, timeout: float = 40.0, secret: str = SIGNING_SECRET
+) -> tuple[float, dict[str, Any]]:
     """`/proxy text` from #ops, signed as Slack signs it: (seconds until the final answer, that answer)."""
     key = f"fault-{next(_keys)}"
     body = command_body(
@@ -136,7 +138,7 @@ def ask(bot: BotProcess, slack: FakeSlack, text: str, timeout: float = 40.0) -> 
     )
     started = time.monotonic()
     acked = httpx.post(
-        f"{bot.url}/slack/events", content=body, headers=signed(body, secret=SIGNING_SECRET), timeout=10.0
+        f"{bot.url}/slack/events", content=body, headers=signed(body, secret=secret), timeout=10.0
     )
     assert (acked.status_code, acked.text) == (200, ""), acked.text
 
@@ -189,7 +191,12 @@ class Unanswering:
 
 
 def press(
-    bot: BotProcess, slack: FakeSlack, message: Message, label: str, timeout: float = 30.0
+    bot: BotProcess,
+    slack: FakeSlack,
+    message: Message,
+    label: str,
+    timeout: float = 30.0,
+    secret: str = SIGNING_SECRET,
 ) -> tuple[float, str]:
     """Press the button `label` on `message` as Slack sends it: (seconds until answered, the answer)."""
     buttons = [e for block in message.blocks for e in block.get("elements", []) if e.get("type") == "button"]
@@ -206,7 +213,7 @@ def press(
     )
     started = time.monotonic()
     acked = httpx.post(
-        f"{bot.url}/slack/events", content=body, headers=signed(body, secret=SIGNING_SECRET), timeout=10.0
+        f"{bot.url}/slack/events", content=body, headers=signed(body, secret=secret), timeout=10.0
     )
     assert (acked.status_code, acked.text) == (200, ""), acked.text
     deadline = started + timeout
