@@ -17,7 +17,9 @@ by Alertmanager's group_interval is 120 webhooks in 30 min), and the simulated c
 simulated minutes). What runs on the bot's own wall clock is not compressed: the background read of every
 cluster every 60 s runs 2-3 times instead of 30, the leader lease is renewed for 150 s, caches expire as
 they would. A leak per webhook, post, edit, command or cluster read shows here; a leak per hour of
-wall-clock timers would not.
+wall-clock timers would not. One cache fills for longer than the run: live state's 5-minute window of
+snapshots (kept 30 s apart, at most 11 per source; tests/bot/test_live.py bounds it). Run for 600 s the same
+traffic showed it: RSS 127 MiB at start, 134 MiB at 300 s, and +0.3 MiB over the next 300 s, fds 22-32.
 """
 
 from __future__ import annotations
