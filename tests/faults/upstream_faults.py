@@ -58,8 +58,10 @@ _keys = itertools.count()
 
 @pytest.fixture
 def two_clusters() -> Iterator[SimServer]:
-    # target-down at 20x on team-a: its target degrades, so team-a's message has something to diagnose.
+    # target-down at 20x on team-a, already down (from t=60): team-a's message has something to diagnose.
     with SimServer(scenario="target-down", speed=SPEED, clients=2) as srv:
+        with srv.lock:
+            srv.world.advance_to(120.0)
         yield srv
 
 
