@@ -361,11 +361,14 @@ def storm_policy(settings: Settings) -> StormPolicy:
 
 
 def store_readiness(store: Store) -> ReadinessCheck:
-    """Ready when the store answers: a webhook can be accepted and kept (never Slack or the clusters)."""
+    """Ready when the store takes a write: a webhook can be accepted and kept (never Slack or the clusters).
+
+    A read would not do: a full disk or a read-only database answers reads while every webhook gets 503.
+    """
 
     async def store_ready() -> str | None:
         try:
-            await store.depth()
+            await store.check_writable()
         except StoreError as err:
             return f"store: {err}"
         return None

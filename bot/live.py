@@ -5,11 +5,18 @@ share the read in flight (single-flight) and later callers within `ttl` get the 
 (`bot.shared_reads`; a read outlives a caller that stops waiting, and fills the cache). Earlier
 reads are kept so that a window delta (reason counts over the last minutes) can be computed without
 Prometheus.
+
+A source whose last read failed (hung, refusing, unreachable) is read again by the next caller, who waits for
+that read only `retry_wait` seconds (1 s), not the whole timeout: past it the caller gets the last failure,
+said to be the last one, and the read goes on to fill the cache. The alert worker handles one notification at
+a time, so without this every alert of a hung cluster would hold every other cluster's alerts behind it for
+the whole enrichment budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -23,6 +30,10 @@ from bot.errors import ClusterError, MetricsParseError
 from bot.shared_reads import SharedReads
 
 Clock = Callable[[], float]
+# How long a caller waits for a new read of a source whose last read failed.
+RETRY_WAIT = 1.0
+# Snapshots kept per window: one each tenth of it (see `LiveState._remember`).
+HISTORY_STEPS = 10
 
 
 class MetricsSource(Protocol):
@@ -65,6 +76,7 @@ class LiveState:
         window: float = 300.0,
         monotonic: Clock = time.monotonic,
         wall: Clock = time.time,
+        retry_wait: float = RETRY_WAIT,
     ) -> None:
         self._readers = dict(readers)
         # Told the seconds of every real read (not cache hits): the bot's enrichment-latency metric.
@@ -73,12 +85,25 @@ class LiveState:
         self._window = window
         self._monotonic = monotonic
         self._wall = wall
+        self._retry_wait = retry_wait
         self._reads: SharedReads[str, ClusterRead] = SharedReads(ttl, monotonic)
         self._history: dict[str, deque[tuple[float, ProxySnapshot]]] = {}
+        self._failed: dict[str, ClusterRead] = {}  # the last read of a source, while it fails
 
     async def read(self, cluster: str) -> ClusterRead:
         """The cluster's state, at most `ttl` seconds old; failures are returned, never raised."""
-        return await self._reads.get(cluster, lambda: self._timed_read(cluster), name=f"live-{cluster}")
+        shared = self._reads.get(cluster, lambda: self._timed_read(cluster), name=f"live-{cluster}")
+        failed = self._failed.get(cluster)
+        if failed is None:
+            return await shared
+        reading = asyncio.ensure_future(shared)
+        done, _ = await asyncio.wait({reading}, timeout=self._retry_wait)
+        if reading in done:
+            return reading.result()
+        reading.cancel()  # this caller's wait only: the read itself is shared and goes on
+        ago = max(0.0, self._wall() - failed.read_at)
+        why = f"{failed.unavailable} (the last read, {ago:.0f}s ago; reading again)"
+        return dataclasses.replace(failed, unavailable=why)
 
     async def cancel_pending(self) -> None:
         """Stop the reads still in flight (shutdown)."""
@@ -88,6 +113,10 @@ class LiveState:
         started = self._monotonic()
         result = await self._read_now(cluster)
         self._observe(self._monotonic() - started)
+        if result.ok:
+            self._failed.pop(cluster, None)
+        else:
+            self._failed[cluster] = result
         return result
 
     async def _read_now(self, cluster: str) -> ClusterRead:
@@ -115,11 +144,18 @@ class LiveState:
             await asyncio.sleep(interval)
 
     def _remember(self, cluster: str, snapshot: ProxySnapshot) -> ProxyDelta | None:
-        """Store the snapshot; return the delta from the oldest one still inside the window."""
+        """Keep the snapshot if the last one kept is a tenth of the window old; return the delta from the
+        oldest one still inside the window.
+
+        Only the oldest is ever compared with, so snapshots a few seconds apart add nothing but memory: a
+        parsed realistic page is over 1 MiB, and a cluster read every 5 s for five minutes kept 60 of them.
+        Kept a tenth of the window apart, at most 11 are, and the window shown is at most that much short.
+        """
         now = self._monotonic()
         history = self._history.setdefault(cluster, deque())
         while history and now - history[0][0] > self._window:
             history.popleft()
         window = delta(history[0][1], snapshot, now - history[0][0]) if history else None
-        history.append((now, snapshot))
+        if not history or now - history[-1][0] >= self._window / HISTORY_STEPS:
+            history.append((now, snapshot))
         return window

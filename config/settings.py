@@ -307,10 +307,11 @@ class StormSettings(StrictModel):
 
 
 class ServerSettings(StrictModel):
-    """Where `proxybot serve` listens."""
+    """Where `proxybot serve` listens, and how much it logs (`debug` also shows the libraries' own lines)."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
 @dataclass(frozen=True)

@@ -367,13 +367,14 @@ def build_world(
     epoch: float = 1_700_000_000.0,
     speed: float = 1.0,
     traffic: Traffic | None = None,
+    clients: int = 1,
 ) -> World:
-    """A world for one scenario, not yet started (call `advance_to`)."""
+    """A world for one scenario, not yet started (call `advance_to`); `clients` > 1 adds healthy pairs."""
     try:
         scenario = SCENARIOS[name]
     except KeyError:
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
-    world = World(default_fleet(seed, scenario.replicas), seed=seed, epoch=epoch, speed=speed)
+    world = World(default_fleet(seed, scenario.replicas, clients), seed=seed, epoch=epoch, speed=speed)
     world.traffic = traffic if traffic is not None else Traffic()
     scenario.setup(world)
     return world

@@ -36,7 +36,20 @@ METRICS_PATH = "/metrics/syncer"
 MAX_REAL_DELAY = 20.0
 MAX_BODY = 1 << 20
 ClusterKind = Literal["client", "target", "control-plane"]
+FaultKind = Literal["hang", "slow", "error", "unauthorized"]
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ApiFault:
+    """How one cluster's API server misbehaves, for every request that reaches it (its replicas too).
+
+    hang: accepts and never answers (until the simulator stops); slow: answers after `seconds` wall
+    seconds; error: 500 InternalError; unauthorized: 401, whatever the token (a revoked credential).
+    """
+
+    kind: FaultKind
+    seconds: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -62,11 +75,12 @@ class SimServer:
         seed: int = 7,
         host: str = "127.0.0.1",
         port: int = 0,
+        clients: int = 1,
     ) -> None:
         self.scenario = scenario
         self.speed = speed
         self.host = host
-        self.world: World = build_world(scenario, seed=seed, epoch=time.time(), speed=speed)
+        self.world: World = build_world(scenario, seed=seed, epoch=time.time(), speed=speed, clients=clients)
         self.lock = threading.Lock()
         self.token = secrets.token_urlsafe(24)
         # A second identity that may read the API but lacks `get` on the /metrics/syncer non-resource URL.
@@ -87,6 +101,9 @@ class SimServer:
             self.limited_token: (None, False),
         }
         self._cluster_tokens: dict[tuple[str, bool], str] = {}
+        self._faults: dict[str, ApiFault] = {}
+        # Set (on the server's loop) at stop, so hung requests end and the server can exit.
+        self._unhang: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         for key in self._views:
             for full in (True, False):
                 token = secrets.token_urlsafe(24)
@@ -125,6 +142,15 @@ class SimServer:
 
     def pods(self, client: str) -> list[str]:
         return [r.pod for r in self.world.platform.clients[client].replicas]
+
+    def set_fault(self, cluster: str, fault: ApiFault | None) -> None:
+        """Make `cluster`'s API server (and its replicas') misbehave from the next request; None heals it."""
+        if cluster not in self._views:
+            raise KeyError(f"no simulated cluster {cluster!r}")
+        if fault is None:
+            self._faults.pop(cluster, None)
+        else:
+            self._faults[cluster] = fault
 
     def write_config(self, path: Path) -> Path:
         """Kubeconfigs for every cluster and a proxybot config at `path` pointing at them."""
@@ -170,6 +196,9 @@ class SimServer:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._unhang is not None:
+            loop, unhang = self._unhang
+            loop.call_soon_threadsafe(unhang.set)
         if self._server is not None:
             self._server.should_exit = True
         for thread in self._threads:
@@ -208,6 +237,9 @@ class SimServer:
         return Starlette(routes=[Route("/{path:path}", self._endpoint, methods=methods)])
 
     async def _endpoint(self, request: Request) -> Response:
+        faulty = await self._fault(request)
+        if faulty is not None:
+            return faulty
         identity = self._identities.get(self._bearer(request))
         if identity is None:
             return _json(Reply(401, objects.status(401, "Unauthorized")))
@@ -239,6 +271,34 @@ class SimServer:
         if reply.took > 0:
             await asyncio.sleep(min(reply.took / self.speed, MAX_REAL_DELAY))
         return _json(reply)
+
+    async def _fault(self, request: Request) -> Response | None:
+        """The answer of a faulty cluster's API server, or None to answer normally (after any delay)."""
+        if not self._faults:
+            return None
+        parts = request.url.path.split("/")
+        if len(parts) >= 3 and parts[1] == "clusters":
+            cluster: str | None = parts[2]
+        else:
+            bound = self._identities.get(self._bearer(request), (None, True))[0]
+            cluster = None if bound is None else bound.split("/")[0]
+        fault = None if cluster is None else self._faults.get(cluster)
+        if fault is None:
+            return None
+        if fault.kind == "unauthorized":
+            return _json(Reply(401, objects.status(401, "Unauthorized")))
+        if fault.kind == "error":
+            return _json(
+                Reply(500, objects.status(500, "Internal error occurred: etcdserver: request timed out"))
+            )
+        if fault.kind == "slow":
+            await asyncio.sleep(fault.seconds)
+            return None
+        # hang: the connection stays open and nothing is written, until the simulator stops.
+        if self._unhang is None:
+            self._unhang = (asyncio.get_running_loop(), asyncio.Event())
+        await self._unhang[1].wait()
+        return _json(Reply(503, objects.status(503, "the simulator is stopping")))
 
     def _locked(self, work: Callable[[], T]) -> T:
         with self.lock:

@@ -173,7 +173,9 @@ class AlertPipeline:
 
         for channel, routed in routes.items():
             group = build(webhook, channel, routed, readings, prom, logs=logs, pods=pods)
-            await self._apply(notification.identity, group, prevs[channel], anchors.get(channel, []), rebuild)
+            await self._apply(
+                notification.identity, group, prevs[channel], anchors.get(channel, []), rebuild, prom
+            )
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
             return False
@@ -244,6 +246,7 @@ class AlertPipeline:
         prev: AlertGroupState | None,
         anchors: list[Anchor],
         rebuild: Callable[[Anchor], AlertGroupView],
+        prom: PromRound,
     ) -> None:
         view, channel = group.view, group.channel
         if applied_before(prev, identity):
@@ -264,7 +267,7 @@ class AlertPipeline:
             if in_storm is None:
                 await self._outbox.post(channel, view.group_key, self._render(view, prev, members, flaps))
                 await self._details(identity, channel, view)
-                await self._chart(identity, channel, view)
+                await self._chart(identity, channel, view, prom)
         elif in_storm is not None:
             await self._storms.report(channel, in_storm, view)
             counted = in_storm
@@ -274,7 +277,7 @@ class AlertPipeline:
             if not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
                 flaps = await self._edit(identity, group, view, prev, members, flaps)
             if refired(prev, view) and not flaps.flapping(self._clock()):
-                await self._chart(identity, channel, view)  # firing again: a new episode, a new chart
+                await self._chart(identity, channel, view, prom)  # firing again: a new episode, a new chart
         state = next_state(identity, group, view, prev, storm_thread=in_storm, counted_in=counted)
         state = self._incidents.opening(replace(state, facts=replace(state.facts, flaps=flaps)), view, group)
         # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
@@ -318,11 +321,18 @@ class AlertPipeline:
             channel, view.group_key, body, reply=DETAILS_REPLY, revision=identity, defer=DETAILS_DEFER
         )
 
-    async def _chart(self, identity: str, channel: str, view: AlertGroupView) -> None:
-        """The key series of the group's worst alert over the last hour, into its thread."""
+    async def _chart(self, identity: str, channel: str, view: AlertGroupView, prom: PromRound) -> None:
+        """The key series of the group's worst alert over the last hour, into its thread.
+
+        Not when Prometheus did not bring this alert's window within the budget: asking again would hold
+        the notification, and every one behind it, for a second budget.
+        """
         if self._prometheus is None or view.status is not GroupStatus.FIRING:
             return
         ask = chart_subject(view.firing, self._settings)
+        if ask is not None and not prom.answered(ask):
+            log.warning("chart of %s not asked for: Prometheus did not bring its window", ask.target)
+            return
         image = None if ask is None else await self._prometheus.try_chart(ask, self._budget)
         if image is not None:
             # Keyed by the notification that opened the episode: a re-run after a crash uploads nothing new.

@@ -61,6 +61,8 @@ ALERT_WINDOWS: Mapping[str, int] = {
     WATCHES_SILENT: 3600,
 }
 DEFAULT_WINDOW = 900
+# How long a caller waits for a window while Prometheus fails (see `PromEnricher`).
+RETRY_WAIT = 1.0
 
 
 class PromQueries(Protocol):
@@ -126,7 +128,11 @@ class PromEnricher:
     """Reads windows and charts from Prometheus; one read per ask serves every caller for `ttl` seconds.
 
     Reads are shielded: a caller that stops waiting (its budget ran out) leaves the read running, and
-    what it brings fills the cache for the next notification of the same alert.
+    what it brings fills the cache for the next notification of the same alert. While Prometheus fails
+    (its last window read failed: down, refusing, or slower than `timeout`), a caller waits for its read
+    only `retry_wait` seconds before it is told the last failure: one notification at a time goes through
+    the alert worker, so a hung Prometheus would otherwise hold each alert, and those behind it, for the
+    whole budget.
     """
 
     client: PromQueries
@@ -134,14 +140,26 @@ class PromEnricher:
     ttl: float = 5.0
     clock: Clock = time.time
     monotonic: Clock = time.monotonic
+    retry_wait: float = RETRY_WAIT
     _reads: SharedReads[WindowAsk, PromWindow] = field(init=False, repr=False)
+    _failing: tuple[float, UpstreamError] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._reads = SharedReads(self.ttl, self.monotonic)
 
     async def window(self, ask: WindowAsk) -> PromWindow:
         """The ask's window (cached for `ttl`); raises UpstreamError when Prometheus fails."""
-        return await self._reads.get(ask, lambda: self._read(ask), name=f"prometheus-window-{ask.target}")
+        shared = self._reads.get(ask, lambda: self._read(ask), name=f"prometheus-window-{ask.target}")
+        failing = self._failing
+        if failing is None:
+            return await shared
+        reading = asyncio.ensure_future(shared)
+        done, _ = await asyncio.wait({reading}, timeout=self.retry_wait)
+        if reading in done:
+            return reading.result()
+        reading.cancel()  # this caller's wait only: the read itself is shared and goes on
+        at, error = failing
+        raise UpstreamError(f"{error} (the last query, {max(0.0, self.clock() - at):.0f}s ago; asking again)")
 
     async def key_series(self, ask: WindowAsk) -> KeySeries:
         """The last hour of the alert's key series; raises UpstreamError when Prometheus fails."""
@@ -178,11 +196,16 @@ class PromEnricher:
 
     async def _read(self, ask: WindowAsk) -> PromWindow:
         at = self.clock()
-        counters, buckets, p99s = await asyncio.gather(
-            self.client.query(counters_query(ask), at=at, timeout=self.timeout),
-            self.client.query(buckets_query(ask), at=at, timeout=self.timeout),
-            self.client.query(p99_query(ask), at=at, timeout=self.timeout),
-        )
+        try:
+            counters, buckets, p99s = await asyncio.gather(
+                self.client.query(counters_query(ask), at=at, timeout=self.timeout),
+                self.client.query(buckets_query(ask), at=at, timeout=self.timeout),
+                self.client.query(p99_query(ask), at=at, timeout=self.timeout),
+            )
+        except UpstreamError as error:
+            self._failing = (at, error)
+            raise
+        self._failing = None
         return window_from(ask, at, counters, buckets, p99s)
 
 
@@ -224,6 +247,11 @@ class PromRound:
         for task in self._tasks.values():
             if not task.done():
                 task.cancel()
+
+    def answered(self, ask: WindowAsk) -> bool:
+        """False when this round asked for `ask`'s window and it did not come (late or failed)."""
+        found = self._outcomes.get(ask)
+        return found is None or found.window is not None
 
     def outcome(self, alertname: str, labels: Mapping[str, str], cluster: str | None) -> PromOutcome | None:
         """What was read for one alert; None when Prometheus was not asked (not configured, no target)."""

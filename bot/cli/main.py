@@ -108,8 +108,9 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
     from bot.cli.serve import run_serve
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     loaded = load_config(config_path(args.config, console.env), env=console.env, purpose="serve")
+    level = getattr(logging, loaded.settings.server.log_level.upper())
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for warning in loaded.warnings:
         console.warn(f"warning: {warning}")
     return run_serve(loaded.settings, args.host, args.port, console)

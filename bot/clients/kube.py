@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -120,7 +121,10 @@ class KubeReader:
         if 200 <= response.status < 300:
             return response
         kind = _STATUS_KINDS.get(response.status, "http")
-        raise ClusterError(self.name, kind, f"GET {path.path} answered {response.status}{_hint(path, kind)}")
+        said = _status_message(response) if kind == "http" else ""
+        raise ClusterError(
+            self.name, kind, f"GET {path.path} answered {response.status}{said}{_hint(path, kind)}"
+        )
 
     async def syncer_metrics(self, *, timeout: float) -> str:
         """The text of `/metrics/syncer` (the proxy's metrics)."""
@@ -180,6 +184,28 @@ def _hint(path: ApiPath, kind: str) -> str:
     }.get(kind, "")
 
 
+def _status_message(response: RawResponse) -> str:
+    """The API server's own words on a failure (its `Status` object's message), as ` (...)`; else ""."""
+    try:
+        doc = json.loads(response.body)
+    except ValueError:
+        return ""
+    message = doc.get("message") if isinstance(doc, dict) and doc.get("kind") == "Status" else None
+    if not isinstance(message, str) or not message.strip():
+        return ""
+    return f" ({_clip(message.strip(), 200)})"
+
+
 def _describe(err: BaseException) -> str:
-    text = str(err) or type(err).__name__
-    return text if len(text) <= 300 else text[:300] + "…"
+    if isinstance(err, aiohttp.ClientConnectorCertificateError):
+        cause = err.certificate_error
+        why = getattr(cause, "verify_message", None) or str(cause)
+        return (
+            f"the TLS certificate of {err.host}:{err.port} did not verify against the kubeconfig's "
+            f"certificate authority ({why})"
+        )
+    return _clip(str(err) or type(err).__name__, 300)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

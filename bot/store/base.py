@@ -171,6 +171,10 @@ class Store(Protocol):
         ...
 
     # -- housekeeping --------------------------------------------------------------------------------
+    async def check_writable(self) -> None:
+        """Commit one small write (the readiness probe); StoreError when the store cannot write now."""
+        ...
+
     async def prune(self, before: float) -> int:
         """Delete processed notifications and finished outbox rows last touched before `before`."""
         ...

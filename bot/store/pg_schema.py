@@ -1,6 +1,6 @@
 """The PostgreSQL schema as an ordered list of migrations, applied at start under an advisory lock.
 
-The tables and columns are those of the SQLite schema (`bot.store.schema`, at its version 4), so both
+The tables and columns are those of the SQLite schema (`bot.store.schema`, at its version 5), so both
 backends run the same statements; types are PostgreSQL's (`DOUBLE PRECISION` for times: `REAL` would be
 single precision there). `proxybot_schema` holds how many migrations have run. Replicas starting together
 serialise on `pg_advisory_xact_lock`, so exactly one applies each migration and the others find it done.
@@ -83,6 +83,15 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
             name TEXT PRIMARY KEY,
             owner TEXT NOT NULL,
             until DOUBLE PRECISION NOT NULL
+        )""",
+    ),
+    # 2: the SQLite schema's migration 5, the write probe behind /readyz (a read-only standby, a full
+    # disk or a revoked INSERT grant leave reads working).
+    (
+        """CREATE TABLE write_probe (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            owner TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL
         )""",
     ),
 )

@@ -1,11 +1,12 @@
 """The PostgreSQL store: several replicas share one database (psycopg 3, async, with a connection pool).
 
-It runs the statements of the SQLite modules (`notifications`, `groups`, `outbox`, `digests`, `leases`),
-with their `?` parameters turned into psycopg's `%s`, and decodes rows with the same functions, so the two
-backends cannot drift apart; `tests/bot/store/` runs one suite against both. Each method is one
-transaction on a pooled connection (committed when it returns). Every wait is bounded: a connection from
-the pool within `POOL_WAIT`, the connect within `CONNECT_TIMEOUT`, a statement within `STATEMENT_TIMEOUT`
-(a locked row or a stalled server becomes a StoreError, so the intake answers 503 and Alertmanager retries).
+It runs the statements of the SQLite modules (`notifications`, `groups`, `outbox`, `digests`, `leases`,
+`write_probe`), with their `?` parameters turned into psycopg's `%s`, and decodes rows with the same
+functions, so the two backends cannot drift apart; `tests/bot/store/` runs one suite against both. Each
+method is one transaction on a pooled connection (committed when it returns). Every wait is bounded: a
+connection from the pool within `POOL_WAIT`, the connect within `CONNECT_TIMEOUT`, a statement within
+`STATEMENT_TIMEOUT` (a locked row or a stalled server becomes a StoreError, so the intake answers 503 and
+Alertmanager retries).
 
 Errors never repeat the URL: it may carry the password.
 """
@@ -32,6 +33,7 @@ from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
 from bot.store import outbox as outbox_sql
+from bot.store import write_probe as probe_sql
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.errors import StoreError
 from bot.store.models import (
@@ -307,6 +309,9 @@ class PostgresStore:
         await self._change(lease_sql.RELEASE, (name, self._owner))
 
     # -- housekeeping --------------------------------------------------------------------------------
+    async def check_writable(self) -> None:
+        await self._change(probe_sql.WRITE, (self._owner, self._clock()))
+
     async def prune(self, before: float) -> int:
         async def work(conn: AsyncConnection) -> int:
             notifications = await conn.execute(pg(notification_sql.PRUNE), (before,))

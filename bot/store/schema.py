@@ -97,6 +97,15 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE digest_runs ADD COLUMN claimed_by TEXT;
     ALTER TABLE digest_runs ADD COLUMN lease_until REAL;
     """,
+    # 5: the write probe behind /readyz: one row, rewritten by each probe, so "ready" means a write commits
+    # now (a full disk, a read-only file or a held write lock leave reads working).
+    """
+    CREATE TABLE write_probe (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        owner TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -26,6 +26,7 @@ from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
 from bot.store import outbox as outbox_sql
+from bot.store import write_probe as probe_sql
 from bot.store.arrivals import ArrivalQueue
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.errors import StoreError
@@ -202,6 +203,11 @@ class SqliteStore:
         await self._thread.run(lambda conn: lease_sql.release(conn, name, owner))
 
     # -- housekeeping --------------------------------------------------------------------------------
+    async def check_writable(self) -> None:
+        """Commit one small write (the readiness probe); StoreError when the store cannot write now."""
+        now, owner = self._clock(), self._owner
+        await self._thread.run(lambda conn: probe_sql.write(conn, owner, now))
+
     async def prune(self, before: float) -> int:
         """Delete processed notifications and finished outbox rows last touched before `before`.
 

@@ -143,3 +143,55 @@ async def test_a_caller_past_its_budget_leaves_the_read_to_fill_the_cache_until_
     await stale.cancel_pending()
     with pytest.raises(asyncio.CancelledError):
         await waiting
+
+
+async def test_a_source_whose_last_read_failed_holds_the_next_caller_only_briefly() -> None:
+    cluster, clock, wall = FakeCluster(), Clock(), Clock()
+    live = LiveState({"c1": cluster}, ttl=5, monotonic=clock, wall=wall, retry_wait=0.05)
+    cluster.fail = ClusterError("c1", "timeout", "GET /metrics/syncer timed out after 5s")
+    assert not (await live.read("c1")).ok
+    cluster.gate = asyncio.Event()  # the next read hangs
+    clock.now += 6
+    wall.now += 12
+    started = asyncio.get_running_loop().time()
+    again = await live.read("c1")
+    assert asyncio.get_running_loop().time() - started < 1.0
+    assert again.unavailable == (
+        "cluster c1: GET /metrics/syncer timed out after 5s (the last read, 12s ago; reading again)"
+    )
+    # The read went on: once it answers, the next caller gets what it brought.
+    cluster.fail = None
+    cluster.gate.set()
+    await asyncio.sleep(0.01)
+    assert (await live.read("c1")).ok
+    assert cluster.reads == 2
+
+
+async def test_a_source_read_again_after_it_recovered_is_waited_for_in_full() -> None:
+    cluster, clock = FakeCluster(), Clock()
+    live = LiveState({"c1": cluster}, ttl=5, monotonic=clock, retry_wait=0.01)
+    cluster.fail = ClusterError("c1", "http", "GET /metrics/syncer answered 500")
+    await live.read("c1")
+    cluster.fail = None
+    clock.now += 6
+    assert (await live.read("c1")).ok  # a fresh read answering within the wait is taken
+    cluster.gate = asyncio.Event()
+    clock.now += 6
+    with pytest.raises(TimeoutError):  # healthy last time: no shortcut, the caller's budget decides
+        async with asyncio.timeout(0.2):
+            await live.read("c1")
+    cluster.gate.set()
+
+
+async def test_reads_close_together_keep_one_snapshot_per_tenth_of_the_window() -> None:
+    cluster, clock = FakeCluster(), Clock()
+    live = LiveState({"c1": cluster}, ttl=1, window=300, monotonic=clock)
+    for _ in range(150):  # a read every 2 s for five minutes
+        latest = await live.read("c1")
+        clock.now += 2
+    assert len(live._history["c1"]) <= 11
+    # The window still reaches back (nearly) the whole 300 s, over every request counted in it.
+    assert latest.window is not None
+    assert 270 <= latest.window.seconds <= 300
+    first_kept = 300 - latest.window.seconds
+    assert latest.window.increase.breakdown(REQUESTS, "reason") == {"no_peer": 10.0 * (300 - first_kept) / 2}

@@ -403,9 +403,16 @@ def test_access_rules_must_name_configured_clusters_and_users() -> None:
     assert locations(config(access={"silencers": ["alice"]})) == {("access", "silencers", 0)}
 
 
-@pytest.mark.parametrize(("field", "value"), [("port", 0), ("port", 65536), ("port", "http")])
-def test_server_port_range(field: str, value: Any) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"), [("port", 0), ("port", 65536), ("port", "http"), ("log_level", "verbose")]
+)
+def test_server_port_range_and_log_level(field: str, value: Any) -> None:
     assert locations(config(server={field: value})) == {("server", field)}
+
+
+def test_the_log_level_is_info_unless_set() -> None:
+    assert Settings.model_validate(config()).server.log_level == "info"
+    assert Settings.model_validate(config(server={"log_level": "debug"})).server.log_level == "debug"
 
 
 @pytest.mark.parametrize("timeout", [0, -1, 61])

@@ -1,0 +1,1 @@
+"""The fault suite: real processes, each fault injected while traffic flows."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,6 +148,31 @@ async def test_failures_are_raised_and_not_cached() -> None:
     fake.fail = False
     await enricher.window(ASK)
     assert fake.calls == 6
+
+
+async def test_while_prometheus_fails_a_caller_waits_only_briefly_then_hears_the_last_failure() -> None:
+    fake, clock = CountingPrometheus(), Clock()
+    enricher = PromEnricher(fake, clock=clock, retry_wait=0.05)
+    fake.fail = True
+    with pytest.raises(UpstreamError, match=r"^Prometheus down$"):
+        await enricher.window(ASK)
+    fake.gate = asyncio.Event()  # now it hangs
+    clock.now += 7
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(UpstreamError) as told:
+        await enricher.window(ASK)
+    assert asyncio.get_running_loop().time() - started < 1.0
+    assert str(told.value) == "Prometheus down (the last query, 7s ago; asking again)"
+    fake.fail = False
+    fake.gate.set()  # the read went on; answering, it ends the failing state
+    await asyncio.sleep(0.01)
+    assert (await enricher.window(ASK)).ask == ASK
+    fake.gate = asyncio.Event()
+    other = dataclasses.replace(ASK, target="team-a/other")
+    with pytest.raises(TimeoutError):  # answering again: a new read is waited for as long as the caller likes
+        async with asyncio.timeout(0.2):
+            await enricher.window(other)
+    fake.gate.set()
 
 
 async def test_a_chart_that_fails_is_none_not_an_error() -> None:

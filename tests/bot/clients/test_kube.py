@@ -4,6 +4,7 @@ that records the token each request carries."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import socket
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 import yaml
 
 from bot.clients.kube import KubeReader
@@ -20,7 +22,7 @@ from bot.domain.parser import parse_syncer
 from bot.domain.paths import probe_path, syncer_metrics_path
 from bot.domain.snapshot import PEERS
 from bot.errors import ClusterError
-from sim.server import SimServer
+from sim.server import ApiFault, SimServer
 from tests.fakes.http_server import LocalServer, Request
 
 
@@ -221,3 +223,39 @@ async def test_an_inline_token_with_its_newline_is_trimmed(tmp_path: Path) -> No
             await kube.close()
     assert answer.status == 200
     assert [r.headers.get("authorization") for r in server.requests] == ["Bearer pasted-with-newline"]
+
+
+async def test_a_server_error_says_the_api_servers_words_and_a_wrong_certificate_says_so(
+    tmp_path: Path,
+) -> None:
+    with SimServer(scenario="healthy", speed=10) as srv:
+        srv.write_config(tmp_path / "proxybot.yaml")
+        path = tmp_path / "proxybot.kubeconfigs" / "team-a.yaml"
+        srv.set_fault("team-a", ApiFault("error"))
+        kube = await reader(path)
+        try:
+            with pytest.raises(ClusterError) as failed:
+                await kube.syncer_metrics(timeout=5)
+        finally:
+            await kube.close()
+        doc = yaml.safe_load(path.read_text())
+        other_ca = trustme.CA().cert_pem.bytes()
+        for entry in doc["clusters"]:  # trust another CA: the server's certificate no longer verifies
+            entry["cluster"]["certificate-authority-data"] = base64.b64encode(other_ca).decode()
+        path.write_text(yaml.safe_dump(doc))
+        kube = await reader(path)
+        try:
+            with pytest.raises(ClusterError) as untrusted:
+                await kube.syncer_metrics(timeout=5)
+        finally:
+            await kube.close()
+    assert failed.value.kind == "http"
+    assert str(failed.value) == (
+        "cluster team-a: GET /metrics/syncer answered 500 "
+        "(Internal error occurred: etcdserver: request timed out)"
+    )
+    assert untrusted.value.kind == "unreachable"
+    assert str(untrusted.value) == (
+        f"cluster team-a: GET /metrics/syncer failed: the TLS certificate of 127.0.0.1:{srv.port} did not "
+        "verify against the kubeconfig's certificate authority (unable to get local issuer certificate)"
+    )
