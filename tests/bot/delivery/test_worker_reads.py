@@ -1,12 +1,15 @@
-"""How often the delivery worker reads the outbox: not while every channel with rows is sending.
+"""How often the delivery worker reads the store: the outbox not while every channel with rows is sending,
+and a message's address once.
 
-In a storm the worker is woken for every row enqueued and each read lists every pending row; reads
-that could plan nothing made a storm's cost grow with the square of its size (bench/scale.py).
+In a storm the worker is woken for every row enqueued and each read lists every pending row, and every
+reply and edit of the storm read the summary's row, which holds every entry of the storm: both made a
+storm's cost grow with the square of its size (bench/scale.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -17,7 +20,7 @@ from bot.clients.slack import SlackClient
 from bot.delivery.plan import DeliveryPolicy
 from bot.delivery.worker import Delivery
 from bot.render.blocks import Message, section
-from bot.store import OutboxItem, Store, open_store
+from bot.store import AlertGroupState, OutboxItem, Store, open_store
 from config.settings import SlackSettings
 from tests.fakes.slack_api import FakeSlack
 
@@ -28,11 +31,12 @@ IN_FLIGHT = 2.0
 
 
 class CountedReads:
-    """The store, counting the delivery worker's reads of the outbox."""
+    """The store, counting the delivery worker's reads of the outbox and of each group."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
         self.reads = 0
+        self.group_reads: Counter[tuple[str, str]] = Counter()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -40,6 +44,10 @@ class CountedReads:
     async def due(self, now: float, limit: int = 50) -> list[OutboxItem]:
         self.reads += 1
         return await self._store.due(now, limit)
+
+    async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None:
+        self.group_reads[(channel, group_key)] += 1
+        return await self._store.get_group(channel, group_key)
 
 
 @pytest.fixture
@@ -95,3 +103,26 @@ async def test_rows_for_a_channel_that_is_sending_are_read_once_it_is_free_and_o
     [top] = fake.top_level(ALERTS)
     assert [m.text for m in fake.thread(ALERTS, top.ts)] == [f"line {n}" for n in range(20)]
     assert [m.text for m in fake.top_level(OTHER)] == ["another channel"]
+
+
+async def test_the_replies_and_edits_of_a_message_read_its_address_once(
+    fake: FakeSlack, store: Store
+) -> None:
+    counted = CountedReads(store)
+    policy = DeliveryPolicy(posts_per_second=50, edit_interval=0.0)
+    delivery = Delivery(cast(Store, counted), slack_at(fake), policy=policy)
+    task = asyncio.create_task(delivery.run())
+    try:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        for n in range(5):
+            await delivery.reply(ALERTS, "grp", msg(f"line {n}"), revision=f"r{n}")
+            await delivery.update(ALERTS, "grp", msg(f"firing, {n + 1} lines"), revision=f"u{n}")
+        await until_true(lambda: len(fake.calls_to("chat.postMessage")) == 6, limit=30.0)
+        await until_true(lambda: fake.top_level(ALERTS)[0].text == "firing, 5 lines", limit=30.0)
+    finally:
+        await delivery.stop()
+        await task
+    [top] = fake.top_level(ALERTS)
+    assert [m.text for m in fake.thread(ALERTS, top.ts)] == [f"line {n}" for n in range(5)]
+    # Once before the post (is it in Slack already?), once for the address its answer stored.
+    assert counted.group_reads[(ALERTS, "grp")] == 2
