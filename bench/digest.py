@@ -19,6 +19,7 @@ import asyncio
 import gc
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # Run as a script, Python puts bench/ on the path, not the repository root that holds `bot`.
@@ -27,9 +28,10 @@ if __package__ in (None, ""):
 
 from bench.syncer_page import build_page
 from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY
-from bot.digest.judge import Health, assemble_digest
-from bot.digest.pool import digest_pool, judge_fleet, warm_up
+from bot.digest.judge import Digest, Health, assemble_digest
+from bot.digest.pool import DigestPool, digest_pool, judge_fleet, warm_up
 from bot.live import LiveState
+from bot.render.blocks import Message
 from bot.render.digest import digest_message
 from config.settings import Settings
 
@@ -62,7 +64,7 @@ def own_page(page: str, targets: list[str], index: int) -> str:
     return page
 
 
-def fleet_settings(targets: list[str], gvs: list[str]) -> Settings:
+def fleet_settings(targets: list[str], gvs: list[str], count: int = CLUSTERS) -> Settings:
     clusters = [
         {
             "name": f"cluster-{i}",
@@ -77,7 +79,7 @@ def fleet_settings(targets: list[str], gvs: list[str]) -> Settings:
                 for t in targets
             ],
         }
-        for i in range(CLUSTERS)
+        for i in range(count)
     ]
     return Settings.model_validate({"slack": {"default_channel": "#fleet"}, "clusters": clusters})
 
@@ -100,52 +102,84 @@ async def baseline(sources: dict[str, FakeCluster]) -> float:
     return (time.perf_counter() - started) / len(names)
 
 
-async def main() -> int:
+@dataclass(frozen=True)
+class Fleet:
+    """A fleet of fake clusters (one hung, unless `hung` is None) and the settings that name them."""
+
+    settings: Settings
+    sources: dict[str, FakeCluster]
+    targets: int  # per cluster
+
+
+def build_fleet(clusters: int = CLUSTERS, hung: str | None = HUNG) -> Fleet:
     page = build_page(targets=TARGETS, group_versions=GROUP_VERSIONS, total_lines=PAGE_LINES)
     targets, gvs = page_shape(page)
-    settings = fleet_settings(targets, gvs)
     sources = {
-        f"cluster-{i}": FakeCluster(own_page(page, targets, i), LATENCY, hung=f"cluster-{i}" == HUNG)
-        for i in range(CLUSTERS)
+        f"cluster-{i}": FakeCluster(own_page(page, targets, i), LATENCY, hung=f"cluster-{i}" == hung)
+        for i in range(clusters)
     }
+    return Fleet(fleet_settings(targets, gvs, clusters), sources, len(targets))
+
+
+@dataclass(frozen=True)
+class DigestRun:
+    """What one digest of a fleet cost and made."""
+
+    wall: float  # from the first read to the rendered message
+    read_seconds: float  # until every cluster was read and judged
+    seconds: dict[str, float]  # each cluster's cost
+    timed_out: frozenset[str]  # the clusters cut off at their timeout
+    digest: Digest
+    message: Message
+
+
+async def run_digest(fleet: Fleet, pool: DigestPool) -> DigestRun:
+    """The digest as `serve` makes it, on a pool already warm: read and judge, assemble, render."""
+    started = time.perf_counter()
+    outcomes = await judge_fleet(fleet.settings.clusters, fleet.sources, pool)
+    read_seconds = time.perf_counter() - started
+    judged = [t for c in fleet.settings.clusters for t in outcomes[c.name].targets]
+    seconds = {name: o.seconds for name, o in outcomes.items()}
+    digest = assemble_digest(judged, seconds, period="bench", at=time.time())
+    message = digest_message(digest)
+    timed_out = frozenset(name for name, o in outcomes.items() if o.timed_out)
+    return DigestRun(time.perf_counter() - started, read_seconds, seconds, timed_out, digest, message)
+
+
+async def main() -> int:
+    fleet = build_fleet()
     # As `proxybot serve` does after startup: the long-lived heap is frozen, out of the collector's walks.
     gc.collect()
     gc.freeze()
-    per_cluster = await baseline(sources)
+    per_cluster = await baseline(fleet.sources)
     pool = digest_pool()
     warm_started = time.perf_counter()
     await warm_up(pool)  # what `serve` does once at startup
     warm_seconds = time.perf_counter() - warm_started
-
-    started = time.perf_counter()
     try:
-        outcomes = await judge_fleet(settings.clusters, sources, pool)
+        run = await run_digest(fleet, pool)
     finally:
         pool.shutdown()
-    read_seconds = time.perf_counter() - started
-    judged = [t for c in settings.clusters for t in outcomes[c.name].targets]
-    seconds = {name: o.seconds for name, o in outcomes.items()}
-    digest = assemble_digest(judged, seconds, period="bench", at=time.time())
-    message = digest_message(digest)
-    wall = time.perf_counter() - started
-
-    hung = outcomes[HUNG]
-    others = [o.seconds for name, o in outcomes.items() if name != HUNG]
+    digest, message, wall = run.digest, run.message, run.wall
+    others = [s for name, s in run.seconds.items() if name != HUNG]
     sequential = per_cluster * (CLUSTERS - 1)
-    print(f"fleet: {CLUSTERS} clusters x {len(targets)} targets ({len(digest.targets)} targets), {HUNG} hung")
+    print(
+        f"fleet: {CLUSTERS} clusters x {fleet.targets} targets ({len(digest.targets)} targets), {HUNG} hung"
+    )
     print(f"page: {PAGE_LINES} lines, read latency {LATENCY:g} s; concurrency {DEFAULT_CONCURRENCY}")
     print(f"worker pool started at bot startup (not timed): {warm_seconds:.2f} s")
     print("headline: " + ", ".join(f"{h.value} {digest.count(h)}" for h in Health))
     print(f"message: {len(message.blocks)} blocks, {len(message.text)} chars of fallback")
     limit = f"timeout {DEFAULT_CLUSTER_TIMEOUT:g} s"
-    print(f"hung cluster: cost {hung.seconds:.2f} s ({limit}), reported unreachable: {hung.timed_out}")
-    print(f"other clusters: slowest read {max(others):.2f} s; every read done after {read_seconds:.2f} s")
+    hung_timed_out = HUNG in run.timed_out
+    print(f"hung cluster: cost {run.seconds[HUNG]:.2f} s ({limit}), reported unreachable: {hung_timed_out}")
+    print(f"other clusters: slowest read {max(others):.2f} s; every read done after {run.read_seconds:.2f} s")
     print(
         f"baseline: sequential reads {per_cluster:.3f} s per cluster -> {sequential:.1f} s for {CLUSTERS - 1}"
     )
     print(f"ratio: sequential / digest = {sequential / wall:.1f}x")
     print(f"digest_seconds: {wall:.2f}")
-    return 0 if wall <= 5.0 and hung.timed_out else 1
+    return 0 if wall <= 5.0 and hung_timed_out else 1
 
 
 if __name__ == "__main__":

@@ -89,21 +89,30 @@ def timed(run: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def timings(page: str) -> tuple[list[float], list[float]]:
+def timings(page: str, rounds: int = ROUNDS) -> tuple[list[float], list[float]]:
     """Both parsers, interleaved round by round, so a noisy neighbour slows both alike."""
     ours: list[float] = []
     reference: list[float] = []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         reference.append(timed(lambda: full_reference_parse(page)))
         ours.extend(timed(lambda: parse_syncer(page)) for _ in range(OURS_PER_ROUND))
     return ours, reference
 
 
+def page_differences(page: str) -> list[str]:
+    """Where our parse of the page and prometheus_client's disagree on a proxy sample (none: identical)."""
+    return differences(our_proxy_samples(parse_syncer(page)), reference_proxy_samples(page))
+
+
+def proxy_line_count(page: str) -> int:
+    return sum(1 for line in page.splitlines() if line.startswith(PREFIX))
+
+
 def main() -> int:
     page = build_page()
     lines = page.count("\n")
-    proxy_lines = sum(1 for line in page.splitlines() if line.startswith(PREFIX))
-    problems = differences(our_proxy_samples(parse_syncer(page)), reference_proxy_samples(page))
+    proxy_lines = proxy_line_count(page)
+    problems = page_differences(page)
     if problems:
         print(f"FAIL: the parses differ on {len(problems)} samples", file=sys.stderr)
         for p in problems[:20]:

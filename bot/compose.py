@@ -272,6 +272,7 @@ def _alert_worker(
         poll=SHARED_STORE_POLL if shared else None,
         logs=logs,
         pods=SharedTargetPods(ctx),  # the verdict: each alert's target's control-plane pods
+        observe_wait=lambda part, seconds: deps.metrics.enrichment_wait_seconds.labels(part).observe(seconds),
     )
 
 

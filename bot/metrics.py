@@ -48,8 +48,18 @@ class BotMetrics:
         )
         self.enrichment_seconds = Histogram(
             "proxybot_enrichment_seconds",
-            "Time spent reading live state for one notification.",
+            "Time of each real read of a cluster's live state (/metrics/syncer fetched and parsed; a read"
+            " shared or served from the cache is not one).",
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10),
+            registry=self.registry,
+        )
+        self.enrichment_wait_seconds = Histogram(
+            "proxybot_enrichment_wait_seconds",
+            "Per notification, how long its enrichment waited for upstream reads, cut at the budget: by part"
+            " (live: /metrics/syncer, pods: target control-plane pods, logs: control-plane logs, prometheus),"
+            " and all (the whole wait; the parts run concurrently). Shared reads in hand cost 0.",
+            ["part"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
         self.outbox_depth = Gauge(

@@ -22,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from bot.alerts.budget import ObserveWait
 from bot.alerts.log_enrich import LogSource
 from bot.alerts.outbox import Outbox
 from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore, TargetPodsSource
@@ -237,6 +238,7 @@ def register(
     poll: float | None = None,
     logs: LogSource | None = None,
     pods: TargetPodsSource | None = None,
+    observe_wait: ObserveWait | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -246,10 +248,20 @@ def register(
     With `prometheus`, alerts are also enriched with Prometheus' windowed counts and p99s, and each new
     group gets a chart of its key series in its thread. With `logs`, alerts of clients whose control plane
     is configured also show the log reference's lines from its pods. With `pods`, each alert's target gets the
-    quick-triage verdict (its control-plane pods read within the enrichment budget).
+    quick-triage verdict (its control-plane pods read within the enrichment budget). `observe_wait` is
+    told each notification's wait for its reads, per part (the bot's metric).
     """
     pipeline = AlertPipeline(
-        settings, store, outbox, live, storm=storm, clock=clock, prometheus=prometheus, logs=logs, pods=pods
+        settings,
+        store,
+        outbox,
+        live,
+        storm=storm,
+        clock=clock,
+        prometheus=prometheus,
+        logs=logs,
+        pods=pods,
+        observe_wait=observe_wait or (lambda part, seconds: None),
     )
     return AlertWorker(
         store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll

@@ -35,6 +35,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Protocol
 
+from bot.alerts.budget import ObserveWait, Waits
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
 from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
@@ -112,8 +113,11 @@ class AlertPipeline:
         prometheus: PromEnricher | None = None,
         logs: LogSource | None = None,
         pods: TargetPodsSource | None = None,
+        observe_wait: ObserveWait = lambda part, seconds: None,
     ) -> None:
         self._settings = settings
+        # Each notification's wait for its upstream reads, per part (`proxybot_enrichment_wait_seconds`).
+        self._observe_wait = observe_wait
         self._prometheus = prometheus
         self._logs = logs
         # With it, each alert's target gets the quick-triage verdict (its pods read within the budget).
@@ -213,12 +217,21 @@ class AlertPipeline:
     async def _enrich(
         self, clusters: Iterable[str], prom: PromRound, logs: LogRound, targets: set[str]
     ) -> tuple[dict[str, Reading], dict[str, TargetPods] | None]:
+        waits = Waits()
         tasks = {name: self._start_read(name) for name in sorted(clusters)}
         pod_tasks = {t: self._start_pods(self._pods, t) for t in sorted(targets)} if self._pods else {}
+        for part, started in (
+            ("live", tasks.values()),
+            ("pods", pod_tasks.values()),
+            ("prometheus", prom.tasks),
+            ("logs", logs.tasks),
+        ):
+            waits.track(part, started)
         waiting = [*tasks.values(), *pod_tasks.values(), *prom.tasks, *logs.tasks]
         if waiting:
             # asyncio.wait neither raises on the deadline nor cancels what is late.
             await asyncio.wait(waiting, timeout=self._budget)
+            waits.report(self._observe_wait, self._budget)
         prom.collect()
         logs.collect()
         readings = {name: reading(task, self._budget) for name, task in tasks.items()}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -52,6 +53,8 @@ MARK_SKEW = 60.0
 FILE_GONE = frozenset({"file_not_found", "file_deleted"})
 # A post starts only while the lease is ours for at least this long: one call's timeout, and a second.
 SEND_MARGIN = DEFAULT_TIMEOUT + 1.0
+# Message addresses remembered (most recently used kept); each saves reading the group's row again.
+ADDRESSES_KEPT = 4096
 
 
 class SlackSender(Protocol):
@@ -129,6 +132,11 @@ class StepSender:
         self._channel_ids: dict[str, str] = {}
         # Channels whose history Slack refused to show (`missing_scope`): posts there are at-least-once.
         self._cannot_look: set[str] = set()
+        # (channel, group) -> the message's `ts` and the channel ID stored with it. A message's address,
+        # once stored, never changes (`Store.record_post` keeps the first), so it is read once: a storm
+        # summary's row carries every entry of the storm, and reading it for each reply and edit of the
+        # storm made delivery's cost grow with the square of the storm's size.
+        self._addresses: OrderedDict[tuple[str, str], tuple[str, str | None]] = OrderedDict()
 
     async def send(self, channel: str, step: Step) -> dict[str, Any] | None:
         """The call's result for the row; None when the row was completed by someone else meanwhile."""
@@ -255,6 +263,24 @@ class StepSender:
                 await before_again()
         return await call(current)
 
+    def _remember(self, channel: str, group: str, ts: str, channel_id: str | None) -> None:
+        self._addresses[(channel, group)] = (ts, channel_id)
+        self._addresses.move_to_end((channel, group))
+        if len(self._addresses) > ADDRESSES_KEPT:
+            self._addresses.popitem(last=False)
+
+    async def _stored_address(self, channel: str, group: str) -> tuple[str, str | None] | None:
+        """The message's `ts` and stored channel ID, from memory or else the group's row."""
+        known = self._addresses.get((channel, group))
+        if known is not None:
+            self._addresses.move_to_end((channel, group))
+            return known
+        state = await self._store.get_group(channel, group)
+        if state is None or state.ts is None:
+            return None
+        self._remember(channel, group, state.ts, state.channel_id)
+        return state.ts, state.channel_id
+
     async def _marked_post(
         self, item: OutboxItem, channel: str, message: Message, thread_ts: str | None = None
     ) -> Posted:
@@ -344,9 +370,10 @@ class StepSender:
 
     async def _address(self, channel: str, group: str, *, by_name: bool = False) -> _Address:
         """Where the group's message is: from the group, else from its completed post."""
-        state = await self._store.get_group(channel, group)
-        if state is not None and state.ts is not None:
-            return _Address(self._channel_id(channel, state.channel_id, by_name=by_name), state.ts)
+        stored = await self._stored_address(channel, group)
+        if stored is not None:
+            ts, channel_id = stored
+            return _Address(self._channel_id(channel, channel_id, by_name=by_name), ts)
         posted = await self._store.outbox_item(post_key(channel, group))
         result = posted.result if posted is not None else None
         if result is not None and isinstance(result.get("ts"), str):

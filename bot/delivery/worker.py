@@ -95,6 +95,9 @@ class Delivery:
         self._paused_until: dict[str, float] = {}
         self._next_edit_at: dict[tuple[str, str], float] = {}
         self._dispatched_at = float("-inf")
+        # The channels with rows as far as this process knows: those of the last read of the outbox, and
+        # those enqueued to since (None: not known, the last read was cut at the batch size).
+        self._channels_with_rows: set[str] | None = None
         self._sender = StepSender(store, slack, self._policy.posts_per_second, clock, sleep, lease)
         # Set when a stop cut Slack calls off mid-flight: the lease is then left to expire, not released,
         # so the next leader looks for those posts only once they could have reached Slack.
@@ -220,6 +223,8 @@ class Delivery:
         queued = await self._store.enqueue(
             key, channel, kind, payload, not_before=not_before, replace_pending=replace_pending
         )
+        if self._channels_with_rows is not None:
+            self._channels_with_rows.add(channel)
         self.notify()
         return queued
 
@@ -286,7 +291,18 @@ class Delivery:
         # A channel busy before the read stays busy this round, even if its lane ends during the read:
         # the rows read for it may be those the lane has just sent (its end wakes the loop to read again).
         busy = {channel for channel, lane in self._lanes.items() if not lane.done()}
+        if busy and self._channels_with_rows is not None and self._channels_with_rows <= busy:
+            # Every channel with rows is sending: a read would plan nothing (a lane's end wakes the loop).
+            # In a storm the worker is woken for every row enqueued, and each read lists every pending
+            # row, so reading here made the storm's cost grow with the square of its size.
+            return now + self._policy.idle_poll
+        # Cleared before the read: a row enqueued while it runs adds its channel back.
+        self._channels_with_rows = set()
         pending = await self._store.due(now + HORIZON, limit=self._policy.batch)
+        if len(pending) >= self._policy.batch:
+            self._channels_with_rows = None
+        else:
+            self._channels_with_rows.update(item.channel for item in pending)
         by_channel: dict[str, list[OutboxItem]] = defaultdict(list)
         for item in pending:
             by_channel[item.channel].append(item)

@@ -414,14 +414,21 @@ async def test_a_row_sent_while_the_outbox_was_read_is_not_sent_again(fake: Fake
             return item is not None and item.sent_at is not None
 
         await until(marked)
-        delivery.notify()  # a read of the outbox while the reply is in flight ...
+        # A row for another channel: a read of the outbox while the reply is in flight ...
+        await delivery.post("#other", "grp-b", msg("elsewhere"))
         await slow.holding.wait()
-        await drained(store)  # ... that returns only after the lane sent the reply and closed its row
+
+        async def reply_done() -> bool:
+            item = await store.outbox_item(f"reply:{ALERTS}:grp:n2")
+            return item is not None and item.state is OutboxState.DONE
+
+        await until(reply_done)  # ... that returns only after the lane sent the reply and closed its row
         slow.release.set()
         await asyncio.sleep(0.3)  # time for a stale second send to show
         await drained(store)
-    [top] = fake.top_level()
+    [top] = fake.top_level(ALERTS)
     assert [m.text for m in fake.thread(ALERTS, top.ts)] == ["a line"]
+    assert [m.text for m in fake.top_level("#other")] == ["elsewhere"]
     replies = [c for c in fake.calls_to("chat.postMessage") if c.params.get("thread_ts")]
     assert len(replies) == 1
     assert fake.calls_to("conversations.replies") == []  # not even looked for: it was not sent again
