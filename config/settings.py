@@ -299,7 +299,7 @@ class EnrichmentSettings(StrictModel):
 
 
 class StormSettings(StrictModel):
-    """Storm mode: many new alert groups in one channel become one summary with a thread of lines."""
+    """Storm mode: many new alert groups in one channel become one summary and one table of targets."""
 
     groups: int = Field(default=10, ge=1)  # more new groups than this ...
     window_seconds: float = Field(default=60.0, gt=0)  # ... within this many seconds start a storm

@@ -6,7 +6,7 @@ never waited for), every alert is diagnosed, and each channel's share of the gro
 is compared with the group's stored state:
 
     new group                -> a compact post and its details reply in the thread (or, in a storm, a
-                                line in the storm summary's thread)
+                                row of the storm's table in the summary's thread)
     new group, same cause    -> an "also firing" line on the open incident's message, and a reply in
       as an open incident       its thread (`bot/alerts/incident.py`); its later notifications go there
     later notification       -> edit both in place, plus a thread reply when alerts were added
@@ -143,7 +143,7 @@ class AlertPipeline:
     async def process(self, notification: StoredNotification, *, settle: bool = False) -> bool:
         """Enqueue the notification's Slack operations, save the groups' state, close the notification.
 
-        Storm summaries changed by it are sent when their linger is over. With `settle` (the worker sets
+        Storm summaries and tables changed by it are sent when they are due. With `settle` (the worker sets
         it when the queue is empty after this one) the notification is closed only once every storm's
         row counts it, so no pending notification means the storm rows are complete: False when it is
         held open for that (`expire_storms` closes it when the rows are saved).
@@ -187,7 +187,7 @@ class AlertPipeline:
         return True
 
     async def expire_storms(self) -> list[str]:
-        """Send storm summaries whose linger is over and close the notifications held for them; end
+        """Send storm summaries and tables that are due and close the notifications held for them; end
         storms quiet long enough (their keys)."""
         ended = await self._storms.expire()
         if await self._storms.flush(settle=True):

@@ -253,10 +253,13 @@ class StormDesk:
             await self._fold(storm, arrival.group_key)
 
     async def _fold(self, storm: Storm, group_key: str) -> None:
-        """Take a group's queued post back and make the storm its only trace (unless it went out)."""
+        """Take a group's queued post back and make the storm its only trace (unless it went out, or it is
+        an incident's first message: the groups that joined it show nowhere else)."""
+        state = await self._store.get_group(storm.channel, group_key)
+        if state is not None and state.facts.members:
+            return
         if not await self._outbox.withdraw_post(storm.channel, group_key, folded_into=storm.key):
             return
-        state = await self._store.get_group(storm.channel, group_key)
         if state is not None:
             share = StormShare(storm.key, storm.entries[group_key])
             facts = replace(state.facts, storm_thread=storm.key, storm_share=share)

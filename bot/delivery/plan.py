@@ -124,7 +124,7 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
             later.append(ready[group])
         else:
             steps.append(Step(item, item.payload, tuple(newer[:-1])))
-    # Stable: edits (not paced), then posts (a storm summary before the lines of its thread), then the
+    # Stable: edits (not paced), then posts (a storm summary before the rows of its thread), then the
     # rest; a message's post goes before its replies, and an edit is only planned once its post is done.
     steps.sort(key=lambda step: _RANK.get(step.item.kind, 2))
     return Plan(steps, min(later, default=None))

@@ -145,7 +145,7 @@ class StepSender:
             return await self._post(step)
         if kind is OutboxKind.REPLY_EDIT:
             reply = await self._reply_address(channel, group, str(payload.get("reply", "")))
-            await self._slack.update(reply.channel_id, reply.ts, _message(payload))
+            await self._edit(step.item, reply, _message(payload))
             return {"ts": reply.ts, "channel_id": reply.channel_id}
         if kind is OutboxKind.DELETE_FILE:
             return await self._delete_files(step)
@@ -157,6 +157,8 @@ class StepSender:
         if kind is OutboxKind.REPLY:
             found = await self._earlier(step.item, channel, where.channel_id, where.ts)
             if found is not None:
+                if step.superseded:  # edits merged into this step since that try are newer than Slack's
+                    await self._edit(step.item, found, _message(payload))
                 return {
                     "ts": found.ts,
                     "thread_ts": where.ts,

@@ -160,6 +160,9 @@ class Delivery:
             return await self._enqueue(key, channel, OutboxKind.REPLY, payload, not_before=at)
         if first.payload.get("revision") == revision:
             return Enqueued(first.id, duplicate=True)  # the same revision again (a re-run): nothing new
+        if _never_posted(first):
+            # Given up, or withdrawn with its message (a storm carries it): no reply to edit, ever.
+            return Enqueued(first.id, duplicate=True)
         payload = {"group_key": group_key, "reply": reply, **message.as_kwargs()}
         key = reply_edit_key(channel, group_key, reply, revision)
         return await self._enqueue(key, channel, OutboxKind.REPLY_EDIT, payload)
@@ -201,7 +204,8 @@ class Delivery:
         what was queued in its thread (its details reply); False when it went out, is going out right
         now, or was never queued."""
         item = await self._store.outbox_item(post_key(channel, group_key))
-        if item is None or item.state is not OutboxState.PENDING:
+        # Marked in flight (`mark_sending`): Slack may have it already, and its answer will record it.
+        if item is None or item.state is not OutboxState.PENDING or item.sent_at is not None:
             return False
         if not await self._store.complete(item.id, {"folded_into": folded_into}):
             return False
@@ -419,3 +423,10 @@ class Delivery:
             return await self._give_up(item, f"{error}, and no post for it arrived")
         await self._store.retry_later(item.id, self._clock() + self._policy.wait_for_post, error)
         return False
+
+
+def _never_posted(item: OutboxItem) -> bool:
+    """Whether a reply's row is over without a message in Slack (failed, or completed without a `ts`)."""
+    if item.state is OutboxState.FAILED:
+        return True
+    return item.state is OutboxState.DONE and not (item.result or {}).get("ts")

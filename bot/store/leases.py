@@ -1,6 +1,7 @@
 """SQL for leases: one named piece of work (the alert pipeline, the outbox) runs in one process at a time.
 
-Statements are written once, with `?` parameters; the PostgreSQL backend runs the same text (`pg_sql`).
+Statements are written once, with `?` parameters; the PostgreSQL backend runs the same text
+(`bot.store.postgres.pg`).
 A lease is taken when nobody holds it or its holder let it expire, and renewed by its holder; the expiry
 is the holder's clock plus the TTL, so replicas need clocks within a fraction of the TTL (NTP gives
 milliseconds).

@@ -2,7 +2,7 @@
 
 Reads keep working on a full disk, a read-only file or database (a PostgreSQL standby after a failover) and
 behind another process's write lock, so a read would call such a store ready while every webhook got 503.
-One row, rewritten by each probe: the table never grows. Same text on both backends (`pg_sql`).
+One row, rewritten by each probe: the table never grows. Same text on both backends (`bot.store.postgres.pg`).
 """
 
 from __future__ import annotations

@@ -241,7 +241,7 @@ def _shown(message: Message) -> str:
 
 def _versions(message: Message) -> list[int]:
     texts = [f"{v['text']}\n{json.dumps(v['blocks'], ensure_ascii=False)}" for v in message.versions]
-    return [2 if "2 firing" in t else 1 for t in [*texts, text_of(message)]]
+    return [2 if "2 alerts firing" in t else 1 for t in [*texts, text_of(message)]]
 
 
 # A storm's table is replaced at most this often (StormPolicy.refresh_seconds), so the last changes of its

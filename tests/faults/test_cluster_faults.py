@@ -23,7 +23,7 @@ import pytest
 
 from sim.server import ApiFault, SimServer
 from sim.slack_api import FakeSlack
-from tests.e2e.stack import BotProcess
+from tests.e2e.stack import BotProcess, text_of
 from tests.faults import upstream_faults
 from tests.faults.upstream_faults import (
     FAULTY,
@@ -100,8 +100,12 @@ def sent_and_posted(bot: BotProcess, slack: FakeSlack, alertname: str) -> dict[s
 
 
 def _has(slack: FakeSlack, cluster: str, alertname: str) -> bool:
+    """Whether the alert is in Slack: its own message, or a line of the open incident's message it joined
+    (a second alert of the same cause on the same target)."""
     channel = upstream_faults.CHANNELS[cluster]
-    return any(f"on {TARGETS[cluster]} (" in m.text and alertname in m.text for m in slack.top_level(channel))
+    return any(
+        f"on {TARGETS[cluster]} (" in m.text and alertname in text_of(m) for m in slack.top_level(channel)
+    )
 
 
 @pytest.mark.parametrize("faulty_bot", list(FAULTS), indirect=True)

@@ -27,6 +27,7 @@ import pytest
 import trustme
 import yaml
 
+from bot.alerts.pipeline import DETAILS_DEFER
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.e2e.stack import (
@@ -125,9 +126,21 @@ def message_about(
     return messages[0]
 
 
+# The details reply follows its message by DETAILS_DEFER (5 s) plus delivery.
+DETAILS_WAIT = DETAILS_DEFER + 5.0
+
+
 def thread_text(slack: FakeSlack, message: Message) -> str:
-    """The message and its thread replies (the full detail is a reply), as one text."""
-    return "\n".join(text_of(m) for m in [message, *slack.thread(message.channel, message.ts)])
+    """The message and its thread replies (the full detail is a reply, posted shortly after the message:
+    waited for), as one text."""
+
+    def replies() -> list[Message]:
+        return slack.thread(message.channel, message.ts)
+
+    wait_until(
+        lambda: any(r.text.startswith("Details") for r in replies()), DETAILS_WAIT, "the details reply"
+    )
+    return "\n".join(text_of(m) for m in [message, *replies()])
 
 
 def ask(

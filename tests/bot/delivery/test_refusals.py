@@ -156,3 +156,19 @@ async def test_a_channel_slack_refuses_waits_and_the_others_flow(
     [line] = [r.getMessage() for r in caplog.records if "Slack refused" in r.getMessage()]
     assert ("#locked", error, fix) == tuple(w for w in ("#locked", error, fix) if w in line)
     assert refusals(metrics, "chat.postMessage", error) == 1
+
+
+async def test_a_refused_edit_of_the_details_reply_goes_out_smaller(fake: FakeSlack, store: Store) -> None:
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await delivery.reply_in_place(ALERTS, "grp", msg("details 1"), reply="details", revision="n1")
+        await drained(store)
+        await delivery.reply_in_place(ALERTS, "grp", headline(400), reply="details", revision="n2")
+        await drained(store)
+    [top] = fake.top_level(ALERTS)
+    [details] = fake.thread(ALERTS, top.ts)
+    assert len(details.blocks[0]["text"]["text"]) <= 150
+    assert [c.error for c in fake.calls_to("chat.update")] == ["invalid_blocks", None]
+    edit = await store.outbox_item(f"reply-edit:{ALERTS}:grp:details:n2")
+    assert edit is not None
+    assert edit.state is OutboxState.DONE

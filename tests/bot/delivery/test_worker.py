@@ -355,6 +355,20 @@ async def test_a_reply_queued_after_its_post_was_folded_is_completed_quietly(
     assert "folded_into" in reply.result["folded"]
 
 
+async def test_a_post_marked_in_flight_cannot_be_withdrawn(fake: FakeSlack, store: Store) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    await delivery.post(ALERTS, "grp", msg("firing"))
+    item = await store.outbox_item(post_key(ALERTS, "grp"))
+    assert item is not None
+    assert await store.mark_sending(
+        item.id, 1000.0
+    )  # a sender started its chat.postMessage: Slack may have it
+    assert not await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
+    still = await store.outbox_item(post_key(ALERTS, "grp"))
+    assert still is not None
+    assert still.state is OutboxState.PENDING
+
+
 async def test_a_post_that_went_out_cannot_be_withdrawn(fake: FakeSlack, store: Store) -> None:
     async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
         await delivery.post(ALERTS, "grp", msg("firing"))
@@ -508,3 +522,18 @@ async def test_a_channel_configured_by_id_needs_no_lookup(fake: FakeSlack, store
         await delivery.update(ALERTS_ID, "old", msg("resolved"), revision="n2")
         await drained(store)
     assert [(m.ts, m.text) for m in fake.top_level(ALERTS_ID)] == [(legacy.ts, "resolved")]
+
+
+async def test_a_details_reply_given_up_or_withdrawn_gets_no_edits(fake: FakeSlack, store: Store) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    for group, end in (("given-up", "give_up"), ("folded", "complete")):
+        await delivery.reply_in_place(ALERTS, group, msg("details 1"), reply="details", revision="n1")
+        first = await store.outbox_item(f"reply:{ALERTS}:{group}:details")
+        assert first is not None
+        if end == "give_up":
+            assert await store.give_up(first.id, "content refused three times")
+        else:
+            assert await store.complete(first.id, {"folded_into": "storm:alerts:1"})
+        again = await delivery.reply_in_place(ALERTS, group, msg("details 2"), reply="details", revision="n2")
+        assert (again.id, again.duplicate) == (first.id, True)
+        assert await store.outbox_item(f"reply-edit:{ALERTS}:{group}:details:n2") is None
