@@ -29,6 +29,8 @@ from sim.slack_files import Files
 # The bot scopes of config/slack/manifest.yaml (a test keeps the two equal).
 MANIFEST_SCOPES = frozenset({"commands", "chat:write", "files:write", "channels:history", "groups:history"})
 BOT_USER, BOT_ID, TEAM_ID = "UBOT", "BBOT", "T1"
+# auth.test's `url`: where the workspace's archive links (`/archives/C.../p...`) point.
+WORKSPACE_URL = "https://proxybot-sim.slack.com/"
 HISTORY_PAGE = 100
 # Message metadata's `event_type`: Slack takes letters, digits and underscores (e.g. `task_created`).
 EVENT_TYPE = re.compile(r"[A-Za-z0-9_]{1,255}")
@@ -202,7 +204,7 @@ class Workspace:
         ts = str(params.get("message_ts"))
         if (channel.id, ts) not in self.messages:
             return _error("message_not_found")
-        link = f"https://fake.slack.example/archives/{channel.id}/p{ts.replace('.', '')}"
+        link = f"{WORKSPACE_URL}archives/{channel.id}/p{ts.replace('.', '')}"
         return {"ok": True, "channel": channel.id, "permalink": link}
 
     def ephemeral(self, params: dict[str, Any]) -> Answer:
@@ -264,7 +266,16 @@ class Workspace:
 
 
 def auth_test(_: dict[str, Any]) -> Answer:
-    return {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM_ID, "user": "proxybot"}
+    """What Slack answers: who the token is, and the workspace's URL (the host of its archive links)."""
+    return {
+        "ok": True,
+        "url": WORKSPACE_URL,
+        "team": "proxybot sim",
+        "user": "proxybot",
+        "team_id": TEAM_ID,
+        "user_id": BOT_USER,
+        "bot_id": BOT_ID,
+    }
 
 
 def blocks_of(params: dict[str, Any]) -> list[Any]:

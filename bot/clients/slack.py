@@ -22,6 +22,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
@@ -69,6 +70,8 @@ CONTENT_CODES = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_too_l
 MAX_DETAILS = 3
 MAX_DETAIL_CHARS = 200
 _UPLOAD_STATUS = re.compile(r"status: (\d{3})")
+# A workspace host as auth.test names it (`acme.slack.com`, `acme.enterprise.slack.com`).
+_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)+")
 
 
 class SlackError(UpstreamError):
@@ -130,9 +133,17 @@ class SlackClient:
     """Posts, edits, thread replies, file uploads and deletes; every failure is a `SlackError`."""
 
     def __init__(
-        self, web: AsyncWebClient, *, timeout: float = DEFAULT_TIMEOUT, upload_timeout: float | None = None
+        self,
+        web: AsyncWebClient,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        upload_timeout: float | None = None,
+        api_host: str = "slack.com",
     ) -> None:
         self._web = web
+        # The workspace URL is trusted on slack.com or on the configured API's host (GovSlack, a fake).
+        self._api_host = api_host
+        self._workspace: str | None = None  # auth.test's `url`, once validated: kept for the process
         self._timeout = timeout
         # Told (method, outcome) after every call: the bot's own metrics count Slack calls by outcome.
         self.observe: Callable[[str, str], None] = lambda method, outcome: None
@@ -153,7 +164,8 @@ class SlackClient:
             timeout=math.ceil(max(timeout, upload_timeout or 0.0)),
             retry_handlers=[],
         )
-        return cls(web, timeout=timeout, upload_timeout=upload_timeout)
+        api_host = urlsplit(str(settings.api_url)).hostname or "slack.com"
+        return cls(web, timeout=timeout, upload_timeout=upload_timeout, api_host=api_host)
 
     async def post(
         self, channel: str, message: Message, thread_ts: str | None = None, *, mark: str | None = None
@@ -238,18 +250,38 @@ class SlackClient:
 
     async def auth_test(self) -> Mapping[str, Any]:
         """auth.test: who the token is (user_id, bot_id, team_id); a bad token is `SlackRejected`."""
-        response = await self._call("auth.test", self._web.auth_test)
+        response = await self._who()
         return dict(response.data) if isinstance(response.data, dict) else {}
 
     async def granted_scopes(self) -> frozenset[str]:
         """The token's OAuth scopes, as Slack names them on every answer (`x-oauth-scopes`); a bad token
         is `SlackRejected`."""
-        response = await self._call("auth.test", self._web.auth_test)
+        response = await self._who()
         headers = {str(k).lower(): v for k, v in (response.headers or {}).items()}
         raw = headers.get("x-oauth-scopes", "")
         if isinstance(raw, list):
             raw = ",".join(str(v) for v in raw)
         return frozenset(scope.strip() for scope in str(raw).split(",") if scope.strip())
+
+    async def workspace_url(self) -> str | None:
+        """The workspace's URL (`https://acme.slack.com/`) from auth.test, asked once per process; None
+        while Slack cannot be asked, or when it answers a URL that is not on a Slack host."""
+        if self._workspace is None:
+            try:
+                await self._who()
+            except SlackError as error:
+                log.warning("Slack: %s: messages are mentioned without links", error)
+        return self._workspace
+
+    async def _who(self) -> AsyncSlackResponse:
+        """auth.test, keeping the workspace URL it answers (every auth.test answers it)."""
+        response = await self._call("auth.test", self._web.auth_test)
+        raw = response.data.get("url") if isinstance(response.data, dict) else None
+        found = workspace_url(raw, self._api_host)
+        if found is None:
+            log.warning("Slack: auth.test named no workspace URL on a Slack host: messages are not linked")
+        self._workspace = found or self._workspace
+        return response
 
     async def _call(
         self,
@@ -285,6 +317,25 @@ class SlackClient:
             raise SlackTransient(method, f"connection failed: {type(error).__name__}") from None
         except SlackClientError as error:
             raise SlackRejected(method, type(error).__name__) from None
+
+
+def workspace_url(raw: object, api_host: str) -> str | None:
+    """`https://HOST/` when `raw` is an https URL on slack.com or `api_host` (or a subdomain of either),
+    with no user, port, query or fragment; None otherwise."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        parts = urlsplit(raw.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "https" or parts.username or parts.password or port not in (None, 443):
+        return None
+    if parts.query or parts.fragment or not _HOST.fullmatch(host):
+        return None
+    trusted = {"slack.com", api_host.lower()}
+    return f"https://{host}/" if any(host == t or host.endswith("." + t) for t in trusted) else None
 
 
 def _from_api_error(method: str, error: SlackApiError) -> SlackError:

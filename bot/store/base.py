@@ -75,6 +75,10 @@ class Store(Protocol):
         """Groups, optionally of one channel and/or status, least recently updated first."""
         ...
 
+    async def firing_posts(self) -> list[AlertGroupState]:
+        """Firing groups with a message of their own (no storm rows), oldest first."""
+        ...
+
     async def channel_id_of(self, channel: str) -> str | None:
         """The Slack ID of a configured channel, as some group's post in it answered; None if unknown."""
         ...

@@ -58,6 +58,14 @@ LISTING = (
     " WHERE (CAST(? AS TEXT) IS NULL OR channel = ?) AND (CAST(? AS TEXT) IS NULL OR status = ?)"
     " ORDER BY updated_at, channel, group_key"
 )
+# The groups firing now that have a message of their own: not a storm's row, nor a digest's (whose rows
+# the delivery side makes, with no first firing time), oldest first.
+FIRING_POSTS = (
+    f"SELECT {COLUMNS} FROM alert_groups"  # noqa: S608
+    " WHERE status = 'firing' AND ts IS NOT NULL AND first_firing_at IS NOT NULL"
+    " AND group_key NOT LIKE 'storm:%'"
+    " ORDER BY first_firing_at, channel, group_key"
+)
 CHANNEL_ID = "SELECT channel_id FROM alert_groups WHERE channel = ? AND channel_id IS NOT NULL LIMIT 1"
 
 
@@ -99,6 +107,10 @@ def listing(
 def listing_params(channel: str | None, status: AlertStatus | None) -> tuple[str | None, ...]:
     value = None if status is None else status.value
     return (channel, channel, value, value)
+
+
+def firing_posts(conn: sqlite3.Connection) -> list[AlertGroupState]:
+    return [group_from_row(row) for row in conn.execute(FIRING_POSTS).fetchall()]
 
 
 def channel_id_of(conn: sqlite3.Connection, channel: str) -> str | None:

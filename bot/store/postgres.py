@@ -183,6 +183,9 @@ class PostgresStore:
         rows = await self._all(group_sql.LISTING, group_sql.listing_params(channel, status))
         return [group_sql.group_from_row(row) for row in rows]
 
+    async def firing_posts(self) -> list[AlertGroupState]:
+        return [group_sql.group_from_row(row) for row in await self._all(group_sql.FIRING_POSTS)]
+
     async def channel_id_of(self, channel: str) -> str | None:
         row = await self._one(group_sql.CHANNEL_ID, (channel,))
         return None if row is None else str(row[0])

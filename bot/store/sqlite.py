@@ -106,6 +106,9 @@ class SqliteStore:
         """Groups, optionally of one channel and/or status, least recently updated first."""
         return await self._thread.run(lambda conn: group_sql.listing(conn, channel, status))
 
+    async def firing_posts(self) -> list[AlertGroupState]:
+        return await self._thread.run(group_sql.firing_posts)
+
     async def channel_id_of(self, channel: str) -> str | None:
         return await self._thread.run(lambda conn: group_sql.channel_id_of(conn, channel))
 

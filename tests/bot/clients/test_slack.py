@@ -7,7 +7,13 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from bot.clients.slack import SlackClient, SlackRateLimited, SlackRejected, SlackTransient
+from bot.clients.slack import (
+    SlackClient,
+    SlackRateLimited,
+    SlackRejected,
+    SlackTransient,
+    workspace_url,
+)
 from bot.errors import ConfigError
 from bot.render.blocks import Message, header, section
 from config.settings import SlackSettings
@@ -63,6 +69,44 @@ async def test_upload_png_goes_into_the_thread(fake: FakeSlack, slack: SlackClie
 
 async def test_auth_test_says_who_the_token_is(slack: SlackClient) -> None:
     assert (await slack.auth_test())["user_id"] == "UBOT"
+
+
+async def test_the_workspace_url_is_asked_once_and_kept(fake: FakeSlack, slack: SlackClient) -> None:
+    fake.fail("auth.test", status=500)
+    assert await slack.workspace_url() is None  # Slack down: mentioned without links, asked again later
+    assert await slack.workspace_url() == "https://proxybot-sim.slack.com/"
+    assert await slack.workspace_url() == "https://proxybot-sim.slack.com/"
+    assert len(fake.calls_to("auth.test")) == 2
+
+
+async def test_the_scopes_check_keeps_the_workspace_url_too(fake: FakeSlack, slack: SlackClient) -> None:
+    await slack.granted_scopes()
+    assert await slack.workspace_url() == "https://proxybot-sim.slack.com/"
+    assert len(fake.calls_to("auth.test")) == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "api_host", "kept"),
+    [
+        ("https://acme.slack.com/", "slack.com", "https://acme.slack.com/"),
+        ("https://Acme.Enterprise.slack.com", "slack.com", "https://acme.enterprise.slack.com/"),
+        ("https://acme.slack-gov.com/", "slack-gov.com", "https://acme.slack-gov.com/"),
+        ("http://acme.slack.com/", "slack.com", None),
+        ("https://acme.slack.com.evil.example/", "slack.com", None),
+        ("https://evilslack.com/", "slack.com", None),
+        ("https://user@acme.slack.com/", "slack.com", None),
+        ("https://acme.slack.com:8443/", "slack.com", None),
+        ("https://acme.slack.com/?x=<y>", "slack.com", None),
+        ("https://acme.slack.com|x/", "slack.com", None),
+        ("javascript:alert(1)", "slack.com", None),
+        (None, "slack.com", None),
+        (42, "slack.com", None),
+    ],
+)
+def test_only_an_https_url_on_a_slack_host_is_a_workspace_url(
+    raw: object, api_host: str, kept: str | None
+) -> None:
+    assert workspace_url(raw, api_host) == kept
 
 
 async def test_429_is_rate_limited_with_retry_after(fake: FakeSlack, slack: SlackClient) -> None:

@@ -215,3 +215,22 @@ async def test_a_channels_id_is_known_once_a_post_in_it_answered(store: Store) -
     await store.record_post("#alerts", "other", "1.2", "C0ALERTS")
     assert await store.channel_id_of("#alerts") == "C0ALERTS"
     assert await store.channel_id_of("#elsewhere") is None
+
+
+async def test_firing_posts_are_the_firing_groups_with_a_message_oldest_first(store: Store) -> None:
+    def group(key: str, first: float | None, status: AlertStatus = AlertStatus.FIRING) -> AlertGroupState:
+        return replace(FIRING, group_key=key, first_firing_at=first, status=status)
+
+    await store.save_group(group("late", 300.0))
+    await store.save_group(group("early", 100.0))
+    await store.save_group(group("unposted", 50.0))  # its post is still in the outbox
+    await store.save_group(group("resolved", 10.0, AlertStatus.RESOLVED))
+    storm = StormRecord(started_at=5.0, last_new_at=5.0, posted=True)
+    await store.save_group(replace(group("storm:C0ALERTS:1", 5.0), storm=storm))
+    for key in ("late", "early", "resolved", "storm:C0ALERTS:1", "digest:2025-06-02T08:00:00+02:00"):
+        await store.record_post("C0ALERTS", key, "1700000000.000100", "C0ALERTS")
+    found = await store.firing_posts()
+    assert [(g.group_key, g.ts, g.channel_id) for g in found] == [
+        ("early", "1700000000.000100", "C0ALERTS"),
+        ("late", "1700000000.000100", "C0ALERTS"),
+    ]
