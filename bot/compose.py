@@ -65,6 +65,8 @@ class ObservedSlack(SlackSender, Protocol):
 
     async def auth_test(self) -> Mapping[str, Any]: ...
 
+    async def workspace_url(self) -> str | None: ...
+
 
 @dataclass(frozen=True)
 class Clients:
@@ -294,6 +296,7 @@ def _digests(
         pages={c.name: clients.readers[c.name] for c in settings.clusters if c.name in clients.readers},
         executor=pool,
         triage=ContextTriage(ctx),
+        workspace=clients.slack.workspace_url,
     )
 
 

@@ -29,6 +29,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 
 from bot.delivery.worker import Delivery
+from bot.digest.firing import WorkspaceUrl
 from bot.digest.fleet import Clock, CronJobSource, ReadCluster, TriageSource
 from bot.digest.history import RangeQueries
 from bot.digest.runner import DigestRunner, DigestSources, OutboxPoster
@@ -178,14 +179,16 @@ def register(
     pages: Mapping[str, MetricsSource] | None = None,
     executor: Executor | None = None,
     triage: TriageSource | None = None,
+    workspace: WorkspaceUrl | None = None,
 ) -> DigestScheduler:
     """The digest for `serve`: `.run` is the app worker, `.runner.post_now()` answers `/proxy digest`.
 
     With `pages` (each client cluster's metrics reader) and `executor` (a `bot.digest.pool` pool), pages are
     parsed and judged in worker processes, so a big fleet is not judged on the bot's one interpreter lock.
     With `triage`, each target gets its quick-triage verdict and the digest the proxy objects and versions.
+    With `workspace` (Slack's workspace URL), the alerts firing now link to their messages.
     """
-    sources = DigestSources(read, cronjobs, prometheus, pages, executor, triage)
+    sources = DigestSources(read, cronjobs, prometheus, pages, executor, triage, workspace)
     runner = DigestRunner(settings, store, sources, OutboxPoster(delivery))
     zone = ZoneInfo(settings.digest.timezone)
     return DigestScheduler(

@@ -54,8 +54,15 @@ async def open_runner(settings: Settings, *, post: bool) -> AsyncIterator[Digest
         if settings.prometheus.url is not None:
             prometheus = await stack.enter_async_context(PrometheusClient.from_settings(settings.prometheus))
         live = await ctx.live()
-        sources = DigestSources(live.read, ContextCronJobs(ctx), prometheus, triage=ContextTriage(ctx))
-        poster = DirectPoster(SlackClient.from_settings(settings.slack)) if post else None
+        slack = SlackClient.from_settings(settings.slack) if post else None
+        sources = DigestSources(
+            live.read,
+            ContextCronJobs(ctx),
+            prometheus,
+            triage=ContextTriage(ctx),
+            workspace=None if slack is None else slack.workspace_url,
+        )
+        poster = DirectPoster(slack) if slack is not None else None
         yield DigestRunner(settings, store, sources, poster)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from bot.checks.status import finding_dict, reason_counts
 from bot.checks.triage import ClusterTriage, fleet_newest, metrics_of
+from bot.digest.firing import FiringAlert
 from bot.digest.fleet import ClusterOutcome, ProbeRun
 from bot.domain.delta import counter_increase
 from bot.domain.diagnosis import diagnose
@@ -145,6 +146,8 @@ class Digest:
     # The clusters' APIService problems and orphans and the version flags, worst first; the versions read.
     triage_findings: tuple[Finding, ...] = ()
     versions: tuple[TenantVersion, ...] = ()
+    # The alert groups firing now with a message of their own, worst then oldest first.
+    firing: tuple[FiringAlert, ...] = ()
 
     def count(self, health: Health) -> int:
         return sum(1 for t in self.targets if t.health is health)

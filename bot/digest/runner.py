@@ -15,11 +15,12 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.delivery.worker import Delivery, SlackSender
+from bot.digest.firing import WorkspaceUrl, firing_alerts
 from bot.digest.fleet import (
     DEFAULT_CLUSTER_TIMEOUT,
     DEFAULT_CONCURRENCY,
@@ -124,6 +125,8 @@ class DigestSources:
     executor: Executor | None = None
     # The control planes and the clients' APIServices: verdicts, proxy objects, versions (None: not read).
     triage: TriageSource | None = None
+    # Slack's workspace URL (auth.test), for links to the alerts' messages (None: mentioned unlinked).
+    workspace: WorkspaceUrl | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ class DigestRunner:
         judged, triage_findings, versions = with_triage(judged, triages, self._timeout)
         last = await self._store.last_digest(other_than=previous_period)
         previous, previous_at = (None, None) if last is None else (last.summary, last.posted_at)
-        return assemble_digest(
+        digest = assemble_digest(
             judged,
             seconds,
             period=period,
@@ -181,6 +184,7 @@ class DigestRunner:
             triage_findings=triage_findings,
             versions=versions,
         )
+        return replace(digest, firing=await firing_alerts(self._store, self._sources.workspace))
 
     async def _judge_fleet(self) -> tuple[list[TargetDigest], dict[str, float]]:
         """Every configured target judged (in configuration order), and the seconds each cluster cost."""

@@ -1,9 +1,11 @@
 """The fleet digest as a Slack message (worst first; a short line when all is well), in the terminal, as PNGs.
 
-Layout: a header with the headline and the quick-triage verdicts counted, then degraded targets with their
+Layout: a header with the headline and the quick-triage verdicts counted, the alerts firing now (each a
+link to its message, worst then oldest first, at most `FIRING_LINES`), then degraded targets with their
 finding, verdict and next step, unreachable clusters with their targets, what changed since the last digest,
 the probe CronJobs, the proxy objects (APIServices, orphans) and version flags, and the outcome reasons that
-moved. A quiet digest is the header and one context line (with the vCluster versions seen).
+moved. A quiet digest is the header and one context line (with the vCluster versions seen), and the
+alerts firing now when there are any.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from bot.digest.firing import FiringAlert
 from bot.digest.fleet import ProbeRun
 from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.diagnosis_readings import fmt_count
@@ -35,6 +38,7 @@ from bot.render.verdict import VERDICT_MARK, verdict_short
 
 DETAILED = 15  # degraded targets shown with finding and next step; the rest one line each
 LIST_LINES = 12
+FIRING_LINES = 10
 HEALTH_MARK = {Health.UNREACHABLE: "⚫", Health.DEGRADED: "🟠", Health.HEALTHY: "✅"}
 
 
@@ -70,6 +74,22 @@ def _degraded_lines(t: TargetDigest) -> list[str]:
         if t.verdict.verdict not in (Verdict.HEALTHY, Verdict.UNKNOWN):
             step = t.verdict.next_step  # the triage knows which side to fix first
     return [*lines, f"    _Next:_ {esc(step)}"]
+
+
+def _firing_line(a: FiringAlert, now: float) -> str:
+    name = esc(a.name)
+    shown = name if a.link is None else f"<{a.link}|{name}>"
+    more = f" ({_n(a.alerts, 'alert')})" if a.alerts > 1 else ""
+    target = f" · {code(a.target)}" if a.target else ""
+    return f"{SEVERITY_MARK[a.severity]} {shown}{more}{target} · for {fmt_span(now - a.since)}"
+
+
+def _firing_blocks(d: Digest) -> list[Block]:
+    """The alert groups firing now, each a link to its message (its thread has the detail)."""
+    if not d.firing:
+        return []
+    lines = [_firing_line(a, d.at) for a in d.firing]
+    return [section_lines(["*Firing now*", *_top(lines, FIRING_LINES)])]
 
 
 def _verdict_tally(d: Digest) -> list[Block]:
@@ -185,8 +205,8 @@ def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
     """The digest for Slack: worst first; a quiet digest is only its header and a context line."""
     title = f"{_mark(d)} {headline(d)}"
     if d.quiet:
-        return message(title, [header(title)], [_context(d, notes)])
-    body: list[Block] = [header(title), *_verdict_tally(d)]
+        return message(title, [header(title), *_firing_blocks(d)], [_context(d, notes)])
+    body: list[Block] = [header(title), *_verdict_tally(d), *_firing_blocks(d)]
     body += _degraded_blocks(d.of(Health.DEGRADED))
     body += _unreachable_blocks(d.of(Health.UNREACHABLE))
     body += _changes_blocks(d)

@@ -128,6 +128,27 @@ async def test_alerts_and_proxy_share_one_live_state(
     assert syncer_reads(sim, mark) == []
 
 
+async def test_the_digest_links_the_alert_firing_now_to_its_message_in_slack(
+    fake: FakeSlack, settings: Settings, clients: compose.Clients
+) -> None:
+    bot = compose.build_bot(settings, clients, warm_interval=3600)
+    try:
+        async with bot.app.router.lifespan_context(bot.app), asgi(bot.app) as http:
+            body = json.dumps(notification([alert_entry(proxy_alert(), now())])).encode()
+            headers = {**auth(), "Content-Type": "application/json"}
+            assert (await http.post("/alertmanager", content=body, headers=headers)).status_code == 202
+            [alert] = await eventually(lambda: fake.top_level(CHANNEL), "the alert's message")
+            # Its details reply is sent once the message's address is stored: the digest can read it.
+            await eventually(lambda: fake.thread(CHANNEL, alert.ts), "the alert's details reply")
+            assert bot.commands.digest is not None
+            await bot.commands.digest()
+            found = await eventually(lambda: fake.top_level(CHANNEL)[1:], "the digest's message")
+    finally:
+        await bot.close()
+    link = f"<https://proxybot-sim.slack.com/archives/{alert.channel}/p{alert.ts.replace('.', '')}|"
+    assert link in json.dumps(found[0].blocks, ensure_ascii=False)
+
+
 # -- a fake swapped in -------------------------------------------------------------------------------------
 
 

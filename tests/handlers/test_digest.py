@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -15,10 +16,12 @@ from apscheduler.triggers.cron import CronTrigger
 from bot.delivery.worker import Delivery
 from bot.digest import runner as runner_module
 from bot.digest.runner import DigestRunner, DigestSources, chart_span
+from bot.domain.alerts import AlertStatus
 from bot.live import ClusterRead
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng
-from bot.store import OutboxKind, open_store
+from bot.store import AlertGroupState, OutboxKind, open_store
+from bot.store.models import GroupFacts
 from config.settings import DigestSettings, Settings
 from handlers.digest import DigestScheduler, latest_fire, next_run, period_key, register, within_grace
 from tests.fakes.alert_pipeline import NoSlack
@@ -291,3 +294,31 @@ async def test_serve_catches_up_as_digest_catch_up_says(tmp_path: Path, catch_up
     finally:
         await store.close()
     assert len([item for item in queued if item.kind is OutboxKind.POST]) == posted
+
+
+async def test_the_digest_serve_posts_links_each_alert_firing_now_to_its_message(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'bot.db'}")
+
+    async def workspace() -> str:
+        return "https://acme.slack.com/"
+
+    try:
+        labels = {"alertname": "ResourceProxyNoHealthyPeers", "target": "p/x"}
+        alert = AlertGroupState(
+            "#alerts",
+            '{}:{alertname="x"}',
+            AlertStatus.FIRING,
+            first_firing_at=time.time() - 600,
+            facts=GroupFacts(firing_labels=(labels,)),
+        )
+        await store.save_group(alert)
+        await store.record_post("#alerts", alert.group_key, "1700000000.000100", "C0ALERTS")
+        delivery = Delivery(store, NoSlack())
+        schedule = register(settings(), store, delivery, unreadable, workspace=workspace)
+        built = await schedule.runner.post_now()
+        [queued] = [item for item in await store.due(time.time() + 60) if item.kind is OutboxKind.POST]
+    finally:
+        await store.close()
+    assert [a.name for a in built.digest.firing] == ["ResourceProxyNoHealthyPeers"]
+    link = "<https://acme.slack.com/archives/C0ALERTS/p1700000000000100|ResourceProxyNoHealthyPeers>"
+    assert link in json.dumps(queued.payload, ensure_ascii=False)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 from bot.alerts.prom_queries import TimeSeries
+from bot.digest.firing import FiringAlert
 from bot.digest.fleet import ProbeRun
 from bot.digest.history import PEERS_CHART, charts_from_samples
 from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.findings import Finding, Severity
-from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_units
+from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_texts, block_units
 from bot.render.chart import Chart
-from bot.render.digest import chart_pngs, digest_message
+from bot.render.digest import FIRING_LINES, chart_pngs, digest_message
 from bot.render.terminal import show
 from bot.store.digests import FleetSample
 
@@ -63,6 +65,46 @@ def test_degraded_first_with_finding_next_step_changes_probes_and_reasons() -> N
     assert "healthy → degraded" in text
     assert "last success 30 min ago" in text
     assert "`all_quarantined`: +12 since the last digest" in text
+
+
+def firing(
+    n: int, link: str | None = "https://acme.slack.com/archives/C0ALERTS/p1700000000000100"
+) -> FiringAlert:
+    return FiringAlert(f"Alert{n}", "team-a/db", 1, Severity.CRITICAL, 1000.0 - 60 * n, link)
+
+
+def firing_section(d: Digest) -> list[str]:
+    texts = [t for block in digest_message(d).blocks for t in block_texts(block)]
+    [section] = [t for t in texts if t.startswith("*Firing now*")]
+    return section.splitlines()[1:]
+
+
+def test_alerts_firing_now_link_to_their_messages_even_in_a_quiet_digest() -> None:
+    alerts = (firing(1), replace(firing(2, link=None), alerts=3, severity=Severity.WARNING))
+    d = Digest("p", 1000.0, (healthy("p/ok"),), firing=alerts)
+    assert firing_section(d) == [
+        "🔴 <https://acme.slack.com/archives/C0ALERTS/p1700000000000100|Alert1> · `team-a/db` · for 1 min",
+        "🟠 Alert2 (3 alerts) · `team-a/db` · for 2 min",
+    ]
+    assert "Firing now" not in show(digest_message(replace(d, firing=())))
+
+
+def test_at_most_ten_firing_alerts_then_how_many_more() -> None:
+    d = Digest("p", 1000.0, (healthy("p/ok"),), firing=tuple(firing(n) for n in range(FIRING_LINES + 4)))
+    lines = firing_section(d)
+    assert len(lines) == FIRING_LINES + 1
+    assert lines[-1] == "… +4 more"
+
+
+def test_a_hostile_alert_name_is_inert_inside_and_outside_its_link() -> None:
+    hostile = "<!channel> x|y\n*Next step:* `run` ```"
+    for link in ("https://acme.slack.com/archives/C0ALERTS/p1", None):
+        d = Digest("p", 1000.0, (healthy("p/ok"),), firing=(replace(firing(1, link), name=hostile),))
+        [line] = firing_section(d)
+        assert "<!channel>" not in line
+        assert "&lt;!channel&gt;" in line
+        assert "```" not in line
+        assert line.count("<") == (1 if link else 0)
 
 
 def test_a_huge_degraded_fleet_stays_within_slacks_limits() -> None:
