@@ -158,7 +158,7 @@ class AlertPipeline:
         anchors = {
             channel: await self._incidents.anchors(channel, routed, prevs[channel])
             for channel, routed in routes.items()
-            if not applied_before(prevs[channel], notification.identity)
+            if not applied_before(prevs[channel], notification.identity, notification.id)
         }
         # The incidents' first groups are read with the notification's own alerts: a member's change
         # re-renders their message.
@@ -177,9 +177,7 @@ class AlertPipeline:
 
         for channel, routed in routes.items():
             group = build(webhook, channel, routed, readings, prom, logs=logs, pods=pods)
-            await self._apply(
-                notification.identity, group, prevs[channel], anchors.get(channel, []), rebuild, prom
-            )
+            await self._apply(notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom)
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
             return False
@@ -254,16 +252,17 @@ class AlertPipeline:
     # -- lifecycle -----------------------------------------------------------------------------------
     async def _apply(
         self,
-        identity: str,
+        notification: StoredNotification,
         group: ChannelGroup,
         prev: AlertGroupState | None,
         anchors: list[Anchor],
         rebuild: Callable[[Anchor], AlertGroupView],
         prom: PromRound,
     ) -> None:
+        identity = notification.identity
         view, channel = group.view, group.channel
-        if applied_before(prev, identity):
-            return  # its operations are already queued
+        if applied_before(prev, identity, notification.id):
+            return  # its operations are already queued (or it is older than what the message shows)
         view = with_history(view, prev)
         in_storm = None if prev is None else prev.facts.storm_thread
         flaps = flaps_of(prev, view, self._clock())
@@ -291,7 +290,15 @@ class AlertPipeline:
                 flaps = await self._edit(identity, group, view, prev, members, flaps)
             if refired(prev, view) and not flaps.flapping(self._clock()):
                 await self._chart(identity, channel, view, prom)  # firing again: a new episode, a new chart
-        state = next_state(identity, group, view, prev, storm_thread=in_storm, counted_in=counted)
+        state = next_state(
+            identity,
+            group,
+            view,
+            prev,
+            storm_thread=in_storm,
+            counted_in=counted,
+            notification_id=notification.id,
+        )
         state = self._incidents.opening(replace(state, facts=replace(state.facts, flaps=flaps)), view, group)
         # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
         await self._store.save_group(state)

@@ -27,9 +27,14 @@ class ChannelGroup:
     by_fingerprint: Mapping[str, AlertView]
 
 
-def applied_before(prev: AlertGroupState | None, identity: str) -> bool:
-    """Whether the notification was applied before a crash (its operations are already queued)."""
-    return prev is not None and prev.facts.last_notification == identity
+def applied_before(prev: AlertGroupState | None, identity: str, notification_id: int | None = None) -> bool:
+    """Whether the notification was applied before a crash (its operations are already queued), or is
+    older than the one applied last (stored before it: replayed after a stop that left both open)."""
+    if prev is None:
+        return False
+    last_id = prev.facts.last_notification_id
+    older = notification_id is not None and last_id is not None and notification_id < last_id
+    return prev.facts.last_notification == identity or older
 
 
 def with_history(view: AlertGroupView, prev: AlertGroupState | None) -> AlertGroupView:
@@ -76,6 +81,7 @@ def next_state(
     *,
     storm_thread: str | None,
     counted_in: str | None,
+    notification_id: int | None = None,
 ) -> AlertGroupState:
     """The group's state once notification `identity` is applied (`ts` None keeps the stored one).
 
@@ -93,7 +99,9 @@ def next_state(
         first_firing_at=view.started_at.timestamp(),
         resolved_at=None if view.resolved_at is None else view.resolved_at.timestamp(),
         firing_fingerprints=firing,
-        facts=_facts(identity, view, prev, storm_thread, counted_in),
+        facts=replace(
+            _facts(identity, view, prev, storm_thread, counted_in), last_notification_id=notification_id
+        ),
     )
 
 

@@ -1,11 +1,11 @@
 """SQL for the lifecycle of alert groups per Slack channel (run on the store thread).
 
 A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
-always written there (group: `last_notification`, `storm`, `storm_count`, `alert_labels`, `worst`, and since
-incidents `cause`, `incident`, `members`, `alerts`, `flaps`; storm row: `kind: "storm"`, `started_at`,
-`last_new_at`, `ended_at`, `posted`, `entries`, later `table` and `refreshed_at`; an entry `[name, severity,
-target, cluster]`, later with `since` and `ended`), so a store kept across an upgrade loads as it was. Both
-backends share these codecs: a new fact is a new JSON key, never a schema migration.
+always written there (group: `last_notification`, `last_id`, `storm`, `storm_count`, `alert_labels`, `worst`,
+and since incidents `cause`, `incident`, `members`, `alerts`, `flaps`; storm row: `kind: "storm"`,
+`started_at`, `last_new_at`, `ended_at`, `posted`, `entries`, later `table` and `refreshed_at`; an entry
+`[name, severity, target, cluster]`, later with `since` and `ended`), so a store kept across an upgrade loads
+as it was. Both backends share these codecs: a new fact is a new JSON key, never a schema migration.
 """
 
 from __future__ import annotations
@@ -160,6 +160,8 @@ def _details(state: AlertGroupState) -> dict[str, Any]:
     facts, found = state.facts, dict[str, Any]()
     if facts.last_notification is not None:
         found["last_notification"] = facts.last_notification
+    if facts.last_notification_id is not None:
+        found["last_id"] = facts.last_notification_id
     if facts.storm_thread is not None:
         found["storm"] = facts.storm_thread
     if facts.storm_share is not None:
@@ -205,6 +207,7 @@ def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
     last, thread = details.get("last_notification"), details.get("storm")
     return GroupFacts(
         last_notification=last if isinstance(last, str) else None,
+        last_notification_id=last_id if isinstance(last_id := details.get("last_id"), int) else None,
         storm_thread=thread if isinstance(thread, str) else None,
         storm_share=_share(details.get("storm_count"), group_key),
         firing_labels=_label_sets(details.get("alert_labels")),

@@ -46,6 +46,9 @@ class GroupFacts:
 
     # The notification applied last: a re-run after a crash finds it and queues nothing again.
     last_notification: str | None = None
+    # Its row id: a notification stored before it and replayed after it (a stop that left both open) is
+    # older than what the message shows, and is not applied again over it.
+    last_notification_id: int | None = None
     # The storm whose thread carries the group instead of a message of its own.
     storm_thread: str | None = None
     # The group's share of the storm it is counted in, durable with the group (the storm's row lags).

@@ -200,7 +200,10 @@ class FaultStore(StoreView):
         return self._one("SELECT count(*) FROM outbox WHERE state = 'pending' AND sent_at IS NOT NULL")
 
     def drained(self) -> bool:
-        return self.unprocessed() == 0 and self.outbox_pending() == 0
+        """Every notification processed and every Slack operation done, but a replaced storm table's
+        deletion, which waits on purpose (the new table is up already)."""
+        waiting = self._one("SELECT count(*) FROM outbox WHERE state = 'pending' AND kind != 'delete_file'")
+        return self.unprocessed() == 0 and waiting == 0
 
     def wait_drained(self, timeout: float) -> None:
         wait_until(self.drained, timeout, "every notification processed and delivered", interval=0.25)
@@ -210,16 +213,19 @@ def shown_per_target(slack: FakeSlack, channel: str = CHANNEL) -> dict[str, list
     """Per storm target, the alert counts Slack showed it with, in the order Slack got them: its own
     message's versions, or its rows in the storm's tables (files in the summary's thread, each upload in
     turn, a replaced one too: it was shown until then)."""
-    shown: dict[str, list[int]] = {}
+    own: dict[str, list[int]] = {}
+    tabled: dict[str, list[int]] = {}
     for top in slack.top_level(channel):
         if top.text.startswith(STORM_TITLE):
             for upload in sorted(slack.uploads, key=lambda u: float(u["at"])):
                 if upload.get("thread_ts") == top.ts:
                     for target, count in _table_rows(bytes(upload["content"]).decode()):
-                        shown.setdefault(target, []).append(count)
+                        tabled.setdefault(target, []).append(count)
         elif found := TARGET_IN_TITLE.search(top.text):
-            shown.setdefault(found.group(1), []).extend(_versions(top))
-    return shown
+            own.setdefault(found.group(1), []).extend(_versions(top))
+    # A group posted before the storm was recognised keeps its own message, and is a row of the table too:
+    # its message is where its changes show in order.
+    return tabled | own
 
 
 def _table_rows(table: str) -> list[tuple[str, int]]:

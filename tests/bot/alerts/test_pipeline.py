@@ -277,6 +277,25 @@ async def test_a_crash_before_closing_then_a_rerun_adds_no_outbox_items(
     assert await harness.store.pending_count() == 0
 
 
+async def test_an_older_notification_replayed_after_a_newer_one_changes_nothing(harness: Harness) -> None:
+    """A stop that left two notifications of a group open (applied, not yet closed) replays both: the older
+    one must not set the message back to its state."""
+    await harness.accept(webhook([alert("a1")]))
+    await harness.accept(webhook([alert("a1"), alert("a2", target="team-b/queue")]))
+    older, newer = await harness.store.pending()
+    await harness.pipeline.process(newer)
+    before = [(i.kind, i.key) for i in await harness.items()]
+    state = await harness.store.get_group("#alpha-alerts", older.webhook.group_key)
+    assert state is not None
+    assert state.facts.last_notification_id == newer.id
+    await harness.pipeline.process(older)
+    assert [(i.kind, i.key) for i in await harness.items()] == before
+    again = await harness.store.get_group("#alpha-alerts", older.webhook.group_key)
+    assert again is not None
+    assert (again.facts.last_notification, len(again.firing_fingerprints)) == (newer.identity, 2)
+    assert await harness.store.pending_count() == 0
+
+
 async def test_a_crash_before_the_first_post_is_recorded_does_not_post_twice(harness: Harness) -> None:
     await harness.accept(webhook([alert("a1")]))
     doomed = AlertPipeline(
