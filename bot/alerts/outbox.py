@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from bot.render.blocks import Message
-from bot.store.models import Enqueued
+from bot.store.models import Enqueued, Withdrawal
 
 
 class Outbox(Protocol):
@@ -47,4 +47,4 @@ class Outbox(Protocol):
 
     async def delete_upload(self, channel: str, group_key: str, *, upload: str) -> Enqueued: ...
 
-    async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> bool: ...
+    async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> Withdrawal: ...

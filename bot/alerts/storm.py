@@ -43,7 +43,7 @@ from bot.domain.storm_summary import StormEntry
 from bot.domain.storm_targets import StormRow, storm_rows
 from bot.render.blocks import Message
 from bot.render.storm import TableFile, storm_message, storm_table
-from bot.store.models import AlertGroupState, StormShare
+from bot.store.models import AlertGroupState, StormShare, Withdrawal
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +158,8 @@ class StormDesk:
             return None
         if storm is None:
             storm = self._start(channel, now)
+            # Saved before any group is folded into it: a group marked as the storm's always finds it.
+            await self._save(storm, now)
             await self._fold_arrivals(storm)
         else:
             storm.count(view.group_key, entries_of(view))
@@ -254,16 +256,20 @@ class StormDesk:
 
     async def _fold(self, storm: Storm, group_key: str) -> None:
         """Take a group's queued post back and make the storm its only trace (unless it went out, or it is
-        an incident's first message: the groups that joined it show nowhere else)."""
+        an incident's first message: the groups that joined it show nowhere else).
+
+        The group is marked as the storm's before its post is withdrawn, and unmarked when the post went
+        out: killed in between, `restore` finishes the fold (the mark is saved, the post still queued)."""
         state = await self._store.get_group(storm.channel, group_key)
         if state is not None and state.facts.members:
-            return
-        if not await self._outbox.withdraw_post(storm.channel, group_key, folded_into=storm.key):
             return
         if state is not None:
             share = StormShare(storm.key, storm.entries[group_key])
             facts = replace(state.facts, storm_thread=storm.key, storm_share=share)
             await self._store.save_group(replace(state, facts=facts))
+        fate = await self._outbox.withdraw_post(storm.channel, group_key, folded_into=storm.key)
+        if fate is Withdrawal.OUT and state is not None:
+            await self._store.save_group(state)  # it has its own message: its changes go there
 
     async def _end(self, storm: Storm, now: float, *, resolved: bool) -> None:
         """The storm is over: resolved (every alert), or quiet (no new group for `quiet_seconds`)."""
@@ -293,8 +299,18 @@ class StormDesk:
     async def _recount_from_groups(self, storm: Storm) -> None:
         for group in await self._store.groups(channel=storm.channel):
             share = group.facts.storm_share
-            if share is not None and share.storm == storm.key:
-                storm.count(group.group_key, share.entries)
+            if share is None or share.storm != storm.key:
+                continue
+            storm.count(group.group_key, share.entries)
+            if group.facts.storm_thread == storm.key and group.ts is None:
+                await self._finish_fold(storm, group)
+
+    async def _finish_fold(self, storm: Storm, group: AlertGroupState) -> None:
+        """A group marked as the storm's whose post the process may have been killed before withdrawing:
+        withdrawn now (again is harmless), or, when it went out after all, back to its own message."""
+        fate = await self._outbox.withdraw_post(storm.channel, group.group_key, folded_into=storm.key)
+        if fate is Withdrawal.OUT:
+            await self._store.save_group(replace(group, facts=replace(group.facts, storm_thread=None)))
 
     async def _publish(self, storm: Storm, now: float, revision: str, *, table: bool = True) -> None:
         """The summary (posted, or edited when what it shows changed) and, with `table`, the table

@@ -54,7 +54,7 @@ from bot.lease import RETRY_EVERY, Lease
 from bot.render.blocks import Message
 from bot.store.base import Store
 from bot.store.errors import StoreError
-from bot.store.models import Enqueued, OutboxItem, OutboxKind, OutboxState
+from bot.store.models import Enqueued, OutboxItem, OutboxKind, OutboxState, Withdrawal
 
 __all__ = ["Delivery", "DeliveryPolicy", "SlackSender"]
 
@@ -199,20 +199,24 @@ class Delivery:
         key = delete_key(channel, group_key, upload)
         return await self._enqueue(key, channel, OutboxKind.DELETE_FILE, payload)
 
-    async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> bool:
+    async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> Withdrawal:
         """Take the group's queued post back before it goes out (a storm carries the group instead), and
-        what was queued in its thread (its details reply); False when it went out, is going out right
-        now, or was never queued."""
+        what was queued in its thread (its details reply). Asked again for the same storm, the answer is
+        the same: a storm restored after a crash finishes the folds it began."""
         item = await self._store.outbox_item(post_key(channel, group_key))
+        if item is None:
+            return Withdrawal.UNQUEUED
+        if item.state is OutboxState.DONE and (item.result or {}).get("folded_into") == folded_into:
+            return Withdrawal.FOLDED
         # Marked in flight (`mark_sending`): Slack may have it already, and its answer will record it.
-        if item is None or item.state is not OutboxState.PENDING or item.sent_at is not None:
-            return False
+        if item.state is not OutboxState.PENDING or item.sent_at is not None:
+            return Withdrawal.OUT
         if not await self._store.complete(item.id, {"folded_into": folded_into}):
-            return False
+            return Withdrawal.OUT
         for row in await self._store.due(self._clock() + HORIZON, limit=self._policy.batch):
             if row.channel == channel and group_of(row) == group_key and row.kind is not OutboxKind.POST:
                 await self._store.complete(row.id, {"folded_into": folded_into})
-        return True
+        return Withdrawal.FOLDED
 
     async def _enqueue(
         self,

@@ -122,6 +122,14 @@ class OutboxKind(StrEnum):
     DELETE_FILE = "delete_file"  # the files of an earlier upload (a storm's replaced table)
 
 
+class Withdrawal(StrEnum):
+    """What became of a group's queued post when a storm asked for it back (`Delivery.withdraw_post`)."""
+
+    FOLDED = "folded"  # it never goes out: withdrawn now, or before into the same storm
+    UNQUEUED = "unqueued"  # no post was ever queued for the group
+    OUT = "out"  # it went out, is going out right now, or ended otherwise
+
+
 class OutboxState(StrEnum):
     """Where an outbox operation is: waiting (possibly for a retry), delivered, or given up."""
 

@@ -12,6 +12,7 @@ import pytest
 from bot.alerts.storm import StormPolicy
 from bot.domain.parser import parse_syncer
 from bot.store import AlertGroupState, OutboxItem, OutboxKind, OutboxState
+from bot.store.models import Withdrawal
 from tests.fakes.alert_pipeline import Harness, alert, settings, webhook
 
 CHANNEL = "#alpha-alerts"
@@ -330,3 +331,72 @@ async def test_a_restart_counts_the_groups_saved_after_the_storms_row(harness: H
     [row] = await storm_rows(harness)
     assert row.storm is not None
     assert len(row.storm.entries) == 6
+
+
+class Killed(Exception):
+    """The process died here (raised out of the pipeline, as a kill -9 leaves the store)."""
+
+
+def kill_at_withdrawal(harness: Harness, group_key: str) -> None:
+    """The next withdrawal of `group_key`'s post does not happen: the process dies just before it."""
+    withdraw = harness.outbox.withdraw_post
+
+    async def dying(channel: str, group: str, *, folded_into: str) -> Withdrawal:
+        if group == group_key:
+            harness.outbox.withdraw_post = withdraw  # type: ignore[method-assign]
+            raise Killed
+        return await withdraw(channel, group, folded_into=folded_into)
+
+    harness.outbox.withdraw_post = dying  # type: ignore[method-assign]
+
+
+def group_of(i: int) -> str:
+    return f'{{}}:{{target="{target(i)}"}}'
+
+
+async def started_storm_killed_mid_fold(harness: Harness, policy: StormPolicy) -> None:
+    """Groups 0 and 1 queued their posts; group 2 starts a storm, and the process dies while folding
+    group 1 (group 0 folded, group 1 marked as the storm's, its post still queued); then it restarts."""
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(2):
+        await harness.run(storm_webhook(i))
+    kill_at_withdrawal(harness, group_of(1))
+    with pytest.raises(Killed):
+        await harness.run(storm_webhook(2))
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+
+
+async def test_a_kill_while_folding_the_first_groups_loses_none_of_them(harness: Harness) -> None:
+    policy = StormPolicy(groups=2)
+    await started_storm_killed_mid_fold(harness, policy)
+    await harness.pipeline.restore()
+    await harness.run()  # group 2's notification was not closed: applied again
+    await harness.settle(policy.first_within_seconds)
+    for i in range(2):  # both folded: the storm is their only trace
+        post = await harness.store.outbox_item(f"post:{CHANNEL}:{group_of(i)}")
+        assert post is not None
+        assert post.state is OutboxState.DONE
+        assert post.result is not None
+        assert post.result["folded_into"].startswith(f"storm:{CHANNEL}:")
+    items = await harness.items()
+    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    assert [r.split()[1] for r in table(upload).splitlines()[3:]] == [target(i) for i in range(3)]
+    # A later change of a folded group shows in the storm, not on a message that never went out.
+    two = webhook([alert("s0", target=target(0)), alert("s0b", target=target(0))], group=group_of(0))
+    await harness.run(two)
+    await harness.settle()
+    [edit, *_] = storm_items(await harness.items(), OutboxKind.UPDATE)
+    assert "4 alerts" in edit.payload["text"]
+
+
+async def test_a_group_marked_mid_fold_whose_post_went_out_keeps_its_own_message(harness: Harness) -> None:
+    policy = StormPolicy(groups=2)
+    await started_storm_killed_mid_fold(harness, policy)
+    post = await harness.store.outbox_item(f"post:{CHANNEL}:{group_of(1)}")
+    assert post is not None
+    await harness.store.mark_sending(post.id, harness.clock())  # the old sender had it on its way
+    await harness.pipeline.restore()
+    state = await harness.store.get_group(CHANNEL, group_of(1))
+    assert state is not None
+    assert state.facts.storm_thread is None  # its changes go to its own message
+    assert state.facts.storm_share is not None  # and still count in the storm

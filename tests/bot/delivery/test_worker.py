@@ -14,9 +14,11 @@ from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.render.blocks import Message, section
 from bot.store import AlertGroupState, OutboxItem, OutboxState, Store, open_store
+from bot.store.models import Withdrawal
 from config.settings import SlackSettings
 from tests.fakes.slack_api import FakeSlack
 
+FOLDED, OUT, UNQUEUED = Withdrawal.FOLDED, Withdrawal.OUT, Withdrawal.UNQUEUED
 TOKEN = "xoxb-test-token"
 # Channels are configured by name, as operators write them; Slack's ID for it is C1.
 ALERTS = "#alerts"
@@ -321,7 +323,7 @@ async def test_a_post_folded_into_a_storm_is_not_sent_and_neither_are_its_replie
     delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
     queued = await delivery.post(ALERTS, "grp", msg("firing"))
     await delivery.reply(ALERTS, "grp", msg("new alert"), revision="n2")
-    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1") is FOLDED
     async with running(delivery):
         await drained(store)
     assert fake.calls_to("chat.postMessage") == []
@@ -338,12 +340,21 @@ async def test_a_post_folded_into_a_storm_is_not_sent_and_neither_are_its_replie
     assert (reply.state, reply.result) == (OutboxState.DONE, {"folded_into": "storm:alerts:1"})
 
 
+async def test_withdrawing_again_for_the_same_storm_answers_the_same(fake: FakeSlack, store: Store) -> None:
+    # A storm restored after a kill finishes the folds it began: the second ask must not read as "went out".
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    await delivery.post(ALERTS, "grp", msg("firing"))
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1") is FOLDED
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1") is FOLDED
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:2") is OUT
+
+
 async def test_a_reply_queued_after_its_post_was_folded_is_completed_quietly(
     fake: FakeSlack, store: Store
 ) -> None:
     delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
     await delivery.post(ALERTS, "grp", msg("firing"))
-    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1") is FOLDED
     await delivery.reply(ALERTS, "grp", msg("later"), revision="n3")
     async with running(delivery):
         await drained(store)
@@ -363,7 +374,7 @@ async def test_a_post_marked_in_flight_cannot_be_withdrawn(fake: FakeSlack, stor
     assert await store.mark_sending(
         item.id, 1000.0
     )  # a sender started its chat.postMessage: Slack may have it
-    assert not await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
+    assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1") is OUT
     still = await store.outbox_item(post_key(ALERTS, "grp"))
     assert still is not None
     assert still.state is OutboxState.PENDING
@@ -373,8 +384,8 @@ async def test_a_post_that_went_out_cannot_be_withdrawn(fake: FakeSlack, store: 
     async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)) as delivery:
         await delivery.post(ALERTS, "grp", msg("firing"))
         await drained(store)
-        assert not await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1")
-        assert not await delivery.withdraw_post(ALERTS, "never-queued", folded_into="storm:alerts:1")
+        assert await delivery.withdraw_post(ALERTS, "grp", folded_into="storm:alerts:1") is OUT
+        assert await delivery.withdraw_post(ALERTS, "never-queued", folded_into="s:1") is UNQUEUED
     assert [m.text for m in fake.top_level(ALERTS)] == ["firing"]
 
 
