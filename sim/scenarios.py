@@ -334,6 +334,9 @@ def storm(world: World) -> None:
     world.at(90.0, "shard-00 and shard-01 stop answering", hang)
 
 
+# What `proxybot demo` plays unless told: the target's only control-plane pod restarts twice, the proxy heals.
+DEMO_DEFAULT = "target-rolling-restart"
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (

@@ -27,8 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from sim.slack_answers import Answer, error_answer
 from sim.slack_faults import Fault, Faults, PostingLimit, ResponseUrl, SlackCall
-from sim.slack_workspace import MANIFEST_SCOPES, Answer, Message, Workspace, auth_test, content_refusal
+from sim.slack_workspace import MANIFEST_SCOPES, Message, Workspace, auth_test, content_refusal
 
 RESPONSE_URL_USES = 5
 RESPONSE_URL_LIFETIME = 30 * 60.0
@@ -254,10 +255,10 @@ class FakeSlack:
         if fault is not None:
             return fault.response()
         if token != self.bot_token:
-            return JSONResponse(_error("invalid_auth" if token else "not_authed"))
+            return JSONResponse(error_answer("invalid_auth" if token else "not_authed"))
         handler = _HANDLERS.get(method)
         if handler is None:
-            return JSONResponse(_error("unknown_method"))
+            return JSONResponse(error_answer("unknown_method"))
         with self._lock:
             answer = self.workspace.missing_scope(method)
             wait = self._posting_wait(method, params) if answer is None else 0.0
@@ -274,7 +275,7 @@ class FakeSlack:
             return Response(status_code=504)
         if answer is None:
             headers = {"Retry-After": str(max(1, math.ceil(wait)))}
-            return JSONResponse(_error("ratelimited"), status_code=429, headers=headers)
+            return JSONResponse(error_answer("ratelimited"), status_code=429, headers=headers)
         if changed is not None and self.on_message is not None:
             self.on_message(*changed)
         if self.on_upload is not None:
@@ -316,7 +317,7 @@ class FakeSlack:
         try:
             payload = json.loads(await request.body() or b"{}")
         except ValueError:
-            return JSONResponse(_error("invalid_payload"), status_code=400)
+            return JSONResponse(error_answer("invalid_payload"), status_code=400)
         with self._lock:
             error, status = self._use_response_url(key, payload)
             if error is None:
@@ -324,7 +325,7 @@ class FakeSlack:
             else:
                 self.refused_responses.append((key, error))
         if error is not None:
-            return JSONResponse(_error(error), status_code=status)
+            return JSONResponse(error_answer(error), status_code=status)
         return JSONResponse({"ok": True})
 
     def _use_response_url(self, key: str, payload: Any) -> tuple[str | None, int]:
@@ -335,7 +336,7 @@ class FakeSlack:
             return "expired_url", 404
         if issued.uses >= RESPONSE_URL_USES:
             return "used_url", 404
-        refusal = content_refusal(payload) if isinstance(payload, dict) else _error("invalid_payload")
+        refusal = content_refusal(payload) if isinstance(payload, dict) else error_answer("invalid_payload")
         if refusal is not None:
             return str(refusal["error"]), 400
         issued.uses += 1
@@ -384,10 +385,6 @@ def _error_of(response: Response) -> str | None:
     except ValueError:
         return None
     return str(body.get("error")) if isinstance(body, dict) and body.get("ok") is False else None
-
-
-def _error(code: str) -> Answer:
-    return {"ok": False, "error": code}
 
 
 def iter_texts(blocks: list[Any]) -> Iterator[str]:

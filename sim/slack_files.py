@@ -13,12 +13,11 @@ Every completed file is kept (with `deleted_at` once deleted) so tests can read 
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Answer = dict[str, Any]
+from sim.slack_answers import Answer, error_answer, json_param
 
 
 @dataclass
@@ -44,7 +43,7 @@ class Files:
     def upload_url(self, params: Mapping[str, Any]) -> Answer:
         length = str(params.get("length", ""))
         if not params.get("filename") or not length.isdigit() or int(length) <= 0:
-            return _error("invalid_arguments")
+            return error_answer("invalid_arguments")
         file_id = f"F{next(self._ids):08d}"
         self.pending[file_id] = PendingFile(file_id, str(params["filename"]), int(length))
         return {"ok": True, "upload_url": f"{self.upload_base()}/upload/{file_id}", "file_id": file_id}
@@ -63,13 +62,13 @@ class Files:
 
     def complete(self, params: Mapping[str, Any], where: Mapping[str, Any]) -> Answer:
         """Share uploaded files; `where` is the channel and thread the workspace checked."""
-        files = _json_param(params.get("files"))
+        files = json_param(params.get("files"))
         if not isinstance(files, list) or not files or not all(isinstance(f, dict) for f in files):
-            return _error("invalid_arguments")
+            return error_answer("invalid_arguments")
         found = [self.pending.get(str(f.get("id", ""))) for f in files]
         ready = [(f, p, p.content) for f, p in zip(files, found, strict=True) if p and p.content is not None]
         if len(ready) < len(files):
-            return _error("file_not_found")
+            return error_answer("file_not_found")
         done = []
         for f, pending, content in ready:
             del self.pending[pending.id]
@@ -83,25 +82,12 @@ class Files:
         file_id = str(params.get("file") or "")
         upload = next((u for u in self.uploads if u["id"] == file_id), None)
         if upload is None:
-            return _error("file_not_found")
+            return error_answer("file_not_found")
         if upload.get("deleted_at") is not None:
-            return _error("file_deleted")
+            return error_answer("file_deleted")
         upload["deleted_at"] = self.clock()
         return {"ok": True}
 
     def shown(self) -> list[dict[str, Any]]:
         """The uploads not deleted."""
         return [u for u in self.uploads if u.get("deleted_at") is None]
-
-
-def _json_param(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
-
-
-def _error(code: str) -> Answer:
-    return {"ok": False, "error": code}

@@ -16,13 +16,13 @@ Strict where Slack is strict, because a lenient fake hides real defects:
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.slack_answers import Answer, error_answer, json_param
 from sim.slack_blocks import check_message
 from sim.slack_files import Files
 
@@ -34,8 +34,6 @@ WORKSPACE_URL = "https://proxybot-sim.slack.com/"
 HISTORY_PAGE = 100
 # Message metadata's `event_type`: Slack takes letters, digits and underscores (e.g. `task_created`).
 EVENT_TYPE = re.compile(r"[A-Za-z0-9_]{1,255}")
-
-Answer = dict[str, Any]
 
 
 @dataclass
@@ -94,7 +92,6 @@ class Workspace:
         scopes: Iterable[str] = MANIFEST_SCOPES,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self._upload_base = upload_base
         # Slack's `ts` is the message's time (seconds.microseconds), unique per channel: history's
         # `oldest`/`latest` compare against it.
         self._wall = wall
@@ -159,7 +156,7 @@ class Workspace:
         assert channel is not None
         thread_ts = params.get("thread_ts") or None
         if thread_ts is not None and (channel.id, str(thread_ts)) not in self.messages:
-            return _error("thread_not_found")
+            return error_answer("thread_not_found")
         metadata, bad = _metadata(params)
         if bad is not None:
             return bad
@@ -172,13 +169,13 @@ class Workspace:
     def update(self, params: dict[str, Any]) -> Answer:
         channel = self._by_id(params.get("channel"))
         if channel is None:
-            return _error("channel_not_found")
+            return error_answer("channel_not_found")
         refused = content_refusal(params)
         if refused is not None:
             return refused
         msg = self.messages.get((channel.id, str(params.get("ts"))))
         if msg is None:
-            return _error("message_not_found")
+            return error_answer("message_not_found")
         msg.versions.append({"text": msg.text, "blocks": msg.blocks})
         msg.text, msg.blocks = str(params.get("text", "")), blocks_of(params)
         if "metadata" in params:
@@ -191,19 +188,19 @@ class Workspace:
     def delete(self, params: dict[str, Any]) -> Answer:
         channel = self._by_id(params.get("channel"))
         if channel is None:
-            return _error("channel_not_found")
+            return error_answer("channel_not_found")
         msg = self.messages.pop((channel.id, str(params.get("ts"))), None)
         if msg is None:
-            return _error("message_not_found")
+            return error_answer("message_not_found")
         return {"ok": True, "channel": channel.id, "ts": msg.ts}
 
     def permalink(self, params: dict[str, Any]) -> Answer:
         channel = self._by_id(params.get("channel"))
         if channel is None:
-            return _error("channel_not_found")
+            return error_answer("channel_not_found")
         ts = str(params.get("message_ts"))
         if (channel.id, ts) not in self.messages:
-            return _error("message_not_found")
+            return error_answer("message_not_found")
         link = f"{WORKSPACE_URL}archives/{channel.id}/p{ts.replace('.', '')}"
         return {"ok": True, "channel": channel.id, "permalink": link}
 
@@ -213,7 +210,7 @@ class Workspace:
         if refused is not None:
             return refused
         if not params.get("user"):
-            return _error("user_not_in_channel")
+            return error_answer("user_not_in_channel")
         return {"ok": True, "message_ts": self._next_ts()}
 
     def upload_url(self, params: dict[str, Any]) -> Answer:
@@ -223,11 +220,11 @@ class Workspace:
         channel_ref, thread_ts = params.get("channel_id"), params.get("thread_ts") or None
         channel = self._by_id(channel_ref)
         if channel_ref and channel is None:
-            return _error("channel_not_found")
+            return error_answer("channel_not_found")
         if channel is not None and not channel.member:
-            return _error("not_in_channel")
+            return error_answer("not_in_channel")
         if thread_ts is not None and (channel is None or (channel.id, str(thread_ts)) not in self.messages):
-            return _error("thread_not_found")
+            return error_answer("thread_not_found")
         return self.files.complete(params, {"channel_id": channel_ref, "thread_ts": thread_ts})
 
     def delete_file(self, params: dict[str, Any]) -> Answer:
@@ -236,27 +233,27 @@ class Workspace:
     def history(self, params: dict[str, Any]) -> Answer:
         channel = self._by_id(params.get("channel"))
         if channel is None:
-            return _error("channel_not_found")
+            return error_answer("channel_not_found")
         if not channel.member:
-            return _error("not_in_channel")
+            return error_answer("not_in_channel")
         top = [m for m in self.messages.values() if m.channel == channel.id and m.thread_ts is None]
         return _page(sorted(top, key=lambda m: float(m.ts), reverse=True), params)
 
     def replies(self, params: dict[str, Any]) -> Answer:
         channel = self._by_id(params.get("channel"))
         if channel is None:
-            return _error("channel_not_found")
+            return error_answer("channel_not_found")
         ts = str(params.get("ts") or "")
         parent = self.messages.get((channel.id, ts))
         if parent is None:
-            return _error("thread_not_found")
+            return error_answer("thread_not_found")
         thread = [m for m in self.messages.values() if m.channel == channel.id and m.thread_ts == ts]
         return _page([parent, *sorted(thread, key=lambda m: float(m.ts))], params)
 
     def info(self, params: dict[str, Any]) -> Answer:
         channel = self._by_id(params.get("channel"))
         if channel is None:
-            return _error("channel_not_found")
+            return error_answer("channel_not_found")
         about = {"id": channel.id, "name": channel.name, "is_channel": True, "is_member": channel.member}
         return {"ok": True, "channel": about}
 
@@ -279,7 +276,7 @@ def auth_test(_: dict[str, Any]) -> Answer:
 
 
 def blocks_of(params: dict[str, Any]) -> list[Any]:
-    blocks = _json_param(params.get("blocks"))
+    blocks = json_param(params.get("blocks"))
     return list(blocks) if isinstance(blocks, list) else []
 
 
@@ -291,8 +288,8 @@ def content_refusal(params: dict[str, Any]) -> Answer | None:
 
 def _membership(channel: Channel | None) -> Answer | None:
     if channel is None:
-        return _error("channel_not_found")
-    return None if channel.member else _error("not_in_channel")
+        return error_answer("channel_not_found")
+    return None if channel.member else error_answer("not_in_channel")
 
 
 def _metadata(params: dict[str, Any]) -> tuple[dict[str, Any] | None, Answer | None]:
@@ -300,7 +297,7 @@ def _metadata(params: dict[str, Any]) -> tuple[dict[str, Any] | None, Answer | N
     digits and `_`, and an `event_payload` object."""
     if "metadata" not in params:
         return None, None
-    metadata = _json_param(params.get("metadata"))
+    metadata = json_param(params.get("metadata"))
     event_type = metadata.get("event_type") if isinstance(metadata, dict) else None
     payload = metadata.get("event_payload") if isinstance(metadata, dict) else None
     if (
@@ -308,7 +305,7 @@ def _metadata(params: dict[str, Any]) -> tuple[dict[str, Any] | None, Answer | N
         or not EVENT_TYPE.fullmatch(event_type)
         or not isinstance(payload, dict)
     ):
-        return None, _error("invalid_metadata_format")
+        return None, error_answer("invalid_metadata_format")
     return metadata, None
 
 
@@ -331,10 +328,10 @@ def _page(messages: list[Message], params: dict[str, Any]) -> Answer:
         limit = min(int(str(params.get("limit") or HISTORY_PAGE)), 999)
         start = int(str(params.get("cursor") or 0))
     except ValueError:
-        return _error("invalid_cursor")
+        return error_answer("invalid_cursor")
     windowed = _window(messages, params)
     if windowed is None:
-        return _error("invalid_ts_oldest")
+        return error_answer("invalid_ts_oldest")
     messages = windowed
     with_metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
     chunk = messages[start : start + limit]
@@ -342,16 +339,3 @@ def _page(messages: list[Message], params: dict[str, Any]) -> Answer:
     answer: Answer = {"ok": True, "messages": [m.as_history(with_metadata) for m in chunk], "has_more": more}
     answer["response_metadata"] = {"next_cursor": str(start + limit) if more else ""}
     return answer
-
-
-def _json_param(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
-
-
-def _error(code: str) -> Answer:
-    return {"ok": False, "error": code}

@@ -31,7 +31,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.alerts.outbox import Outbox
@@ -39,6 +38,7 @@ from bot.alerts.storm_reads import LiveReader, StormReads
 from bot.alerts.storm_record import Arrival, Storm
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.moments import from_epoch
 from bot.domain.storm_summary import StormEntry
 from bot.domain.storm_targets import StormRow, storm_rows
 from bot.render.blocks import Message
@@ -103,10 +103,6 @@ def entries_of(view: AlertGroupView) -> tuple[StormEntry, ...]:
     )
 
 
-def _dt(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
-
-
 class StormDesk:
     """Decides which new groups go into a storm and keeps each channel's storm summary and table."""
 
@@ -140,10 +136,6 @@ class StormDesk:
                 await self._recount_from_groups(storm)
                 storm.dirty = True  # the summary may lag the counts saved with the groups
                 self._active[state.channel] = storm
-
-    def active(self, channel: str) -> str | None:
-        storm = self._active.get(channel)
-        return None if storm is None else storm.key
 
     async def place(self, channel: str, view: AlertGroupView) -> str | None:
         """Record a new group; the storm key when it goes into the channel's storm, else None (post it)."""
@@ -316,7 +308,7 @@ class StormDesk:
         """The summary (posted, or edited when what it shows changed) and, with `table`, the table
         (uploaded when its rows changed, the one it replaces deleted); then the storm's row is saved."""
         reads = await self._reads.read(storm.clusters())
-        entries, at = storm.all_entries(), _dt(now)
+        entries, at = storm.all_entries(), from_epoch(now)
 
         def compose() -> tuple[tuple[StormRow, ...], Message, tuple[object, ...], TableFile | None]:
             rows = storm_rows(entries, reads)

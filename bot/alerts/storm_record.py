@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
+from bot.domain.moments import from_epoch
 from bot.domain.storm_summary import StormCounts, StormEntry, StormView
 from bot.domain.storm_targets import StormRow
 from bot.store.models import StormRecord
@@ -55,8 +55,8 @@ class Storm:
         return {e.cluster for e in self.all_entries() if e.cluster is not None}
 
     def view(self, rows: tuple[StormRow, ...]) -> StormView:
-        ended = None if self.ended_at is None else _dt(self.ended_at)
-        return StormView.of(self.counts, _dt(self.started_at), ended, rows)
+        ended = None if self.ended_at is None else from_epoch(self.ended_at)
+        return StormView.of(self.counts, from_epoch(self.started_at), ended, rows)
 
     def record(self) -> StormRecord:
         return StormRecord(
@@ -84,7 +84,3 @@ class Storm:
         for group_key, entries in record.entries.items():
             storm.count(group_key, entries)
         return storm
-
-
-def _dt(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)

@@ -35,7 +35,6 @@ from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message
 
 CHANNEL = "#proxy-alerts"
-DEFAULT_SCENARIO = "target-rolling-restart"
 DEFAULT_SPEED = 20.0
 FILE_LINES = 12  # lines of an uploaded file shown (a storm's table: its title, header and first rows)
 

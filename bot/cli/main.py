@@ -20,6 +20,7 @@ from pathlib import Path
 from bot.cli import check_vcluster, digest, logs, netpol, path, probe, status, verify
 from bot.cli.console import Console, Subcommand
 from bot.errors import ConfigError
+from bot.render.words import counted
 from config.loader import config_path, load_config
 
 EXIT_OK = 0
@@ -34,10 +35,6 @@ def _add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 def _add_json_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _check_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,8 +88,8 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
         return EXIT_OK
     for warning in warnings:
         console.warn(f"warning: {warning}")
-    clusters = _plural(len(settings.clusters), "cluster")
-    console.say(f"ok: {clusters}, {_plural(settings.target_count(), 'target')} ({path})")
+    clusters = counted(len(settings.clusters), "cluster")
+    console.say(f"ok: {clusters}, {counted(settings.target_count(), 'target')} ({path})")
     return EXIT_OK
 
 
@@ -117,14 +114,14 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
-    from sim.scenarios import SCENARIOS
+    from sim.scenarios import DEMO_DEFAULT, SCENARIOS
 
     parser.add_argument(
         "--scenario",
-        default="target-rolling-restart",
+        default=DEMO_DEFAULT,
         choices=sorted(SCENARIOS),
         metavar="S",
-        help="simulated scenario (default: target-rolling-restart; `proxybot sim --list` describes them)",
+        help=f"simulated scenario (default: {DEMO_DEFAULT}; `proxybot sim --list` describes them)",
     )
     parser.add_argument(
         "--speed",

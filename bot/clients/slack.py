@@ -42,8 +42,6 @@ DEFAULT_TIMEOUT = 10.0
 MARK_EVENT = "proxybot_message"
 # conversations.history pages looked through for a marked message (200 messages each).
 MARK_SEARCH_PAGES = 5
-# An upload is three requests (get URL, send bytes, complete) under one deadline.
-DEFAULT_UPLOAD_TIMEOUT = 30.0
 # Slack sends Retry-After with every 429; when a proxy in between drops it, one second is Slack's pace.
 DEFAULT_RETRY_AFTER = 1.0
 # `ok: false` codes that mean Slack itself failed, not the request: retrying can succeed.
@@ -149,6 +147,7 @@ class SlackClient:
         self.observe: Callable[[str, str], None] = lambda method, outcome: None
         # Told (method, error code) of every refusal (`SlackRejected`), for the refusals metric.
         self.refused: Callable[[str, str], None] = lambda method, error: None
+        # An upload is three requests (get URL, send bytes, complete) under one deadline.
         self._upload_timeout = upload_timeout if upload_timeout is not None else max(timeout, 3 * timeout)
 
     @classmethod

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from bot.render.blocks import code, esc, one_line
 from bot.render.layout import WIDTH, lines_shown
-from bot.render.slack import counted
+from bot.render.words import counted
 
 NAME_SHOWN = 60  # characters of a name from outside (target, cluster, group/version) at the top level
 

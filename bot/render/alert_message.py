@@ -50,9 +50,9 @@ from bot.render.slack import (
     ACTIONS_BLOCK_ID,
     RESOLVED_MARK,
     SEVERITY_MARK,
-    counted,
     live_line,
 )
+from bot.render.words import counted
 
 MAX_FINDINGS = 5
 MAX_LINES = 15  # as the terminal shows the message (bot.render.layout.WIDTH columns)

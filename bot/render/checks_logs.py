@@ -16,14 +16,11 @@ from bot.domain.findings import Severity
 from bot.domain.log_reference import PLACEHOLDER_NOTE, LogEvidence, LogMatch
 from bot.render.blocks import Block, Message, code, context, esc, fmt_clock, header, message, section
 from bot.render.enrichment import prometheus_unavailable
+from bot.render.words import counted
 
 MARK = {Severity.CRITICAL: "🔴", Severity.WARNING: "🟠", Severity.INFO: "🔵", Severity.OK: "✅"}
 ALERT_MATCHES = 4  # matches an alert shows; the logs check shows them all
 LINE_SHOWN = 300  # characters of a matched line quoted
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _when(m: LogMatch) -> str:
@@ -36,7 +33,7 @@ def _when(m: LogMatch) -> str:
 
 def _pods_read(ev: LogEvidence) -> str:
     read = [p for p in ev.pods if p.error is None]
-    return f"{ev.scope} of {_n(len(read), 'pod')}" + (
+    return f"{ev.scope} of {counted(len(read), 'pod')}" + (
         f" of {len(ev.pods)}" if len(read) < len(ev.pods) else ""
     )
 
@@ -50,7 +47,7 @@ def _cut(text: str, limit: int = LINE_SHOWN) -> str:
 
 def _alert_line(m: LogMatch) -> str:
     when = _when(m)
-    facts = ", ".join([_n(m.count, "line"), *([when] if when else []), *m.details])
+    facts = ", ".join([counted(m.count, "line"), *([when] if when else []), *m.details])
     text = f"{m.pod}: {m.reference.label} ({facts}): {m.reference.meaning}"
     return text if m.reference.severity <= Severity.INFO else f"{text}. {m.reference.action}"
 
@@ -88,7 +85,8 @@ def with_logs(diagnosis: AlertDiagnosis, evidence: LogEvidence | Unavailable | N
 
 def _match_block(m: LogMatch) -> Block:
     when = _when(m)
-    head = f"{MARK[m.reference.severity]} *{esc(m.reference.label)}*: {_n(m.count, 'line')} on {code(m.pod)}"
+    lines_on = f"{counted(m.count, 'line')} on {code(m.pod)}"
+    head = f"{MARK[m.reference.severity]} *{esc(m.reference.label)}*: {lines_on}"
     lines = [
         head + (f" · {when}" if when else ""),
         esc(m.reference.meaning[:1].upper() + m.reference.meaning[1:]) + ".",
@@ -110,7 +108,8 @@ def _title(result: LogsResult) -> str:
         return f"{MARK[Severity.OK]} Logs of {ev.target}: nothing the log reference calls for action"
     kinds = len({m.reference.key for m in bad})
     verb = "calls" if kinds == 1 else "call"
-    return f"{MARK[worst]} Logs of {ev.target}: {_n(kinds, 'message')} of the log reference {verb} for action"
+    messages = counted(kinds, "message")
+    return f"{MARK[worst]} Logs of {ev.target}: {messages} of the log reference {verb} for action"
 
 
 def logs_message(result: LogsResult) -> Message:
@@ -120,7 +119,7 @@ def logs_message(result: LogsResult) -> Message:
     if ev.unavailable is not None:
         body.append(section(esc(f"Not read: {ev.unavailable}")))
     else:
-        read = ", ".join(f"{code(p.pod)} ({_n(p.lines, 'line')})" for p in ev.pods if p.error is None)
+        read = ", ".join(f"{code(p.pod)} ({counted(p.lines, 'line')})" for p in ev.pods if p.error is None)
         body.append(section(f"*Read:* {read or 'no pod'} · {esc(ev.scope)} · namespace {code(ev.namespace)}"))
         body += [section(f"🟠 {code(p.pod)} not read: {esc(p.error)}") for p in ev.pods if p.error]
         body += [_match_block(m) for m in ev.matches]

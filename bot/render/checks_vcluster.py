@@ -7,6 +7,7 @@ from __future__ import annotations
 from bot.checks.vcluster_yaml import ProxyState, Route, VclusterYamlResult
 from bot.checks.vcluster_yaml_entry import Problem, Severity
 from bot.render.terminal import WIDTH, Style, wrap
+from bot.render.words import counted
 
 _INDENT = "    "
 _HEADLINE = {
@@ -18,10 +19,6 @@ _HEADLINE = {
     ProxyState.REFUSED: "refused: vCluster's startup validation refuses this configuration",
 }
 _COLOUR = {Severity.REFUSED: "31", Severity.WARNING: "33"}
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _route(route: Route) -> list[str]:
@@ -44,7 +41,7 @@ def _problem(problem: Problem, style: Style) -> list[str]:
 def _counts(result: VclusterYamlResult) -> str:
     refused = sum(1 for p in result.problems if p.severity is Severity.REFUSED)
     warnings = len(result.problems) - refused
-    return f"{_plural(refused, 'refusal')}, {_plural(warnings, 'warning')}"
+    return f"{counted(refused, 'refusal')}, {counted(warnings, 'warning')}"
 
 
 def vcluster_text(file: str, result: VclusterYamlResult, style: Style | None = None) -> str:
@@ -53,7 +50,7 @@ def vcluster_text(file: str, result: VclusterYamlResult, style: Style | None = N
     colour = "32" if result.passed else "31"
     lines = [f"{file}: {style.wrap(colour, _HEADLINE[result.proxy])}"]
     if result.routes:
-        lines.append(f"the proxy would serve {_plural(len(result.routes), 'group/version')}:")
+        lines.append(f"the proxy would serve {counted(len(result.routes), 'group/version')}:")
         lines += [line for route in result.routes for line in _route(route)]
     for problem in result.problems:
         lines += ["", *_problem(problem, style)]

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from bot.digest.firing import FiringAlert
 from bot.digest.fleet import ProbeRun
 from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.diagnosis_readings import fmt_count
 from bot.domain.findings import Severity
+from bot.domain.moments import from_epoch
 from bot.domain.verdict import Verdict
 from bot.render.blocks import (
     Block,
@@ -35,15 +35,12 @@ from bot.render.blocks import (
 from bot.render.chart import Chart, draw
 from bot.render.slack import SEVERITY_MARK
 from bot.render.verdict import VERDICT_MARK, verdict_short
+from bot.render.words import counted
 
 DETAILED = 15  # degraded targets shown with finding and next step; the rest one line each
 LIST_LINES = 12
 FIRING_LINES = 10
 HEALTH_MARK = {Health.UNREACHABLE: "⚫", Health.DEGRADED: "🟠", Health.HEALTHY: "✅"}
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
@@ -53,7 +50,7 @@ def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
 def headline(d: Digest) -> str:
     total = len(d.targets)
     if d.quiet:
-        return f"Proxy fleet digest: all {_n(total, 'target')} healthy"
+        return f"Proxy fleet digest: all {counted(total, 'target')} healthy"
     parts = [f"{d.count(Health.DEGRADED)} degraded", f"{d.count(Health.UNREACHABLE)} unreachable"]
     return f"Proxy fleet digest: {', '.join(parts)}, {d.count(Health.HEALTHY)} of {total} healthy"
 
@@ -79,7 +76,7 @@ def _degraded_lines(t: TargetDigest) -> list[str]:
 def _firing_line(a: FiringAlert, now: float) -> str:
     name = esc(a.name)
     shown = name if a.link is None else f"<{a.link}|{name}>"
-    more = f" ({_n(a.alerts, 'alert')})" if a.alerts > 1 else ""
+    more = f" ({counted(a.alerts, 'alert')})" if a.alerts > 1 else ""
     target = f" · {code(a.target)}" if a.target else ""
     return f"{SEVERITY_MARK[a.severity]} {shown}{more}{target} · for {fmt_span(now - a.since)}"
 
@@ -137,7 +134,7 @@ def _unreachable_blocks(targets: Sequence[TargetDigest]) -> list[Block]:
     for t in targets:
         by_cluster.setdefault(t.cluster, []).append(t)
     lines = [
-        f"⚫ {code(cluster)} ({_n(len(ts), 'target')}): {esc(ts[0].unavailable or 'not read')}"
+        f"⚫ {code(cluster)} ({counted(len(ts), 'target')}): {esc(ts[0].unavailable or 'not read')}"
         for cluster, ts in sorted(by_cluster.items())
     ]
     return [section_lines(["*Unreachable client clusters*", *_top(lines)])]
@@ -151,7 +148,7 @@ def _change_line(c: Change) -> str:
 def _changes_blocks(d: Digest) -> list[Block]:
     if not d.changes:
         return []
-    since = "" if d.previous_at is None else f" ({fmt_time(_dt(d.previous_at))})"
+    since = "" if d.previous_at is None else f" ({fmt_time(from_epoch(d.previous_at))})"
     return [
         section_lines(
             [f"*Changed since the last digest{since}*", *_top([_change_line(c) for c in d.changes])]
@@ -190,7 +187,7 @@ def _moved_blocks(moved: Sequence[ReasonMove]) -> list[Block]:
 
 
 def _context(d: Digest, notes: Sequence[str]) -> Block:
-    items = [f"{_n(len(d.cluster_seconds), 'client cluster')} read {fmt_time(_dt(d.at))}"]
+    items = [f"{counted(len(d.cluster_seconds), 'client cluster')} read {fmt_time(from_epoch(d.at))}"]
     ok = [p for p in d.probes if p.ok]
     if ok:
         oldest = fmt_span(max(p.last_success_age or 0.0 for p in ok))
@@ -214,10 +211,6 @@ def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
     body += _triage_blocks(d)
     body += _moved_blocks(d.moved)
     return message(title, body, [_context(d, notes)])
-
-
-def _dt(unix: float) -> datetime:
-    return datetime.fromtimestamp(unix, UTC)
 
 
 # -- charts ------------------------------------------------------------------------------------------------

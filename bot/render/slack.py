@@ -36,6 +36,7 @@ from bot.render.blocks import (
     section_lines,
     utc,
 )
+from bot.render.words import counted
 
 ACTION_PROBE = "proxy_probe"
 ACTION_PATH = "proxy_path"
@@ -65,14 +66,6 @@ STANDING_WORDS = {
 
 
 # -- small pieces ----------------------------------------------------------------------------------
-
-
-def counted(count: int, word: str) -> str:
-    """`1 alert`, `2 alerts`."""
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
-_n = counted
 
 
 def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
@@ -149,7 +142,7 @@ def _counts_line(findings: Sequence[Finding]) -> str:
         return "No findings."
     per = {s: sum(1 for f in findings if f.severity is s) for s in sorted(Severity, reverse=True)}
     shown = ", ".join(f"{n} {s.label}" for s, n in per.items() if n)
-    return f"*{_n(len(findings), 'finding')}:* {shown}"
+    return f"*{counted(len(findings), 'finding')}:* {shown}"
 
 
 def finding_lines(f: Finding) -> list[str]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from bot.domain.diagnosis_readings import fmt_count, fmt_seconds
 from bot.domain.messages import Tally
+from bot.domain.moments import from_epoch
 from bot.domain.storm_cause import CommonCause, StormCause
 from bot.domain.storm_summary import SIGNATURE_TALLIES, ClusterStates, StormView
 from bot.domain.storm_targets import StormRow, TargetState
@@ -34,6 +35,7 @@ from bot.render.blocks import (
     utc,
 )
 from bot.render.slack import SEVERITY_MARK
+from bot.render.words import counted
 
 CLUSTER_LINES = 8  # client clusters listed in the summary before "+N more"
 TABLE_FILENAME = "storm-targets.txt"
@@ -67,28 +69,20 @@ SUSPECTED = {
 }
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
-def _dt(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
-
-
 # -- the summary -----------------------------------------------------------------------------------
 
 
 def storm_message(storm: StormView, now: datetime) -> Message:
     """The storm summary, edited in place: states per cluster, alerts worst first, the common cause."""
     scale = (
-        f"{_n(storm.alerts, 'alert')} in {_n(storm.groups, 'group')} on {_n(storm.targets, 'target')}"
-        f" across {_n(storm.clusters, 'cluster')}"
+        f"{counted(storm.alerts, 'alert')} in {counted(storm.groups, 'group')}"
+        f" on {counted(storm.targets, 'target')} across {counted(storm.clusters, 'cluster')}"
     )
     title, when = _title_and_when(storm, now)
     cause = storm.common_cause()
     label = "Common cause" if cause.evidence else "Likely common cause"
     body = [
-        header(f"{title}: {_n(storm.targets, 'target')}, {_n(storm.alerts, 'alert')}"),
+        header(f"{title}: {counted(storm.targets, 'target')}, {counted(storm.alerts, 'alert')}"),
         section_lines([f"*{scale}*", when]),
     ]
     if storm.rows:
@@ -113,7 +107,7 @@ def _title_and_when(storm: StormView, now: datetime) -> tuple[str, str]:
     firing = storm.counts.firing
     return "🌤️ Alert storm over", (
         f"*Lasted:* {took}, ended {fmt_since(storm.ended_at, now)} (no new groups since);"
-        f" {_n(firing, 'alert')} still firing"
+        f" {counted(firing, 'alert')} still firing"
     )
 
 
@@ -129,7 +123,7 @@ def _cluster_line(c: ClusterStates) -> str:
     parts = [f"{n} {STATE_WORDS[state]}" for state, n in c.states]
     if c.resolved:
         parts.append(f"{c.resolved} resolved")
-    return f"{where} · {_n(c.targets, 'target')}: " + " · ".join(parts)
+    return f"{where} · {counted(c.targets, 'target')}: " + " · ".join(parts)
 
 
 def _tally_lines(storm: StormView) -> list[str]:
@@ -141,8 +135,8 @@ def _tally_lines(storm: StormView) -> list[str]:
 
 
 def _tally_line(t: Tally) -> str:
-    where = f" on {_n(t.targets, 'target')}" if t.targets else ", no target label"
-    return f"{SEVERITY_MARK[t.worst]} *{esc(t.name)}*: {_n(t.count, 'alert')}{where}"
+    where = f" on {counted(t.targets, 'target')}" if t.targets else ", no target label"
+    return f"{SEVERITY_MARK[t.worst]} *{esc(t.name)}*: {counted(t.count, 'alert')}{where}"
 
 
 def cause_words(cause: StormCause) -> str:
@@ -152,7 +146,7 @@ def cause_words(cause: StormCause) -> str:
     if cause.kind is CommonCause.PEER_FEED:
         return (
             f"{code(cause.cluster)}'s peer feed: `peer_cache_synced` is 0 on every one of the "
-            f"{_n(cause.judged, 'failing target')} read behind it{_unjudged(cause)}: the client is not "
+            f"{counted(cause.judged, 'failing target')} read behind it{_unjudged(cause)}: the client is not "
             "getting current peer lists from the platform, so no fix on a target helps. Restore the "
             "client's peer feed first: its control plane's connection to the platform (the peer watch), "
             "the license, the platform itself."
@@ -162,13 +156,13 @@ def cause_words(cause: StormCause) -> str:
         spread = fmt_seconds(low) if low == high else f"{fmt_seconds(low)} to {fmt_seconds(high)}"
         return (
             f"{code(cause.cluster)}'s network path: peer dial p99 {spread} on every one of the "
-            f"{_n(cause.judged, 'failing target')} read behind it{_unjudged(cause)}, against the 5 s dial "
-            "timeout: the client cannot reach its targets' endpoints. Run the path check for one of them, "
-            "then check the client's egress NetworkPolicy, its UDP peer rules and the relay."
+            f"{counted(cause.judged, 'failing target')} read behind it{_unjudged(cause)}, against the 5 s "
+            "dial timeout: the client cannot reach its targets' endpoints. Run the path check for one of "
+            "them, then check the client's egress NetworkPolicy, its UDP peer rules and the relay."
         )
     if cause.kind is CommonCause.ONE_TARGET:
         return (
-            f"the target {code(cause.target)}: it fails from all {_n(cause.clusters, 'client cluster')} "
+            f"the target {code(cause.target)}: it fails from all {counted(cause.clusters, 'client cluster')} "
             "that proxy to it. Start with that target's control plane pods."
         )
     return _platform_words(cause)
@@ -182,8 +176,8 @@ def _platform_words(cause: StormCause) -> str:
     )
     return (
         f"the platform, which every client shares: {what}, behind all "
-        f"{_n(cause.clusters, 'client cluster')} ({_n(cause.judged, 'target')}). Check the platform pods, "
-        "their network and the license first."
+        f"{counted(cause.clusters, 'client cluster')} ({counted(cause.judged, 'target')}). Check the "
+        "platform pods, their network and the license first."
     )
 
 
@@ -208,7 +202,7 @@ def storm_table(storm: StormView, now: datetime, channel: str) -> TableFile:
     """Every target of the storm, one aligned row each, worst state first within each cluster."""
     lines = [
         f"Alert storm in {one_line(channel)} since {fmt_time(storm.started_at)}: "
-        f"{_n(storm.targets, 'target')}, {_n(storm.alerts, 'alert')}; state now as read "
+        f"{counted(storm.targets, 'target')}, {counted(storm.alerts, 'alert')}; state now as read "
         f"{utc(now):%Y-%m-%d %H:%M:%S} UTC",
         "",
         *_aligned([COLUMNS, *(_cells(row) for row in storm.rows)]),
@@ -219,7 +213,7 @@ def storm_table(storm: StormView, now: datetime, channel: str) -> TableFile:
 
 def _cells(row: StormRow) -> tuple[str, ...]:
     alerts = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in row.alerts)
-    since = "" if row.since is None else _dt(row.since).strftime("%Y-%m-%d %H:%M:%S")
+    since = "" if row.since is None else from_epoch(row.since).strftime("%Y-%m-%d %H:%M:%S")
     return (
         one_line(row.cluster or "-"),
         one_line(row.target or "-"),
