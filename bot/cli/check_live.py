@@ -51,7 +51,7 @@ async def _postgres(url: str, timeout: float) -> str | None:
     import psycopg
 
     from bot.store.pg_schema import PG_SCHEMA_VERSION
-    from bot.store.postgres import scrub, where
+    from bot.store.pg_url import scrub, where
 
     place = where(url)
     try:

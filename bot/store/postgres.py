@@ -8,7 +8,7 @@ connection from the pool within `POOL_WAIT`, the connect within `CONNECT_TIMEOUT
 `STATEMENT_TIMEOUT` (a locked row or a stalled server becomes a StoreError, so the intake answers 503 and
 Alertmanager retries).
 
-Errors never repeat the URL: it may carry the password.
+Errors never repeat the URL: it may carry the password (`bot.store.pg_url`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from types import TracebackType
 from typing import Any, Self, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import psycopg
 from psycopg import AsyncConnection
-from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
@@ -48,18 +46,12 @@ from bot.store.models import (
 )
 from bot.store.notifications import Arrival
 from bot.store.pg_schema import migrate
+from bot.store.pg_url import STATEMENT_TIMEOUT_MS, connection_options, describe, where
 
 Clock = Callable[[], float]
 T = TypeVar("T")
 
-CONNECT_TIMEOUT = 5
 POOL_WAIT = 5.0
-STATEMENT_TIMEOUT_MS = 10_000
-LOCK_TIMEOUT_MS = 5_000
-UNPARSABLE = (
-    "store.url is not a URL libpq can read: percent-encode special characters in the user and password "
-    "(@ as %40, % as %25, : as %3A, / as %2F, space as %20)"
-)
 # One store call (a connection from the pool, then its statements) at most this long.
 CALL_TIMEOUT = POOL_WAIT + STATEMENT_TIMEOUT_MS / 1000 + 2.0
 # Webhook bursts run concurrently: a few connections serve them; more would only queue in PostgreSQL.
@@ -110,7 +102,7 @@ class PostgresStore:
         except PoolTimeout as error:
             raise StoreError(f"postgresql at {self._where}: no connection within {POOL_WAIT:g} s") from error
         except psycopg.Error as error:
-            raise StoreError(f"postgresql at {self._where}: {_describe(error)}") from error
+            raise StoreError(f"postgresql at {self._where}: {describe(error)}") from error
 
     async def _one(self, statement: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
         async def work(conn: AsyncConnection) -> tuple[Any, ...] | None:
@@ -335,38 +327,6 @@ class PostgresStore:
         await self.close()
 
 
-def connection_options(url: str) -> dict[str, Any]:
-    """Timeouts and keepalives added to what the URL says (its own `options` are kept, ours appended)."""
-    ours = f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS}"
-    try:
-        if urlsplit(url).netloc.count("@") > 1:  # libpq and urllib would split it differently
-            raise psycopg.ProgrammingError("more than one @")
-        parsed = conninfo_to_dict(url)
-    except psycopg.Error:
-        # libpq's message quotes the part it could not parse, which may be the password.
-        raise StoreError(UNPARSABLE) from None
-    given = str(parsed.get("options") or "").strip()
-    return {
-        "connect_timeout": CONNECT_TIMEOUT,
-        "application_name": "proxybot",
-        "options": f"{given} {ours}".strip(),
-        # A server or network that went silent is noticed in seconds, not after the kernel's 2 hours.
-        "keepalives": 1,
-        "keepalives_idle": 10,
-        "keepalives_interval": 5,
-        "keepalives_count": 3,
-        "tcp_user_timeout": 15_000,
-    }
-
-
-def where(url: str) -> str:
-    """`host:port/database` of a libpq URL: what errors and logs may name (never user or password)."""
-    parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    port = parts.port or 5432
-    return f"{host}:{port}{parts.path or '/'}"
-
-
 async def open_postgres_store(
     url: str, *, clock: Clock = time.time, owner: str, open_timeout: float = 10.0
 ) -> PostgresStore:
@@ -389,7 +349,7 @@ async def open_postgres_store(
             await migrate(conn)
     except psycopg.Error as error:
         await pool.close()
-        raise StoreError(f"postgresql at {place}: {_describe(error, url)}") from error
+        raise StoreError(f"postgresql at {place}: {describe(error, url)}") from error
     except BaseException:
         await pool.close()
         raise
@@ -402,7 +362,7 @@ async def _first_connect(url: str, kwargs: Mapping[str, Any], place: str) -> Non
     try:
         conn = await psycopg.AsyncConnection.connect(url, **kwargs)
     except psycopg.Error as error:
-        raise StoreError(f"cannot connect to postgresql at {place}: {_describe(error, url)}") from error
+        raise StoreError(f"cannot connect to postgresql at {place}: {describe(error, url)}") from error
     await conn.close()
 
 
@@ -411,24 +371,3 @@ async def _open_pool(pool: AsyncConnectionPool, place: str, timeout: float) -> N
         await pool.open(wait=True, timeout=timeout)
     except PoolTimeout as error:
         raise StoreError(f"cannot connect to postgresql at {place} within {timeout:g} s") from error
-
-
-def _describe(error: psycopg.Error, url: str | None = None) -> str:
-    """The server's or driver's message, first line only, with the URL's password taken out (libpq may
-    quote the part of the URL it could not parse)."""
-    text = str(error).strip().splitlines()
-    first = text[0] if text else type(error).__name__
-    return scrub(first, url)
-
-
-def scrub(text: str, url: str | None) -> str:
-    """`text` without the password of `url` (as written, and percent-decoded)."""
-    if url is None:
-        return text
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    for secret in {password, unquote(password or "")} - {None, ""}:
-        text = text.replace(str(secret), "***")
-    return text
