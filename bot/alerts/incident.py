@@ -4,9 +4,10 @@ An incident is opened by a group posted on its own whose alerts name a cause (`b
 `GroupFacts.cause` is the key (client cluster, target, cause) and its message is the incident's. A later
 new group in the same channel whose diagnosis names the same key (a failing probe: the incident of its
 cluster) is not posted: it becomes a member (`GroupFacts.incident`), shown on the incident's message as an
-"also firing" line with a reply in its thread; each of its later notifications edits that message and,
-when alerts were added or resolved, replies there. Membership is for good: a member firing again later
-goes to the same message. The message is firing while any of its groups fires.
+"also firing" line, with a details reply of its own in its thread (`bot.alerts.incident_member`); each of
+its later notifications edits that message and that reply, and replies there only when a group's own
+thread would get a reply (alerts added, the incident resolved, firing again). Membership is for good: a
+member firing again later goes to the same message. The message is firing while any of its groups fires.
 
 The incident's message is re-rendered when a member changes from its first group's stored alerts
 (`GroupFacts.alerts`), read live in the member's round (`Anchor`, `companions`): the pipeline reads them
@@ -29,8 +30,9 @@ from enum import Enum
 from typing import Any, Protocol
 
 from bot.alerts.grouping import Routed, route
+from bot.alerts.incident_member import MemberThread
 from bot.alerts.outbox import Outbox
-from bot.alerts.state import ChannelGroup, change_since, next_state, with_history
+from bot.alerts.state import ChannelGroup, next_state, with_history
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.alerts_catalog import PROBE_FAILING
 from bot.domain.findings import Severity
@@ -45,10 +47,8 @@ from bot.domain.incident import (
     pick_incident,
     probe_subject,
 )
-from bot.domain.messages import AlertGroupView, GroupStatus, group_id
+from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.render.alert_message import alert_group_message
-from bot.render.incident import flapping_reply, join_reply
-from bot.render.slack import change_reply
 from bot.store.models import AlertGroupState
 from config.settings import Settings
 
@@ -216,6 +216,7 @@ class IncidentDesk:
         self._store = store
         self._outbox = outbox
         self._clock = clock
+        self._thread = MemberThread(outbox, clock)
         # Open incidents per channel, by their first group's key.
         self._open: dict[str, dict[str, OpenIncident]] = {}
 
@@ -352,42 +353,15 @@ class IncidentDesk:
         incident = shown(with_history(rebuild(anchor), first), first, members, first.facts.flaps, now)
         message = alert_group_message(incident, _dt(now))
         await self._outbox.update(channel, first.group_key, message, f"member:{identity}")
-        if prev is None:
-            note = join_reply(view, None if first.facts.cause is None else first.facts.cause.cause, _dt(now))
-            await self._outbox.reply(channel, first.group_key, note, f"join:{group_id(view.group_key)}")
-        else:
-            noted = await self._changes(identity, group, view, prev, flaps, incident)
+        cause = None if first.facts.cause is None else first.facts.cause.cause
+        await self._thread.details(identity, channel, first.group_key, view, cause)
+        if prev is not None:
+            noted = await self._thread.changes(identity, group, view, prev, flaps, incident)
             state = replace(state, facts=replace(state.facts, flaps=noted))
         # The first group's row before the member's: the member's records the notification as applied.
         await self._store.save_group(first)
         await self._store.save_group(state)
         self.track(first, members)
-
-    async def _changes(
-        self,
-        identity: str,
-        group: ChannelGroup,
-        view: AlertGroupView,
-        prev: AlertGroupState,
-        flaps: Flaps,
-        incident: AlertGroupView,
-    ) -> Flaps:
-        """A member's later notification in the incident's thread: what changed, or, while it flaps, a
-        note at most once an hour. The flaps as they are to be saved."""
-        now, where = self._clock(), incident.group_key
-        if flaps.flapping(now):
-            if flaps.note_due(now):
-                note = flapping_reply(view, flaps.count(now))
-                await self._outbox.reply(group.channel, where, note, f"flapping:{identity}")
-                return flaps.noted(now)
-            return flaps
-        # "All resolved" only when the incident's last group resolves.
-        change = change_since(group, view, prev, _dt(now))
-        change = replace(change, group_status=incident.status, started_at=incident.started_at)
-        if change.meaningful:
-            reply = change_reply(change, _dt(now))
-            await self._outbox.reply(group.channel, where, reply, f"member:{identity}")
-        return flaps
 
     async def members(self, state: AlertGroupState | None) -> list[AlertGroupState]:
         """The member groups of an incident's first group (those whose rows still point back to it)."""

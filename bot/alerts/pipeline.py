@@ -7,8 +7,9 @@ is compared with the group's stored state:
 
     new group                -> a compact post and its details reply in the thread (or, in a storm, a
                                 row of the storm's table in the summary's thread)
-    new group, same cause    -> an "also firing" line on the open incident's message, and a reply in
-      as an open incident       its thread (`bot/alerts/incident.py`); its later notifications go there
+    new group, same cause    -> an "also firing" line on the open incident's message, and its own
+      as an open incident       details reply in its thread (`bot/alerts/incident.py`,
+                                `bot/alerts/incident_member.py`); its later notifications edit both
     later notification       -> edit both in place, plus a thread reply when alerts were added
     everything resolved      -> edit both to the resolved form, plus a reply; never a new top-level post
     firing again             -> edit both back, plus a reply
@@ -39,7 +40,7 @@ from bot.alerts.budget import ObserveWait, Waits
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
 from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
-from bot.alerts.outbox import Outbox
+from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
 from bot.alerts.prom_enrich import PromEnricher, PromRound, chart_subject
 from bot.alerts.state import (
     ChannelGroup,
@@ -49,11 +50,12 @@ from bot.alerts.state import (
     next_state,
     refired,
     with_history,
+    worth_a_reply,
 )
 from bot.alerts.storm import StormDesk, StormPolicy, StormStore
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
-from bot.domain.messages import AlertGroupView, GroupChange, GroupStatus
+from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
 from bot.render.alert_details import details_reply
@@ -67,12 +69,6 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-# The name of the group's details reply: one per group message, edited in place.
-DETAILS_REPLY = "details"
-# Seconds the details reply's first post waits: the message itself goes first, and a storm starting in the
-# channel gets its summary and table out before it (they compete for Slack's ~1 post/s per channel).
-DETAILS_DEFER = 5.0
 
 
 class LiveSource(Protocol):
@@ -328,7 +324,7 @@ class AlertPipeline:
         change = change_since(group, view, prev, self._now())
         if members and any(m.status is AlertStatus.FIRING for m in members):
             change = replace(change, group_status=GroupStatus.FIRING)  # the incident fires on
-        if _worth_a_reply(change, prev):
+        if worth_a_reply(change, prev):
             await self._outbox.reply(
                 group.channel, view.group_key, change_reply(change, self._now()), identity
             )
@@ -372,15 +368,6 @@ class AlertPipeline:
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
-
-
-def _worth_a_reply(change: GroupChange, prev: AlertGroupState) -> bool:
-    """A change the thread's followers want a notification of: new alerts, the group resolved, or the
-    group firing again. One alert of several resolving is left to the edits."""
-    if change.new:
-        return True
-    was_firing = prev.status is AlertStatus.FIRING
-    return bool(change.resolved) and was_firing and change.group_status is GroupStatus.RESOLVED
 
 
 def _flat(anchors: dict[str, list[Anchor]]) -> list[Anchor]:

@@ -73,6 +73,16 @@ def change_since(
     )
 
 
+def worth_a_reply(change: GroupChange, prev: AlertGroupState) -> bool:
+    """A change the thread's followers want a notification of: new alerts, the group resolved, or the
+    group firing again. One alert of several resolving is left to the edits (and a member of an incident
+    resolving while the incident fires: `change.group_status` is the incident's)."""
+    if change.new:
+        return True
+    was_firing = prev.status is AlertStatus.FIRING
+    return bool(change.resolved) and was_firing and change.group_status is GroupStatus.RESOLVED
+
+
 def next_state(
     identity: str,
     group: ChannelGroup,

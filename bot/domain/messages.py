@@ -222,10 +222,6 @@ class GroupChange:
     group_status: GroupStatus = GroupStatus.FIRING
     started_at: datetime | None = None
 
-    @property
-    def meaningful(self) -> bool:
-        return bool(self.new or self.resolved)
-
 
 @dataclass(frozen=True)
 class FindingsReport:

@@ -1,5 +1,7 @@
 """The details reply of an alert group: everything its compact message leaves out, in one thread reply
-posted with the first message and edited in place as the group changes (never a reply per update).
+posted with the first message and edited in place as the group changes (never a reply per update). A group
+that joined an incident has its own, in the incident message's thread (`member_details_reply`), headed by
+what joined and the shared cause.
 
 In order: the peer caches as read, per replica; each alert of the group (HA replicas firing the same
 alert on the same cache explained once): the verdict with what it rests on, how it stands now and the
@@ -17,10 +19,12 @@ from datetime import datetime
 from bot.domain.alert_summary import PeerReading
 from bot.domain.diagnosis_readings import fmt_count
 from bot.domain.findings import Finding, sort_worst_first
+from bot.domain.incident import Cause
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
 from bot.domain.reasons import REASONS
 from bot.render.alert_message import title
 from bot.render.blocks import Block, Message, code, context, esc, fmt_clock, message, section_lines
+from bot.render.incident import join_lines
 from bot.render.slack import (
     RESOLVED_MARK,
     SEVERITY_MARK,
@@ -36,14 +40,23 @@ _BREAKDOWN = re.compile(r"by reason \([^)]*\): (.*)")  # Prometheus' "Requests b
 _COUNTED = re.compile(r"\b([a-z_]+) [0-9]")
 
 
-def details_reply(view: AlertGroupView, now: datetime) -> Message:
-    """The group's details reply: every finding, reading and piece of evidence, as of `now`."""
+def member_details_reply(view: AlertGroupView, cause: Cause | None, now: datetime) -> Message:
+    """The details reply of a group that joined an incident, in the incident message's thread: what
+    joined and the shared cause, then its details as `details_reply` gives them (its only reply there)."""
+    return details_reply(view, now, intro=join_lines(view, cause, now))
+
+
+def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] = ()) -> Message:
+    """The group's details reply: every finding, reading and piece of evidence, as of `now`; `intro`
+    lines (written by the caller, outside text escaped) right under its header."""
     alerts = _distinct(sorted(view.alerts, key=lambda a: (a.status is not GroupStatus.FIRING, -a.severity)))
     head = [
         f"*Details:* {esc(title(view))}",
         f"{live_line(view.live, now)} · updated {fmt_clock(now)} · edited in place as the group changes",
     ]
     body: list[Block] = [section_lines(head)]
+    if intro:
+        body.append(section_lines(list(intro)))
     if view.peers:
         body.append(section_lines(["*Peer caches read*", *(_peer_line(r) for r in view.peers)]))
     shown: set[str] = set()

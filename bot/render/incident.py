@@ -3,7 +3,8 @@
 `incident_lines` is what the compact message (`bot.render.alert_message`) adds for a group's `IncidentView`,
 as many "also firing" lines as its budget leaves room for: "3 alerts, one cause:
 ...", one "also firing" line per group that joined (turning resolved with it), and the flap count. The
-thread notes: `join_reply` when a group joins, `flapping_reply` at most once an hour for a flapping group.
+thread: `join_lines` head a joining group's details reply (`bot.render.alert_details.member_details_reply`),
+`flapping_reply` is the note at most once an hour for a flapping group.
 Values from outside (alert names, targets, group/versions) enter through `esc`/`code`.
 """
 
@@ -25,6 +26,7 @@ from bot.render.blocks import (
     section_lines,
     utc,
 )
+from bot.render.words import counted
 
 SHOWN_MEMBERS = 8  # "also firing" lines before "+N more"
 FLAP_MARK = "🔁"
@@ -51,10 +53,6 @@ CAUSE_SHORT = {
 
 def cause_words(cause: Cause | None) -> str:
     return "one cause" if cause is None else CAUSE_WORDS[cause]
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _times(count: int) -> str:
@@ -100,7 +98,7 @@ def incident_lines(
     lines = []
     if incident.members:
         short = "" if incident.cause is None else f" {CAUSE_SHORT[incident.cause]}"
-        lines.append(f"*{_n(len(incident.names), 'alert')}, one cause:*{short}")
+        lines.append(f"*{counted(len(incident.names), 'alert')}, one cause:*{short}")
         shown = incident.members[:members_shown]
         lines += [_member_line(m, now) for m in shown]
         if len(incident.members) > len(shown):
@@ -121,19 +119,21 @@ def _group_where(view: AlertGroupView) -> str:
     return where
 
 
-def join_reply(view: AlertGroupView, cause: Cause | None, now: datetime) -> Message:
-    """The thread note of a group joining an incident: what fires, how it stands now, the shared cause."""
-    firing = sorted(view.firing, key=lambda a: -a.severity)
+def join_lines(view: AlertGroupView, cause: Cause | None, now: datetime) -> list[str]:
+    """What a group that joined an incident is, for the top of its details reply in the incident's
+    thread: what fires (or that it resolved), since when, the shared cause, how it is silenced."""
     names = ", ".join(f"*{esc(n)}*" for n in view.names()) or "*alert*"
-    mark = MARKS[view.severity] if firing else RESOLVED_MARK
-    since = fmt_ago(view.started_at, now)
-    lines = [f"↳ Joined this incident: {mark} {names}{_group_where(view)}, since {since}"]
-    worst = next((a.diagnosis for a in firing if a.diagnosis is not None), None)
-    if worst is not None:
-        lines.append(f"*Now:* {esc(worst.now)}")
-    lines.append(f"*Same cause:* {cause_words(cause)}")
-    lines.append("_Silence 1h on this message silences it too; it resolves on its own line._")
-    return message(f"joined: {_fallback_names(view)}", [section_lines(lines)])
+    if view.status is GroupStatus.FIRING:
+        state = f"{MARKS[view.severity]} {names}{_group_where(view)}, since {fmt_ago(view.started_at, now)}"
+    else:
+        ended = view.resolved_at or now
+        took = fmt_span((utc(ended) - utc(view.started_at)).total_seconds())
+        state = f"{RESOLVED_MARK} {names}{_group_where(view)}: resolved after {took}"
+    return [
+        f"↳ Joined this incident: {state}",
+        f"*Same cause:* {cause_words(cause)}",
+        "_Silence 1h on this message silences it too; it resolves on its own line._",
+    ]
 
 
 def flapping_reply(view: AlertGroupView, count: int) -> Message:

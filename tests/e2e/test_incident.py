@@ -87,7 +87,7 @@ def test_the_three_alerts_of_a_dropped_peer_watch_are_one_message(
         replies = [full_text(r) for r in slack.thread(CHANNEL, message.ts)]
         return [r for r in replies if "Joined this incident" in r]
 
-    wait_until(lambda: len(joined()) == 2, DELIVERY_TIMEOUT, "a thread reply for each alert that joined")
+    wait_until(lambda: len(joined()) == 2, DELIVERY_TIMEOUT, "a details reply for each alert that joined")
     shown = "the message edited to show them"
     wait_until(lambda: "3 alerts, one cause" in full_text(message), DELIVERY_TIMEOUT, shown)
     text = full_text(message)
@@ -95,4 +95,27 @@ def test_the_three_alerts_of_a_dropped_peer_watch_are_one_message(
     assert "also firing: 🟠 *ResourceProxyDiscoveryDegraded*" in text
     assert "also firing: 🔴 *ResourceProxyProbeFailing* (CronJob" in text
     assert slack.top_level() == [message]
+    assert top_level_posts(slack) == 1
+    # Each member's reply is its details reply: the full detail, under a header of its own.
+    for reply in joined():
+        assert "*Details:* " in reply
+        assert "Same cause:* the client holds no current peer list" in reply
+
+    # One member resolves while the incident fires on: its line and its details reply turn resolved, in
+    # place; the thread gets nothing new (the incident has not resolved).
+    alertmanager.post_alerts(
+        [am_alert({**degraded, "group_version": gv}, started, rfc3339(now())) for gv in BOTH_GVS]
+    )
+
+    def degraded_reply() -> str:
+        # The reply's fallback text, its first line, names the member: "Details: firing <alertname>".
+        return next((r for r in joined() if "DiscoveryDegraded" in r.splitlines()[0]), "")
+
+    done = "the member's details reply edited to resolved"
+    wait_until(lambda: "RESOLVED: ResourceProxyDiscoveryDegraded" in degraded_reply(), DELIVERY_TIMEOUT, done)
+    wait_until(lambda: "↳ ✅ *ResourceProxyDiscoveryDegraded*" in full_text(message), DELIVERY_TIMEOUT, done)
+    assert message.text.startswith("FIRING")
+    assert len(joined()) == 2
+    # The first group's details reply and one per member: no note per join, none per member's resolve.
+    assert len(slack.thread(CHANNEL, message.ts)) == 3
     assert top_level_posts(slack) == 1

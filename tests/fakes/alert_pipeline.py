@@ -189,11 +189,15 @@ def text_of(item: OutboxItem) -> str:
 
 
 def details_of(items: list[OutboxItem], group_key: str | None = None) -> OutboxItem:
-    """The newest content of a group's details reply: its last edit, else the reply itself."""
+    """The newest content of a group's own details reply (not a member's in its thread): its last edit,
+    else the reply itself."""
     found = [
         i
         for i in items
-        if (i.kind is OutboxKind.REPLY_EDIT or (i.kind is OutboxKind.REPLY and i.key.endswith(":details")))
+        if (
+            (i.kind is OutboxKind.REPLY_EDIT and i.payload["reply"] == "details")
+            or (i.kind is OutboxKind.REPLY and i.key.endswith(":details"))
+        )
         and (group_key is None or i.payload["group_key"] == group_key)
     ]
     assert found, "no details reply"

@@ -7,6 +7,7 @@ cause: its endpoints), `team-b/db` without a peer list (the cause: the client's 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from bot.alerts.pipeline import AlertPipeline
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Cause, CauseKey
+from bot.domain.messages import group_id
 from bot.domain.parser import parse_syncer
 from bot.store import OutboxItem, OutboxKind, Store
 from tests.fakes.alert_pipeline import PAGE, Harness, alert, settings, webhook
@@ -62,9 +64,30 @@ def text_of(item: OutboxItem) -> str:
     return json.dumps(item.payload, ensure_ascii=False)
 
 
+def is_details(item: OutboxItem) -> bool:
+    """A details reply: a group's own (posted with its message), or a member's in its incident's thread."""
+    return item.kind is OutboxKind.REPLY and re.search(r":details(:[0-9a-f]{16})?$", item.key) is not None
+
+
 def replies_of(items: list[OutboxItem]) -> list[str]:
-    """The thread replies' texts, but for each group's details reply (posted with its message)."""
-    return [text_of(i) for i in items if i.kind is OutboxKind.REPLY and not i.key.endswith(":details")]
+    """The thread replies' texts, but for the details replies (one per group, edited in place)."""
+    return [text_of(i) for i in items if i.kind is OutboxKind.REPLY and not is_details(i)]
+
+
+def member_reply_key(member: str, first: str = group_of(NO_HEALTHY)) -> str:
+    """The outbox key of a member's details reply in its incident's thread."""
+    return f"reply:{CHANNEL}:{first}:details:{group_id(member)}"
+
+
+def details_rows(items: list[OutboxItem], member: str) -> list[OutboxItem]:
+    """A member's details reply and its edits, in enqueue order."""
+    name = f"details:{group_id(member)}"
+    return [
+        i
+        for i in items
+        if i.key == member_reply_key(member)
+        or (i.kind is OutboxKind.REPLY_EDIT and i.payload["reply"] == name)
+    ]
 
 
 def posts(items: list[OutboxItem]) -> list[str]:
@@ -78,16 +101,23 @@ async def test_three_alerts_of_one_cause_on_one_target_are_one_message(harness: 
     items = await harness.items()
     assert posts(items) == [group_of(NO_HEALTHY)]
     assert {i.payload["group_key"] for i in items} == {group_of(NO_HEALTHY)}  # every operation on it
-    # The message and its details reply, then per joining group an edit and its join note.
+    # The message and its details reply, then per joining group an edit and its own details reply: no
+    # other note in the thread.
     kinds = [OutboxKind.POST, OutboxKind.REPLY, *[OutboxKind.UPDATE, OutboxKind.REPLY] * 2]
     assert [i.kind for i in items] == kinds
     last = text_of([i for i in items if i.kind is OutboxKind.UPDATE][-1])
     assert "*3 alerts, one cause:* the target's endpoints (no healthy peer)" in last
     assert f"also firing: 🔴 *{UNAVAILABLE}* on `team-a/db`" in last
     assert f"also firing: 🔴 *{CHURN}* on `team-a/db`" in last
-    replies = replies_of(items)
-    assert len(replies) == 2
-    assert all("Joined this incident" in r for r in replies)
+    assert replies_of(items) == []
+    for name in (UNAVAILABLE, CHURN):
+        [reply] = details_rows(items, group_of(name))
+        assert reply.kind is OutboxKind.REPLY
+        assert reply.payload["group_key"] == group_of(NO_HEALTHY)  # in the incident message's thread
+        assert reply.next_attempt_at > harness.clock()  # deferred, as a group's own details reply is
+        assert f"FIRING: {name} · team-a/db" in text_of(reply)  # its header
+        assert re.search(rf"↳ Joined this incident: . \*{name}\* on `team-a/db`", text_of(reply))
+        assert "*Same cause:* no healthy peer" in text_of(reply)
     first = await harness.store.get_group(CHANNEL, group_of(NO_HEALTHY))
     member = await harness.store.get_group(CHANNEL, group_of(UNAVAILABLE))
     assert first is not None
@@ -124,33 +154,97 @@ async def test_a_failing_probe_joins_the_incident_of_the_cluster_whose_namespace
 async def test_each_alert_resolves_on_its_line_and_the_message_with_the_last_one(harness: Harness) -> None:
     await harness.run(notify(NO_HEALTHY, "a1"))
     await harness.run(notify(UNAVAILABLE, "b1"))
+    before = len(await harness.items())
     await harness.run(notify(NO_HEALTHY, "a1", resolved=True))  # the first group resolves first
-    items = await harness.items()
-    assert items[-2].kind is OutboxKind.UPDATE
-    assert items[-2].payload["text"].startswith("FIRING")  # the incident fires on
-    assert "All resolved" not in text_of(items[-1])
+    items = (await harness.items())[before:]
+    [update] = [i for i in items if i.kind is OutboxKind.UPDATE]
+    assert update.payload["text"].startswith("FIRING")  # the incident fires on
+    assert replies_of(items) == []  # one alert of the incident resolving: left to the edits
+    before = len(await harness.items())
     await harness.run(notify(UNAVAILABLE, "b1", resolved=True))
-    update, reply = (await harness.items())[-2:]
-    assert (update.kind, reply.kind) == (OutboxKind.UPDATE, OutboxKind.REPLY)
+    update, edit, reply = (await harness.items())[before:]
+    assert (update.kind, edit.kind, reply.kind) == (
+        OutboxKind.UPDATE,
+        OutboxKind.REPLY_EDIT,
+        OutboxKind.REPLY,
+    )
     assert update.payload["text"].startswith("RESOLVED")
     assert f"↳ ✅ *{UNAVAILABLE}* on `team-a/db` (`example.com/v1`): resolved after 12 min" in text_of(update)
+    assert f"*Details:* ✅ RESOLVED: {UNAVAILABLE}" in text_of(edit)  # its own details reply
     assert f"Resolved: *{UNAVAILABLE}*" in text_of(reply)
     assert "All resolved after" in text_of(reply)
     assert posts(await harness.items()) == [group_of(NO_HEALTHY)]
 
 
-async def test_a_member_resolving_while_the_first_fires_turns_only_its_line(harness: Harness) -> None:
+async def test_a_member_resolving_while_the_first_fires_turns_only_its_line_and_its_details(
+    harness: Harness,
+) -> None:
     await harness.run(notify(NO_HEALTHY, "a1"))
     await harness.run(notify(UNAVAILABLE, "b1"))
+    before = len(await harness.items())
     await harness.run(notify(UNAVAILABLE, "b1", resolved=True))
-    update, reply = (await harness.items())[-2:]
+    # No reply: the thread's followers are told when the incident resolves, not when one alert of it does.
+    update, edit = (await harness.items())[before:]
+    assert (update.kind, edit.kind) == (OutboxKind.UPDATE, OutboxKind.REPLY_EDIT)
     assert update.payload["text"].startswith("FIRING")
     assert f"↳ ✅ *{UNAVAILABLE}*" in text_of(update)
-    assert "All resolved" not in text_of(reply)
-    # Firing again later, it goes back to the same message: membership is for good.
+    assert edit.payload["reply"] == f"details:{group_id(group_of(UNAVAILABLE))}"
+    assert f"*Details:* ✅ RESOLVED: {UNAVAILABLE}" in text_of(edit)
+    assert f"↳ Joined this incident: ✅ *{UNAVAILABLE}*" in text_of(edit)
+    # Firing again later, it goes back to the same message (membership is for good) and the same reply.
+    before = len(await harness.items())
     await harness.run(notify(UNAVAILABLE, "b1", at="2023-11-15T08:00:00Z"))
-    assert posts(await harness.items()) == [group_of(NO_HEALTHY)]
-    assert f"also firing: 🔴 *{UNAVAILABLE}*" in text_of((await harness.items())[-2])
+    items = await harness.items()
+    assert posts(items) == [group_of(NO_HEALTHY)]
+    update, edit, reply = items[before:]
+    assert f"also firing: 🔴 *{UNAVAILABLE}*" in text_of(update)
+    assert f"FIRING: {UNAVAILABLE}" in text_of(edit)
+    assert f"New: *{UNAVAILABLE}*" in text_of(reply)  # firing again is worth a reply
+    assert [i.kind for i in details_rows(items, group_of(UNAVAILABLE))].count(OutboxKind.REPLY) == 1
+
+
+def member_update(*fingerprints: str, resolved: tuple[str, ...] = ()) -> bytes:
+    """A notification of the UNAVAILABLE member group with these alerts (one per HA replica)."""
+    alerts = []
+    for n, fp in enumerate(fingerprints):
+        one = alert(fp, UNAVAILABLE, resolved=fp in resolved)
+        one["labels"]["pod"] = f"vc-db-{n}"
+        alerts.append(one)
+    return webhook(alerts, group=group_of(UNAVAILABLE))
+
+
+async def test_a_member_has_one_details_reply_edited_in_place_on_every_update(harness: Harness) -> None:
+    member = group_of(UNAVAILABLE)
+    await harness.run(notify(NO_HEALTHY, "a1"))
+    await harness.run(member_update("b1"))  # joins
+    await harness.run(member_update("b1", "b2"))  # an alert added
+    await harness.run(member_update("b1", "b2", resolved=("b1",)))  # one of its alerts resolves
+    harness.clock.now += 60
+    await harness.run(member_update("b1", "b2", resolved=("b1", "b2")))  # the member resolves
+    items = await harness.items()
+    rows = details_rows(items, member)
+    kinds = [OutboxKind.REPLY, *[OutboxKind.REPLY_EDIT] * 3]
+    assert [i.kind for i in rows] == kinds  # one reply, one edit per later notification
+    assert len({i.key for i in rows}) == len(rows)
+    assert all(i.payload["group_key"] == group_of(NO_HEALTHY) for i in rows)
+    assert "· resolved" not in text_of(rows[1])
+    assert f"*{UNAVAILABLE}* on `team-a/db` `example.com/v1` · pod `vc-db-0` · resolved" in text_of(rows[2])
+    assert f"*Details:* ✅ RESOLVED: {UNAVAILABLE}" in text_of(rows[-1])
+    # Beyond its details: one reply for the alert added, none for the resolves (the incident fires on).
+    [added] = replies_of(items)
+    assert "New: " in added
+    assert posts(items) == [group_of(NO_HEALTHY)]
+
+
+async def test_an_update_after_a_restart_edits_the_same_reply(harness: Harness) -> None:
+    await harness.run(notify(NO_HEALTHY, "a1"))
+    await harness.run(member_update("b1"))
+    harness.pipeline = harness.make_pipeline(settings())
+    await harness.pipeline.restore()
+    await harness.run(member_update("b1", "b2"))
+    rows = details_rows(await harness.items(), group_of(UNAVAILABLE))
+    assert [i.kind for i in rows] == [OutboxKind.REPLY, OutboxKind.REPLY_EDIT]
+    assert rows[0].key == member_reply_key(group_of(UNAVAILABLE))
 
 
 async def test_a_closed_incident_is_not_joined(harness: Harness) -> None:
@@ -221,11 +315,37 @@ async def test_a_crash_while_joining_then_a_rerun_adds_nothing_and_ends_joined(
     await harness.pipeline.restore()
     await harness.run()
     assert [(i.kind, i.key) for i in await harness.items()] == after_crash
+    [reply] = details_rows(await harness.items(), group_of(UNAVAILABLE))  # queued before the crash, once
+    assert reply.key == member_reply_key(group_of(UNAVAILABLE))
     first = await harness.store.get_group(CHANNEL, group_of(NO_HEALTHY))
     member = await harness.store.get_group(CHANNEL, group_of(UNAVAILABLE))
     assert first is not None
     assert member is not None
     assert (first.facts.members, member.facts.incident) == ((group_of(UNAVAILABLE),), group_of(NO_HEALTHY))
+    assert await harness.store.pending_count() == 0
+
+
+@pytest.mark.parametrize(("method", "nth"), [("save_group", 1), ("save_group", 2), ("mark_processed", 1)])
+async def test_a_crash_while_a_member_updates_then_a_rerun_edits_its_reply_once(
+    harness: Harness, method: str, nth: int
+) -> None:
+    await harness.run(notify(NO_HEALTHY, "a1"))
+    await harness.run(member_update("b1"))
+    await harness.accept(member_update("b1", "b2"))
+    doomed = AlertPipeline(
+        settings(), CrashingAt(harness.store, method, nth), harness.outbox, harness.live, clock=harness.clock
+    )
+    await doomed.restore()
+    [notification] = await harness.store.pending()
+    with pytest.raises(RuntimeError, match="killed"):
+        await doomed.process(notification)
+    harness.pipeline = harness.make_pipeline(settings())
+    await harness.pipeline.restore()
+    await harness.run()
+    items = await harness.items()
+    rows = details_rows(items, group_of(UNAVAILABLE))
+    assert [i.kind for i in rows] == [OutboxKind.REPLY, OutboxKind.REPLY_EDIT]
+    assert len(replies_of(items)) == 1  # the alert added, once
     assert await harness.store.pending_count() == 0
 
 
@@ -272,11 +392,15 @@ async def test_a_flapping_member_shows_its_count_on_its_line_and_stays_quiet(har
     items = (await harness.items())[before:]
     assert posts(await harness.items()) == [group_of(NO_HEALTHY)]
     replies = replies_of(items)
-    assert len(replies) == 4  # resolved, new, resolved, then the one note
+    # Its resolves are left to the edits (the incident fires on): firing again once, then the one note.
+    assert len(replies) == 2
+    assert "New: " in replies[0]
     assert f"*{CHURN}* on `team-a/db` (`example.com/v1`) is flapping" in replies[-1]
     last = text_of([i for i in items if i.kind is OutboxKind.UPDATE][-1])
     assert f"also firing: 🔴 *{CHURN}* on `team-a/db`" in last
     assert "🔁 flapping: 4 times in the last hour" in last
+    # Its details reply is edited on every change, never posted again.
+    assert [i.kind for i in details_rows(items, group_of(CHURN))] == [OutboxKind.REPLY_EDIT] * 8
 
 
 def linked(body: bytes) -> bytes:

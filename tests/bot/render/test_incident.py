@@ -1,4 +1,5 @@
-"""Incidents and flapping in words: the incident's lines on its message, the join and flapping notes."""
+"""Incidents and flapping in words: the incident's lines on its message, a member's details reply, the
+flapping note."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from bot.domain.alerts_catalog import DISCOVERY_DEGRADED, PEER_CHURN, PROBE_FAIL
 from bot.domain.findings import Severity
 from bot.domain.incident import Cause, IncidentLine, IncidentView
 from bot.domain.messages import GroupStatus
+from bot.render.alert_details import member_details_reply
 from bot.render.alert_message import MAX_LINES, alert_group_message
 from bot.render.blocks import Message
-from bot.render.incident import SHOWN_MEMBERS, flapping_reply, incident_lines, join_reply
+from bot.render.incident import SHOWN_MEMBERS, flapping_reply, incident_lines
 from bot.render.terminal import show
 from tests.fakes.alert_views import GV, HOSTILE, NOW, T, alert, group, snapshot
 from tests.fakes.slack_limits import limit_problems
@@ -80,18 +82,36 @@ def test_many_members_are_counted_beyond_the_first_lines_within_slacks_limits() 
     assert limit_problems(msg.as_kwargs()) == []
 
 
-def test_the_join_note_says_what_joined_how_it_stands_and_the_shared_cause() -> None:
+def test_a_members_details_reply_says_what_joined_the_shared_cause_and_every_detail() -> None:
     joined = group(alert(DISCOVERY_DEGRADED, snap=snapshot()))
-    text = text_of(join_reply(joined, Cause.ENDPOINTS, NOW))
+    msg = member_details_reply(joined, Cause.ENDPOINTS, NOW)
+    text = text_of(msg)
+    assert f"*Details:* 🟠 FIRING: {DISCOVERY_DEGRADED} · {T}" in text  # the header comes first
     assert f"↳ Joined this incident: 🟠 *{DISCOVERY_DEGRADED}* on `{T}` (`{GV}`), since 12 min ago" in text
-    assert "*Now:*" in text
     assert "*Same cause:* no healthy peer" in text
     assert "Silence 1h on this message silences it too" in text
+    # The group's details as its own details reply would carry them: how it stands, the peer caches read,
+    # what the alert means.
+    assert "*Now:*" in text
+    assert "*Peer caches read*" in text
+    assert f"*{DISCOVERY_DEGRADED}:* " in text
+    assert limit_problems(msg.as_kwargs()) == []
+
+
+def test_a_resolved_members_details_reply_turns_its_header_and_join_line_resolved() -> None:
+    view = group(alert(DISCOVERY_DEGRADED, status=GroupStatus.RESOLVED, snap=snapshot()))
+    view = replace(view, status=GroupStatus.RESOLVED, resolved_at=NOW - timedelta(minutes=2))
+    text = text_of(member_details_reply(view, Cause.ENDPOINTS, NOW))
+    assert f"*Details:* ✅ RESOLVED: {DISCOVERY_DEGRADED} · {T}" in text
+    assert (
+        f"↳ Joined this incident: ✅ *{DISCOVERY_DEGRADED}* on `{T}` (`{GV}`): resolved after 10 min" in text
+    )
+    assert "FIRING" not in text
 
 
 def test_a_joining_probe_is_named_by_its_cronjob() -> None:
     labels = {"namespace": "vcluster-a", "cronjob": "proxy-probe", "severity": "critical"}
-    text = text_of(join_reply(group(alert(PROBE_FAILING, labels)), Cause.PEER_FEED, NOW))
+    text = text_of(member_details_reply(group(alert(PROBE_FAILING, labels)), Cause.PEER_FEED, NOW))
     assert f"*{PROBE_FAILING}* (CronJob `vcluster-a/proxy-probe`), since 12 min ago" in text
 
 
@@ -106,7 +126,8 @@ def test_hostile_names_are_inert_in_every_incident_text() -> None:
     incident = IncidentView(Cause.PEER_FEED, (HOSTILE[1],), (hostile,), flaps=2)
     labels = {"target": HOSTILE[1], "group_version": HOSTILE[7], "severity": "critical"}
     view = group(alert(HOSTILE[3], labels), incident=incident)
-    for msg in (alert_group_message(view, NOW), join_reply(view, None, NOW), flapping_reply(view, 3)):
+    shown = (alert_group_message(view, NOW), member_details_reply(view, None, NOW), flapping_reply(view, 3))
+    for msg in shown:
         mrkdwn = [b["text"] for b in msg.blocks if b.get("text", {}).get("type") == "mrkdwn"]
         texts = [msg.text, *(t["text"] for t in mrkdwn)]
         assert all("<" not in t and ">" not in t for t in texts), texts
