@@ -25,7 +25,6 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Protocol
 
@@ -48,6 +47,7 @@ from bot.domain.incident import (
     probe_subject,
 )
 from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.moments import from_epoch
 from bot.render.alert_message import alert_group_message
 from bot.store.models import AlertGroupState
 from config.settings import Settings
@@ -176,8 +176,8 @@ def line_of(state: AlertGroupState, now: float) -> IncidentLine:
         group_versions=gvs,
         severity=max(severities, default=Severity.WARNING),
         firing=state.status is AlertStatus.FIRING,
-        since=None if state.first_firing_at is None else _dt(state.first_firing_at),
-        resolved_at=None if state.resolved_at is None else _dt(state.resolved_at),
+        since=None if state.first_firing_at is None else from_epoch(state.first_firing_at),
+        resolved_at=None if state.resolved_at is None else from_epoch(state.resolved_at),
         flaps=state.facts.flaps.count(now),
         cronjob=probes[0] if len(probes) == 1 else None,
     )
@@ -202,10 +202,6 @@ def shown(
         return replace(view, incident=incident, status=GroupStatus.FIRING, resolved_at=None)
     ends = [t for t in (view.resolved_at, *(line.resolved_at for line in lines)) if t is not None]
     return replace(view, incident=incident, resolved_at=max(ends, default=None))
-
-
-def _dt(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
 
 
 class IncidentDesk:
@@ -351,7 +347,7 @@ class IncidentDesk:
         first = replace(first, ts=None, facts=replace(first.facts, members=keys))
         members = await self._members(first, {view.group_key: state})
         incident = shown(with_history(rebuild(anchor), first), first, members, first.facts.flaps, now)
-        message = alert_group_message(incident, _dt(now))
+        message = alert_group_message(incident, from_epoch(now))
         await self._outbox.update(channel, first.group_key, message, f"member:{identity}")
         cause = None if first.facts.cause is None else first.facts.cause.cause
         await self._thread.details(identity, channel, first.group_key, view, cause)

@@ -27,7 +27,7 @@ import pytest
 import trustme
 import yaml
 
-from bot.alerts.pipeline import DETAILS_DEFER
+from bot.alerts.outbox import DETAILS_DEFER
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.e2e.stack import (
