@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
+from bot.alerts.incident import members_of
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
@@ -180,13 +181,6 @@ async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond) ->
         lines.append(f"(silence {code(silence)}): {', '.join(code(m) for m in matchers)}")
     text = f"Silenced for 1h by {_mention(pressed.who.user)} " + "; ".join(lines)
     await _in_thread(deps, respond, pressed, group, text_message(text))
-
-
-def members_of(group: AlertGroupState, known: list[AlertGroupState]) -> list[AlertGroupState]:
-    """The groups that joined the incident whose message is `group`'s (each pointing back to it)."""
-    by_key = {g.group_key: g for g in known if g.channel == group.channel}
-    found = (by_key.get(key) for key in group.facts.members)
-    return [g for g in found if g is not None and g.facts.incident == group.group_key]
 
 
 def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:

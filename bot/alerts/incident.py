@@ -26,8 +26,9 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
+from bot.alerts.group_store import GroupStore
 from bot.alerts.grouping import Routed, route
 from bot.alerts.incident_member import MemberThread
 from bot.alerts.outbox import Outbox
@@ -59,16 +60,12 @@ MAX_STORED_ALERTS = 50  # alerts of an incident's first group kept to re-render 
 MAX_CANDIDATES = 5  # open incidents looked at for one new group
 
 
-class IncidentStore(Protocol):
-    """What incidents need of the store (`bot.store.Store` is one)."""
-
-    async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None: ...
-
-    async def save_group(self, state: AlertGroupState) -> AlertGroupState: ...
-
-    async def groups(
-        self, channel: str | None = None, status: AlertStatus | None = None
-    ) -> list[AlertGroupState]: ...
+def members_of(first: AlertGroupState, known: Iterable[AlertGroupState]) -> list[AlertGroupState]:
+    """The groups that joined the incident whose message is `first`'s, in the order they joined: each
+    listed by it and pointing back to it (a member that left, or was reset, does not count)."""
+    by_key = {g.group_key: g for g in known if g.channel == first.channel}
+    found = (by_key.get(key) for key in first.facts.members)
+    return [g for g in found if g is not None and g.facts.incident == first.group_key]
 
 
 @dataclass(frozen=True)
@@ -207,7 +204,7 @@ def shown(
 class IncidentDesk:
     """Decides which new groups join an open incident, and keeps incidents' messages and threads."""
 
-    def __init__(self, settings: Settings, store: IncidentStore, outbox: Outbox, clock: Clock) -> None:
+    def __init__(self, settings: Settings, store: GroupStore, outbox: Outbox, clock: Clock) -> None:
         self._settings = settings
         self._store = store
         self._outbox = outbox
@@ -366,12 +363,10 @@ class IncidentDesk:
     async def _members(
         self, first: AlertGroupState, fresh: Mapping[str, AlertGroupState]
     ) -> list[AlertGroupState]:
-        found = []
-        for key in first.facts.members:
-            member = fresh.get(key) or await self._store.get_group(first.channel, key)
-            if member is not None and member.facts.incident == first.group_key:
-                found.append(member)
-        return found
+        rows = [
+            fresh.get(key) or await self._store.get_group(first.channel, key) for key in first.facts.members
+        ]
+        return members_of(first, [row for row in rows if row is not None])
 
     def opening(self, state: AlertGroupState, view: AlertGroupView, group: ChannelGroup) -> AlertGroupState:
         """A group with its own message, as saved: it may open an incident (its cause key), and its

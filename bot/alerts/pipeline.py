@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.alerts.budget import ObserveWait, Waits
+from bot.alerts.group_store import GroupStore
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
 from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
@@ -52,7 +53,7 @@ from bot.alerts.state import (
     with_history,
     worth_a_reply,
 )
-from bot.alerts.storm import StormDesk, StormPolicy, StormStore
+from bot.alerts.storm import StormDesk, StormPolicy
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupStatus
@@ -88,7 +89,7 @@ class TargetPodsSource(Protocol):
     async def cancel_pending(self) -> None: ...
 
 
-class PipelineStore(StormStore, Protocol):
+class PipelineStore(GroupStore, Protocol):
     """What the pipeline needs of the store (`bot.store.Store` is one)."""
 
     async def mark_processed(self, notification_id: int) -> bool: ...

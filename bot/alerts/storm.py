@@ -31,8 +31,8 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
+from bot.alerts.group_store import GroupStore
 from bot.alerts.outbox import Outbox
 from bot.alerts.storm_reads import LiveReader, StormReads
 from bot.alerts.storm_record import Arrival, Storm
@@ -49,18 +49,6 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 STORM_PREFIX = "storm:"
-
-
-class StormStore(Protocol):
-    """What storm mode needs of the store (`bot.store.Store` is one)."""
-
-    async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None: ...
-
-    async def save_group(self, state: AlertGroupState) -> AlertGroupState: ...
-
-    async def groups(
-        self, channel: str | None = None, status: AlertStatus | None = None
-    ) -> list[AlertGroupState]: ...
 
 
 @dataclass(frozen=True)
@@ -108,7 +96,7 @@ class StormDesk:
 
     def __init__(
         self,
-        store: StormStore,
+        store: GroupStore,
         outbox: Outbox,
         policy: StormPolicy,
         clock: Clock,

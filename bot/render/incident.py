@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from bot.domain.findings import Severity
 from bot.domain.incident import FLAPPING_AT, Cause, IncidentLine, IncidentView
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.render.blocks import (
@@ -26,12 +25,11 @@ from bot.render.blocks import (
     section_lines,
     utc,
 )
+from bot.render.slack import RESOLVED_MARK, SEVERITY_MARK
 from bot.render.words import counted
 
 SHOWN_MEMBERS = 8  # "also firing" lines before "+N more"
 FLAP_MARK = "🔁"
-RESOLVED_MARK = "✅"
-MARKS = {Severity.CRITICAL: "🔴", Severity.WARNING: "🟠", Severity.INFO: "🔵", Severity.OK: "✅"}
 
 CAUSE_WORDS = {
     Cause.PEER_FEED: "the client holds no current peer list (its peer feed from the platform: "
@@ -84,7 +82,7 @@ def _member_line(m: IncidentLine, now: datetime) -> str:
         line = f"↳ {RESOLVED_MARK} {names}{where}: resolved{took}"
     else:
         since = f", since {fmt_ago(m.since, now)}" if m.since is not None else ""
-        line = f"↳ also firing: {MARKS[m.severity]} {names}{where}{since}"
+        line = f"↳ also firing: {SEVERITY_MARK[m.severity]} {names}{where}{since}"
     return line + (f" · {FLAP_MARK} {flap_words(m.flaps)}" if m.flaps >= FLAPPING_AT else "")
 
 
@@ -124,7 +122,8 @@ def join_lines(view: AlertGroupView, cause: Cause | None, now: datetime) -> list
     thread: what fires (or that it resolved), since when, the shared cause, how it is silenced."""
     names = ", ".join(f"*{esc(n)}*" for n in view.names()) or "*alert*"
     if view.status is GroupStatus.FIRING:
-        state = f"{MARKS[view.severity]} {names}{_group_where(view)}, since {fmt_ago(view.started_at, now)}"
+        since = fmt_ago(view.started_at, now)
+        state = f"{SEVERITY_MARK[view.severity]} {names}{_group_where(view)}, since {since}"
     else:
         ended = view.resolved_at or now
         took = fmt_span((utc(ended) - utc(view.started_at)).total_seconds())
