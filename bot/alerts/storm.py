@@ -331,7 +331,9 @@ class StormDesk:
             revision=revision,
         )
         if storm.table is not None and storm.table != revision:
-            await self._outbox.delete_upload(storm.channel, storm.key, upload=storm.table)
+            await self._outbox.delete_upload(
+                storm.channel, storm.key, upload=storm.table, replaced_by=revision
+            )
         storm.table = revision
 
     async def _save(self, storm: Storm, now: float) -> None:

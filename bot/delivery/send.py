@@ -185,7 +185,22 @@ class StepSender:
         return {"thread_ts": where.ts, "channel_id": where.channel_id}
 
     async def _delete_files(self, step: Step) -> dict[str, Any]:
-        """files.delete of every file an earlier upload of the message made."""
+        """files.delete of every file an earlier upload of the message made, once the upload replacing it
+        (if named) went out: when Slack refused that one, the old file stays, the only one shown."""
+        replaced_by = step.payload.get("replaced_by")
+        if replaced_by is not None:
+            key = upload_key(step.item.channel, step.group_key, str(replaced_by))
+            replacement = await self._store.outbox_item(key)
+            if replacement is not None and replacement.state is OutboxState.PENDING:
+                raise NotPostedYet(f"the upload {replaced_by} of group {step.group_key} has not gone out yet")
+            if replacement is None or replacement.state is not OutboxState.DONE:
+                log.warning(
+                    "kept upload %s of group %r: the upload meant to replace it (%s) was not made",
+                    step.payload.get("upload"),
+                    step.group_key,
+                    replaced_by,
+                )
+                return {"deleted": [], "kept": "replacement not uploaded"}
         revision = str(step.payload.get("upload", ""))
         upload = await self._store.outbox_item(upload_key(step.item.channel, step.group_key, revision))
         if upload is not None and upload.state is OutboxState.PENDING:

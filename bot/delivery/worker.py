@@ -193,9 +193,14 @@ class Delivery:
         key = upload_key(channel, group_key, revision)
         return await self._enqueue(key, channel, OutboxKind.UPLOAD, payload)
 
-    async def delete_upload(self, channel: str, group_key: str, *, upload: str) -> Enqueued:
-        """Queue deleting the files of the group's upload of revision `upload` (a file it replaced)."""
-        payload = {"group_key": group_key, "upload": upload}
+    async def delete_upload(
+        self, channel: str, group_key: str, *, upload: str, replaced_by: str | None = None
+    ) -> Enqueued:
+        """Queue deleting the files of the group's upload of revision `upload`; with `replaced_by`, the
+        revision of the upload that replaces it, only once that one went out (never the only table)."""
+        payload: dict[str, Any] = {"group_key": group_key, "upload": upload}
+        if replaced_by is not None:
+            payload["replaced_by"] = replaced_by
         key = delete_key(channel, group_key, upload)
         return await self._enqueue(key, channel, OutboxKind.DELETE_FILE, payload)
 

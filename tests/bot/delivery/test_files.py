@@ -83,7 +83,7 @@ async def test_a_replaced_table_is_deleted_after_the_new_one_is_up(
     await delivery.post(ALERTS, "storm", Message("storm", (section("storm"),)))
     await upload(delivery, b"old\n", "table:1")
     await upload(delivery, b"new\n", "table:2")
-    await delivery.delete_upload(ALERTS, "storm", upload="table:1")
+    await delivery.delete_upload(ALERTS, "storm", upload="table:1", replaced_by="table:2")
     await drained(store)
     assert [u["content"] for u in fake.shown_uploads()] == [b"new\n"]
     [old, new] = fake.uploads
@@ -117,3 +117,22 @@ async def test_deleting_an_upload_that_never_happened_deletes_nothing(
     row = await store.outbox_item(delete_key(ALERTS, "storm", "table:never"))
     assert row is not None
     assert (row.state, row.result) == (OutboxState.DONE, {"deleted": []})
+
+
+async def test_a_table_whose_replacement_slack_refused_stays(
+    fake: FakeSlack, store: Store, delivery: Delivery
+) -> None:
+    await delivery.post(ALERTS, "storm", Message("storm", (section("storm"),)))
+    await upload(delivery, b"old\n", "table:1")
+    await drained(store)
+    fake.fail("files.getUploadURLExternal", status=200, error="invalid_arguments")
+    await upload(delivery, b"new\n", "table:2")
+    await delivery.delete_upload(ALERTS, "storm", upload="table:1", replaced_by="table:2")
+    await drained(store)
+    replacement = await store.outbox_item(upload_key(ALERTS, "storm", "table:2"))
+    assert replacement is not None
+    assert replacement.state is OutboxState.FAILED
+    assert [u["content"] for u in fake.shown_uploads()] == [b"old\n"]  # the thread keeps a table
+    row = await store.outbox_item(delete_key(ALERTS, "storm", "table:1"))
+    assert row is not None
+    assert (row.state, row.result) == (OutboxState.DONE, {"deleted": [], "kept": "replacement not uploaded"})
