@@ -282,13 +282,16 @@ class StormDesk:
             if share is None or share.storm != storm.key:
                 continue
             storm.count(group.group_key, share.entries)
-            if group.facts.storm_thread == storm.key and group.ts is None:
+            if group.facts.storm_thread == storm.key:
                 await self._finish_fold(storm, group)
 
     async def _finish_fold(self, storm: Storm, group: AlertGroupState) -> None:
         """A group marked as the storm's whose post the process may have been killed before withdrawing:
-        withdrawn now (again is harmless), or, when it went out after all, back to its own message."""
-        fate = await self._outbox.withdraw_post(storm.channel, group.group_key, folded_into=storm.key)
+        withdrawn now (again is harmless), or, when it went out after all (its `ts` recorded, or on its
+        way), back to its own message."""
+        fate = Withdrawal.OUT
+        if group.ts is None:
+            fate = await self._outbox.withdraw_post(storm.channel, group.group_key, folded_into=storm.key)
         if fate is Withdrawal.OUT:
             await self._store.save_group(replace(group, facts=replace(group.facts, storm_thread=None)))
 

@@ -400,3 +400,18 @@ async def test_a_group_marked_mid_fold_whose_post_went_out_keeps_its_own_message
     assert state is not None
     assert state.facts.storm_thread is None  # its changes go to its own message
     assert state.facts.storm_share is not None  # and still count in the storm
+
+
+async def test_a_group_marked_mid_fold_whose_post_reached_slack_keeps_its_own_message(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2)
+    await started_storm_killed_mid_fold(harness, policy)
+    post = await harness.store.outbox_item(f"post:{CHANNEL}:{group_of(1)}")
+    assert post is not None
+    await harness.store.complete(post.id, {"ts": "7.0"})  # the old sender's post reached Slack ...
+    await harness.store.record_post(CHANNEL, group_of(1), "7.0", "C1")  # ... and its answer was kept
+    await harness.pipeline.restore()
+    state = await harness.store.get_group(CHANNEL, group_of(1))
+    assert state is not None
+    assert (state.ts, state.facts.storm_thread) == ("7.0", None)
