@@ -46,14 +46,13 @@ class Staleness:
     """A channel's share of a notification judged against the alerts its group saw resolved."""
 
     group: ChannelGroup  # with its stale firing alerts shown resolved, as they were seen
-    stale: frozenset[str]  # fingerprints firing in the notification that were seen resolved (same start)
     whole: bool  # every alert firing in it is stale and it brings nothing newer: not applied
 
 
 def staleness(group: ChannelGroup, prev: AlertGroupState | None, now: float) -> Staleness:
     """Which of the notification's firing alerts are older copies of alerts the group saw resolved."""
     if prev is None:
-        return Staleness(group, frozenset(), whole=False)
+        return Staleness(group, whole=False)
     seen = prev.facts.seen_resolved
     ended = {
         fp: found
@@ -61,11 +60,11 @@ def staleness(group: ChannelGroup, prev: AlertGroupState | None, now: float) -> 
         if (found := seen.stale(fp, group.by_fingerprint[fp].starts_at, now)) is not None
     }
     if not ended:
-        return Staleness(group, frozenset(), whole=False)
+        return Staleness(group, whole=False)
     known = {fp for fp in group.resolved if seen.ended(fp, group.by_fingerprint[fp].starts_at) is not None}
     news = group.resolved - (known - prev.firing_fingerprints)
     whole = set(ended) == group.firing and not news and not group.view.truncated_alerts
-    return Staleness(_shown_resolved(group, ended), frozenset(ended), whole=whole)
+    return Staleness(_shown_resolved(group, ended), whole=whole)
 
 
 def _shown_resolved(group: ChannelGroup, ended: Mapping[str, Ended]) -> ChannelGroup:
