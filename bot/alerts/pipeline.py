@@ -59,6 +59,7 @@ from bot.alerts.storm import StormDesk, StormPolicy
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.redact import redact
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
 from bot.render.alert_details import details_reply
@@ -263,7 +264,7 @@ class AlertPipeline:
             return  # its operations are already queued (or it is older than what the message shows)
         stale = staleness(group, prev, self._clock())
         if stale.whole and prev is not None:
-            hint = group.view.external_url or "an Alertmanager with no externalURL"
+            hint = redact(group.view.external_url) or "an Alertmanager with no externalURL"
             log.info("group %r in %s: a stale copy from %s, not applied", prev.group_key, prev.channel, hint)
             await self._store.save_group(handled(prev, identity, notification.id))
             return

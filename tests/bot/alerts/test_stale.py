@@ -83,6 +83,17 @@ async def test_a_stale_firing_copy_after_the_resolve_is_not_applied(
         assert named in line.getMessage()
 
 
+async def test_the_replica_hint_is_logged_without_a_password_in_its_url(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    await resolved_group(harness)
+    caplog.set_level(logging.INFO, logger="bot.alerts.pipeline")
+    await harness.run(from_replica(alerts(firing=("a1",), resolved=("a2",)), "http://am:hunter22@am-1:9093"))
+    [line] = [r.getMessage() for r in caplog.records if "stale copy" in r.getMessage()]
+    assert "hunter22" not in line
+    assert "am-1:9093" in line
+
+
 async def test_a_replayed_stale_copy_is_skipped_also_once_the_window_passed(harness: Harness) -> None:
     before = await resolved_group(harness)
     await harness.accept(from_replica(alerts(firing=("a1",), resolved=("a2",))))
