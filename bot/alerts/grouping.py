@@ -18,7 +18,7 @@ from typing import Any
 from bot.alerts.budget import Unavailable, within_budget
 from bot.alerts.log_enrich import LogRound
 from bot.alerts.prom_enrich import PromRound
-from bot.alerts.state import ChannelGroup
+from bot.alerts.state import ChannelGroup, status_of
 from bot.domain.alert_summary import PeerReading, peer_readings
 from bot.domain.alerts import Alert, AlertmanagerWebhook
 from bot.domain.delta import ProxyDelta
@@ -118,16 +118,15 @@ def build(
     sources = {r.source for r in routed}
     live = _merge_live([unmatched if c is None else readings[c] for c in sorted(sources, key=str)])
     alerts = tuple(views.values())
-    firing = any(a.status is GroupStatus.FIRING for a in alerts)
-    ended = [a.ends_at for a in alerts if a.ends_at is not None]
+    status, resolved_at = status_of(alerts)
     view = AlertGroupView(
         group_key=webhook.group_key,
-        status=GroupStatus.FIRING if firing else GroupStatus.RESOLVED,
+        status=status,
         alerts=alerts,
         started_at=min(a.starts_at for a in alerts),
         live=live,
         cluster=next(iter(clusters)) if len(clusters) == 1 else None,
-        resolved_at=None if firing or not ended else max(ended),
+        resolved_at=resolved_at,
         truncated_alerts=webhook.truncated_alerts,
         peers=_peers(routed, readings),
         external_url=webhook.external_url,

@@ -337,7 +337,7 @@ class IncidentDesk:
     ) -> None:
         channel, first = group.channel, anchor.state
         now = self._clock()
-        state = next_state(identity, group, view, prev, storm_thread=None, counted_in=None)
+        state = next_state(identity, group, view, prev, storm_thread=None, counted_in=None, now=now)
         facts = replace(state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps)
         state = replace(state, facts=facts)
         keys = tuple(dict.fromkeys([*first.facts.members, view.group_key]))

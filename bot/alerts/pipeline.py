@@ -48,8 +48,10 @@ from bot.alerts.state import (
     applied_before,
     change_since,
     flaps_of,
+    handled,
     next_state,
     refired,
+    staleness,
     with_history,
     worth_a_reply,
 )
@@ -57,6 +59,7 @@ from bot.alerts.storm import StormDesk, StormPolicy
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.redact import redact
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
 from bot.render.alert_details import details_reply
@@ -257,9 +260,16 @@ class AlertPipeline:
         prom: PromRound,
     ) -> None:
         identity = notification.identity
-        view, channel = group.view, group.channel
         if applied_before(prev, identity, notification.id):
             return  # its operations are already queued (or it is older than what the message shows)
+        stale = staleness(group, prev, self._clock())
+        if stale.whole and prev is not None:
+            hint = redact(group.view.external_url) or "an Alertmanager with no externalURL"
+            log.info("group %r in %s: a stale copy from %s, not applied", prev.group_key, prev.channel, hint)
+            await self._store.save_group(handled(prev, identity, notification.id))
+            return
+        group = stale.group  # its stale alerts shown resolved, as the group saw them
+        view, channel = group.view, group.channel
         view = with_history(view, prev)
         in_storm = None if prev is None else prev.facts.storm_thread
         flaps = flaps_of(prev, view, self._clock())
@@ -294,6 +304,7 @@ class AlertPipeline:
             prev,
             storm_thread=in_storm,
             counted_in=counted,
+            now=self._clock(),
             notification_id=notification.id,
         )
         state = self._incidents.opening(replace(state, facts=replace(state.facts, flaps=flaps)), view, group)

@@ -1,4 +1,9 @@
-"""The alert side's state of a group between notifications, as the pipeline saves it after each one."""
+"""The alert side's state of a group between notifications, as the pipeline saves it after each one.
+
+A stale copy (`bot.domain.stale`: every alert it shows firing was seen resolved with the same startsAt,
+from a lagging Alertmanager replica) is not applied; in a notification that brings something new too, the
+stale alerts are shown resolved as they were seen (`staleness`), so they never turn the message back.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from bot.alerts.storm import entries_of
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, AlertView, GroupChange, GroupStatus
+from bot.domain.stale import Ended, SeenResolved
 from bot.store.models import AlertGroupState, GroupFacts, StormShare
 
 # How many firing alerts' labels a group keeps for the Silence button (a group can be big).
@@ -25,6 +31,60 @@ class ChannelGroup:
     firing: frozenset[str]  # fingerprints firing in this notification
     resolved: frozenset[str]  # fingerprints reported resolved in this notification
     by_fingerprint: Mapping[str, AlertView]
+
+
+def status_of(alerts: tuple[AlertView, ...]) -> tuple[GroupStatus, datetime | None]:
+    """A group's status from its alerts: firing while any fires, else resolved when the last one ended."""
+    if any(a.status is GroupStatus.FIRING for a in alerts):
+        return GroupStatus.FIRING, None
+    ended = [a.ends_at for a in alerts if a.ends_at is not None]
+    return GroupStatus.RESOLVED, max(ended, default=None)
+
+
+@dataclass(frozen=True)
+class Staleness:
+    """A channel's share of a notification judged against the alerts its group saw resolved."""
+
+    group: ChannelGroup  # with its stale firing alerts shown resolved, as they were seen
+    whole: bool  # every alert firing in it is stale and it brings nothing newer: not applied
+
+
+def staleness(group: ChannelGroup, prev: AlertGroupState | None, now: float) -> Staleness:
+    """Which of the notification's firing alerts are older copies of alerts the group saw resolved."""
+    if prev is None:
+        return Staleness(group, whole=False)
+    seen = prev.facts.seen_resolved
+    ended = {
+        fp: found
+        for fp in group.firing
+        if (found := seen.stale(fp, group.by_fingerprint[fp].starts_at, now)) is not None
+    }
+    if not ended:
+        return Staleness(group, whole=False)
+    known = {fp for fp in group.resolved if seen.ended(fp, group.by_fingerprint[fp].starts_at) is not None}
+    news = group.resolved - (known - prev.firing_fingerprints)
+    whole = set(ended) == group.firing and not news and not group.view.truncated_alerts
+    return Staleness(_shown_resolved(group, ended), whole=whole)
+
+
+def _shown_resolved(group: ChannelGroup, ended: Mapping[str, Ended]) -> ChannelGroup:
+    views = {
+        fp: replace(a, status=GroupStatus.RESOLVED, ends_at=ended[fp].ends_at) if fp in ended else a
+        for fp, a in group.by_fingerprint.items()
+    }
+    alerts = tuple(views[fp] for fp in group.by_fingerprint)
+    status, resolved_at = status_of(alerts)
+    view = replace(group.view, alerts=alerts, status=status, resolved_at=resolved_at)
+    stale = frozenset(ended)
+    return replace(
+        group, view=view, firing=group.firing - stale, resolved=group.resolved | stale, by_fingerprint=views
+    )
+
+
+def handled(prev: AlertGroupState, identity: str, notification_id: int) -> AlertGroupState:
+    """The group as it was, with a notification recorded as handled (a replay of it is skipped too)."""
+    facts = replace(prev.facts, last_notification=identity, last_notification_id=notification_id)
+    return replace(prev, ts=None, facts=facts)
 
 
 def applied_before(prev: AlertGroupState | None, identity: str, notification_id: int | None = None) -> bool:
@@ -91,9 +151,10 @@ def next_state(
     *,
     storm_thread: str | None,
     counted_in: str | None,
+    now: float,
     notification_id: int | None = None,
 ) -> AlertGroupState:
-    """The group's state once notification `identity` is applied (`ts` None keeps the stored one).
+    """The group's state once notification `identity` is applied at `now` (`ts` None keeps the stored one).
 
     `storm_thread`: the storm whose thread carries the group; `counted_in`: the storm that counts it.
     """
@@ -110,9 +171,17 @@ def next_state(
         resolved_at=None if view.resolved_at is None else view.resolved_at.timestamp(),
         firing_fingerprints=firing,
         facts=replace(
-            _facts(identity, view, prev, storm_thread, counted_in), last_notification_id=notification_id
+            _facts(identity, view, prev, storm_thread, counted_in),
+            last_notification_id=notification_id,
+            seen_resolved=_seen_resolved(group, prev, now),
         ),
     )
+
+
+def _seen_resolved(group: ChannelGroup, prev: AlertGroupState | None, now: float) -> SeenResolved:
+    kept = prev.facts.seen_resolved if prev is not None else SeenResolved()
+    by_fp = group.by_fingerprint
+    return kept.record(((fp, by_fp[fp].starts_at, by_fp[fp].ends_at) for fp in sorted(group.resolved)), now)
 
 
 def _facts(

@@ -2,7 +2,8 @@
 
 A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
 always written there (group: `last_notification`, `last_id`, `storm`, `storm_count`, `alert_labels`, `worst`,
-and since incidents `cause`, `incident`, `members`, `alerts`, `flaps`; storm row: `kind: "storm"`,
+and since incidents `cause`, `incident`, `members`, `alerts`, `flaps`, then `resolved_seen` as
+`[[fingerprint, startsAt, endsAt, seen_at], ...]` the least recently seen first; storm row: `kind: "storm"`,
 `started_at`, `last_new_at`, `ended_at`, `posted`, `entries`, later `table` and `refreshed_at`; an entry
 `[name, severity, target, cluster]`, later with `since` and `ended`), so a store kept across an upgrade loads
 as it was. Both backends share these codecs: a new fact is a new JSON key, never a schema migration.
@@ -14,12 +15,14 @@ import json
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
 from bot.domain.incident import Cause, CauseKey, Flaps
+from bot.domain.stale import Ended, SeenResolved
 from bot.domain.storm_summary import StormEntry
 from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
 from bot.store.transaction import immediate
@@ -187,6 +190,11 @@ def _incident_json(facts: GroupFacts) -> dict[str, Any]:
         found["alerts"] = [dict(alert) for alert in facts.alerts]
     if facts.flaps != Flaps():
         found["flaps"] = {"refired_at": list(facts.flaps.refired_at), "noted_at": facts.flaps.noted_at}
+    if facts.seen_resolved.alerts:
+        found["resolved_seen"] = [
+            [fp, e.starts_at.isoformat(), None if e.ends_at is None else e.ends_at.isoformat(), e.seen_at]
+            for fp, e in facts.seen_resolved.alerts.items()
+        ]
     return found
 
 
@@ -217,6 +225,7 @@ def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
         members=_strings(details.get("members")),
         alerts=_dicts(details.get("alerts")),
         flaps=_flaps(details.get("flaps")),
+        seen_resolved=_seen_resolved(details.get("resolved_seen")),
     )
 
 
@@ -255,6 +264,34 @@ def _flaps(raw: Any) -> Flaps:
     times = tuple(float(t) for t in raw.get("refired_at", ()) if isinstance(t, int | float))
     noted = raw.get("noted_at")
     return Flaps(times, float(noted) if isinstance(noted, int | float) else None)
+
+
+def _seen_resolved(raw: Any) -> SeenResolved:
+    found: dict[str, Ended] = {}
+    for item in raw if isinstance(raw, list) else ():
+        ended = _ended(item)
+        if ended is not None:
+            found[item[0]] = ended
+    return SeenResolved(found)
+
+
+def _ended(item: Any) -> Ended | None:
+    # An entry of another shape (written by a later version) is left out: at worst a stale copy applies.
+    if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
+        return None
+    _, starts, ends, seen = item
+    if not (isinstance(starts, str) and isinstance(ends, str | None) and isinstance(seen, int | float)):
+        return None
+    try:
+        starts_at, ends_at = (
+            datetime.fromisoformat(starts),
+            None if ends is None else datetime.fromisoformat(ends),
+        )
+    except ValueError:
+        return None
+    if starts_at.tzinfo is None or (ends_at is not None and ends_at.tzinfo is None):
+        return None
+    return Ended(starts_at, ends_at, float(seen))
 
 
 def _share(raw: Any, group_key: str) -> StormShare | None:

@@ -10,6 +10,7 @@ from typing import Any
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.incident import CauseKey, Flaps
+from bot.domain.stale import SeenResolved
 from bot.domain.storm_summary import StormEntry
 
 
@@ -68,6 +69,9 @@ class GroupFacts:
     alerts: tuple[Mapping[str, Any], ...] = ()
     # The group's resolve -> fire transitions in the flap window, and its last note about flapping.
     flaps: Flaps = field(default_factory=Flaps)
+    # The alerts seen resolved, by fingerprint (bounded): a copy still showing them firing with the same
+    # startsAt, from a lagging Alertmanager replica, is older than what the message shows.
+    seen_resolved: SeenResolved = field(default_factory=SeenResolved)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
 from bot.domain.incident import Cause, CauseKey, Flaps
+from bot.domain.stale import Ended, SeenResolved
 from bot.domain.storm_summary import StormEntry
 from bot.store import AlertGroupState, Store
 from bot.store.models import GroupFacts, StormRecord, StormShare
@@ -138,6 +140,52 @@ async def test_incident_facts_a_later_version_wrote_differently_load_as_none(sto
     group = await store.get_group("C0ALERTS", "g1")
     assert group is not None
     assert group.facts == GroupFacts("n1", flaps=Flaps((5.0,)))
+
+
+async def test_alerts_seen_resolved_read_back_in_order_on_both_backends(store: Store, raw: Raw) -> None:
+    start = datetime(2023, 11, 14, 22, 0, 0, 123456, tzinfo=UTC)
+    seen = SeenResolved(
+        {
+            "fp-b": Ended(start, start + timedelta(minutes=12), 1700000000.25),
+            "fp-a": Ended(start.astimezone(timezone(timedelta(hours=2))), None, 1700000100.0),
+        }
+    )
+    await store.save_group(replace(FIRING, facts=GroupFacts("n1", seen_resolved=seen)))
+    group = await store.get_group("C0ALERTS", samples.GROUP_KEY)
+    assert group is not None
+    assert group.facts == GroupFacts("n1", seen_resolved=seen)
+    assert list(group.facts.seen_resolved.alerts) == ["fp-b", "fp-a"]  # the least recently seen first
+    [(details,)] = await raw("SELECT details FROM alert_groups")
+    assert json.loads(details)["resolved_seen"][0] == [
+        "fp-b",
+        "2023-11-14T22:00:00.123456+00:00",
+        "2023-11-14T22:12:00.123456+00:00",
+        1700000000.25,
+    ]
+
+
+async def test_alerts_seen_resolved_of_another_shape_are_left_out(store: Store, raw: Raw) -> None:
+    # A later version's shape, a bad time, a time without a zone: those entries only; the good one loads.
+    details = {
+        "last_notification": "n1",
+        "resolved_seen": [
+            ["fp-a", "2023-11-14T22:00:00+00:00", None, 5],
+            ["fp-b", "yesterday", None, 5.0],
+            ["fp-c", "2023-11-14T22:00:00", None, 5.0],
+            {"fp": "fp-d"},
+            ["fp-e", "2023-11-14T22:00:00+00:00", None, "soon"],
+        ],
+    }
+    await raw(
+        "INSERT INTO alert_groups (channel, group_key, status, ts, first_firing_at, resolved_at,"
+        " firing_fingerprints, details, updated_at, channel_id)"
+        " VALUES ('C0ALERTS', 'g1', 'resolved', NULL, 5.0, NULL, '[]', ?, 6.0, NULL)",
+        json.dumps(details),
+    )
+    group = await store.get_group("C0ALERTS", "g1")
+    assert group is not None
+    start = datetime(2023, 11, 14, 22, 0, tzinfo=UTC)
+    assert group.facts == GroupFacts("n1", seen_resolved=SeenResolved({"fp-a": Ended(start, None, 5.0)}))
 
 
 # Rows as proxybot wrote them before the group state was typed: the JSON `details` column, kept across
