@@ -292,20 +292,22 @@ class IncidentDesk:
         flaps: Flaps,
         anchors: Sequence[Anchor],
         rebuild: Rebuild,
+        notification_id: int | None = None,
     ) -> Placement:
-        """Apply the group to the incident it belongs to or joins now, if any."""
+        """Apply the group to the incident it belongs to or joins now, if any (the notification's stored
+        id is kept on a member's row, as on any group's: an older one replayed later is not applied)."""
         if prev is not None and prev.facts.incident is not None:
             anchor = next((a for a in anchors if a.state.group_key == prev.facts.incident), None)
             if anchor is None:
                 return Placement.ORPHANED
-            await self._member(identity, group, view, prev, flaps, anchor, rebuild)
+            await self._member(identity, group, view, prev, flaps, anchor, rebuild, notification_id)
             return Placement.MEMBER
         if prev is not None:
             return Placement.OWN
         anchor = self._joins(view, anchors)
         if anchor is None:
             return Placement.OWN
-        await self._member(identity, group, view, None, flaps, anchor, rebuild)
+        await self._member(identity, group, view, None, flaps, anchor, rebuild, notification_id)
         return Placement.MEMBER
 
     def _joins(self, view: AlertGroupView, anchors: Sequence[Anchor]) -> Anchor | None:
@@ -334,10 +336,20 @@ class IncidentDesk:
         flaps: Flaps,
         anchor: Anchor,
         rebuild: Rebuild,
+        notification_id: int | None,
     ) -> None:
         channel, first = group.channel, anchor.state
         now = self._clock()
-        state = next_state(identity, group, view, prev, storm_thread=None, counted_in=None, now=now)
+        state = next_state(
+            identity,
+            group,
+            view,
+            prev,
+            storm_thread=None,
+            counted_in=None,
+            notification_id=notification_id,
+            now=now,
+        )
         facts = replace(state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps)
         state = replace(state, facts=facts)
         keys = tuple(dict.fromkeys([*first.facts.members, view.group_key]))

@@ -274,7 +274,9 @@ class AlertPipeline:
         in_storm = None if prev is None else prev.facts.storm_thread
         flaps = flaps_of(prev, view, self._clock())
         if in_storm is None:
-            placed = await self._incidents.take(identity, group, view, prev, flaps, anchors, rebuild)
+            placed = await self._incidents.take(
+                identity, group, view, prev, flaps, anchors, rebuild, notification.id
+            )
             if placed is Placement.MEMBER:
                 return  # the incident's message carries it
             if placed is Placement.ORPHANED:

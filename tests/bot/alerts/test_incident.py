@@ -430,3 +430,21 @@ async def test_the_incident_message_keeps_its_links_when_a_member_re_renders_it(
     update = [i for i in items if i.kind is OutboxKind.UPDATE][-1]
     assert len(urls(post)) == 2  # the graph and the silence page
     assert urls(update) == urls(post)
+
+
+async def test_an_older_member_notification_replayed_after_a_newer_one_changes_nothing(
+    harness: Harness,
+) -> None:
+    # A stop that left both open replays them in order: the older must not set the member's line back.
+    await harness.run(notify(NO_HEALTHY, "a1"))
+    await harness.run(member_update("b1"))  # joins
+    await harness.accept(member_update("b1", "b2"))
+    await harness.accept(member_update("b1", "b2", resolved=("b1",)))
+    older, newer = await harness.store.pending()
+    await harness.pipeline.process(newer)
+    before = [(i.kind, i.key) for i in await harness.items()]
+    await harness.pipeline.process(older)
+    assert [(i.kind, i.key) for i in await harness.items()] == before
+    member = await harness.store.get_group(CHANNEL, group_of(UNAVAILABLE))
+    assert member is not None
+    assert (member.facts.last_notification, member.facts.last_notification_id) == (newer.identity, newer.id)
