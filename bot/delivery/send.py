@@ -1,4 +1,4 @@
-"""One planned step as a Slack call: where its message is, which channel ID to use, and post pacing.
+"""One planned step as a Slack call, paced per channel, at the address `bot.delivery.addresses` finds.
 
 Channels are configured by `#name` or ID, and the outbox keeps what was configured; Slack takes a name only
 in chat.postMessage, so every later call on a message or its thread uses the channel ID from the post's
@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from bot.clients.slack import DEFAULT_TIMEOUT, Posted, SlackRateLimited, SlackRejected
-from bot.delivery.keys import post_key, reply_key, upload_key
+from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
+from bot.delivery.keys import upload_key
 from bot.delivery.plan import Step
 from bot.lease import Lease
 from bot.render.blocks import Message
@@ -53,8 +52,6 @@ MARK_SKEW = 60.0
 FILE_GONE = frozenset({"file_not_found", "file_deleted"})
 # A post starts only while the lease is ours for at least this long: one call's timeout, and a second.
 SEND_MARGIN = DEFAULT_TIMEOUT + 1.0
-# Message addresses remembered (most recently used kept); each saves reading the group's row again.
-ADDRESSES_KEPT = 4096
 
 
 class SlackSender(Protocol):
@@ -81,32 +78,8 @@ class SlackSender(Protocol):
     async def delete_file(self, file_id: str) -> None: ...
 
 
-class NotPostedYet(Exception):
-    """The message an edit, reply or upload belongs to has no `ts` yet."""
-
-
-class Unsendable(Exception):
-    """The row can never be sent (its message failed, or its payload is malformed)."""
-
-
-class Folded(Exception):
-    """The row's message was folded into a storm's thread before it went out: there is nothing to send."""
-
-
 class NotLeading(Exception):
     """This process may no longer send (its lease is short or gone): the row is left for the leader."""
-
-
-class ChannelIdUnknown(Exception):
-    """The message was stored without its channel's ID, and no post in that channel has taught it yet."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Address:
-    """Where a posted message is, as every call after chat.postMessage wants it."""
-
-    channel_id: str
-    ts: str
 
 
 class StepSender:
@@ -128,15 +101,9 @@ class StepSender:
         self._clock = clock
         self._sleep = sleep
         self._next_post_at: dict[str, float] = {}
-        # Configured channel (a `#name` or an ID) -> its Slack ID, from chat.postMessage answers.
-        self._channel_ids: dict[str, str] = {}
         # Channels whose history Slack refused to show (`missing_scope`): posts there are at-least-once.
         self._cannot_look: set[str] = set()
-        # (channel, group) -> the message's `ts` and the channel ID stored with it. A message's address,
-        # once stored, never changes (`Store.record_post` keeps the first), so it is read once: a storm
-        # summary's row carries every entry of the storm, and reading it for each reply and edit of the
-        # storm made delivery's cost grow with the square of the storm's size.
-        self._addresses: OrderedDict[tuple[str, str], tuple[str, str | None]] = OrderedDict()
+        self._where = Addresses(store)
 
     async def send(self, channel: str, step: Step) -> dict[str, Any] | None:
         """The call's result for the row; None when the row was completed by someone else meanwhile."""
@@ -144,13 +111,13 @@ class StepSender:
         if kind is OutboxKind.POST:
             return await self._post(step)
         if kind is OutboxKind.REPLY_EDIT:
-            reply = await self._reply_address(channel, group, str(payload.get("reply", "")))
+            reply = await self._where.reply(channel, group, str(payload.get("reply", "")))
             await self._edit(step.item, reply, _message(payload))
             return {"ts": reply.ts, "channel_id": reply.channel_id}
         if kind is OutboxKind.DELETE_FILE:
             return await self._delete_files(step)
         # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
-        where = await self._address(channel, group, by_name=kind is OutboxKind.REPLY)
+        where = await self._where.message(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
             await self._edit(step.item, where, _message(payload))
             return {"ts": where.ts, "channel_id": where.channel_id}
@@ -166,7 +133,7 @@ class StepSender:
                     "adopted": True,
                 }
             await self._paced(channel)
-            posted = self._learn(
+            posted = self._where.learn(
                 channel,
                 await self._fitting(
                     step.item,
@@ -222,8 +189,8 @@ class StepSender:
         state = await self._store.get_group(channel, group)
         if state is not None and state.ts is not None:
             # Slack already has this message (we died after posting): edit it, never post a second one.
-            channel_id = self._channel_id(channel, state.channel_id)
-            await self._edit(step.item, _Address(channel_id, state.ts), _message(payload))
+            channel_id = self._where.channel_id(channel, state.channel_id)
+            await self._edit(step.item, Address(channel_id, state.ts), _message(payload))
             return {"ts": state.ts, "channel_id": channel_id, "edited": True}
         # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
         if not await self._still_pending(step.item):
@@ -239,7 +206,7 @@ class StepSender:
         if not await self._still_pending(step.item):
             self._next_post_at[channel] = slot  # unused: the next post (the storm's summary) takes it
             return None
-        posted = self._learn(
+        posted = self._where.learn(
             channel,
             await self._fitting(
                 step.item,
@@ -251,7 +218,7 @@ class StepSender:
         await self._store.record_post(channel, group, posted.ts, posted.channel_id)
         return {"ts": posted.ts, "channel_id": posted.channel_id}
 
-    async def _edit(self, item: OutboxItem, where: _Address, message: Message) -> None:
+    async def _edit(self, item: OutboxItem, where: Address, message: Message) -> None:
         await self._fitting(item, message, lambda m: self._slack.update(where.channel_id, where.ts, m))
 
     async def _fitting(
@@ -280,24 +247,6 @@ class StepSender:
                 await before_again()
         return await call(current)
 
-    def _remember(self, channel: str, group: str, ts: str, channel_id: str | None) -> None:
-        self._addresses[(channel, group)] = (ts, channel_id)
-        self._addresses.move_to_end((channel, group))
-        if len(self._addresses) > ADDRESSES_KEPT:
-            self._addresses.popitem(last=False)
-
-    async def _stored_address(self, channel: str, group: str) -> tuple[str, str | None] | None:
-        """The message's `ts` and stored channel ID, from memory or else the group's row."""
-        known = self._addresses.get((channel, group))
-        if known is not None:
-            self._addresses.move_to_end((channel, group))
-            return known
-        state = await self._store.get_group(channel, group)
-        if state is None or state.ts is None:
-            return None
-        self._remember(channel, group, state.ts, state.channel_id)
-        return state.ts, state.channel_id
-
     async def _marked_post(
         self, item: OutboxItem, channel: str, message: Message, thread_ts: str | None = None
     ) -> Posted:
@@ -318,14 +267,14 @@ class StepSender:
 
     async def _earlier(
         self, item: OutboxItem, channel: str, channel_id: str | None, thread_ts: str | None = None
-    ) -> _Address | None:
+    ) -> Address | None:
         """Where this row's message is when an earlier try that got no answer made it after all."""
         if item.sent_at is None:
             return None
         # History takes only an ID (a reply's address may be the configured `#name`).
         known = [
             channel_id,
-            self._channel_ids.get(channel),
+            self._where.learnt(channel),
             await self._store.channel_id_of(channel),
             channel,
         ]
@@ -356,68 +305,12 @@ class StepSender:
         if found is None:
             return None
         log.info("delivery: %s was already in Slack (ts %s): adopted, not posted again", item.key, found)
-        self._channel_ids.setdefault(channel, where)
-        return _Address(where, found)
+        self._where.teach(channel, where)
+        return Address(where, found)
 
     async def _still_pending(self, item: OutboxItem) -> bool:
         current = await self._store.outbox_item(item.key)
         return current is not None and current.state is OutboxState.PENDING
-
-    def _learn(self, channel: str, posted: Posted) -> Posted:
-        self._channel_ids[channel] = posted.channel_id
-        return posted
-
-    def _channel_id(self, channel: str, stored: str | None, *, by_name: bool = False) -> str:
-        """The Slack ID of a configured channel: as stored with the message, configured, or learnt
-        (`by_name`: the configured name will do when the ID is not known)."""
-        if stored:
-            return stored
-        if SLACK_CHANNEL_ID.match(channel):
-            return channel
-        learnt = self._channel_ids.get(channel)
-        if learnt is None and by_name:
-            return channel
-        if learnt is None:
-            raise ChannelIdUnknown(
-                f"the message was posted to {channel} by an older proxybot, which did not keep the "
-                f"channel's ID; it is learnt from the next message posted there (or configure the "
-                f"channel by its ID)"
-            )
-        return learnt
-
-    async def _address(self, channel: str, group: str, *, by_name: bool = False) -> _Address:
-        """Where the group's message is: from the group, else from its completed post."""
-        stored = await self._stored_address(channel, group)
-        if stored is not None:
-            ts, channel_id = stored
-            return _Address(self._channel_id(channel, channel_id, by_name=by_name), ts)
-        posted = await self._store.outbox_item(post_key(channel, group))
-        result = posted.result if posted is not None else None
-        if result is not None and isinstance(result.get("ts"), str):
-            stored = result.get("channel_id")
-            known = stored if isinstance(stored, str) else None
-            return _Address(self._channel_id(channel, known, by_name=by_name), result["ts"])
-        if posted is not None and posted.state is OutboxState.FAILED:
-            raise Unsendable(f"the message of group {group} was never posted: {posted.last_error}")
-        if posted is not None and posted.state is OutboxState.DONE:
-            # Completed without a message: folded into a storm's thread before it went out.
-            raise Folded(f"the message of group {group} was not posted: {posted.result}")
-        raise NotPostedYet(f"the message of group {group} is not posted yet")
-
-    async def _reply_address(self, channel: str, group: str, reply: str) -> _Address:
-        """Where the group's reply `reply` is, from its completed row (an edit needs it posted)."""
-        row = await self._store.outbox_item(reply_key(channel, group, reply))
-        if row is None:
-            raise Unsendable(f"group {group} has no reply {reply!r} to edit")
-        if row.state is OutboxState.FAILED:
-            raise Unsendable(f"the reply {reply!r} of group {group} was never posted: {row.last_error}")
-        result = row.result or {}
-        ts, channel_id = result.get("ts"), result.get("channel_id")
-        if row.state is OutboxState.DONE and isinstance(ts, str) and isinstance(channel_id, str):
-            return _Address(channel_id, ts)
-        if row.state is OutboxState.DONE:
-            raise Folded(f"the reply {reply!r} of group {group} was not posted: {result}")
-        raise NotPostedYet(f"the reply {reply!r} of group {group} is not posted yet")
 
     async def _paced(self, channel: str) -> float:
         """Wait for this channel's next chat.postMessage slot, and take it; the slot's time."""

@@ -36,20 +36,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.clients.slack import SlackRateLimited, SlackRejected, SlackTransient
+from bot.delivery.addresses import ChannelIdUnknown, Folded, NotPostedYet, Unsendable
 from bot.delivery.keys import delete_key, post_key, reply_edit_key, reply_key, update_key, upload_key
 from bot.delivery.plan import DEFERRED, DeliveryPolicy, Step, backoff, group_of, plan
-from bot.delivery.send import (
-    SEND_MARGIN,
-    ChannelIdUnknown,
-    Clock,
-    Folded,
-    NotLeading,
-    NotPostedYet,
-    SlackSender,
-    Sleep,
-    StepSender,
-    Unsendable,
-)
+from bot.delivery.send import SEND_MARGIN, Clock, NotLeading, SlackSender, Sleep, StepSender
 from bot.lease import RETRY_EVERY, Lease
 from bot.render.blocks import Message
 from bot.store.base import Store
