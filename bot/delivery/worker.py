@@ -1,8 +1,8 @@
 """The delivery worker: runs the store's Slack outbox, at least once, paced and in order per channel.
 
 Every Slack operation is first a row in the outbox (`Delivery.post/update/reply/upload_png/upload_file/
-delete_upload` enqueue one and wake the worker), so nothing accepted is lost when proxybot dies: a restart
-runs what is still pending.
+delete_upload` enqueue one and wake the worker: `bot.delivery.enqueue`), so nothing accepted is lost when
+proxybot dies: a restart runs what is still pending.
 
 Per channel, pending operations run in enqueue order; channels run concurrently. Of one message's
 operations, a later one never overtakes an earlier one that is waiting for a retry, and when several
@@ -26,25 +26,23 @@ IDs, pacing) is `bot.delivery.send`; the outbox keys are built in `bot.delivery.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from bot.clients.slack import SlackRateLimited, SlackRejected, SlackTransient
 from bot.delivery.addresses import ChannelIdUnknown, Folded, NotPostedYet, Unsendable
-from bot.delivery.keys import delete_key, post_key, reply_edit_key, reply_key, update_key, upload_key
-from bot.delivery.plan import DEFERRED, DeliveryPolicy, Step, backoff, group_of, plan
+from bot.delivery.enqueue import HORIZON, Enqueuer
+from bot.delivery.keys import post_key
+from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
 from bot.delivery.send import SEND_MARGIN, Clock, NotLeading, SlackSender, Sleep, StepSender
 from bot.lease import RETRY_EVERY, Lease
-from bot.render.blocks import Message
 from bot.store.base import Store
 from bot.store.errors import StoreError
-from bot.store.models import Enqueued, OutboxItem, OutboxKind, OutboxState, Withdrawal
+from bot.store.models import OutboxItem, OutboxKind, OutboxState
 
 __all__ = ["Delivery", "DeliveryPolicy", "SlackSender"]
 
@@ -55,11 +53,9 @@ OPERATOR_FIX = {
     "channel_not_found": "check the channel in the config (a private channel needs the bot invited)",
     "not_in_channel": "invite the bot to the channel (/invite @proxybot)",
 }
-# Far enough ahead that `Store.due(now + HORIZON)` lists every pending row, due or waiting.
-HORIZON = 10 * 365 * 86400.0
 
 
-class Delivery:
+class Delivery(Enqueuer):
     """The outbox worker; `run()` as a task, `notify()` (or the enqueue methods) wake it, `stop()` ends it."""
 
     def __init__(
@@ -73,167 +69,20 @@ class Delivery:
         rand: Callable[[], float] = random.random,
         lease: Lease | None = None,
     ) -> None:
-        self._store = store
-        self._lease = lease
         self._policy = policy or DeliveryPolicy()
-        self._clock = clock
+        super().__init__(store, clock, self._policy.batch)
+        self._lease = lease
         self._sleep = sleep
         self._rand = rand
-        self._wake = asyncio.Event()
         self._stopping = False
         self._lanes: dict[str, asyncio.Task[None]] = {}
         self._paused_until: dict[str, float] = {}
         self._next_edit_at: dict[tuple[str, str], float] = {}
         self._dispatched_at = float("-inf")
-        # The channels with rows as far as this process knows: those of the last read of the outbox, and
-        # those enqueued to since (None: not known, the last read was cut at the batch size).
-        self._channels_with_rows: set[str] | None = None
         self._sender = StepSender(store, slack, self._policy.posts_per_second, clock, sleep, lease)
         # Set when a stop cut Slack calls off mid-flight: the lease is then left to expire, not released,
         # so the next leader looks for those posts only once they could have reached Slack.
         self.cut_off = False
-
-    # -- enqueueing ----------------------------------------------------------------------------------
-    async def post(self, channel: str, group_key: str, message: Message) -> Enqueued:
-        """Queue the group's top-level message (once per channel and group; newer content replaces)."""
-        payload = {"group_key": group_key, **message.as_kwargs()}
-        key = post_key(channel, group_key)
-        return await self._enqueue(key, channel, OutboxKind.POST, payload, replace_pending=True)
-
-    async def update(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued:
-        """Queue an edit of the group's message; `revision` makes a redelivered notification a no-op."""
-        payload = {"group_key": group_key, **message.as_kwargs()}
-        key = update_key(channel, group_key, revision)
-        return await self._enqueue(key, channel, OutboxKind.UPDATE, payload)
-
-    async def reply(
-        self,
-        channel: str,
-        group_key: str,
-        message: Message,
-        revision: str,
-        *,
-        not_before: float | None = None,
-        replace_pending: bool = False,
-    ) -> Enqueued:
-        """Queue a reply in the group message's thread, sent no earlier than `not_before`; with
-        `replace_pending`, a reply of the same revision that has not gone out yet gets the new content."""
-        payload = {"group_key": group_key, **message.as_kwargs()}
-        key = reply_key(channel, group_key, revision)
-        return await self._enqueue(
-            key, channel, OutboxKind.REPLY, payload, not_before=not_before, replace_pending=replace_pending
-        )
-
-    async def reply_in_place(
-        self,
-        channel: str,
-        group_key: str,
-        message: Message,
-        *,
-        reply: str,
-        revision: str,
-        defer: float = 0.0,
-    ) -> Enqueued:
-        """The group's one reply named `reply`: queued as a reply the first time, as an edit of that reply
-        (once per `revision`) after; an edit due while its reply is still queued goes out as the reply.
-
-        `defer` (seconds) holds the first post of the reply back that long, without holding back the
-        message's other rows: reference material yields to what is urgent in the channel (a storm's
-        summary and table, posted at Slack's pace of about one message a second)."""
-        first = await self._store.outbox_item(reply_key(channel, group_key, reply))
-        if first is None:
-            payload: dict[str, Any] = {"group_key": group_key, "revision": revision, **message.as_kwargs()}
-            key = reply_key(channel, group_key, reply)
-            at = None
-            if defer > 0:
-                at, payload[DEFERRED] = self._clock() + defer, True
-            return await self._enqueue(key, channel, OutboxKind.REPLY, payload, not_before=at)
-        if first.payload.get("revision") == revision:
-            return Enqueued(first.id, duplicate=True)  # the same revision again (a re-run): nothing new
-        if _never_posted(first):
-            # Given up, or withdrawn with its message (a storm carries it): no reply to edit, ever.
-            return Enqueued(first.id, duplicate=True)
-        payload = {"group_key": group_key, "reply": reply, **message.as_kwargs()}
-        key = reply_edit_key(channel, group_key, reply, revision)
-        return await self._enqueue(key, channel, OutboxKind.REPLY_EDIT, payload)
-
-    async def upload_png(
-        self, channel: str, group_key: str, png: bytes, *, filename: str, title: str, revision: str
-    ) -> Enqueued:
-        """Queue a PNG upload into the group message's thread."""
-        payload = {
-            "group_key": group_key,
-            "png": base64.b64encode(png).decode("ascii"),
-            "filename": filename,
-            "title": title,
-        }
-        key = upload_key(channel, group_key, revision)
-        return await self._enqueue(key, channel, OutboxKind.UPLOAD, payload)
-
-    async def upload_file(
-        self, channel: str, group_key: str, content: bytes, *, filename: str, title: str, revision: str
-    ) -> Enqueued:
-        """Queue a file upload into the group message's thread (its file IDs are kept with the row)."""
-        payload = {
-            "group_key": group_key,
-            "file": base64.b64encode(content).decode("ascii"),
-            "filename": filename,
-            "title": title,
-        }
-        key = upload_key(channel, group_key, revision)
-        return await self._enqueue(key, channel, OutboxKind.UPLOAD, payload)
-
-    async def delete_upload(
-        self, channel: str, group_key: str, *, upload: str, replaced_by: str | None = None
-    ) -> Enqueued:
-        """Queue deleting the files of the group's upload of revision `upload`; with `replaced_by`, the
-        revision of the upload that replaces it, only once that one went out (never the only table)."""
-        payload: dict[str, Any] = {"group_key": group_key, "upload": upload}
-        if replaced_by is not None:
-            payload["replaced_by"] = replaced_by
-        key = delete_key(channel, group_key, upload)
-        return await self._enqueue(key, channel, OutboxKind.DELETE_FILE, payload)
-
-    async def withdraw_post(self, channel: str, group_key: str, *, folded_into: str) -> Withdrawal:
-        """Take the group's queued post back before it goes out (a storm carries the group instead), and
-        what was queued in its thread (its details reply). Asked again for the same storm, the answer is
-        the same: a storm restored after a crash finishes the folds it began."""
-        item = await self._store.outbox_item(post_key(channel, group_key))
-        if item is None:
-            return Withdrawal.UNQUEUED
-        if item.state is OutboxState.DONE and (item.result or {}).get("folded_into") == folded_into:
-            return Withdrawal.FOLDED
-        # Marked in flight (`mark_sending`): Slack may have it already, and its answer will record it.
-        if item.state is not OutboxState.PENDING or item.sent_at is not None:
-            return Withdrawal.OUT
-        if not await self._store.complete(item.id, {"folded_into": folded_into}):
-            return Withdrawal.OUT
-        for row in await self._store.due(self._clock() + HORIZON, limit=self._policy.batch):
-            if row.channel == channel and group_of(row) == group_key and row.kind is not OutboxKind.POST:
-                await self._store.complete(row.id, {"folded_into": folded_into})
-        return Withdrawal.FOLDED
-
-    async def _enqueue(
-        self,
-        key: str,
-        channel: str,
-        kind: OutboxKind,
-        payload: Mapping[str, Any],
-        *,
-        not_before: float | None = None,
-        replace_pending: bool = False,
-    ) -> Enqueued:
-        queued = await self._store.enqueue(
-            key, channel, kind, payload, not_before=not_before, replace_pending=replace_pending
-        )
-        if self._channels_with_rows is not None:
-            self._channels_with_rows.add(channel)
-        self.notify()
-        return queued
-
-    def notify(self) -> None:
-        """Something was enqueued: look at the outbox now."""
-        self._wake.set()
 
     # -- the loop ------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -422,10 +271,3 @@ class Delivery:
             return await self._give_up(item, f"{error}, and no post for it arrived")
         await self._store.retry_later(item.id, self._clock() + self._policy.wait_for_post, error)
         return False
-
-
-def _never_posted(item: OutboxItem) -> bool:
-    """Whether a reply's row is over without a message in Slack (failed, or completed without a `ts`)."""
-    if item.state is OutboxState.FAILED:
-        return True
-    return item.state is OutboxState.DONE and not (item.result or {}).get("ts")
