@@ -16,10 +16,11 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, SecretStr
 
 from config import validation
+from config.clusters import ClusterSettings, ControlPlaneSettings, KubeAccess
 from config.environment import env_hint
 from config.fields import Loc, format_loc
 from config.kubeconfig import KubeconfigUse, Problem, kubeconfig_problems
-from config.settings import ClusterSettings, ControlPlaneSettings, KubeAccess, Settings
+from config.settings import Settings
 
 Purpose = Literal["serve", "demo", "check"]
 REFUSED_BY_SERVE = " (`serve` refuses this)"

@@ -31,7 +31,8 @@ from bot.render.blocks import Message, code, context, esc, message, section, tex
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, LINK_ACTION_PREFIX
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
-from config.settings import ClusterSettings, Requester, Settings, TargetSettings
+from config.clusters import ClusterSettings, TargetSettings
+from config.settings import Requester, Settings
 from handlers.command_access import silence_refusal
 from handlers.command_silence import Silences
 from handlers.respond import Asked, answering, say

@@ -15,7 +15,8 @@ from typing import Any
 from bot.checks.context import TargetRef, resolve_target
 from bot.errors import Refused
 from bot.render.blocks import code
-from config.settings import ClusterSettings, Requester, Settings
+from config.clusters import ClusterSettings
+from config.settings import Requester, Settings
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,8 @@ from bot.render.checks_probe import probe_message
 from bot.render.checks_status import reasons_message, status_message
 from bot.render.checks_verify import verify_message
 from bot.render.help import help_message
-from config.settings import ClusterSettings, Settings, TargetSettings
+from config.clusters import ClusterSettings, TargetSettings
+from config.settings import Settings
 from handlers.actions import ButtonChecks
 from handlers.command_access import (
     Asker,

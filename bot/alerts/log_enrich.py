@@ -17,7 +17,8 @@ from bot.alerts.budget import Unavailable, within_budget
 from bot.checks.context import TargetRef
 from bot.checks.logs import ControlPlaneLogs, evidence_for
 from bot.domain.log_reference import LogEvidence
-from config.settings import ClusterSettings, Settings
+from config.clusters import ClusterSettings
+from config.settings import Settings
 
 log = logging.getLogger(__name__)
 

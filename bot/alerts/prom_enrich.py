@@ -47,7 +47,8 @@ from bot.domain.snapshot import make_labels
 from bot.errors import UpstreamError
 from bot.render.chart import render_chart
 from bot.shared_reads import SharedReads
-from config.settings import ClusterSettings, Settings
+from config.clusters import ClusterSettings
+from config.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from bot.domain.apiservices import (
 )
 from bot.domain.paths import apiservice_path, labelled_apiservices_path, service_path
 from bot.errors import ClusterError, InputError
-from config.settings import ClusterSettings, TargetSettings
+from config.clusters import ClusterSettings, TargetSettings
 
 
 async def read_apiservices(

@@ -21,14 +21,8 @@ from pathlib import Path
 from bot.clients.kube import KubeReader
 from bot.errors import ClusterError, InputError, shown
 from bot.live import LiveState, MetricsSource
-from config.settings import (
-    ClusterSettings,
-    ControlPlaneSettings,
-    KubeAccess,
-    Settings,
-    TargetSettings,
-    replica_source,
-)
+from config.clusters import ClusterSettings, ControlPlaneSettings, KubeAccess, TargetSettings, replica_source
+from config.settings import Settings
 
 # How long one read of a check waits for a cluster or Prometheus.
 CHECK_TIMEOUT = 5.0

@@ -17,7 +17,7 @@ from bot.domain.paths import CONTROL_PLANE_PODS, control_plane_pods_path, statef
 from bot.domain.verdict import PodState, TargetPods
 from bot.domain.versions import Role, TenantVersion, from_statefulset
 from bot.errors import ClusterError, InputError
-from config.settings import ControlPlaneSettings
+from config.clusters import ControlPlaneSettings
 
 NOT_CONFIGURED = "no control_plane is configured for it"
 

@@ -28,7 +28,7 @@ from bot.domain.log_reference import LogEvidence, PodLog, log_evidence
 from bot.domain.paths import CONTROL_PLANE_PODS, control_plane_pods_path, pod_log_path
 from bot.errors import ClusterError, InputError
 from bot.shared_reads import SharedReads
-from config.settings import ClusterSettings
+from config.clusters import ClusterSettings
 
 CONTAINER = "syncer"  # vCluster's control-plane container
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"

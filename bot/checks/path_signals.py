@@ -30,7 +30,7 @@ from bot.domain.paths import ApiPath
 from bot.domain.quantile import P50, P99, delta_quantile, quantile_of
 from bot.domain.snapshot import DIAL_DURATION, ProxySnapshot
 from bot.errors import ClusterError, MetricsParseError
-from config.settings import ControlPlaneSettings
+from config.clusters import ControlPlaneSettings
 
 
 @dataclass(frozen=True, slots=True)

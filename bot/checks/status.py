@@ -40,7 +40,8 @@ from bot.domain.snapshot import (
 from bot.domain.verdict import TargetVerdict, Verdict, verdict_dict
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
-from config.settings import ClusterSettings, Settings, replica_source
+from config.clusters import ClusterSettings, replica_source
+from config.settings import Settings
 
 REPLICA_UNKNOWN = "not pinned: the client cluster's Service chose one replica"
 # Clusters (their metrics, or their triage reads) read at once by one status check.

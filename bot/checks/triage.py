@@ -37,7 +37,7 @@ from bot.domain.verdict import (
 from bot.domain.versions import Role, TenantVersion, VClusterVersion, newest, too_old, version_findings
 from bot.live import ClusterRead
 from bot.shared_reads import SharedReads
-from config.settings import ClusterSettings, TargetSettings
+from config.clusters import ClusterSettings, TargetSettings
 
 
 @dataclass(frozen=True, slots=True)

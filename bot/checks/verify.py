@@ -52,7 +52,8 @@ from bot.domain.parser import parse_syncer
 from bot.domain.paths import SYNCER_METRICS
 from bot.domain.snapshot import PEERS
 from bot.errors import ClusterError, InputError, MetricsParseError, UpstreamError
-from config.settings import ClusterSettings, Settings
+from config.clusters import ClusterSettings
+from config.settings import Settings
 
 GUIDE_ALERTS = (
     NO_HEALTHY_PEERS,

@@ -16,7 +16,7 @@ from bot.checks.verify_lines import Outcome, PrometheusApi, VerifyLine, skipped_
 from bot.clients.prometheus import selector
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError, UpstreamError
-from config.settings import ClusterSettings
+from config.clusters import ClusterSettings
 from config.validation import dns1123_label
 
 PROBE_CRONJOB = "proxy-probe"

@@ -16,7 +16,7 @@ from bot.cli.console import Console, Subcommand
 from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_verify import verify_message
-from config.settings import ClusterSettings
+from config.clusters import ClusterSettings
 
 
 def verify_report(result: VerifyResult) -> dict[str, Any]:

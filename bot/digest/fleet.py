@@ -25,7 +25,7 @@ from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
 from bot.checks.verify_lines import Outcome
 from bot.errors import ClusterError
 from bot.live import ClusterRead
-from config.settings import ClusterSettings
+from config.clusters import ClusterSettings
 
 Clock = Callable[[], float]
 ReadCluster = Callable[[str], Awaitable[ClusterRead]]

@@ -38,7 +38,7 @@ from bot.domain.verdict import (
 )
 from bot.domain.versions import TenantVersion, too_old
 from bot.live import ClusterRead
-from config.settings import ClusterSettings, TargetSettings
+from config.clusters import ClusterSettings, TargetSettings
 
 REQUEST_FAMILY = "request"  # the words status.py's REASON_FAMILIES use for vcluster_proxy_request_total
 

@@ -40,7 +40,7 @@ from bot.digest.judge import TargetDigest, judge_cluster
 from bot.domain.parser import parse_syncer
 from bot.errors import ClusterError, MetricsParseError
 from bot.live import ClusterRead, MetricsSource
-from config.settings import ClusterSettings
+from config.clusters import ClusterSettings
 
 
 @dataclass(frozen=True, slots=True)

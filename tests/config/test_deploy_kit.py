@@ -26,8 +26,9 @@ import yaml
 
 from bot.domain.paths import probe_path
 from bot.inbound.slack import EVENTS_PATH
+from config.clusters import ClusterSettings
 from config.environment import CONFIG_ENV, SECRET_OVERRIDES
-from config.settings import ClusterSettings, Settings
+from config.settings import Settings
 from tests.fakes.manifests import DEPLOY, K8S_VERSIONS, ROOT, Doc, kustomize, listed, shipped_settings
 from tests.harness.prometheus import Prometheus
 

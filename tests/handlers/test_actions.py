@@ -30,7 +30,7 @@ from bot.render.slack import ACTION_GRAPH, ACTION_PATH, ACTION_PROBE, ACTION_SIL
 from bot.store import AlertGroupState, Store
 from bot.store.errors import StoreError
 from bot.store.models import GroupFacts
-from config.settings import ClusterSettings, TargetSettings
+from config.clusters import ClusterSettings, TargetSettings
 from handlers.actions import ButtonChecks, ThreadReplies
 from handlers.command_silence import Silences as Silencer
 from tests.fakes.slack_api import FakeSlack, iter_texts

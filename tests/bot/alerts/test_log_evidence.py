@@ -22,8 +22,9 @@ from bot import compose
 from bot.alerts.pipeline import AlertPipeline
 from bot.checks.logs import ControlPlaneLogs
 from bot.domain.log_reference import PodLog
+from config.clusters import ClusterSettings
 from config.loader import load_config
-from config.settings import ClusterSettings, Settings
+from config.settings import Settings
 from sim.slack_api import FakeSlack, iter_texts
 from tests.e2e.stack import (
     BOT_TOKEN,

@@ -15,7 +15,7 @@ from bot.alerts.prom_queries import ChartKind, WindowAsk, chart_query, counters_
 from bot.clients.prometheus import PrometheusClient, Sample, Series
 from bot.domain.snapshot import DIAL_FAILURES, PEERS, REQUESTS
 from bot.errors import UpstreamError
-from config.settings import ClusterSettings
+from config.clusters import ClusterSettings
 from sim.defaults import CLIENT, PRIMARY_GV, TARGET_LABEL
 from sim.server import SimServer
 from tests.fakes.prom_windows import ASK, a_window

@@ -24,7 +24,8 @@ from bot.checks.logs import (
 from bot.clients.kube import KubeReader, RawResponse
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError
-from config.settings import ControlPlaneSettings, Settings
+from config.clusters import ControlPlaneSettings
+from config.settings import Settings
 from tests.fakes.config_data import cluster, config
 
 NAMESPACE = "vcluster-prod"

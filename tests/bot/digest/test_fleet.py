@@ -17,7 +17,7 @@ from bot.cli.main import build_parser
 from bot.digest.fleet import Bound, ProbeRun, probe_runs, read_fleet
 from bot.domain.snapshot import ProxySnapshot
 from bot.live import ClusterRead
-from config.settings import ClusterSettings, ControlPlaneSettings
+from config.clusters import ClusterSettings, ControlPlaneSettings
 from sim.server import SimServer
 from tests.fakes.fleet import fleet, snapshot
 

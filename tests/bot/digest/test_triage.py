@@ -14,7 +14,7 @@ from bot.domain.verdict import PodState, TargetPods, Verdict
 from bot.domain.versions import Role, TenantVersion, parse_version
 from bot.render.blocks import Message
 from bot.render.digest import digest_message
-from config.settings import ClusterSettings
+from config.clusters import ClusterSettings
 from tests.bot.digest.test_judge import reads
 from tests.fakes.fleet import fleet, snapshot
 
