@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
 from bot.alerts.state import ChannelGroup, change_since, worth_a_reply
 from bot.domain.incident import Cause, Flaps
 from bot.domain.messages import AlertGroupView, group_id
+from bot.domain.moments import from_epoch
 from bot.render.alert_details import member_details_reply
 from bot.render.incident import flapping_reply
 from bot.render.slack import change_reply
@@ -88,4 +89,4 @@ class MemberThread:
         return flaps
 
     def _now(self) -> datetime:
-        return datetime.fromtimestamp(self._clock(), UTC)
+        return from_epoch(self._clock())

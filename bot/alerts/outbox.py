@@ -49,7 +49,15 @@ class Outbox(Protocol):
     ) -> Enqueued: ...
 
     async def upload_file(
-        self, channel: str, group_key: str, content: bytes, *, filename: str, title: str, revision: str
+        self,
+        channel: str,
+        group_key: str,
+        content: bytes,
+        *,
+        filename: str,
+        title: str,
+        revision: str,
+        replaces: str | None = None,
     ) -> Enqueued: ...
 
     async def delete_upload(

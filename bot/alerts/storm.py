@@ -21,7 +21,9 @@ Work per notification stays small and bounded however big the storm: counts are 
 What survives a restart: each group's share of the count is saved with the group's own row (the
 pipeline writes its `GroupFacts.storm_share`), and the storm's row `storm:<channel>:<n>` holds the
 summary's `StormRecord`: its state, the table in its thread and, as of its last save, every entry.
-`restore()` joins both.
+`restore()` joins both. The storm's row is saved when it starts, before any group is folded into it, and
+a folded group is marked as the storm's before its post is withdrawn: `restore()` finishes a fold a kill
+interrupted (the post withdrawn now), or gives the group its own message back when its post went out.
 """
 
 from __future__ import annotations
@@ -241,15 +243,21 @@ class StormDesk:
         The group is marked as the storm's before its post is withdrawn, and unmarked when the post went
         out: killed in between, `restore` finishes the fold (the mark is saved, the post still queued)."""
         state = await self._store.get_group(storm.channel, group_key)
-        if state is not None and state.facts.members:
+        if state is None:
+            # Its notification was not applied to the end (its row comes after its post): the post, if
+            # queued, is withdrawn, and the notification, applied again, finds the storm.
+            await self._outbox.withdraw_post(storm.channel, group_key, folded_into=storm.key)
             return
-        if state is not None:
-            share = StormShare(storm.key, storm.entries[group_key])
-            facts = replace(state.facts, storm_thread=storm.key, storm_share=share)
-            await self._store.save_group(replace(state, facts=facts))
+        if state.facts.members:
+            return
+        share = StormShare(storm.key, storm.entries[group_key])
+        marked = replace(state, facts=replace(state.facts, storm_thread=storm.key, storm_share=share))
+        await self._store.save_group(marked)
         fate = await self._outbox.withdraw_post(storm.channel, group_key, folded_into=storm.key)
-        if fate is Withdrawal.OUT and state is not None:
-            await self._store.save_group(state)  # it has its own message: its changes go there
+        if fate is Withdrawal.OUT:
+            # It has its own message: its changes go there, and its alerts still count in the storm (as
+            # `_finish_fold` leaves a group whose post went out).
+            await self._store.save_group(replace(marked, facts=replace(marked.facts, storm_thread=None)))
 
     async def _end(self, storm: Storm, now: float, *, resolved: bool) -> None:
         """The storm is over: resolved (every alert), or quiet (no new group for `quiet_seconds`)."""
@@ -332,6 +340,7 @@ class StormDesk:
             filename=file.filename,
             title=file.title,
             revision=revision,
+            replaces=storm.table,
         )
         if storm.table is not None and storm.table != revision:
             await self._outbox.delete_upload(

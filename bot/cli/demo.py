@@ -5,7 +5,8 @@ Prometheus + Alertmanager would send for the shipped rules; the real bot (`open_
 `serve` runs) receives them on its `/alertmanager` endpoint, reads live state from the simulated clusters
 and posts to a Slack-compatible fake server, which prints every message (and every edit) in the terminal.
 
-The demo is the one place where the bot and the simulator meet, so it is imported only by `bot.cli.main`.
+The demo is where the bot and the simulator meet, so it is imported only by `bot.cli.main` (which also
+reads the scenario names and runs `proxybot sim`).
 """
 
 from __future__ import annotations

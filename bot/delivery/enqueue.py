@@ -104,13 +104,32 @@ class Enqueuer:
         return await self._upload(channel, group_key, "png", png, filename, title, revision)
 
     async def upload_file(
-        self, channel: str, group_key: str, content: bytes, *, filename: str, title: str, revision: str
+        self,
+        channel: str,
+        group_key: str,
+        content: bytes,
+        *,
+        filename: str,
+        title: str,
+        revision: str,
+        replaces: str | None = None,
     ) -> Enqueued:
-        """Queue a file upload into the group message's thread (its file IDs are kept with the row)."""
-        return await self._upload(channel, group_key, "file", content, filename, title, revision)
+        """Queue a file upload into the group message's thread (its file IDs are kept with the row);
+        `replaces`: the revision of the upload it replaces (where the files to delete are if this one
+        is refused)."""
+        extra = {} if replaces is None else {"replaces": replaces}
+        return await self._upload(channel, group_key, "file", content, filename, title, revision, extra)
 
     async def _upload(
-        self, channel: str, group_key: str, field: str, data: bytes, filename: str, title: str, revision: str
+        self,
+        channel: str,
+        group_key: str,
+        field: str,
+        data: bytes,
+        filename: str,
+        title: str,
+        revision: str,
+        extra: Mapping[str, str] | None = None,
     ) -> Enqueued:
         # The sender tells them apart by `field`: a file's IDs are kept (a later row may delete them).
         payload = {
@@ -118,6 +137,7 @@ class Enqueuer:
             field: base64.b64encode(data).decode("ascii"),
             "filename": filename,
             "title": title,
+            **(extra or {}),
         }
         return await self._enqueue(
             upload_key(channel, group_key, revision), channel, OutboxKind.UPLOAD, payload

@@ -15,8 +15,8 @@ marked is first looked for in the channel's history (or the thread's replies) si
 found there is adopted, not posted again. A refusal from Slack clears the mark (no message was made).
 Without the history scopes (`missing_scope`), this falls back to at-least-once, said once in the log.
 File uploads have no metadata to look for: they stay at-least-once. An upload's row keeps the IDs of the
-files Slack made, so a later row can delete them (a storm's table, replaced by a newer one); a file Slack
-no longer has counts as deleted.
+files Slack made, so a later row can delete them (a storm's table, replaced by a newer one), once the newer
+one went out (a thread never shows no table); a file Slack no longer has counts as deleted.
 
 A post, reply or edit whose content Slack refuses (`invalid_blocks`, `msg_too_long`, ...) is sent again
 smaller, then as text only (`bot.render.refit`); only a refusal of the text itself gives it up.
@@ -153,7 +153,8 @@ class StepSender:
 
     async def _delete_files(self, step: Step) -> dict[str, Any]:
         """files.delete of every file an earlier upload of the message made, once the upload replacing it
-        (if named) went out: when Slack refused that one, the old file stays, the only one shown."""
+        (if named) went out: when Slack refused that one, the old file stays, the only one shown (and the
+        next replacement's delete, of the refused upload, deletes it: `_shown_upload`)."""
         replaced_by = step.payload.get("replaced_by")
         if replaced_by is not None:
             key = upload_key(step.item.channel, step.group_key, str(replaced_by))
@@ -168,11 +169,8 @@ class StepSender:
                     replaced_by,
                 )
                 return {"deleted": [], "kept": "replacement not uploaded"}
-        revision = str(step.payload.get("upload", ""))
-        upload = await self._store.outbox_item(upload_key(step.item.channel, step.group_key, revision))
-        if upload is not None and upload.state is OutboxState.PENDING:
-            raise NotPostedYet(f"the upload {revision} of group {step.group_key} has not gone out yet")
-        result = upload.result if upload is not None and upload.state is OutboxState.DONE else None
+        upload = await self._shown_upload(step, str(step.payload.get("upload", "")))
+        result = upload.result if upload is not None else None
         files = result.get("files") if result is not None else None
         gone = []
         for file_id in files if isinstance(files, list) else []:
@@ -183,6 +181,22 @@ class StepSender:
                     raise
             gone.append(str(file_id))
         return {"deleted": gone}
+
+    async def _shown_upload(self, step: Step, revision: str) -> OutboxItem | None:
+        """The upload whose files are in the thread in place of revision `revision`: itself once it went
+        out, else (Slack refused it) the one it was to replace, and so on back (`replaces`)."""
+        seen: set[str] = set()
+        while revision and revision not in seen:
+            seen.add(revision)
+            upload = await self._store.outbox_item(upload_key(step.item.channel, step.group_key, revision))
+            if upload is None:
+                return None
+            if upload.state is OutboxState.PENDING:
+                raise NotPostedYet(f"the upload {revision} of group {step.group_key} has not gone out yet")
+            if upload.state is OutboxState.DONE:
+                return upload
+            revision = str(upload.payload.get("replaces") or "")
+        return None
 
     async def _post(self, step: Step) -> dict[str, Any] | None:
         channel, group, payload = step.item.channel, step.group_key, step.payload

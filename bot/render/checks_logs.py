@@ -16,9 +16,9 @@ from bot.domain.findings import Severity
 from bot.domain.log_reference import PLACEHOLDER_NOTE, LogEvidence, LogMatch
 from bot.render.blocks import Block, Message, code, context, esc, fmt_clock, header, message, section
 from bot.render.enrichment import prometheus_unavailable
+from bot.render.slack import SEVERITY_MARK
 from bot.render.words import counted
 
-MARK = {Severity.CRITICAL: "🔴", Severity.WARNING: "🟠", Severity.INFO: "🔵", Severity.OK: "✅"}
 ALERT_MATCHES = 4  # matches an alert shows; the logs check shows them all
 LINE_SHOWN = 300  # characters of a matched line quoted
 
@@ -86,7 +86,7 @@ def with_logs(diagnosis: AlertDiagnosis, evidence: LogEvidence | Unavailable | N
 def _match_block(m: LogMatch) -> Block:
     when = _when(m)
     lines_on = f"{counted(m.count, 'line')} on {code(m.pod)}"
-    head = f"{MARK[m.reference.severity]} *{esc(m.reference.label)}*: {lines_on}"
+    head = f"{SEVERITY_MARK[m.reference.severity]} *{esc(m.reference.label)}*: {lines_on}"
     lines = [
         head + (f" · {when}" if when else ""),
         esc(m.reference.meaning[:1].upper() + m.reference.meaning[1:]) + ".",
@@ -105,11 +105,11 @@ def _title(result: LogsResult) -> str:
     worst = ev.severity
     bad = [m for m in ev.matches if m.reference.severity >= Severity.WARNING]
     if not bad:
-        return f"{MARK[Severity.OK]} Logs of {ev.target}: nothing the log reference calls for action"
+        return f"{SEVERITY_MARK[Severity.OK]} Logs of {ev.target}: nothing the log reference calls for action"
     kinds = len({m.reference.key for m in bad})
     verb = "calls" if kinds == 1 else "call"
     messages = counted(kinds, "message")
-    return f"{MARK[worst]} Logs of {ev.target}: {messages} of the log reference {verb} for action"
+    return f"{SEVERITY_MARK[worst]} Logs of {ev.target}: {messages} of the log reference {verb} for action"
 
 
 def logs_message(result: LogsResult) -> Message:

@@ -131,7 +131,7 @@ class Withdrawal(StrEnum):
 
     FOLDED = "folded"  # it never goes out: withdrawn now, or before into the same storm
     UNQUEUED = "unqueued"  # no post was ever queued for the group
-    OUT = "out"  # it went out, is going out right now, or ended otherwise
+    OUT = "out"  # it went out, is going out right now, was folded into another storm, or was given up
 
 
 class OutboxState(StrEnum):

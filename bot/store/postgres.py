@@ -5,8 +5,8 @@ It runs the statements of the SQLite modules (`notifications`, `groups`, `outbox
 functions, so the two backends cannot drift apart; `tests/bot/store/` runs one suite against both. Each
 method is one transaction on a pooled connection (committed when it returns). Every wait is bounded: a
 connection from the pool within `POOL_WAIT`, the connect within `CONNECT_TIMEOUT`, a statement within
-`STATEMENT_TIMEOUT` (a locked row or a stalled server becomes a StoreError, so the intake answers 503 and
-Alertmanager retries).
+`STATEMENT_TIMEOUT_MS` (both in `bot.store.pg_url`; a locked row or a stalled server becomes a StoreError,
+so the intake answers 503 and Alertmanager retries).
 
 Errors never repeat the URL: it may carry the password (`bot.store.pg_url`).
 """

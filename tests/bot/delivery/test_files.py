@@ -136,3 +136,24 @@ async def test_a_table_whose_replacement_slack_refused_stays(
     row = await store.outbox_item(delete_key(ALERTS, "storm", "table:1"))
     assert row is not None
     assert (row.state, row.result) == (OutboxState.DONE, {"deleted": [], "kept": "replacement not uploaded"})
+
+
+async def test_the_next_replacement_deletes_the_table_a_refused_one_left(
+    fake: FakeSlack, store: Store, delivery: Delivery
+) -> None:
+    # table:1 up, table:2 refused (table:1 kept), table:3 up: the thread ends with table:3 alone.
+    await delivery.post(ALERTS, "storm", Message("storm", (section("storm"),)))
+    await upload(delivery, b"one\n", "table:1")
+    await drained(store)
+    fake.fail("files.getUploadURLExternal", status=200, error="invalid_arguments")
+    await delivery.upload_file(
+        ALERTS, "storm", b"two\n", filename="t.txt", title="targets", revision="table:2", replaces="table:1"
+    )
+    await delivery.delete_upload(ALERTS, "storm", upload="table:1", replaced_by="table:2")
+    await drained(store)
+    await delivery.upload_file(
+        ALERTS, "storm", b"three\n", filename="t.txt", title="targets", revision="table:3", replaces="table:2"
+    )
+    await delivery.delete_upload(ALERTS, "storm", upload="table:2", replaced_by="table:3")
+    await drained(store)
+    assert [u["content"] for u in fake.shown_uploads()] == [b"three\n"]
