@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -148,7 +148,7 @@ class Bot:
     commands: commands.CommandDeps
     delivery: Delivery
     enricher: PromEnricher | None = None
-    pool: ProcessPoolExecutor | None = None  # the digest's worker processes
+    pool: ProcessPoolExecutor | None = None  # the worker processes: digest judging, alert charts
 
     async def close(self) -> None:
         """Release everything; a step that fails does not keep the later ones (the clients) open."""
@@ -189,12 +189,14 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease)
     if lease is not None:
         clients.opened.push_async_callback(_released, lease, delivery)  # runs before the store closes
-    enricher = _enricher(settings, clients.prometheus)
+    # The worker processes: the digest's page judging, and the alerts' charts (drawn off this process's
+    # interpreter lock, which the posts going out meanwhile need).
+    pool = digest_pool(settings.digest.workers)
+    enricher = _enricher(settings, clients.prometheus, pool)
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
     logs = ControlPlaneLogReader(ctx)
-    alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs, ctx)
-    pool = digest_pool(settings.digest.workers)
     try:
+        alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs, ctx)
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
@@ -350,10 +352,12 @@ def shared_live_state(settings: Settings, clients: Clients, metrics: BotMetrics)
     )
 
 
-def _enricher(settings: Settings, prometheus: PrometheusClient | None) -> PromEnricher | None:
+def _enricher(
+    settings: Settings, prometheus: PrometheusClient | None, charts: Executor
+) -> PromEnricher | None:
     if prometheus is None:
         return None
-    return PromEnricher(prometheus, timeout=settings.enrichment.timeout_seconds)
+    return PromEnricher(prometheus, timeout=settings.enrichment.timeout_seconds, executor=charts)
 
 
 def storm_policy(settings: Settings) -> StormPolicy:

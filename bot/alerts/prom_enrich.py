@@ -3,7 +3,9 @@
 For one alert of a configured client cluster, series are selected by the cluster's `match` labels, the
 alert's `target`, and its `pod` when it has one (HA replicas keep their own counters); the window is the
 alert rule's own (`ALERT_WINDOWS`). `PromEnricher` reads windows (shared by concurrent callers, cached
-briefly: `bot.shared_reads`) and renders charts; `PromRound` is one notification's reads, started
+briefly: `bot.shared_reads`) and renders charts (in the bot's worker processes when given them:
+matplotlib holds the interpreter lock for 100-200 ms a chart, which in a thread of the bot's own process
+delayed the alert's post going out meanwhile); `PromRound` is one notification's reads, started
 together and collected when the enrichment budget ends (what is late is marked unavailable, never
 waited for). `bot.render.enrichment` words what was read on the alert's diagnosis.
 """
@@ -15,6 +17,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -117,7 +120,7 @@ _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def chart_image(series: KeySeries) -> ChartImage:
-    """Render the key series (CPU-bound: call it off the event loop)."""
+    """Render the key series (CPU-bound: call it off the event loop, best in another process)."""
     now = datetime.fromtimestamp(series.end, UTC)
     png = render_chart(series.lines, series.title, now, y_label=series.y_label)
     target = _UNSAFE_FILENAME.sub("-", series.title.split(":", 1)[0]).strip("-") or "target"
@@ -134,6 +137,10 @@ class PromEnricher:
     only `retry_wait` seconds before it is told the last failure: one notification at a time goes through
     the alert worker, so a hung Prometheus would otherwise hold each alert, and those behind it, for the
     whole budget.
+
+    Charts are rendered in `executor` (the bot's worker processes, `bot.digest.pool`) when given, else in
+    a thread: a thread holds this process's interpreter lock while matplotlib draws, and the post of
+    the alert the chart belongs to is going out through the delivery worker at that very moment.
     """
 
     client: PromQueries
@@ -142,6 +149,7 @@ class PromEnricher:
     clock: Clock = time.time
     monotonic: Clock = time.monotonic
     retry_wait: float = RETRY_WAIT
+    executor: Executor | None = None
     _reads: SharedReads[WindowAsk, PromWindow] = field(init=False, repr=False)
     _failing: tuple[float, UpstreamError] | None = field(init=False, default=None, repr=False)
 
@@ -172,8 +180,16 @@ class PromEnricher:
         return key_series(ask, kind, found, end)
 
     async def chart(self, ask: WindowAsk) -> ChartImage:
-        """The key series rendered as a PNG (rendering runs in a worker thread)."""
-        return await asyncio.to_thread(chart_image, await self.key_series(ask))
+        """The key series rendered as a PNG (in `executor`, else a worker thread)."""
+        series = await self.key_series(ask)
+        if self.executor is not None:
+            try:
+                return await asyncio.get_running_loop().run_in_executor(self.executor, chart_image, series)
+            except BrokenExecutor as error:  # a worker died (killed, out of memory): the chart still goes
+                log.warning(
+                    "chart of %s drawn in a thread: the worker processes broke: %s", ask.target, error
+                )
+        return await asyncio.to_thread(chart_image, series)
 
     async def try_chart(self, ask: WindowAsk, budget: float) -> ChartImage | None:
         """The chart within `budget` seconds, or None (logged): a chart never fails an alert."""

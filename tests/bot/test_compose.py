@@ -185,6 +185,7 @@ async def test_a_client_swapped_for_a_fake_reaches_every_consumer(
         assert "query_range" in prometheus.asked, "the digest's charts asked the fake"
         assert bot.enricher is not None
         assert bot.enricher.client is swapped.prometheus, "the alerts' enrichment asks the fake"
+        assert bot.enricher.executor is bot.pool, "the alerts' charts are drawn in the worker processes"
     finally:
         await bot.close()
         await swapped.prometheus.aclose()

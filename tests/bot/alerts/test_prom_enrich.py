@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
 
-from bot.alerts.prom_enrich import PromEnricher, ask_for
+from bot.alerts.prom_enrich import ChartImage, PromEnricher, ask_for, chart_image
 from bot.alerts.prom_queries import ChartKind, WindowAsk, chart_query, counters_query
 from bot.clients.prometheus import PrometheusClient, Sample, Series
 from bot.domain.snapshot import DIAL_FAILURES, PEERS, REQUESTS
@@ -183,6 +186,52 @@ async def test_a_chart_that_fails_is_none_not_an_error() -> None:
             raise UpstreamError("refused")
 
     assert await PromEnricher(Broken()).try_chart(ASK, budget=1) is None
+
+
+class OneSeries(CountingPrometheus):
+    """Answers every range query with one healthy-peers line."""
+
+    async def query_range(
+        self, expr: str, *, start: float, end: float, step: float, timeout: float | None = None
+    ) -> list[Series]:
+        points = tuple((start + i * step, 2.0) for i in range(int((end - start) // step)))
+        return [Series({"group_version": "example.com/v1"}, points)]
+
+
+class Recording(ThreadPoolExecutor):
+    """An executor that says what it was given and which thread ran it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="recording")
+        self.ran: list[tuple[object, str]] = []
+
+    def submit(self, fn: Callable[..., object], /, *args: object, **kwargs: object) -> Future[object]:
+        def run() -> object:
+            self.ran.append((fn, threading.current_thread().name))
+            return fn(*args, **kwargs)
+
+        return super().submit(run)
+
+
+async def test_a_chart_is_drawn_in_the_executor_given_not_in_a_thread_of_the_bot() -> None:
+    workers = Recording()
+    try:
+        image = await PromEnricher(OneSeries(), executor=workers).chart(ASK)
+    finally:
+        workers.shutdown()
+    assert [(fn, name.startswith("recording")) for fn, name in workers.ran] == [(chart_image, True)]
+    assert image.png.startswith(b"\x89PNG")
+    assert image.filename.endswith("-healthy-peers.png")
+
+
+async def test_a_chart_still_comes_when_the_worker_processes_are_broken() -> None:
+    class Broken(ThreadPoolExecutor):
+        def submit(self, fn: Callable[..., object], /, *args: object, **kwargs: object) -> Future[object]:
+            raise BrokenProcessPool("a worker died")
+
+    image = await PromEnricher(OneSeries(), executor=Broken()).try_chart(ASK, budget=5)
+    assert isinstance(image, ChartImage)
+    assert image.png.startswith(b"\x89PNG")
 
 
 # -- against a real Prometheus scraping the simulator ---------------------------------------------------

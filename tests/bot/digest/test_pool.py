@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 
+from bot.alerts.prom_enrich import chart_image
+from bot.alerts.prom_queries import ChartKind, KeySeries, TimeSeries
 from bot.digest.fleet import read_fleet
 from bot.digest.judge import Health, assemble_digest, judge_reads
-from bot.digest.pool import judge_fleet, judge_fleet_in_pool
+from bot.digest.pool import WORKER_NICENESS, digest_pool, judge_fleet, judge_fleet_in_pool
 from bot.live import LiveState
 from tests.fakes.fleet import SETTINGS, SOURCES, fleet, page
 
@@ -72,3 +75,26 @@ async def test_fetches_are_bounded_by_concurrency() -> None:
         )
     assert counting.peak == 3
     assert len(judged) == 8
+
+
+def _niceness() -> int:
+    return os.nice(0)
+
+
+async def test_an_alert_chart_is_drawn_in_a_worker_that_yields_the_cpu_to_the_bot() -> None:
+    series = KeySeries(
+        ChartKind.HEALTHY_PEERS,
+        "team-a/db: healthy peers",
+        "peers",
+        (TimeSeries("example.com/v1", tuple((3600.0 + 60 * i, 2.0) for i in range(60))),),
+        7200.0,
+    )
+    pool = digest_pool(1)
+    loop = asyncio.get_running_loop()
+    try:
+        image = await loop.run_in_executor(pool, chart_image, series)
+        niceness = await loop.run_in_executor(pool, _niceness)
+    finally:
+        await asyncio.to_thread(pool.shutdown)
+    assert image == chart_image(series)  # the same bytes as drawn here: only the process differs
+    assert niceness == min(19, os.nice(0) + WORKER_NICENESS)
