@@ -25,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from bot.alerts.prom_enrich import PromEnricher
+from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, Worker, create_app
 from bot.checks.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
@@ -78,6 +79,8 @@ class Clients:
     unreadable: Mapping[str, ClusterError] = field(default_factory=dict)  # sources that failed to open
     prometheus: PrometheusClient | None = None  # None: `prometheus.url` is not configured
     alertmanager: Silences | None = None  # None: `alertmanager.url` is not configured
+    # The same Alertmanager, asked before a suspected stale copy is skipped (`bot.alerts.stale_check`).
+    active_alerts: ActiveAlerts | None = None
     clock: Clock = time.time
     # Shared by every copy `replace()` makes, so a client swapped out for a fake is still closed.
     opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False, compare=False)
@@ -102,7 +105,7 @@ async def open_clients(settings: Settings, *, clock: Clock = time.time) -> Clien
     except BaseException:
         await opened.aclose()
         raise
-    return Clients(store, slack, readers, unreadable, prometheus, alertmanager, clock, opened)
+    return Clients(store, slack, readers, unreadable, prometheus, alertmanager, alertmanager, clock, opened)
 
 
 def _open_alertmanager(settings: Settings, opened: AsyncExitStack) -> AlertmanagerClient | None:
@@ -277,6 +280,7 @@ def _alert_worker(
         logs=logs,
         pods=SharedTargetPods(ctx),  # the verdict: each alert's target's control-plane pods
         observe_wait=lambda part, seconds: deps.metrics.enrichment_wait_seconds.labels(part).observe(seconds),
+        alertmanager=clients.active_alerts,
     )
 
 

@@ -27,6 +27,7 @@ from bot.alerts.log_enrich import LogSource
 from bot.alerts.outbox import Outbox
 from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore, TargetPodsSource
 from bot.alerts.prom_enrich import PromEnricher
+from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
 from bot.lease import RETRY_EVERY, Lease
 from bot.store.errors import StoreError
@@ -239,6 +240,7 @@ def register(
     logs: LogSource | None = None,
     pods: TargetPodsSource | None = None,
     observe_wait: ObserveWait | None = None,
+    alertmanager: ActiveAlerts | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -249,7 +251,8 @@ def register(
     group gets a chart of its key series in its thread. With `logs`, alerts of clients whose control plane
     is configured also show the log reference's lines from its pods. With `pods`, each alert's target gets the
     quick-triage verdict (its control-plane pods read within the enrichment budget). `observe_wait` is
-    told each notification's wait for its reads, per part (the bot's metric).
+    told each notification's wait for its reads, per part (the bot's metric). `alertmanager` is asked
+    before a suspected stale copy is skipped (without it, none is).
     """
     pipeline = AlertPipeline(
         settings,
@@ -262,6 +265,7 @@ def register(
         logs=logs,
         pods=pods,
         observe_wait=observe_wait or (lambda part, seconds: None),
+        alertmanager=alertmanager,
     )
     return AlertWorker(
         store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll

@@ -15,6 +15,8 @@ is compared with the group's stored state:
     firing again             -> edit both back, plus a reply
     flapping (fired again    -> the message shows the count; no reply per change, one note an hour
       twice within an hour)
+    a lagging replica's      -> nothing, judged before any read (`bot/alerts/stale_check.py`: unless
+      stale copy                Alertmanager lists its alerts active)
 
 The details reply carries everything the compact message leaves out and is edited in place: never a new
 reply per update. The other replies say only what an engineer following the thread wants to be notified
@@ -43,15 +45,14 @@ from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
 from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
 from bot.alerts.prom_enrich import PromEnricher, PromRound, chart_subject
+from bot.alerts.stale_check import ActiveAlerts, StaleCheck
 from bot.alerts.state import (
     ChannelGroup,
     applied_before,
     change_since,
     flaps_of,
-    handled,
     next_state,
     refired,
-    staleness,
     with_history,
     worth_a_reply,
 )
@@ -59,7 +60,6 @@ from bot.alerts.storm import StormDesk, StormPolicy
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupStatus
-from bot.domain.redact import redact
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
 from bot.render.alert_details import details_reply
@@ -114,8 +114,11 @@ class AlertPipeline:
         logs: LogSource | None = None,
         pods: TargetPodsSource | None = None,
         observe_wait: ObserveWait = lambda part, seconds: None,
+        alertmanager: ActiveAlerts | None = None,
     ) -> None:
         self._settings = settings
+        # Asked before a share judged a stale copy is skipped (`bot.alerts.stale_check`).
+        self._stale = StaleCheck(settings, alertmanager, clock)
         # Each notification's wait for its upstream reads, per part (`proxybot_enrichment_wait_seconds`).
         self._observe_wait = observe_wait
         self._prometheus = prometheus
@@ -155,11 +158,15 @@ class AlertPipeline:
         webhook = notification.webhook
         routes = route(self._settings, webhook)
         prevs = {channel: await self._store.get_group(channel, webhook.group_key) for channel in routes}
-        anchors = {
-            channel: await self._incidents.anchors(channel, routed, prevs[channel])
+        verdicts = {
+            channel: await self._stale.judge(notification, channel, routed, prevs[channel])
             for channel, routed in routes.items()
             if not applied_before(prevs[channel], notification.identity, notification.id)
         }
+        for skipped in (v.skip for v in verdicts.values() if v.skip is not None):
+            await self._store.save_group(skipped)  # a stale copy: recorded as handled, nothing read for it
+        routes = {c: routed for c, routed in routes.items() if c in verdicts and verdicts[c].skip is None}
+        anchors = {c: await self._incidents.anchors(c, routed, prevs[c]) for c, routed in routes.items()}
         # The incidents' first groups are read with the notification's own alerts: a member's change
         # re-renders their message.
         every = [r for rs in routes.values() for r in rs] + [r for a in _flat(anchors) for r in a.routed]
@@ -176,7 +183,7 @@ class AlertPipeline:
             return build(anchor.webhook, channel, list(anchor.routed), readings, prom, logs, pods).view
 
         for channel, routed in routes.items():
-            group = build(webhook, channel, routed, readings, prom, logs=logs, pods=pods)
+            group = verdicts[channel].on(build(webhook, channel, routed, readings, prom, logs, pods))
             await self._apply(notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom)
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
@@ -260,15 +267,6 @@ class AlertPipeline:
         prom: PromRound,
     ) -> None:
         identity = notification.identity
-        if applied_before(prev, identity, notification.id):
-            return  # its operations are already queued (or it is older than what the message shows)
-        stale = staleness(group, prev, self._clock())
-        if stale.whole and prev is not None:
-            hint = redact(group.view.external_url) or "an Alertmanager with no externalURL"
-            log.info("group %r in %s: a stale copy from %s, not applied", prev.group_key, prev.channel, hint)
-            await self._store.save_group(handled(prev, identity, notification.id))
-            return
-        group = stale.group  # its stale alerts shown resolved, as the group saw them
         view, channel = group.view, group.channel
         view = with_history(view, prev)
         in_storm = None if prev is None else prev.facts.storm_thread

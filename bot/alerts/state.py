@@ -7,7 +7,7 @@ stale alerts are shown resolved as they were seen (`staleness`), so they never t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -47,10 +47,17 @@ class Staleness:
 
     group: ChannelGroup  # with its stale firing alerts shown resolved, as they were seen
     whole: bool  # every alert firing in it is stale and it brings nothing newer: not applied
+    stale: frozenset[str] = frozenset()  # the fingerprints taken as older copies
 
 
-def staleness(group: ChannelGroup, prev: AlertGroupState | None, now: float) -> Staleness:
-    """Which of the notification's firing alerts are older copies of alerts the group saw resolved."""
+def staleness(
+    group: ChannelGroup,
+    prev: AlertGroupState | None,
+    now: float,
+    active: Collection[tuple[str, datetime]] = (),
+) -> Staleness:
+    """Which of the notification's firing alerts are older copies of alerts the group saw resolved;
+    none that Alertmanager lists `active` (fingerprint, startsAt to the millisecond, as its API says)."""
     if prev is None:
         return Staleness(group, whole=False)
     seen = prev.facts.seen_resolved
@@ -58,13 +65,19 @@ def staleness(group: ChannelGroup, prev: AlertGroupState | None, now: float) -> 
         fp: found
         for fp in group.firing
         if (found := seen.stale(fp, group.by_fingerprint[fp].starts_at, now)) is not None
+        and (fp, to_millisecond(group.by_fingerprint[fp].starts_at)) not in active
     }
     if not ended:
         return Staleness(group, whole=False)
     known = {fp for fp in group.resolved if seen.ended(fp, group.by_fingerprint[fp].starts_at) is not None}
     news = group.resolved - (known - prev.firing_fingerprints)
     whole = set(ended) == group.firing and not news and not group.view.truncated_alerts
-    return Staleness(_shown_resolved(group, ended), whole=whole)
+    return Staleness(_shown_resolved(group, ended), whole=whole, stale=frozenset(ended))
+
+
+def to_millisecond(at: datetime) -> datetime:
+    """`at` as Alertmanager's API writes it (truncated to the millisecond)."""
+    return at.replace(microsecond=at.microsecond // 1000 * 1000)
 
 
 def _shown_resolved(group: ChannelGroup, ended: Mapping[str, Ended]) -> ChannelGroup:

@@ -1,4 +1,5 @@
-"""A thin typed client of the Alertmanager v2 silences API (create, list, expire), over httpx.
+"""A thin typed client of the Alertmanager v2 API, over httpx: silences (create, list, expire) and the
+alerts it lists active (the stale-copy check, `bot.alerts.stale_check`).
 
 Every call has a timeout. Every failure (unreachable, timeout, a refusal, an answer that is not the API's
 shape) becomes an `UpstreamError` whose message says which operation failed and why, so a handler can
@@ -18,14 +19,23 @@ from datetime import datetime
 from typing import Any
 
 import httpx
+from pydantic import TypeAdapter, ValidationError
 
 from bot.clients.credentials import http_security
+from bot.domain.alerts import Instant
 from bot.errors import ConfigError, InputError, UpstreamError
 from config.settings import AlertmanagerSettings
 
 DEFAULT_TIMEOUT = 10.0
 SILENCES_PATH = "api/v2/silences"
 SILENCE_PATH = "api/v2/silence/"  # + a validated UUID
+ALERTS_PATH = "api/v2/alerts"
+# The stale-copy check holds a notification while it asks: a short wait, then the notification is applied.
+ACTIVE_TIMEOUT = 2.0
+# Every alert not resolved, whatever silences and inhibitions do to its notifications.
+_ACTIVE_ONLY = (("active", "true"), ("silenced", "true"), ("inhibited", "true"), ("unprocessed", "true"))
+# startsAt parsed as the webhook's is (as JSON, strict), so the two compare equal for the same alert.
+_INSTANT: TypeAdapter[datetime] = TypeAdapter(Instant)
 # Alertmanager 0.25 group keys end in the group's labels as Go's LabelSet.String renders them.
 _LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
@@ -48,8 +58,17 @@ class Matcher:
         return {"name": self.name, "value": self.value, "isRegex": self.is_regex, "isEqual": self.is_equal}
 
     def __str__(self) -> str:
-        op = ("=~" if self.is_regex else "=") if self.is_equal else ("!~" if self.is_regex else "!=")
-        return f"{self.name}{op}{json.dumps(self.value)}"
+        return f"{self.name}{self._op()}{json.dumps(self.value)}"
+
+    def as_filter(self) -> str:
+        """The matcher as the API's `filter` parameter takes it: Alertmanager 0.25 unescapes only a
+        backslash, a double quote and `n` after a backslash in a quoted value, and reads the rest as UTF-8
+        (JSON's `\\uXXXX` would stay literal)."""
+        escaped = self.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'{self.name}{self._op()}"{escaped}"'
+
+    def _op(self) -> str:
+        return ("=~" if self.is_regex else "=") if self.is_equal else ("!~" if self.is_regex else "!=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +134,8 @@ def _go_unquote(quoted: str) -> str:
 
 
 class AlertmanagerClient:
-    """Creates, lists and expires silences; every failure is an `UpstreamError` with a clear message."""
+    """Silences (create, list, expire) and active alerts; every failure is an `UpstreamError` with a clear
+    message."""
 
     def __init__(self, http: httpx.AsyncClient, *, shown_as: str) -> None:
         self._http = http
@@ -185,9 +205,38 @@ class AlertmanagerClient:
         path = SILENCE_PATH + silence_id(silence)
         await self._call(f"expiring silence {silence_id(silence)}", "DELETE", path)
 
-    async def _call(self, doing: str, method: str, path: str, body: Any = None) -> Any:
+    async def active_alerts(
+        self, matchers: Sequence[Matcher], *, timeout: float = ACTIVE_TIMEOUT
+    ) -> list[tuple[str, datetime]]:
+        """`(fingerprint, startsAt)` of every alert Alertmanager lists active (silenced and inhibited
+        ones too; resolved ones it leaves out) that `matchers` select, asked within `timeout` seconds.
+        The API writes startsAt to the millisecond (truncated), the webhook to the nanosecond."""
+        params = [*_ACTIVE_ONLY, *(("filter", m.as_filter()) for m in matchers)]
+        answer = await self._call("listing active alerts", "GET", ALERTS_PATH, params=params, timeout=timeout)
+        if not isinstance(answer, list):
+            raise self._error("listing active alerts", "the answer is not a list")
         try:
-            response = await self._http.request(method, path, json=body)
+            return [
+                (str(raw["fingerprint"]), _INSTANT.validate_json(json.dumps(raw["startsAt"])))
+                for raw in answer
+            ]
+        except (KeyError, TypeError, ValidationError) as exc:
+            why = f"unexpected alert shape ({type(exc).__name__})"
+            raise self._error("listing active alerts", why) from None
+
+    async def _call(
+        self,
+        doing: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: Sequence[tuple[str, str]] = (),
+        timeout: float | None = None,
+    ) -> Any:
+        wait = httpx.USE_CLIENT_DEFAULT if timeout is None else httpx.Timeout(timeout)
+        try:
+            response = await self._http.request(method, path, json=body, params=list(params), timeout=wait)
         except httpx.TimeoutException:
             raise self._error(doing, "timed out") from None
         except httpx.HTTPError as exc:

@@ -12,6 +12,8 @@ Prometheus sends it again it keeps its `startsAt` (still active, or its `for` st
 re-fire with the same `startsAt`. A stale copy arrives within the replicas' delivery lag (the group
 interval plus the peers' waits and retries: minutes), so the same `startsAt` counts as stale only within
 `STALE_WINDOW_SECONDS` of the resolve being seen first; later it is applied as the re-fire it then is.
+Within the window the same re-fire is possible too: `bot.alerts.stale_check` asks Alertmanager before
+anything is skipped, and the window stays the upper bound.
 """
 
 from __future__ import annotations

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.storm import StormPolicy
+from bot.clients.alertmanager import Matcher
 from bot.clients.slack import Posted
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.domain.parser import parse_syncer
+from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from bot.render.blocks import Message
 from bot.store import OutboxItem, OutboxKind, Store
@@ -80,6 +85,36 @@ class FakeLive:
 
     async def cancel_pending(self) -> None:
         """Nothing outlives a caller here: each read runs in its caller's task."""
+
+
+class FakeAlertmanager:
+    """The alerts an Alertmanager lists active, for the stale-copy check: it selects them by equality
+    matchers as the real one does, refuses (HTTP 400) a label name it would refuse, and can be down."""
+
+    def __init__(self) -> None:
+        self.active: dict[str, tuple[Mapping[str, str], datetime]] = {}
+        self.down: str | None = None  # why every call fails, e.g. "timed out"
+        self.asked: list[tuple[Matcher, ...]] = []
+
+    def fire(self, fingerprint: str, labels: Mapping[str, str], starts_at: datetime) -> None:
+        self.active[fingerprint] = (dict(labels), starts_at)
+
+    async def active_alerts(self, matchers: Sequence[Matcher]) -> list[tuple[str, datetime]]:
+        self.asked.append(tuple(matchers))
+        if self.down is not None:
+            raise UpstreamError(
+                f"Alertmanager at http://alertmanager failed listing active alerts: {self.down}"
+            )
+        for m in matchers:
+            if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", m.name) or m.is_regex or not m.is_equal:
+                raise UpstreamError(
+                    f"Alertmanager at http://alertmanager refused filter {m.as_filter()}: HTTP 400"
+                )
+        return [
+            (fp, starts_at)
+            for fp, (labels, starts_at) in self.active.items()
+            if all(labels.get(m.name, "") == m.value for m in matchers)
+        ]
 
 
 class NoSlack:
@@ -154,10 +189,21 @@ class Harness:
         self.clock = clock
         self.live = live
         self.outbox = Delivery(store, NoSlack(), clock=clock)
+        self.alertmanager = FakeAlertmanager()  # lists nothing active until a test fires an alert there
         self.pipeline = self.make_pipeline(config)
 
-    def make_pipeline(self, config: Settings, policy: StormPolicy | None = None) -> AlertPipeline:
-        return AlertPipeline(config, self.store, self.outbox, self.live, storm=policy, clock=self.clock)
+    def make_pipeline(
+        self, config: Settings, policy: StormPolicy | None = None, *, alertmanager: bool = True
+    ) -> AlertPipeline:
+        return AlertPipeline(
+            config,
+            self.store,
+            self.outbox,
+            self.live,
+            storm=policy,
+            clock=self.clock,
+            alertmanager=self.alertmanager if alertmanager else None,
+        )
 
     async def accept(self, raw: bytes) -> None:
         await self.store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), self.clock())

@@ -2,12 +2,15 @@
 
 With Alertmanager in HA a replica that missed its peers' gossip can deliver an older state of a group after
 a newer one: the group resolved by replica A, then still firing from replica B. Such a copy shows firing
-only alerts seen resolved with the same startsAt: it is not applied. Every copy here differs from the
-notifications before it (an identical body is already refused as a duplicate when it is accepted).
+only alerts seen resolved with the same startsAt: it is not applied, once Alertmanager (the harness' fake,
+listing nothing active unless a test fires an alert there) does not list them active. Every copy here
+differs from the notifications before it (an identical body is already refused as a duplicate when it is
+accepted).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -15,7 +18,8 @@ from typing import Any
 import pytest
 
 from bot.alerts.storm import StormPolicy
-from bot.domain.alerts import AlertStatus
+from bot.clients.alertmanager import Matcher
+from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.stale import STALE_WINDOW_SECONDS
 from bot.store import AlertGroupState, OutboxKind
 from tests.fakes.alert_pipeline import Harness, alert, settings, webhook
@@ -64,7 +68,7 @@ async def test_a_stale_firing_copy_after_the_resolve_is_not_applied(
     before = await resolved_group(harness)
     resolved = await group_state(harness)
     harness.clock.now += 20
-    caplog.set_level(logging.INFO, logger="bot.alerts.pipeline")
+    caplog.set_level(logging.INFO, logger="bot.alerts.stale_check")
     # Replica B saw a2 resolve but not a1 when it flushed: its copy is older than what A sent.
     await harness.run(from_replica(alerts(firing=("a1",), resolved=("a2",))))
     assert len(await harness.items()) == before  # no Slack operation at all
@@ -87,7 +91,7 @@ async def test_the_replica_hint_is_logged_without_a_password_in_its_url(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
     await resolved_group(harness)
-    caplog.set_level(logging.INFO, logger="bot.alerts.pipeline")
+    caplog.set_level(logging.INFO, logger="bot.alerts.stale_check")
     await harness.run(from_replica(alerts(firing=("a1",), resolved=("a2",)), "http://am:hunter22@am-1:9093"))
     [line] = [r.getMessage() for r in caplog.records if "stale copy" in r.getMessage()]
     assert "hunter22" not in line
@@ -168,6 +172,104 @@ async def test_a_stale_copy_of_a_firing_group_leaves_its_other_alerts_as_they_ar
     assert len(await harness.items()) == before
     state = await group_state(harness)
     assert (state.status, state.firing_fingerprints) == (AlertStatus.FIRING, frozenset({"a2"}))
+
+
+# -- Alertmanager asked before a copy is skipped ---------------------------------------------------------
+
+
+def fire_in_alertmanager(harness: Harness, fingerprint: str, raw: bytes) -> None:
+    """Alertmanager lists the alert active with the labels and startsAt the copy shows."""
+    [shown] = [a for a in AlertmanagerWebhook.model_validate_json(raw).alerts if a.fingerprint == fingerprint]
+    harness.alertmanager.fire(fingerprint, shown.labels, shown.starts_at)
+
+
+async def test_a_copy_alertmanager_lists_active_is_a_real_refire_and_applied(harness: Harness) -> None:
+    # Prometheus was cut off past its resend window: Alertmanager resolved a1 itself, then fired it again
+    # with the same startsAt when Prometheus came back, within the stale window.
+    before = await resolved_group(harness)
+    harness.clock.now += 20
+    copy = from_replica(alerts(firing=("a1",), resolved=("a2",)))
+    fire_in_alertmanager(harness, "a1", copy)
+    await harness.run(copy)
+    update, edit, reply = (await harness.items())[before:]
+    assert (update.kind, edit.kind, reply.kind) == (
+        OutboxKind.UPDATE,
+        OutboxKind.REPLY_EDIT,
+        OutboxKind.REPLY,
+    )
+    assert update.payload["text"].startswith("FIRING")
+    state = await group_state(harness)
+    assert (state.status, state.firing_fingerprints) == (AlertStatus.FIRING, frozenset({"a1"}))
+    # Asked once, for the alerts' common labels (the group's among them).
+    [asked] = harness.alertmanager.asked
+    assert Matcher("alertname", "ResourceProxyNoHealthyPeers") in asked
+    assert Matcher("pod", "vc-a1") in asked
+
+
+async def test_a_copy_alertmanager_lists_with_another_starts_at_is_skipped(harness: Harness) -> None:
+    before = await resolved_group(harness)
+    copy = from_replica(alerts(firing=("a1",), resolved=("a2",)))
+    fire_in_alertmanager(harness, "a1", from_replica(alerts(firing=("a1",), starts=REFIRED_AT)))
+    await harness.run(copy)  # the episode Alertmanager fires now is a later one: this copy is the old one
+    assert len(await harness.items()) == before
+    assert (await group_state(harness)).status is AlertStatus.RESOLVED
+
+
+async def test_a_stale_copy_is_skipped_without_reading_any_live_state(harness: Harness) -> None:
+    await resolved_group(harness)
+    reads = len(harness.live.reads)
+    harness.live.gate = asyncio.Event()  # a live read would hang the notification
+    await asyncio.wait_for(harness.run(from_replica(alerts(firing=("a1",), resolved=("a2",)))), timeout=5)
+    assert len(harness.live.reads) == reads
+    assert await harness.store.pending_count() == 0
+
+
+@pytest.mark.parametrize("down", ["timed out", "could not connect (ConnectError)", "HTTP 500: boom"])
+async def test_a_copy_alertmanager_cannot_be_asked_about_is_applied_with_a_warning(
+    harness: Harness, caplog: pytest.LogCaptureFixture, down: str
+) -> None:
+    before = await resolved_group(harness)
+    harness.alertmanager.down = down
+    caplog.set_level(logging.INFO, logger="bot.alerts.stale_check")
+    await harness.run(from_replica(alerts(firing=("a1",), resolved=("a2",))))
+    update = (await harness.items())[before]
+    assert (update.kind, update.payload["text"].startswith("FIRING")) == (OutboxKind.UPDATE, True)
+    assert (await group_state(harness)).firing_fingerprints == {"a1"}
+    [line] = [r for r in caplog.records if r.name == "bot.alerts.stale_check"]
+    assert line.levelno == logging.WARNING
+    for named in (GROUP, CHANNEL, down):
+        assert named in line.getMessage()
+
+
+async def test_without_alertmanager_configured_a_suspected_copy_is_applied_with_a_warning(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    harness.pipeline = harness.make_pipeline(settings(), alertmanager=False)
+    before = await resolved_group(harness)
+    caplog.set_level(logging.INFO, logger="bot.alerts.stale_check")
+    await harness.run(from_replica(alerts(firing=("a1", "a3"), resolved=("a2",))))
+    update, edit, _ = (await harness.items())[before:]
+    assert (update.kind, edit.kind) == (OutboxKind.UPDATE, OutboxKind.REPLY_EDIT)
+    assert "pod `vc-a1` · firing" in json.dumps(edit.payload, ensure_ascii=False)  # not shown resolved
+    assert (await group_state(harness)).firing_fingerprints == {"a1", "a3"}
+    [line] = [r for r in caplog.records if r.name == "bot.alerts.stale_check"]
+    assert (line.levelno, "alertmanager.url is not set" in line.getMessage()) == (logging.WARNING, True)
+
+
+async def test_a_mixed_copy_shows_firing_what_alertmanager_lists_active(harness: Harness) -> None:
+    before = await resolved_group(harness)
+    copy = from_replica(alerts(firing=("a1", "a3"), resolved=("a2",)))
+    fire_in_alertmanager(harness, "a1", copy)
+    await harness.run(copy)
+    edit = (await harness.items())[before + 1]
+    assert "pod `vc-a1` · firing" in json.dumps(edit.payload, ensure_ascii=False)
+    assert (await group_state(harness)).firing_fingerprints == {"a1", "a3"}
+
+
+async def test_no_copy_suspected_no_alertmanager_asked(harness: Harness) -> None:
+    await harness.run(webhook(alerts(firing=("a1", "a2"))))
+    await harness.run(from_replica(alerts(firing=("a1",), resolved=("a2",), starts=REFIRED_AT)))
+    assert harness.alertmanager.asked == []
 
 
 # -- incidents and storms go through the same check ------------------------------------------------------

@@ -1,4 +1,5 @@
-"""AlertmanagerClient against a real Alertmanager 0.25 (create, list, expire), its failures, and matchers."""
+"""AlertmanagerClient against a real Alertmanager 0.25 (silences: create, list, expire; the alerts it lists
+active), its failures, and matchers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from bot.clients.alertmanager import (
+    ACTIVE_TIMEOUT,
     AlertmanagerClient,
     Matcher,
     group_labels_from_key,
@@ -112,6 +114,55 @@ async def test_refusals_and_unknown_ids_are_clear_upstream_errors(client: Alertm
         await client.expire_silence("00000000-0000-4000-8000-000000000000")
 
 
+@pytest.mark.slow
+async def test_active_alerts_are_the_firing_ones_the_matchers_select_silenced_too(
+    alertmanager: Alertmanager, client: AlertmanagerClient
+) -> None:
+    # Values Alertmanager's filter parser must read back exactly: quotes, backslashes, a newline, UTF-8.
+    group = {"alertname": "ResourceProxyPeersDown", "target": 'team-"b"\\db\nx', "cluster": "équipe"}
+    started = datetime.now(UTC).replace(microsecond=123456) - timedelta(minutes=5)
+    firing, silenced, resolved = ({**group, "pod": f"vc-{i}"} for i in range(3))
+    elsewhere = {**firing, "cluster": "équipe-2"}
+    await asyncio.to_thread(
+        alertmanager.post_alerts,
+        [
+            {"labels": firing, "startsAt": started.isoformat()},
+            {"labels": silenced, "startsAt": started.isoformat()},
+            {"labels": elsewhere, "startsAt": started.isoformat()},
+            {
+                "labels": resolved,
+                "startsAt": started.isoformat(),
+                "endsAt": (started + timedelta(minutes=1)).isoformat(),
+            },
+        ],
+    )
+    now = datetime.now(UTC)
+    silence = await client.create_silence(
+        [Matcher("pod", "vc-1"), Matcher("cluster", "équipe")],
+        starts_at=now,
+        ends_at=now + timedelta(minutes=5),
+        created_by="t",
+        comment="still listed active",
+    )
+    await wait_silenced_by(alertmanager, silenced, silence)
+    fingerprints = {
+        alert["labels"]["pod"]: alert["fingerprint"]
+        for alert in alertmanager.alerts()
+        if alert["labels"].get("cluster") == "équipe"
+    }
+    listed = await client.active_alerts([Matcher(k, v) for k, v in group.items()])
+    # The API writes times to the millisecond (the webhook to the nanosecond).
+    to_ms = started.replace(microsecond=123000)
+    assert sorted(listed) == sorted([(fingerprints["vc-0"], to_ms), (fingerprints["vc-1"], to_ms)])
+    await client.expire_silence(silence)
+
+
+@pytest.mark.slow
+async def test_a_filter_alertmanager_refuses_is_an_upstream_error(client: AlertmanagerClient) -> None:
+    with pytest.raises(UpstreamError, match=r"failed listing active alerts: HTTP 400: "):
+        await client.active_alerts([Matcher("not-a-label-name", "x")])
+
+
 class Recording(httpx.AsyncBaseTransport):
     """A fake transport that records requests and answers each with `status` and `body`."""
 
@@ -151,6 +202,30 @@ async def test_paths_are_constants_under_the_configured_prefix() -> None:
     ]
 
 
+async def test_active_alerts_ask_for_every_unresolved_alert_the_matchers_select() -> None:
+    transport = Recording(body=b'[{"fingerprint": "a1", "startsAt": "2023-11-14T22:00:00.123456789Z"}]')
+    listed = await faked(transport).active_alerts([Matcher("alertname", "X"), Matcher("pod", 'a"\\b\nc')])
+    assert listed == [("a1", datetime(2023, 11, 14, 22, 0, 0, 123456, tzinfo=UTC))]
+    [request] = transport.requests
+    assert (request.method, request.url.path) == ("GET", "/prefix/api/v2/alerts")
+    assert request.url.params.multi_items() == [
+        ("active", "true"),
+        ("silenced", "true"),
+        ("inhibited", "true"),
+        ("unprocessed", "true"),
+        ("filter", 'alertname="X"'),
+        ("filter", 'pod="a\\"\\\\b\\nc"'),
+    ]
+
+
+async def test_active_alerts_of_the_wrong_shape_are_upstream_errors() -> None:
+    for body in (b"{}", b'[{"fingerprint": "a1"}]', b'[{"fingerprint": "a1", "startsAt": "yesterday"}]'):
+        with pytest.raises(
+            UpstreamError, match=r"listing active alerts: (the answer is not a list|unexpected)"
+        ):
+            await faked(Recording(body=body)).active_alerts([])
+
+
 async def test_answers_of_the_wrong_shape_are_upstream_errors() -> None:
     with pytest.raises(UpstreamError, match="listing silences: the answer is not JSON"):
         await faked(Recording(body=b"<html>")).silences()
@@ -188,6 +263,29 @@ async def test_a_hanging_alertmanager_times_out() -> None:
     async with server:
         with pytest.raises(UpstreamError, match="listing silences: timed out"):
             await am.silences()
+        await am.aclose()
+        await asyncio.wait_for(gave_up.wait(), timeout=10)
+
+
+async def test_active_alerts_give_up_after_their_own_short_timeout() -> None:
+    gave_up = asyncio.Event()
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            await reader.read()
+        writer.close()
+        await writer.wait_closed()
+        gave_up.set()
+
+    server = await asyncio.start_server(hang, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    # The client's own timeout (for silences) is long; the check's is ACTIVE_TIMEOUT.
+    am = AlertmanagerClient.from_settings(AlertmanagerSettings(url=f"http://127.0.0.1:{port}"), timeout=30.0)
+    async with server:
+        started = time.monotonic()
+        with pytest.raises(UpstreamError, match="listing active alerts: timed out"):
+            await am.active_alerts([Matcher("alertname", "X")])
+        assert ACTIVE_TIMEOUT <= time.monotonic() - started < ACTIVE_TIMEOUT + 3
         await am.aclose()
         await asyncio.wait_for(gave_up.wait(), timeout=10)
 
