@@ -35,7 +35,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from bot.alerts.budget import ObserveWait, Waits
@@ -60,6 +60,7 @@ from bot.alerts.storm import StormDesk, StormPolicy
 from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.moments import from_epoch
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
 from bot.render.alert_details import details_reply
@@ -379,7 +380,7 @@ class AlertPipeline:
         return alert_group_message(shown(view, prev, members, flaps, self._clock()), self._now())
 
     def _now(self) -> datetime:
-        return datetime.fromtimestamp(self._clock(), UTC)
+        return from_epoch(self._clock())
 
 
 def _flat(anchors: dict[str, list[Anchor]]) -> list[Anchor]:
