@@ -29,6 +29,7 @@ from bot.render.slack import (
     RESOLVED_MARK,
     SEVERITY_MARK,
     STANDING_WORDS,
+    alert_subject,
     finding_lines,
     live_line,
 )
@@ -94,7 +95,7 @@ def _peer_line(r: PeerReading) -> str:
 
 def _alert_head(a: AlertView) -> str:
     mark = RESOLVED_MARK if a.status is GroupStatus.RESOLVED else SEVERITY_MARK[a.severity]
-    where = code(a.target) if a.target else "no target label"
+    where = alert_subject(a)
     gv = f" {code(a.group_version)}" if a.group_version else ""
     pod = f" · pod {code(a.pod)}" if a.pod else ""
     return f"{mark} *{esc(a.name)}* on {where}{gv}{pod} · {a.status.value}"

@@ -72,9 +72,17 @@ def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
     return [*lines[:n], f"… +{len(lines) - n} more"] if len(lines) > n else list(lines)
 
 
+def alert_subject(alert: AlertView) -> str:
+    """What one alert is about: its target, else the probe CronJob (ProbeFailing names no target)."""
+    if alert.target:
+        return code(alert.target)
+    namespace, cronjob = alert.labels.get("namespace"), alert.labels.get("cronjob")
+    return f"CronJob {code(f'{namespace}/{cronjob}')}" if namespace and cronjob else "no target label"
+
+
 def _where(alert: AlertView) -> str:
     gv = f" ({code(alert.group_version)})" if alert.group_version else ""
-    return f"{code(alert.target)}{gv}" if alert.target else "no target label"
+    return f"{alert_subject(alert)}{gv}"
 
 
 def live_line(live: LiveRead, now: datetime) -> str:

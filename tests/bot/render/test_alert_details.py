@@ -121,3 +121,11 @@ def test_a_huge_group_stays_within_slacks_limits() -> None:
     msg = details_reply(group(*alerts), NOW)
     assert limit_problems(msg.as_kwargs()) == []
     assert "*22 more alerts*" in shown(msg)
+
+
+def test_a_failing_probe_is_named_by_its_cronjob_not_as_missing_a_target() -> None:
+    labels = {"namespace": "vcluster-a", "cronjob": "proxy-probe", "severity": "critical"}
+    probe = alert("ResourceProxyProbeFailing", labels)
+    reply = shown(details_reply(group(probe), NOW))
+    assert "*ResourceProxyProbeFailing* on CronJob `vcluster-a/proxy-probe` · firing" in reply
+    assert "no target label" not in reply
