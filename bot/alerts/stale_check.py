@@ -27,6 +27,7 @@ from bot.alerts.prom_enrich import PromRound
 from bot.alerts.state import ChannelGroup, handled, staleness
 from bot.clients.alertmanager import Matcher
 from bot.domain.alert_summary import common_labels
+from bot.domain.alerts import AlertStatus
 from bot.domain.messages import LiveRead
 from bot.domain.redact import redact
 from bot.errors import UpstreamError
@@ -79,9 +80,11 @@ class StaleCheck:
         prev: AlertGroupState | None,
     ) -> Verdict:
         now = self._clock()
+        if prev is None or not _names_a_resolved_alert(notification, prev):
+            return Verdict(prev, now, None)  # the common case: nothing to build or ask
         group = _bare(notification, channel, routed, self._settings)
         first = staleness(group, prev, now)
-        if prev is None or not first.stale:
+        if not first.stale:
             return Verdict(prev, now, None)
         listed = await self._listed(group, first.stale)
         if listed is None or not staleness(group, prev, now, listed).whole:
@@ -115,6 +118,12 @@ class StaleCheck:
             why,
         )
         return None
+
+
+def _names_a_resolved_alert(notification: StoredNotification, prev: AlertGroupState) -> bool:
+    """Whether any alert the notification shows firing is one the group saw resolved (by fingerprint)."""
+    seen = prev.facts.seen_resolved.alerts
+    return any(a.fingerprint in seen for a in notification.webhook.alerts if a.status is AlertStatus.FIRING)
 
 
 def _bare(
