@@ -15,6 +15,7 @@ from typing import Any
 from bot.checks.context import TargetRef, resolve_target
 from bot.errors import Refused
 from bot.render.blocks import code
+from bot.subcommands import SLASH, Access
 from config.clusters import ClusterSettings
 from config.settings import Requester, Settings
 
@@ -52,14 +53,13 @@ def allowed_subcommands(
 ) -> frozenset[str]:
     """What `who` may run from where they ask (what `help` lists), given what this bot can do."""
     clusters = queryable(settings, who)
-    if not clusters:
-        return frozenset({"help"})
-    found = {"help", "status", "peers", "reasons", "probe", "path", "logs", "verify", "netpol"}
-    if silences and any(settings.may_silence(c.name, who) for c in clusters):
-        found.add("silence")
-    if digest and len(clusters) == len(settings.clusters):
-        found.add("digest")
-    return frozenset(found)
+    rule = {
+        Access.ANYONE: True,
+        Access.QUERY: bool(clusters),
+        Access.SILENCE: silences and any(settings.may_silence(c.name, who) for c in clusters),
+        Access.FLEET: digest and bool(clusters) and len(clusters) == len(settings.clusters),
+    }
+    return frozenset(name for name, slash in SLASH.items() if rule[slash.access])
 
 
 def query_refusal(cluster: str, asker: Asker) -> Refused:

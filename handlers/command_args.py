@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 
 from bot.checks.netpol import ANYWHERE_V4, DEFAULT_STUN_PORT, CrossCluster, parse_cidr, parse_port
 from bot.domain import durations
 from bot.errors import InputError, shown
+from bot.subcommands import SLASH, Takes, Usage
 
 MAX_TEXT = 1000
 MAX_WORDS = 40
@@ -27,54 +27,8 @@ _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u201d": "\u201d", "\u2018":
 _ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 
 
-class Takes(Enum):
-    """How many values an option takes."""
-
-    ONE = "one"  # --gv G/V (once)
-    REPEATED = "repeated"  # --stun CIDR, may be given several times
-    SEVERAL = "several"  # --cross-cluster CIDR [CIDR ...]: every following word up to the next option
-    WORDS = "words"  # --reason some free text: the following words joined by spaces
-
-
-@dataclass(frozen=True)
-class Usage:
-    """One subcommand's grammar: positional names (`?` suffix: optional) and options."""
-
-    positionals: tuple[str, ...] = ()
-    options: Mapping[str, Takes] = field(default_factory=dict)
-
-    @property
-    def required(self) -> int:
-        return sum(1 for p in self.positionals if not p.endswith("?"))
-
-
-_TARGET = ("TARGET",)
-USAGES: dict[str, Usage] = {
-    "help": Usage(("SUBCOMMAND?",)),
-    "status": Usage(("TARGET?",)),
-    "peers": Usage(_TARGET),
-    "reasons": Usage(_TARGET, {"--window": Takes.ONE}),
-    "probe": Usage(
-        _TARGET,
-        {"--gv": Takes.ONE, "--resource": Takes.ONE, "--namespace": Takes.ONE, "--repeat": Takes.ONE},
-    ),
-    "path": Usage(_TARGET, {"--samples": Takes.ONE}),
-    "logs": Usage(_TARGET, {"--since": Takes.ONE}),
-    "verify": Usage((), {"--cluster": Takes.ONE}),
-    "netpol": Usage(
-        (),
-        {
-            "--client": Takes.ONE,
-            "--target": Takes.ONE,
-            "--cross-cluster": Takes.SEVERAL,
-            "--stun": Takes.REPEATED,
-            "--stun-port": Takes.REPEATED,
-        },
-    ),
-    # `silence TARGET [DURATION]`, `silence list`, `silence expire ID`: told apart by the first word.
-    "silence": Usage(("TARGET|list|expire", "DURATION|ID?"), {"--reason": Takes.WORDS}),
-    "digest": Usage(),
-}
+# The grammar of every subcommand, from the one table of subcommands.
+USAGES: Mapping[str, Usage] = {name: slash.grammar for name, slash in SLASH.items()}
 
 
 @dataclass(frozen=True)

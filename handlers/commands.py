@@ -51,6 +51,7 @@ from bot.render.checks_probe import probe_message
 from bot.render.checks_status import reasons_message, status_message
 from bot.render.checks_verify import verify_message
 from bot.render.help import help_message
+from bot.subcommands import SLASH, Access
 from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Settings
 from handlers.actions import ButtonChecks
@@ -185,15 +186,9 @@ def _target_arg(inv: Invocation) -> str:
 
 def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     """Validate and authorize one command (no request made yet); Refused or InputError say why not."""
-    if inv.sub == "help":
-        return _plan_help(deps, inv, asker)
-    clusters = granted(deps.settings, asker, inv.sub)
-    if inv.sub == "silence":
-        return Plan(plan_silence(deps.settings, deps.silences, inv, asker.who, asker.user_name, deps.now))
-    if inv.sub == "digest":
-        return _plan_digest(deps, asker, clusters)
-    planner = _PLANNERS[inv.sub]
-    return planner(deps, inv, asker)
+    if SLASH[inv.sub].access is not Access.ANYONE:
+        granted(deps.settings, asker, inv.sub)
+    return PLANNERS[inv.sub](deps, inv, asker)
 
 
 def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
@@ -321,7 +316,12 @@ def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     return Plan(work)
 
 
-def _plan_digest(deps: CommandDeps, asker: Asker, clusters: tuple[ClusterSettings, ...]) -> Plan:
+def _plan_silence(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    return Plan(plan_silence(deps.settings, deps.silences, inv, asker.who, asker.user_name, deps.now))
+
+
+def _plan_digest(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    clusters = granted(deps.settings, asker, inv.sub)
     digest = deps.digest
     if digest is None:
         raise Refused("proxybot cannot post a digest here: its digest runner is not part of this bot.")
@@ -339,7 +339,9 @@ def _plan_digest(deps: CommandDeps, asker: Asker, clusters: tuple[ClusterSetting
     return Plan(work, "building the fleet digest (reading every cluster)…", at_once=True)
 
 
-_PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], Plan]] = {
+# One planner per `/proxy` subcommand of bot/subcommands.py (tests/bot/test_subcommands.py checks both ways).
+PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], Plan]] = {
+    "help": _plan_help,
     "status": _plan_status,
     "peers": _plan_status,
     "reasons": _plan_reasons,
@@ -348,6 +350,8 @@ _PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], Plan]] = {
     "logs": _plan_logs,
     "verify": _plan_verify,
     "netpol": _plan_netpol,
+    "silence": _plan_silence,
+    "digest": _plan_digest,
 }
 
 

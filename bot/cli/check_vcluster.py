@@ -91,7 +91,6 @@ def check_vcluster(args: argparse.Namespace, console: Console) -> int:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         name="check-vcluster",
-        help="judge a client's vcluster.yaml resource proxy section as vCluster's startup validation does",
         add_arguments=_arguments,
         run=check_vcluster,
     ),

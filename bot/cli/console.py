@@ -25,9 +25,8 @@ class Console:
 
 @dataclass(frozen=True)
 class Subcommand:
-    """One `proxybot` subcommand."""
+    """One `proxybot` subcommand's implementation (its help line is bot/subcommands.py's)."""
 
     name: str
-    help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, Console], int]

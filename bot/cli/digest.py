@@ -103,7 +103,6 @@ def digest_subcommand(args: argparse.Namespace, console: Console) -> int:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         name="digest",
-        help="the fleet health digest now: printed, or posted to Slack with --post",
         add_arguments=_arguments,
         run=digest_subcommand,
     ),

@@ -55,7 +55,6 @@ def logs_subcommand(args: argparse.Namespace, console: Console) -> int:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         name="logs",
-        help="the client control plane's log lines that the vendor's log reference explains, per pod",
         add_arguments=_arguments,
         run=logs_subcommand,
     ),

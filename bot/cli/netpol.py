@@ -80,7 +80,6 @@ def terminal_text(result: NetpolResult) -> str:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         name="netpol",
-        help="the vcluster.yaml NetworkPolicy values for both ends of a client/target pair",
         add_arguments=_arguments,
         run=netpol_subcommand,
     ),

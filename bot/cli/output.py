@@ -11,15 +11,17 @@ import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from bot.checks.context import CheckContext
 from bot.cli.console import Console
 from bot.errors import ConfigError, InputError
 from bot.render.blocks import Message
 from bot.render.terminal import Style, colour_enabled, show
 from config.loader import config_path, load_config
 from config.settings import Settings
+
+if TYPE_CHECKING:
+    from bot.checks.context import CheckContext
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -28,9 +30,13 @@ PROGRESS_AFTER = 1.0
 R = TypeVar("R")
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
     default = "$PROXYBOT_CONFIG, else config/proxybot.yaml"
     parser.add_argument("--config", type=Path, metavar="F", help=f"config file (default: {default})")
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -72,6 +78,8 @@ def run_check(
     settings: Settings, console: Console, work: Callable[[CheckContext], Awaitable[R]], progress: str
 ) -> R:
     """Run one check with its own context (readers closed afterwards) on a fresh event loop."""
+
+    from bot.checks.context import CheckContext  # the kube client, only for a check that reads clusters
 
     async def main() -> R:
         ctx = CheckContext(settings)

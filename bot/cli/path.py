@@ -109,7 +109,6 @@ def path_subcommand(args: argparse.Namespace, console: Console) -> int:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         name="path",
-        help="direct-vs-relay evidence (latency floor, dial step) and the NetworkPolicy check of both ends",
         add_arguments=_arguments,
         run=path_subcommand,
     ),

@@ -49,7 +49,6 @@ def probe_subcommand(args: argparse.Namespace, console: Console) -> int:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         name="probe",
-        help="the guide's synthetic probe: GET /apis/<gv>/namespaces/<ns>/<resource>?limit=1 via the client",
         add_arguments=_probe_arguments,
         run=probe_subcommand,
     ),

@@ -12,6 +12,7 @@ Everything pending stays in the store for the next start or replica; the process
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import gc
@@ -24,11 +25,12 @@ from types import FrameType
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
-from bot.cli.console import Console
-from bot.cli.output import EXIT_USAGE
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import EXIT_USAGE, add_config_argument
 from bot.compose import Bot, open_bot
 from bot.digest.pool import DigestPool
 from bot.errors import ProxybotError
+from config.loader import config_path, load_config
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -158,3 +160,22 @@ def say_what_it_costs(bot: Bot) -> None:
     workers = bot.pool.workers if isinstance(bot.pool, DigestPool) else 0
     memory = "unknown" if rss is None else f"{rss / 2**20:.0f} MiB"
     log.info("serve: RSS %s before serving; %d digest worker process(es) start with it", memory, workers)
+
+
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
+    parser.add_argument("--host", help="address to listen on (default: server.host, 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: server.port, 8080)")
+
+
+def _serve(args: argparse.Namespace, console: Console) -> int:
+    """The bot: HTTP server (webhook, Slack, health, metrics) and its workers, until stopped."""
+    loaded = load_config(config_path(args.config, console.env), env=console.env, purpose="serve")
+    level = getattr(logging, loaded.settings.server.log_level.upper())
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for warning in loaded.warnings:
+        console.warn(f"warning: {warning}")
+    return run_serve(loaded.settings, args.host, args.port, console)
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (Subcommand("serve", _serve_arguments, _serve),)

@@ -92,18 +92,7 @@ def reasons_subcommand(args: argparse.Namespace, console: Console) -> int:
 
 
 SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
-        "status",
-        "the quick-triage verdict per target, live proxy state per group/version, the diagnosis, the "
-        "proxy's APIServices and the vCluster versions",
-        _status_arguments,
-        status_subcommand,
-    ),
-    Subcommand("peers", "peer caches of one target per group/version", _peers_arguments, peers_subcommand),
-    Subcommand(
-        "reasons",
-        "outcome-reason breakdown of one target with each reason's meaning",
-        _reasons_arguments,
-        reasons_subcommand,
-    ),
+    Subcommand("status", _status_arguments, status_subcommand),
+    Subcommand("peers", _peers_arguments, peers_subcommand),
+    Subcommand("reasons", _reasons_arguments, reasons_subcommand),
 )

@@ -69,7 +69,6 @@ def verify_subcommand(args: argparse.Namespace, console: Console) -> int:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand(
         name="verify",
-        help="verify the monitoring: scrape up, rules loaded, probe CronJob succeeding, metrics readable",
         add_arguments=_arguments,
         run=verify_subcommand,
     ),

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.cli.main import SUBCOMMANDS
 from bot.inbound.slack import EVENTS_PATH
+from bot.subcommands import CONSOLE, SLASH
 
 SLACK = Path(__file__).resolve().parents[2] / "config" / "slack"
 HTTP_MODE = SLACK / "manifest.yaml"
@@ -42,7 +42,12 @@ def hinted_subcommands(hint: str) -> set[str]:
 
 
 def slack_subcommands() -> set[str]:
-    return {command.name for command in SUBCOMMANDS} - LOCAL_ONLY | SLACK_ONLY
+    return set(SLASH)
+
+
+def test_the_local_and_slack_only_lists_match_the_table() -> None:
+    assert {spec.name for spec in CONSOLE} - set(SLASH) == LOCAL_ONLY
+    assert set(SLASH) - {spec.name for spec in CONSOLE} == SLACK_ONLY
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.cli.main import SUBCOMMANDS, build_parser, main
+from bot.cli.main import build_parser, console_subcommands, main
 from tests.fakes.config_data import KUBECONFIG
 
 ROOT = Path(__file__).parents[3]
@@ -144,9 +144,10 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 def test_every_command_in_the_table_is_reachable() -> None:
     parser = build_parser()
     [subparsers] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    for command in SUBCOMMANDS:
+    commands = console_subcommands()
+    for command in commands:
         assert subparsers.choices[command.name].get_default("run") is command.run
-    names = [c.name for c in SUBCOMMANDS]
+    names = [c.name for c in commands]
     assert len(names) == len(set(names))
     for name in ("check-config", "demo", "serve", "sim", "status", "peers", "reasons", "probe", "path"):
         assert name in names

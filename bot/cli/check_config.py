@@ -1,0 +1,75 @@
+"""`proxybot check-config [--serve] [--json]`: validate the config and print every problem.
+
+Only the settings models are imported (pydantic, through config.loader); `--serve` imports the store and
+Slack clients it asks, when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from bot.cli.console import Console, Subcommand
+from bot.cli.output import EXIT_OK, EXIT_USAGE, add_common_arguments
+from bot.errors import ConfigError
+from bot.render.words import counted
+from config.loader import config_path, load_config
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="apply the rules of `serve` too: real secrets required, kubeconfig files must exist, the store "
+        "answers, Slack takes the token (and has the scopes proxybot uses)",
+    )
+
+
+def check_config(args: argparse.Namespace, console: Console) -> int:
+    """Validate the config; print `ok: ...` or every problem as `location: message`."""
+    path = config_path(args.config, console.env)
+    try:
+        loaded = load_config(path, env=console.env, purpose="serve" if args.serve else "check")
+    except ConfigError as exc:
+        if args.json:
+            console.say(json.dumps({"ok": False, "config": str(path), "problems": exc.problems}))
+        else:
+            for problem in exc.problems:
+                console.warn(problem)
+        return EXIT_USAGE
+    settings = loaded.settings
+    warnings = list(loaded.warnings)
+    if args.serve:
+        # Imported here: only --serve talks to the store and Slack.
+        from bot.cli.check_live import live_checks
+
+        live = asyncio.run(live_checks(settings))
+        warnings += live.warnings
+        if live.problems:
+            if args.json:
+                console.say(json.dumps({"ok": False, "config": str(path), "problems": live.problems}))
+            else:
+                for problem in live.problems:
+                    console.warn(problem)
+            return EXIT_USAGE
+    if args.json:
+        report = {
+            "ok": True,
+            "config": str(path),
+            "clusters": len(settings.clusters),
+            "targets": settings.target_count(),
+            "warnings": warnings,
+            "env_overrides": list(loaded.env_overrides),
+        }
+        console.say(json.dumps(report))
+        return EXIT_OK
+    for warning in warnings:
+        console.warn(f"warning: {warning}")
+    clusters = counted(len(settings.clusters), "cluster")
+    console.say(f"ok: {clusters}, {counted(settings.target_count(), 'target')} ({path})")
+    return EXIT_OK
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (Subcommand("check-config", _arguments, check_config),)

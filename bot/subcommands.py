@@ -1,0 +1,228 @@
+"""Every subcommand of both front ends in one table: `/proxy NAME` (handlers/commands.py) and `proxybot NAME`
+(bot/cli/).
+
+One `SubcommandSpec` per name gives what the front ends derive from it: the slash command's grammar
+(`Usage`, parsed by handlers/command_args.py), its help entry (bot/render/help.py), who may run it
+(`Access`, handlers/command_access.py), and the console command (`cli`: the bot/cli module whose
+`SUBCOMMANDS` holds it, imported only when that command runs). The `/proxy` planners are keyed by these
+names in handlers/commands.py; tests/bot/test_subcommands.py fails when a front end lacks one.
+
+Only the standard library is imported here: `proxybot --help` reads this table and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Takes(Enum):
+    """How many values an option takes."""
+
+    ONE = "one"  # --gv G/V (once)
+    REPEATED = "repeated"  # --stun CIDR, may be given several times
+    SEVERAL = "several"  # --cross-cluster CIDR [CIDR ...]: every following word up to the next option
+    WORDS = "words"  # --reason some free text: the following words joined by spaces
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One subcommand's grammar: positional names (`?` suffix: optional) and options."""
+
+    positionals: tuple[str, ...] = ()
+    options: Mapping[str, Takes] = field(default_factory=dict)
+
+    @property
+    def required(self) -> int:
+        return sum(1 for p in self.positionals if not p.endswith("?"))
+
+
+class Access(Enum):
+    """Who may run a `/proxy` subcommand from where (`access` in the configuration)."""
+
+    ANYONE = "anyone"  # help: lists what the asker may run
+    QUERY = "query"  # a place granted at least one cluster
+    SILENCE = "silence"  # also a silencer of a granted cluster, and Alertmanager configured
+    FLEET = "fleet"  # a place granted every cluster, and a digest runner in this bot
+
+
+@dataclass(frozen=True)
+class Slash:
+    """`/proxy NAME`: its grammar, its help entry (usage line, what it does, an example) and its access."""
+
+    grammar: Usage
+    usage: str
+    does: str
+    example: str
+    access: Access = Access.QUERY
+
+
+@dataclass(frozen=True)
+class SubcommandSpec:
+    """One subcommand: `/proxy NAME` (`slash`), `proxybot NAME` (`cli`: its module), or both."""
+
+    name: str
+    slash: Slash | None = None
+    cli: str | None = None  # the bot/cli module whose SUBCOMMANDS holds `proxybot NAME`
+    cli_help: str = ""  # `proxybot --help`'s line (default: the slash help's `does`)
+
+    @property
+    def console_help(self) -> str:
+        return self.cli_help or (self.slash.does if self.slash else "")
+
+
+_TARGET = ("TARGET",)
+_STATUS = "the quick-triage verdict per target (is the target down or the proxy degraded?), live proxy "
+_STATUS += "state per group/version, the diagnosis, the proxy's APIServices and the vCluster versions"
+_PROBE = "the guide's synthetic probe: GET /apis/<gv>/namespaces/<ns>/<resource>?limit=1 through the client"
+
+SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
+    SubcommandSpec(
+        "help",
+        # Not listed in its own answer (no usage line): help is what lists the others.
+        Slash(Usage(("SUBCOMMAND?",)), "", "", "", Access.ANYONE),
+    ),
+    SubcommandSpec(
+        "status",
+        Slash(Usage(("TARGET?",)), "status [TARGET]", _STATUS, "status platform/crd-store"),
+        cli="bot.cli.status",
+    ),
+    SubcommandSpec(
+        "peers",
+        Slash(
+            Usage(_TARGET),
+            "peers TARGET",
+            "the peer caches of one target per group/version",
+            "peers platform/crd-store",
+        ),
+        cli="bot.cli.status",
+    ),
+    SubcommandSpec(
+        "reasons",
+        Slash(
+            Usage(_TARGET, {"--window": Takes.ONE}),
+            "reasons TARGET [--window 15m]",
+            "outcome reasons (request, termination, dial failure, discovery fallback) with their meaning",
+            "reasons platform/crd-store --window 1h",
+        ),
+        cli="bot.cli.status",
+        cli_help="outcome-reason breakdown of one target with each reason's meaning",
+    ),
+    SubcommandSpec(
+        "probe",
+        Slash(
+            Usage(
+                _TARGET,
+                {"--gv": Takes.ONE, "--resource": Takes.ONE, "--namespace": Takes.ONE, "--repeat": Takes.ONE},
+            ),
+            "probe TARGET [--gv G/V] [--resource R] [--namespace N] [--repeat N]",
+            _PROBE,
+            "probe platform/crd-store --repeat 3",
+        ),
+        cli="bot.cli.probe",
+        cli_help="the guide's synthetic probe: GET /apis/<gv>/namespaces/<ns>/<resource>?limit=1 via the "
+        "client",
+    ),
+    SubcommandSpec(
+        "path",
+        Slash(
+            Usage(_TARGET, {"--samples": Takes.ONE}),
+            "path TARGET [--samples N]",
+            "direct or relayed? latency floor, dial step and both ends' NetworkPolicies",
+            "path platform/crd-store --samples 5",
+        ),
+        cli="bot.cli.path",
+        cli_help="direct-vs-relay evidence (latency floor, dial step) and the NetworkPolicy check of both "
+        "ends",
+    ),
+    SubcommandSpec(
+        "logs",
+        Slash(
+            Usage(_TARGET, {"--since": Takes.ONE}),
+            "logs TARGET [--since 10m]",
+            "the client control plane's log lines the vendor's log reference explains, per pod, with what "
+            "to do",
+            "logs platform/crd-store --since 30m",
+        ),
+        cli="bot.cli.logs",
+        cli_help="the client control plane's log lines that the vendor's log reference explains, per pod",
+    ),
+    SubcommandSpec(
+        "verify",
+        Slash(
+            Usage((), {"--cluster": Takes.ONE}),
+            "verify [--cluster NAME]",
+            "is the monitoring working: scrape up, rules loaded, probe CronJob succeeding, metrics readable, "
+            "APIServices Available (no orphans), vCluster versions",
+            "verify",
+        ),
+        cli="bot.cli.verify",
+        cli_help="verify the monitoring: scrape up, rules loaded, probe CronJob succeeding, metrics readable",
+    ),
+    SubcommandSpec(
+        "netpol",
+        Slash(
+            Usage(
+                (),
+                {
+                    "--client": Takes.ONE,
+                    "--target": Takes.ONE,
+                    "--cross-cluster": Takes.SEVERAL,
+                    "--stun": Takes.REPEATED,
+                    "--stun-port": Takes.REPEATED,
+                },
+            ),
+            "netpol --client NS/RELEASE --target NS/RELEASE [--cross-cluster CIDR...]",
+            "the vcluster.yaml NetworkPolicy values for both ends of a direct path",
+            "netpol --client vcluster-team-a/team-a --target vcluster-crd-store/crd-store",
+        ),
+        cli="bot.cli.netpol",
+        cli_help="the vcluster.yaml NetworkPolicy values for both ends of a client/target pair",
+    ),
+    SubcommandSpec(
+        "silence",
+        # `silence TARGET [DURATION]`, `silence list`, `silence expire ID`: told apart by the first word.
+        Slash(
+            Usage(("TARGET|list|expire", "DURATION|ID?"), {"--reason": Takes.WORDS}),
+            "silence TARGET [DURATION] [--reason TEXT] · silence list · silence expire ID",
+            "Alertmanager silences for one target's alerts (default 1h)",
+            "silence platform/crd-store 2h --reason target upgrade",
+            Access.SILENCE,
+        ),
+    ),
+    SubcommandSpec(
+        "digest",
+        Slash(Usage(), "digest", "post the fleet health digest now", "digest", Access.FLEET),
+        cli="bot.cli.digest",
+        cli_help="the fleet health digest now: printed, or posted to Slack with --post",
+    ),
+    SubcommandSpec(
+        "check-config", cli="bot.cli.check_config", cli_help="validate the config and print every problem"
+    ),
+    SubcommandSpec(
+        "check-vcluster",
+        cli="bot.cli.check_vcluster",
+        cli_help="judge a client's vcluster.yaml resource proxy section as vCluster's startup validation "
+        "does",
+    ),
+    SubcommandSpec(
+        "demo",
+        cli="bot.cli.main",
+        cli_help="run everything on this machine: simulated clusters, the bot, Slack shown in the terminal",
+    ),
+    SubcommandSpec(
+        "serve",
+        cli="bot.cli.serve",
+        cli_help="run the bot: webhook intake, Slack, health and metrics endpoints, workers",
+    ),
+    SubcommandSpec(
+        "sim",
+        cli="bot.cli.main",
+        cli_help="run the simulated client/target tenant clusters alone; write kubeconfigs and a config",
+    ),
+)
+
+BY_NAME: Mapping[str, SubcommandSpec] = {spec.name: spec for spec in SUBCOMMANDS}
+SLASH: Mapping[str, Slash] = {spec.name: spec.slash for spec in SUBCOMMANDS if spec.slash is not None}
+CONSOLE: tuple[SubcommandSpec, ...] = tuple(spec for spec in SUBCOMMANDS if spec.cli is not None)
