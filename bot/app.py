@@ -10,9 +10,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -24,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.inbound.webhook import WebhookAuth, alertmanager_route
 from bot.metrics import BotMetrics
+from bot.ports import Worker
 from bot.store import Accepted, Store, StoreError
 from config.settings import Settings
 
@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 # How long the app's workers get to end once cancelled at shutdown.
 SHUTDOWN_GRACE = 5.0
 
-# A long-running task of the app (pipeline, delivery, scheduler); it returns when cancelled.
-Worker = Callable[[], Coroutine[Any, Any, None]]
 ReadinessCheck = Callable[[], Awaitable[str | None]]  # None when ready, else why not
 
 

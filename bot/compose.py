@@ -14,20 +14,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
-from bot.app import Deps, ReadinessCheck, Worker, create_app
+from bot.app import Deps, ReadinessCheck, create_app
 from bot.checks.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
 from bot.checks.logs import ControlPlaneLogReader
 from bot.checks.triage import SharedTargetPods
@@ -40,13 +41,15 @@ from bot.delivery.worker import Delivery, DeliveryPolicy, SlackSender
 from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
-from bot.inbound.slack import slack_routes_and_workers
+from bot.inbound.slack import Registration, slack_routes_and_workers
 from bot.lease import Lease
 from bot.live import Clock, LiveState, MetricsSource
 from bot.metrics import BotMetrics
+from bot.ports import Worker
 from bot.store import Store, StoreError, open_store
 from config.settings import Settings
-from handlers import alerts, commands, digest
+from handlers import actions, alerts, commands, digest
+from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies
 from handlers.command_silence import Silences
 
 log = logging.getLogger(__name__)
@@ -332,7 +335,7 @@ def slack_inbound(
 ) -> tuple[list[BaseRoute], list[Worker]]:
     """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`;
     the buttons' thread answers go through `delivery`, like every Slack operation."""
-    return slack_routes_and_workers(
+    return slack_endpoints(
         settings,
         deps,
         checks=commands.button_checks(command_deps),
@@ -340,6 +343,28 @@ def slack_inbound(
         replies=delivery,
         registrations=[lambda app: commands.register(app, command_deps)],
     )
+
+
+def slack_endpoints(
+    settings: Settings,
+    deps: Deps,
+    *,
+    checks: ButtonChecks | None = None,
+    silencer: Silences | None = None,
+    replies: ThreadReplies | None = None,
+    client: AsyncWebClient | None = None,
+    registrations: Sequence[Registration] = (),
+) -> tuple[list[BaseRoute], list[Worker]]:
+    """The bolt app's route (HTTP mode) or worker (Socket Mode) with the alert buttons registered, then
+    `registrations` (the slash commands).
+
+    The buttons silence through `silencer` (the bot's one Alertmanager client; None: silencing is not
+    configured); `checks` back *Probe now* and *Path check*; their answers in the alert's thread are
+    queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only).
+    """
+    button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks(), replies=replies)
+    buttons: Registration = lambda app: actions.register(app, button_deps)  # noqa: E731
+    return slack_routes_and_workers(settings, [buttons, *registrations], client=client)
 
 
 def shared_live_state(settings: Settings, clients: Clients, metrics: BotMetrics) -> LiveState:

@@ -14,7 +14,8 @@
     └── Refused                the asker may not do this, or it cannot be done here; says why
 
 The Slack and store errors live next to the client and the store that raise them (each module imports
-this one); every other class is defined here.
+this one); `ProxybotError` and `ConfigError` are config's (config/errors.py: config imports nothing of
+bot) and are imported here; every other class is defined here.
 
 Third-party exceptions are converted into these at the boundary (clients/), so the handlers only ever
 see this hierarchy and can answer with a clear message instead of a stack trace.
@@ -22,22 +23,13 @@ see this hierarchy and can answer with a clear message instead of a stack trace.
 
 from __future__ import annotations
 
+from config.errors import ConfigError as ConfigError
+from config.errors import ProxybotError as ProxybotError
+
 
 def shown(text: str, limit: int = 60) -> str:
     """A user's word as an error message may quote it: cut short, quoted by repr."""
     return repr(text if len(text) <= limit else text[:limit] + "…")
-
-
-class ProxybotError(Exception):
-    """Base of every error proxybot raises on purpose."""
-
-
-class ConfigError(ProxybotError):
-    """The configuration is invalid; `problems` lists every `location: message`."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(self.problems))
 
 
 class MetricsParseError(ProxybotError):

@@ -22,8 +22,8 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from bot.errors import ConfigError
 from config.environment import CONFIG_ENV, SECRET_OVERRIDES, overrides, unknown_variables
+from config.errors import ConfigError
 from config.fields import Loc, LocatedProblems, format_loc
 from config.serve_rules import Purpose, purpose_problems
 from config.settings import Settings

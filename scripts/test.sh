@@ -30,4 +30,5 @@ source scripts/venv.sh
 echo "== ruff check";        ruff check .
 echo "== ruff format";       ruff format --check .
 echo "== mypy --strict";     mypy --strict bot handlers config sim bench
+echo "== lint-imports";      lint-imports
 echo "== pytest";            pytest "$@"

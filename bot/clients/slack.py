@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -30,12 +30,24 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.errors import ConfigError, UpstreamError
-from bot.render.blocks import Message
 from config.settings import SlackSettings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Message(Protocol):
+    """What the client sends of a message (`bot.render.blocks.Message` is one); it knows no renderer."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def blocks(self) -> tuple[dict[str, Any], ...]: ...
+
+    def as_kwargs(self) -> dict[str, Any]: ...
+
 
 DEFAULT_TIMEOUT = 10.0
 # The `event_type` of the metadata every post carries: which outbox row made it (`find_marked`).

@@ -1,11 +1,13 @@
 """Slack inbound: the bolt app, its `POST /slack/events` route (HTTP mode) or its Socket Mode worker.
 
-    slack_routes_and_workers(settings, deps)  ->  ([Route POST /slack/events], [...])   HTTP mode
-                                              ->  ([], [socket mode worker, ...])       slack.app_token set
+    slack_routes_and_workers(settings, registrations)
+        ->  ([Route POST /slack/events], [])   HTTP mode
+        ->  ([], [socket mode worker])         slack.app_token set
 
 Bolt verifies every HTTP request's signature (`v0:timestamp:body`, HMAC-SHA256 with the signing secret,
 5-minute window) and answers 401 otherwise. Its Web API client honours `slack.api_url`. Handler modules
-register their listeners explicitly in `build_slack_app`; listeners ack at once and work afterwards
+register their listeners explicitly, through the registrations the composition root gives (`bot.compose`);
+listeners ack at once and work afterwards
 (`process_before_response=False`). No token is logged: bolt and slack_sdk keep them out of their logs,
 and this module only ever names which setting is missing.
 """
@@ -25,13 +27,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bot.app import Deps, Worker
 from bot.errors import ConfigError
 from bot.inbound.body import BodyTimeout, read_within
+from bot.ports import Worker
 from config.settings import Settings
-from handlers import actions
-from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies
-from handlers.command_silence import Silences as Silencer
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 
-# A handler module's registration, bound to its dependencies: `lambda app: actions.register(app, deps)`.
+# A handler module's registration, bound to its dependencies: `lambda app: commands.register(app, deps)`.
 Registration = Callable[[AsyncApp], None]
 
 
@@ -124,28 +123,16 @@ def socket_mode_worker(app: AsyncApp, app_token: str) -> Worker:
 
 def slack_routes_and_workers(
     settings: Settings,
-    deps: Deps,
+    registrations: Sequence[Registration],
     *,
-    checks: ButtonChecks | None = None,
-    silencer: Silencer | None = None,
-    replies: ThreadReplies | None = None,
     client: AsyncWebClient | None = None,
-    registrations: Sequence[Registration] = (),
 ) -> tuple[list[BaseRoute], list[Worker]]:
-    """Slack inbound for `create_app(deps, workers, extra=routes)`.
+    """Slack inbound for `create_app(deps, workers, extra=routes)`, with the handler modules the
+    composition root registers (`bot.compose.slack_endpoints`: the buttons and `/proxy`).
 
     HTTP mode gives the `/slack/events` route; Socket Mode (`slack.app_token` set) gives a worker instead.
-    The buttons silence through `silencer` (the bot's one Alertmanager client; None: silencing is not
-    configured); `checks` back *Probe now* and *Path check*; their answers in the alert's thread are
-    queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only).
-    `registrations` add further handler modules (the slash commands).
     """
-    workers: list[Worker] = []
-    button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks(), replies=replies)
-    app = build_slack_app(
-        settings, [lambda app: actions.register(app, button_deps), *registrations], client=client
-    )
+    app = build_slack_app(settings, registrations, client=client)
     if settings.slack.app_token is not None:
-        workers.append(socket_mode_worker(app, settings.slack.app_token.get_secret_value()))
-        return [], workers
-    return [events_route(app)], workers
+        return [], [socket_mode_worker(app, settings.slack.app_token.get_secret_value())]
+    return [events_route(app)], []

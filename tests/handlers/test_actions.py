@@ -21,10 +21,10 @@ from starlette.applications import Starlette
 from bot.app import Deps, create_app
 from bot.clients.alertmanager import AlertmanagerClient, Matcher, Silence
 from bot.clients.slack import SlackClient
+from bot.compose import slack_endpoints
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.errors import ClusterError, UpstreamError
-from bot.inbound.slack import slack_routes_and_workers
 from bot.render.blocks import Message, section
 from bot.render.slack import ACTION_GRAPH, ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, ACTION_SILENCE_PAGE
 from bot.store import AlertGroupState, Store
@@ -150,7 +150,7 @@ async def app_for(
         )
     deps = Deps(settings=settings, store=store)
     delivery = Delivery(store, SlackClient.from_settings(settings.slack, timeout=5))
-    routes, workers = slack_routes_and_workers(
+    routes, workers = slack_endpoints(
         settings, deps, checks=checks, silencer=silencer, replies=replies or delivery
     )
     return create_app(deps, [*workers, delivery.run], extra=routes)
@@ -454,7 +454,7 @@ async def test_silence_button_against_real_alertmanager(
         deps = Deps(settings=settings, store=store)
         client = AlertmanagerClient.from_settings(settings.alertmanager)
         delivery = Delivery(store, SlackClient.from_settings(settings.slack, timeout=5))
-        routes, workers = slack_routes_and_workers(settings, deps, silencer=client, replies=delivery)
+        routes, workers = slack_endpoints(settings, deps, silencer=client, replies=delivery)
         app = create_app(deps, [*workers, delivery.run], extra=routes)
         try:
             async with app.router.lifespan_context(app), asgi(app) as http:

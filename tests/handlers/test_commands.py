@@ -26,10 +26,10 @@ from bot import compose
 from bot.app import Deps, create_app
 from bot.checks.context import CheckContext
 from bot.clients.alertmanager import Matcher, Silence
+from bot.compose import slack_endpoints
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
-from bot.inbound.slack import slack_routes_and_workers
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
 from bot.store import AlertGroupState, Store
 from config.loader import parse_config
@@ -536,7 +536,7 @@ async def test_a_mistyped_target_among_5000_gets_an_answer_slack_takes(
     )
     settings = Settings.model_validate(data)
     deps = CommandDeps.for_settings(settings, ctx=CheckContext(settings))
-    routes, workers = slack_routes_and_workers(
+    routes, workers = slack_endpoints(
         settings, Deps(settings, store), registrations=[lambda app: commands.register(app, deps)]
     )
     body = command_body(
@@ -795,7 +795,7 @@ async def test_socket_mode_answers_the_same_command(healthy: Sim, store: Store) 
     )
     settings = healthy.settings.model_copy(update={"slack": socket_slack})
     deps = CommandDeps.for_settings(settings, ctx=CheckContext(settings))
-    routes, workers = slack_routes_and_workers(
+    routes, workers = slack_endpoints(
         settings, Deps(settings, store), registrations=[lambda app: commands.register(app, deps)]
     )
     assert routes == []

@@ -17,8 +17,9 @@ import pytest
 from starlette.applications import Starlette
 
 from bot.app import Deps, create_app
+from bot.compose import slack_endpoints
 from bot.errors import ConfigError
-from bot.inbound.slack import MAX_BODY_BYTES, build_slack_app, slack_routes_and_workers
+from bot.inbound.slack import MAX_BODY_BYTES, build_slack_app
 from bot.render.slack import ACTION_SILENCE
 from bot.store import Store
 from tests.fakes.slack_api import FakeSlack
@@ -40,7 +41,7 @@ __all__ = ["fake", "store"]  # fixtures
 async def http_app(tmp_path: Path, fake: FakeSlack, store: Store) -> Starlette:
     settings = make_settings(tmp_path, fake.api_url)
     deps = Deps(settings=settings, store=store)
-    routes, workers = slack_routes_and_workers(settings, deps)
+    routes, workers = slack_endpoints(settings, deps)
     assert [getattr(r, "path", None) for r in routes] == ["/slack/events"]
     return create_app(deps, workers, extra=routes)
 
@@ -140,7 +141,7 @@ def test_http_mode_needs_the_signing_secret(tmp_path: Path) -> None:
 async def test_registrations_are_called_with_the_app(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
     settings = make_settings(tmp_path, fake.api_url)
     seen: list[object] = []
-    routes, _ = slack_routes_and_workers(settings, Deps(settings, store), registrations=[seen.append])
+    routes, _ = slack_endpoints(settings, Deps(settings, store), registrations=[seen.append])
     assert len(seen) == 1
     assert len(routes) == 1
 
@@ -159,7 +160,7 @@ async def test_socket_mode_connects_with_the_app_token_and_acks_envelopes(
     settings = settings.model_copy(
         update={"slack": settings.slack.model_copy(update={"signing_secret": None})}
     )
-    routes, workers = slack_routes_and_workers(settings, Deps(settings, store))
+    routes, workers = slack_endpoints(settings, Deps(settings, store))
     assert routes == []
     tasks = [asyncio.create_task(work()) for work in workers]
     try:
