@@ -25,7 +25,6 @@ from bot.domain.delta import ProxyDelta
 from bot.domain.snapshot import Bucket, Histogram
 
 P50 = 0.5
-P90 = 0.9
 P99 = 0.99
 
 

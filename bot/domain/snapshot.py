@@ -36,19 +36,6 @@ WATCH_EVENTS = "vcluster_proxy_watch_events_total"
 REQUEST_DURATION = "vcluster_proxy_request_duration_seconds"
 DIAL_DURATION = "vcluster_proxy_peer_dial_duration_seconds"
 
-GAUGES = frozenset({PEERS, PEER_CACHE_SYNCED, PEER_LIST_AGE, INFLIGHT, ACTIVE_WATCHES})
-COUNTERS = frozenset(
-    {
-        REQUESTS,
-        TERMINATIONS,
-        DISCOVERY_FALLBACKS,
-        QUARANTINES,
-        ALL_QUARANTINED,
-        RECOVERIES,
-        DIAL_FAILURES,
-        WATCH_EVENTS,
-    }
-)
 HISTOGRAMS = frozenset({REQUEST_DURATION, DIAL_DURATION})
 
 

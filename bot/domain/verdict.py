@@ -112,7 +112,6 @@ class LogSignal(StrEnum):
 
 
 _FEED_LINES = frozenset({LogSignal.STARTUP_SYNC_TIMEOUT, LogSignal.PEER_WATCH_DOWN})
-_QUARANTINE_LINES = frozenset({LogSignal.QUARANTINING, LogSignal.ALL_QUARANTINED})
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,10 +210,6 @@ def context(items: Sequence[str]) -> Block:
     return {"type": "context", "elements": [mrkdwn(t, MAX_CONTEXT_TEXT) for t in shown]}
 
 
-def divider() -> Block:
-    return {"type": "divider"}
-
-
 @dataclass(frozen=True, slots=True)
 class Button:
     """One button: label (plain text), action id (ours) and value (a validated reference), or a link
