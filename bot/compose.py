@@ -43,9 +43,9 @@ from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.inbound.slack import Registration, slack_routes_and_workers
 from bot.lease import Lease
-from bot.live import Clock, LiveState, MetricsSource
+from bot.live import LiveState, MetricsSource
 from bot.metrics import BotMetrics
-from bot.ports import Worker
+from bot.ports import Clock, Worker
 from bot.store import Store, StoreError, open_store
 from config.settings import Settings
 from handlers import actions, alerts, commands, digest

@@ -27,9 +27,9 @@ from bot.domain.delta import ProxyDelta, delta
 from bot.domain.parser import parse_syncer
 from bot.domain.snapshot import ProxySnapshot
 from bot.errors import ClusterError, MetricsParseError
+from bot.ports import Clock
 from bot.shared_reads import SharedReads
 
-Clock = Callable[[], float]
 # How long a caller waits for a new read of a source whose last read failed.
 RETRY_WAIT = 1.0
 # Snapshots kept per window: one each tenth of it (see `LiveState._remember`).

@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from bot.ports import Clock
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-Clock = Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,10 +30,11 @@ from apscheduler.triggers.base import BaseTrigger
 
 from bot.delivery.worker import Delivery
 from bot.digest.firing import WorkspaceUrl
-from bot.digest.fleet import Clock, CronJobSource, ReadCluster, TriageSource
+from bot.digest.fleet import CronJobSource, ReadCluster, TriageSource
 from bot.digest.history import RangeQueries
 from bot.digest.runner import DigestRunner, DigestSources, OutboxPoster
 from bot.live import MetricsSource
+from bot.ports import Clock
 from bot.store import Store
 from config.settings import CATCH_UP_DEFAULT_MINUTES, Settings
 

@@ -14,13 +14,14 @@ import asyncio
 import difflib
 import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.clients.kube import KubeReader
 from bot.errors import ClusterError, InputError, shown
 from bot.live import LiveState, MetricsSource
+from bot.ports import Clock
 from config.clusters import ClusterSettings, ControlPlaneSettings, KubeAccess, TargetSettings, replica_source
 from config.settings import Settings
 
@@ -28,7 +29,6 @@ from config.settings import Settings
 CHECK_TIMEOUT = 5.0
 # Names offered for a mistyped TARGET.
 SUGGESTED = 10
-Clock = Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)

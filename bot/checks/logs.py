@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from bot.domain.findings import Severity
 from bot.domain.log_reference import LogEvidence, PodLog, log_evidence
 from bot.domain.paths import CONTROL_PLANE_PODS, control_plane_pods_path, pod_log_path
 from bot.errors import ClusterError, InputError
+from bot.ports import Clock
 from bot.shared_reads import SharedReads
 from config.clusters import ClusterSettings
 
@@ -196,9 +197,6 @@ async def check_logs(ctx: CheckContext, ref: TargetRef, *, since: int | None = N
     """`proxybot logs TARGET` / `/proxy logs TARGET`."""
     logs = await read_control_plane(ctx, ref.cluster, since=since)
     return LogsResult(ref.cluster.name, evidence_for(logs, ref))
-
-
-Clock = Callable[[], float]
 
 
 class ControlPlaneLogReader:

@@ -25,9 +25,9 @@ from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
 from bot.checks.verify_lines import Outcome
 from bot.errors import ClusterError
 from bot.live import ClusterRead
+from bot.ports import Clock
 from config.clusters import ClusterSettings
 
-Clock = Callable[[], float]
 ReadCluster = Callable[[str], Awaitable[ClusterRead]]
 # Reads at once, each from a different client cluster: the bound is on the bot (sockets, pages in memory).
 # 40 rather than 20 since pages are parsed in worker processes: with 20, a cluster late in the fleet only

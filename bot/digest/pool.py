@@ -41,11 +41,12 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Bound, Clock
+from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Bound
 from bot.digest.judge import TargetDigest, judge_cluster
 from bot.domain.parser import parse_syncer
 from bot.errors import ClusterError, MetricsParseError
 from bot.live import ClusterRead, MetricsSource
+from bot.ports import Clock
 from config.clusters import ClusterSettings
 
 

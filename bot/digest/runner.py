@@ -24,7 +24,6 @@ from bot.digest.firing import WorkspaceUrl, firing_alerts
 from bot.digest.fleet import (
     DEFAULT_CLUSTER_TIMEOUT,
     DEFAULT_CONCURRENCY,
-    Clock,
     CronJobSource,
     ReadCluster,
     TriageSource,
@@ -36,6 +35,7 @@ from bot.digest.history import RangeQueries, digest_charts
 from bot.digest.judge import Digest, TargetDigest, assemble_digest, judge_reads, with_triage
 from bot.digest.pool import judge_fleet, judge_fleet_in_pool
 from bot.live import MetricsSource
+from bot.ports import Clock
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng, chart_pngs, digest_message
 from bot.store import DigestClaim, Store, StoreError

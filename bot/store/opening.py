@@ -8,9 +8,10 @@ import socket
 import time
 from urllib.parse import urlsplit
 
+from bot.ports import Clock
 from bot.store.base import Store
 from bot.store.errors import StoreError
-from bot.store.sqlite import Clock, Synchronous, open_sqlite_store
+from bot.store.sqlite import Synchronous, open_sqlite_store
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 

@@ -26,6 +26,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.ports import Clock
 from bot.store import digests as digest_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
@@ -48,7 +49,6 @@ from bot.store.notifications import Arrival
 from bot.store.pg_schema import migrate
 from bot.store.pg_url import STATEMENT_TIMEOUT_MS, connection_options, describe, where
 
-Clock = Callable[[], float]
 T = TypeVar("T")
 
 POOL_WAIT = 5.0

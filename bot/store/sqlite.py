@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.ports import Clock
 from bot.store import digests as digest_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
@@ -42,7 +43,6 @@ from bot.store.models import (
 from bot.store.schema import migrate
 from bot.store.thread import ConnectionThread
 
-Clock = Callable[[], float]
 Synchronous = Literal["NORMAL", "FULL"]
 # How long a statement waits for another process's write lock before failing (then the intake says 503).
 BUSY_TIMEOUT_SECONDS = 5.0
