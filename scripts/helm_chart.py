@@ -312,8 +312,9 @@ HELM_LABELS = re.compile(r"^ *(app\.kubernetes\.io/managed-by: Helm|helm\.sh/cha
 
 def _generated(source: str) -> str:
     return (
-        f"# GENERATED from the Helm chart config/helm/proxybot ({source}) by `python -m scripts.helm_chart\n"
-        "# write`: edit the chart or config/helm/my-values.example.yaml, not this file.\n"
+        f"# GENERATED from the Helm chart config/helm/proxybot ({source})\n"
+        "# by `python -m scripts.helm_chart write`: edit the chart or config/helm/my-values.example.yaml,\n"
+        "# not this file (tests/config/test_helm.py fails when the two differ).\n"
     )
 
 
@@ -366,9 +367,14 @@ def differences() -> Iterator[str]:
     """Each committed file that is not what is generated now."""
     if SCHEMA.read_text() != schema_text():
         yield f"{SCHEMA.relative_to(ROOT)}: its $defs are not the settings models' schema"
-    for path, text in kit().items():
+    generated = kit()
+    for path, text in generated.items():
         if not path.exists() or path.read_text() != text:
-            yield f"{path.relative_to(ROOT)}: not what the chart renders"
+            yield f"config/deploy/{path.relative_to(DEPLOY)}: not what the chart renders"
+    for part in PARTS:
+        for path in sorted((DEPLOY / part.folder).glob("*.yaml")):
+            if path not in generated:
+                yield f"config/deploy/{path.relative_to(DEPLOY)}: not rendered from the chart (remove it)"
     yield from shared_base_is_one()
 
 
