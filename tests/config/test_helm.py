@@ -97,8 +97,8 @@ API_VERSIONS = {
 
 
 @functools.cache
-def rendered(case: str) -> dict[str, str]:
-    return render(MATRIX[case], api_versions=API_VERSIONS.get(case, ()))
+def rendered(case: str, kube_version: str | None = None) -> dict[str, str]:
+    return render(MATRIX[case], api_versions=API_VERSIONS.get(case, ()), kube_version=kube_version)
 
 
 def objects(case: str) -> list[Doc]:
@@ -160,7 +160,7 @@ def test_lint_reports_a_broken_value() -> None:
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("case", MATRIX)
 def test_every_rendered_object_is_valid_for_kubernetes(case: str, version: str) -> None:
-    found = objects(case)
+    found = docs(rendered(case, f"v{version}"))  # rendered for that cluster, as `helm install` there would
     assert found
     for doc in found:
         if doc["apiVersion"] == MONITORING_API:
@@ -203,6 +203,15 @@ def test_the_matrix_renders_what_each_case_asks_for() -> None:
 def test_the_schema_refuses_a_value_naming_its_key(change: Values, named: str) -> None:
     message = refused(merged(MINIMAL, change))
     assert named in message
+
+
+def test_the_schema_takes_every_key_of_the_example_config() -> None:
+    # config/proxybot.example.yaml explains every key; without its secrets it is a valid `config` value.
+    example = yaml.safe_load((ROOT / "config" / "proxybot.example.yaml").read_text())
+    for section, key in helm_chart.CONFIG_SECRETS:
+        example.get(section, {}).pop(key, None)
+    values = merged(MINIMAL, {"config": example})
+    assert yaml.safe_load(render(values)["proxybot/templates/configmap.yaml"])["data"]["proxybot.yaml"]
 
 
 def test_two_replicas_on_sqlite_fail_naming_replica_count_and_the_way_out() -> None:
