@@ -11,6 +11,7 @@ never needs it. tests/e2e/test_demo_page.py shoots them again and compares them 
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
 import re
 import shutil
@@ -35,9 +36,10 @@ HEIGHT = 2400
 MARGIN = 8
 TOUR_SECONDS = 1000.0
 # A pixel differs when a channel moves by more than this; a picture is out of date when more than
-# TOLERANCE of its pixels differ (the live numbers and dates in a message move a few glyphs).
+# TOLERANCE of its pixels differ (the live numbers and dates in a message move a few glyphs, a message
+# edited or not shows "(edited)"; a change of layout, font or wording moves far more).
 PIXEL_DELTA = 64
-TOLERANCE = 0.03
+TOLERANCE = 0.05
 _PAGE = re.compile(r"^page: (http://127\.0\.0\.1:\d+/)", re.MULTILINE)
 _CHANNEL = re.compile(r'href="/\?channel=([A-Z0-9]+)"># ([\w-]+)</a>')
 _TOP = re.compile(r'<div class="msg" id="m-([0-9.]+)"')
@@ -130,16 +132,34 @@ def shoot(page_url: str, shot: Shot) -> Image.Image:
 
 
 def difference(a: Image.Image, b: Image.Image) -> float:
-    """The share of pixels that differ between two pictures (a size change counts as different pixels)."""
-    size = (max(a.width, b.width), max(a.height, b.height))
-    pads = []
-    for image in (a, b):
-        canvas = Image.new("RGB", size, (255, 255, 255))
-        canvas.paste(image, (0, 0))
-        pads.append(canvas)
-    grey = ImageChops.difference(pads[0], pads[1]).convert("L")
-    changed = sum(grey.histogram()[PIXEL_DELTA + 1 :])
-    return changed / (size[0] * size[1])
+    """The share of pixels that differ between two pictures, lines matched first: a line inserted (an
+    "(edited)" mark) counts its own rows, not every row it pushes down; rows with no match all differ."""
+    if a.width != b.width:
+        return 1.0
+    rows_a, rows_b = _rows(a), _rows(b)
+    changed = 0
+    matcher = difflib.SequenceMatcher(None, rows_a, rows_b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        both = min(i2 - i1, j2 - j1)
+        if both:
+            changed += _pixels_changed(
+                a.crop((0, i1, a.width, i1 + both)), b.crop((0, j1, b.width, j1 + both))
+            )
+        changed += (max(i2 - i1, j2 - j1) - both) * a.width
+    return changed / (max(a.height, b.height) * a.width)
+
+
+def _rows(image: Image.Image) -> list[bytes]:
+    data = image.tobytes()
+    stride = image.width * 3
+    return [data[y * stride : (y + 1) * stride] for y in range(image.height)]
+
+
+def _pixels_changed(a: Image.Image, b: Image.Image) -> int:
+    grey = ImageChops.difference(a, b).convert("L")
+    return sum(grey.histogram()[PIXEL_DELTA + 1 :])
 
 
 def png_bytes(image: Image.Image) -> bytes:
