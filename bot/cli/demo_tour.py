@@ -124,7 +124,7 @@ def _sleep_for(seconds: float) -> Play:
 def single_stop(scenario: str, speed: float | None, duration: float, channel: str) -> Stop:
     """`proxybot demo --scenario S`: the scenario for `duration` seconds."""
     chosen = speed if speed is not None else SCENARIOS[scenario].demo_speed or DEFAULT_SPEED
-    return Stop(scenario, chosen, duration + 1.0, channel, _sleep_for(duration))
+    return Stop(scenario, chosen, duration, channel, _sleep_for(duration))
 
 
 # -- the tour ---------------------------------------------------------------------------------------------
