@@ -411,6 +411,13 @@ def _error_page(text: str, status: int) -> HTMLResponse:
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
+    # Only the page's own script may press: a JSON body (another site's form or no-cors fetch cannot send
+    # one without a preflight this server never grants), from the page's origin when the browser names one.
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        raise PageInputError("content-type", "must be application/json", 415)
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+        raise PageInputError("origin", f"{origin!r} is not this page", 403)
     try:
         body = json.loads(await request.body() or b"null")
     except ValueError:

@@ -126,6 +126,7 @@ def test_the_page_shows_the_alert_its_edit_thread_buttons_table_and_chart(tour: 
         chart.load()
         assert chart.width > 200
     assert '<div id="error" class="page-error" hidden=""></div>' in digest
+    assert 'data-script="running"' in digest  # the page's script ran (and found nothing to complain of)
 
 
 @pytest.mark.slow

@@ -320,3 +320,22 @@ def test_without_a_bot_a_press_is_503(page: Any) -> None:
     answer = httpx.post(served.url + "page/action", json=press, timeout=5)
     assert answer.status_code == 503
     assert answer.json()["error"].startswith("bot:")
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "field"),
+    [
+        ({"Content-Type": "text/plain"}, 415, "content-type"),
+        ({"Content-Type": "application/json", "Origin": "http://evil.example"}, 403, "origin"),
+    ],
+)
+def test_only_the_page_itself_may_press(page: Any, headers: dict[str, str], status: int, field: str) -> None:
+    slack, served, bot = page
+    ts = post_alert(slack)
+    press = json.dumps({"channel": "C1", "ts": ts, "block_id": "acts", "action_id": "proxy_probe"})
+    answer = httpx.post(served.url + "page/action", content=press, headers=headers, timeout=5)
+    assert answer.status_code == status
+    assert answer.json()["error"].startswith(f"{field}:")
+    assert bot.received == []
+    same = {"Content-Type": "application/json", "Origin": served.url.rstrip("/")}
+    assert httpx.post(served.url + "page/action", content=press, headers=same, timeout=10).json()["ok"]
