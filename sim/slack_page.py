@@ -52,7 +52,7 @@ STATIC = ("page.css", "page.js")
 _TYPES = {"css": "text/css", "js": "text/javascript"}
 # The page is ours alone: no script but its own, no frames, images only from here.
 _CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' http: https:; "
     "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 )
 
