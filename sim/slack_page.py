@@ -50,7 +50,7 @@ SEND_TIMEOUT = 10.0
 MAX_COMMAND = 2000
 STATIC = ("page.css", "page.js")
 _TYPES = {"css": "text/css", "js": "text/javascript"}
-# The page is ours alone: no script but its own, no frames, images only from here.
+# The page is ours alone: no script but its own, no frames; images from here, or an image block's URL.
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' http: https:; "
     "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
