@@ -53,13 +53,11 @@ class StopRun:
             await asyncio.sleep(POLL)
         return found
 
-    async def press(self, msg: Message, action_id: str, label: str) -> int:
-        """Press the button `action_id` on `msg` through the page; the thread's length before it."""
+    async def press(self, msg: Message, action_id: str, label: str) -> None:
+        """Press the button `action_id` on `msg` through the page."""
         block_id = button_block(msg, action_id)
-        before = len(self.replies(msg))
         self.sink.say(f"── pressed {label} on the page (a signed block_actions to the bot)")
         await self.page.press(self.channel, msg.ts, block_id, action_id)
-        return before
 
     async def type_command(self, text: str) -> None:
         self.sink.say(f"── typed `/proxy {text}` in the page's command box (a signed slash command)")
@@ -136,13 +134,22 @@ async def _heals(run: StopRun) -> None:
 
 async def _probe_and_path(run: StopRun) -> None:
     alert = await run.until(lambda: run.first(lambda m: has_button(m, ACTION_PROBE)))
-    for action_id, label in ((ACTION_PROBE, "*Probe now*"), (ACTION_PATH, "*Path check*")):
-        before = await run.press(alert, action_id, label)
-        await run.until(_thread_grows(run, alert, before))
+    for action_id, label, check in PRESSES:
+        before = _answers(run, alert, check)
+        await run.press(alert, action_id, label)
+        await run.until(_answered(run, alert, check, before))
 
 
-def _thread_grows(run: StopRun, msg: Message, before: int) -> Callable[[], bool]:
-    return lambda: len(run.replies(msg)) > before
+PRESSES = ((ACTION_PROBE, "*Probe now*", "Probe"), (ACTION_PATH, "*Path check*", "Path"))
+
+
+def _answered(run: StopRun, msg: Message, check: str, before: int) -> Callable[[], bool]:
+    return lambda: _answers(run, msg, check) > before
+
+
+def _answers(run: StopRun, msg: Message, check: str) -> int:
+    """The answers of that check in the message's thread (other replies come too: a joining alert's)."""
+    return sum(f"{check} platform/" in texts(r) for r in run.replies(msg))
 
 
 async def _one_incident(run: StopRun) -> None:
