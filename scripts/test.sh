@@ -14,6 +14,10 @@ need_debs=()
 command -v promtool >/dev/null 2>&1 || need_debs+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need_debs+=(prometheus-alertmanager)
 have_initdb || need_debs+=(postgresql)
+# The demo page's tests open it in a real browser; the emoji font draws the messages' marks (🔴, 🌩️) in the
+# README's pictures. Neither is needed to run the demo.
+command -v chromium >/dev/null 2>&1 || need_debs+=(chromium)
+dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || need_debs+=(fonts-noto-color-emoji)
 if [ ${#need_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "== installing Debian packages: ${need_debs[*]}"

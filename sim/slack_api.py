@@ -25,7 +25,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from sim.slack_answers import Answer, error_answer
 from sim.slack_faults import Fault, Faults, PostingLimit, ResponseUrl, SlackCall
@@ -74,6 +74,8 @@ class FakeSlack:
         named = channels if isinstance(channels, Mapping) else dict.fromkeys(channels)
         for ref, name in named.items():
             self.workspace.add_channel(ref, name=name)
+        # More routes served beside the Web API, added before the server starts (the demo's page).
+        self.extra_routes: list[BaseRoute] = []
         self._faults = Faults(lambda: self.clock())  # read at each call: a test may swap `clock`
         self._response_urls: dict[str, ResponseUrl] = {}
         self._posting_limit: PostingLimit | None = None
@@ -232,6 +234,7 @@ class FakeSlack:
                 Route("/api/{method}", self._api, methods=["POST", "GET"]),
                 Route("/upload/{file_id}", self._upload, methods=["POST"]),
                 Route("/response/{key}", self._response, methods=["POST"]),
+                *self.extra_routes,
             ]
         )
 

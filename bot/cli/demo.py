@@ -3,7 +3,10 @@
 The simulator serves a scenario's tenant clusters over HTTPS; its alerting model sends the webhooks a real
 Prometheus + Alertmanager would send for the shipped rules; the real bot (`open_bot`, the same one
 `serve` runs) receives them on its `/alertmanager` endpoint, reads live state from the simulated clusters
-and posts to a Slack-compatible fake server, which prints every message (and every edit) in the terminal.
+and posts to a Slack-compatible fake server, which prints every message (and every edit) in the terminal
+and shows them on its page (`sim.slack_page`, the URL on the demo's second line), whose buttons and
+`/proxy` box reach the bot signed as Slack signs. `--tour` runs the stops of `bot.cli.demo_tour` one after
+another, each with a simulator and a bot of its own, all into the one fake Slack and page.
 
 The demo is where the bot and the simulator meet, so it is imported only by `bot.cli.main` (which also
 reads the scenario names and runs `proxybot sim`).
@@ -15,6 +18,7 @@ import asyncio
 import logging
 import secrets
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -26,17 +30,19 @@ from typing import Any, TextIO
 import uvicorn
 import yaml
 
+from bot.cli.demo_tour import POLL, Stop, StopRun, single_stop, tour_stops
 from bot.compose import open_bot
 from bot.render.terminal import Style, show_message
 from config.loader import parse_config
 from config.settings import Settings
 from sim.alerting import AlertSimulator, WebhookDeliveryError, post_webhook
-from sim.scenarios import SCENARIOS
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message
+from sim.slack_page import USER_ID as PAGE_USER
+from sim.slack_page import SlackPage
+from sim.slack_page_view import PNG_MAGIC
 
 CHANNEL = "#proxy-alerts"
-DEFAULT_SPEED = 20.0
 FILE_LINES = 12  # lines of an uploaded file shown (a storm's table: its title, header and first rows)
 
 
@@ -69,7 +75,11 @@ class TerminalSlack:
         """A file shared in a thread (a storm's table): its name and its first rows."""
         elapsed = time.monotonic() - self.started
         where = "file in thread" if upload.get("thread_ts") else "file"
-        lines = bytes(upload.get("content") or b"").decode(errors="replace").splitlines()
+        content = bytes(upload.get("content") or b"")
+        if content.startswith(PNG_MAGIC):  # a chart: no terminal shows it, the page does
+            lines = [f"(a PNG image, {len(content)} bytes: shown on the page)"]
+        else:
+            lines = content.decode(errors="replace").splitlines()
         shown = lines[:FILE_LINES]
         more = f"\n  … {len(lines) - FILE_LINES} more lines" if len(lines) > FILE_LINES else ""
         heading = f"── {where} · +{elapsed:4.1f}s · {upload.get('filename')}: {upload.get('title')}"
@@ -80,19 +90,24 @@ class TerminalSlack:
             print(text, file=self.out, flush=True)
 
 
-def demo_settings(sim_config: Path, slack: FakeSlack, webhook_token: str, workdir: Path) -> Settings:
-    """The simulator's config plus a Slack pointing at the fake, a webhook token and a scratch store."""
+def demo_settings(
+    sim_config: Path, slack: FakeSlack, webhook_token: str, workdir: Path, stop: Stop, signing_secret: str
+) -> Settings:
+    """The simulator's config plus a Slack pointing at the fake (posting to the stop's channel), a webhook
+    token and a scratch store; the page's asker may silence."""
     data = yaml.safe_load(sim_config.read_text())
     data["slack"] = {
         "bot_token": slack.bot_token,
-        # Nothing sends Slack events to the demo; /slack/events still verifies them like in production.
-        "signing_secret": secrets.token_hex(16),
+        # The page signs its presses and commands with it, server-side (sim.slack_page).
+        "signing_secret": signing_secret,
         "api_url": slack.api_url,
-        "default_channel": CHANNEL,
+        "default_channel": stop.channel,
     }
     data["alertmanager"] = {"url": "http://127.0.0.1:9/", "webhook_token": webhook_token}
     data["store"] = {"url": f"sqlite:///{workdir / 'demo.db'}"}
-    data.setdefault("digest", {})["enabled"] = False
+    data["access"] = {"silencers": [PAGE_USER]}
+    # A digest only on demand (`/proxy digest`, as the tour types it): never a scheduled or caught-up one.
+    data["digest"] = {"enabled": False}
     return parse_config(yaml.safe_dump(data), base_dir=sim_config.parent, env={}, purpose="demo").settings
 
 
@@ -134,7 +149,22 @@ def _free_socket() -> socket.socket:
     return sock
 
 
-async def _run_bot(settings: Settings, sock: socket.socket, duration: float, feed: AlertFeed) -> None:
+@dataclass(frozen=True)
+class Demo:
+    """What every stop of one demo run shares: the fake Slack, its page, the terminal, the secrets."""
+
+    slack: FakeSlack
+    page: SlackPage
+    sink: TerminalSlack
+    signing_secret: str
+    webhook_token: str
+    # Set: the last stop's bot and the page stay up until it is (Ctrl-C ends a demo run in a terminal).
+    hold: threading.Event | None
+
+
+async def _run_bot(
+    demo: Demo, stop: Stop, settings: Settings, sock: socket.socket, feed: AlertFeed, last: bool
+) -> None:
     bot = await open_bot(settings, warm_interval=2.0)
     config = uvicorn.Config(bot.app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
@@ -142,8 +172,18 @@ async def _run_bot(settings: Settings, sock: socket.socket, duration: float, fee
     try:
         while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
             await asyncio.sleep(0.05)
+        demo.page.connect(f"http://127.0.0.1:{sock.getsockname()[1]}/slack/events", demo.signing_secret)
         feed.start()
-        await asyncio.sleep(duration)
+        run = StopRun(demo.slack, demo.page, demo.slack.channel_id(stop.channel), demo.sink)
+        try:
+            await asyncio.wait_for(stop.play(run), stop.seconds)
+        except TimeoutError:
+            if stop.goal:
+                demo.sink.say(f"── (the stop's {stop.seconds:g}s are up before {stop.goal})")
+        if last and demo.hold is not None:
+            demo.sink.say(f"the page stays up at {demo.page.url}, the bot behind it: Ctrl-C ends the demo")
+            while not demo.hold.is_set():  # noqa: ASYNC110 - set from another thread
+                await asyncio.sleep(POLL)
     finally:
         feed.stop.set()
         server.should_exit = True
@@ -151,37 +191,67 @@ async def _run_bot(settings: Settings, sock: socket.socket, duration: float, fee
         await bot.close()
 
 
-def run_demo(scenario: str, speed: float | None, duration: float, out: TextIO, style: Style) -> int:
-    """Run one scenario through the real bot for `duration` wall seconds, printing Slack as it goes
-    (at `speed`, else the scenario's own demo speed, else DEFAULT_SPEED)."""
-    if speed is None:
-        speed = SCENARIOS[scenario].demo_speed or DEFAULT_SPEED
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    sink = TerminalSlack(out, style)
-    token = secrets.token_urlsafe(24)
-    sock = _free_socket()
-    port = sock.getsockname()[1]
+def _run_stop(demo: Demo, stop: Stop, last: bool) -> int:
+    """One scenario through a bot of its own (its own store), into the stop's channel; webhooks sent."""
     with (
         tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp,
-        SimServer(scenario=scenario, speed=speed) as srv,
-        FakeSlack(
-            bot_token=f"xoxb-demo-{secrets.token_hex(8)}",
-            channels=[CHANNEL],
-            on_message=sink.message,
-            on_upload=sink.upload,
-        ) as slack,
+        SimServer(scenario=stop.scenario, speed=stop.speed) as srv,
     ):
-        settings = demo_settings(srv.write_config(Path(tmp) / "proxybot.yaml"), slack, token, Path(tmp))
-        feed = AlertFeed(srv, f"http://127.0.0.1:{port}/alertmanager", token, sink)
-        now = datetime.now(UTC).strftime("%H:%M:%S")
-        sink.say(
-            f"proxybot demo · scenario {scenario} at {speed:g}x · {now} UTC · {duration:g}s\n"
-            f"simulated clusters on {srv.base_url}; bot on http://127.0.0.1:{port}; "
-            f"Slack rendered below (channel {CHANNEL})\n"
+        config = srv.write_config(Path(tmp) / "proxybot.yaml")
+        settings = demo_settings(config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret)
+        sock = _free_socket()
+        bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        feed = AlertFeed(srv, f"{bot_url}/alertmanager", demo.webhook_token, demo.sink)
+        demo.sink.say(
+            f"simulated clusters on {srv.base_url}; bot on {bot_url}; "
+            f"Slack rendered below (channel {stop.channel})\n"
         )
+        asyncio.run(_run_bot(demo, stop, settings, sock, feed, last))
+        return feed.sent
+
+
+def run_demo(
+    scenario: str,
+    speed: float | None,
+    duration: float,
+    out: TextIO,
+    style: Style,
+    *,
+    tour: bool = False,
+    hold: threading.Event | None = None,
+) -> int:
+    """Run one scenario through the real bot for `duration` wall seconds (at `speed`, else the scenario's
+    own demo speed, else DEFAULT_SPEED), or the tour (`tour_stops`), printing Slack as it goes and showing
+    it on the page whose URL comes first. Then, in a terminal (or until `hold` is set), the page stays up
+    with the last bot behind it."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    stops = tour_stops(speed) if tour else [single_stop(scenario, speed, duration, CHANNEL)]
+    sink = TerminalSlack(out, style)
+    slack = FakeSlack(
+        bot_token=f"xoxb-demo-{secrets.token_hex(8)}",
+        channels=list(dict.fromkeys(s.channel for s in stops)),
+        on_message=sink.message,
+        on_upload=sink.upload,
+    )
+    page = SlackPage(slack)
+    sent = 0
+    with slack:
+        if hold is None and out.isatty() and sys.stdin.isatty():
+            hold = threading.Event()  # never set: Ctrl-C
+        demo = Demo(slack, page, sink, secrets.token_hex(16), secrets.token_urlsafe(24), hold)
+        sink.say(_banner(stops, page, tour))
         try:
-            asyncio.run(_run_bot(settings, sock, duration, feed))
+            for i, stop in enumerate(stops, 1):
+                sink.say(stop.announcement(i, len(stops), page.url, slack.channel_id(stop.channel)))
+                sent += _run_stop(demo, stop, i == len(stops))
         except KeyboardInterrupt:
             sink.say("stopped")
-        sink.say(f"done: {feed.sent} webhooks delivered, {sink.shown} Slack messages and edits shown")
+        sink.say(f"done: {sent} webhooks delivered, {sink.shown} Slack messages and edits shown")
     return 0
+
+
+def _banner(stops: list[Stop], page: SlackPage, tour: bool) -> str:
+    now = datetime.now(UTC).strftime("%H:%M:%S")
+    first = stops[0]
+    what = f"the tour: {len(stops)} scenarios" if tour else f"scenario {first.scenario} at {first.speed:g}x"
+    return f"proxybot demo · {what} · {now} UTC\npage: {page.url}  (the channels as Slack shows them, live)\n"

@@ -43,6 +43,9 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
         help="simulated seconds per wall second (default 20; the flapping scenario 30)",
     )
     parser.add_argument("--duration", type=float, default=70.0, help="wall seconds to run (default 70)")
+    parser.add_argument(
+        "--tour", action="store_true", help="every scenario that matters in one run, each announced"
+    )
 
 
 def _demo(args: argparse.Namespace, console: Console) -> int:
@@ -54,7 +57,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
         console.warn("--speed and --duration must be positive")
         return EXIT_USAGE
     style = Style(colour_enabled(console.out, console.env))
-    return run_demo(args.scenario, args.speed, args.duration, console.out, style)
+    return run_demo(args.scenario, args.speed, args.duration, console.out, style, tour=args.tour)
 
 
 # `sim` is the simulator's own subcommand: imported only when `proxybot sim` is used, so the bot itself

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -34,6 +35,8 @@ def test_demo_shows_an_alert_fire_and_resolve_in_place() -> None:
     )
     out = result.stdout
     assert result.returncode == 0, result.stderr[-3000:]
+    # The page's URL within the first lines (the page itself: tests/e2e/test_demo_page.py).
+    assert re.search(r"^page: http://127\.0\.0\.1:\d+/ ", "\n".join(out.splitlines()[:3]), re.MULTILINE)
     assert "simulator t=  240s: target pod restarts" in out
     firing = out.index("FIRING: ResourceProxyTargetUnavailable · platform/crd-store")
     resolved = out.index("RESOLVED: ResourceProxyTargetUnavailable · platform/crd-store")

@@ -1,0 +1,206 @@
+"""The demo's stops: one scenario run for a while, or the tour (`proxybot demo --tour`), every scenario that
+matters in one run, each in a channel of its own and announced.
+
+A stop's `play` waits for what the stop is there to show (bounded by its `seconds`), and presses buttons or
+types `/proxy` through the page (`sim.slack_page`: signed as Slack signs them), as a person would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.render.slack import ACTION_PATH, ACTION_PROBE
+from sim.scenarios import SCENARIOS, STORM_TARGETS
+from sim.slack_api import FakeSlack, Message, iter_texts
+from sim.slack_page import SlackPage
+from sim.slack_page_view import PNG_MAGIC
+
+DEFAULT_SPEED = 20.0
+POLL = 0.2
+
+
+class Say(Protocol):
+    def say(self, text: str) -> None: ...
+
+
+@dataclass
+class StopRun:
+    """One stop while its bot runs: what its play looks at and does."""
+
+    slack: FakeSlack
+    page: SlackPage
+    channel: str  # the stop's channel ID
+    sink: Say
+
+    def top(self) -> list[Message]:
+        return sorted(self.slack.top_level(self.channel), key=lambda m: float(m.ts))
+
+    def replies(self, msg: Message) -> list[Message]:
+        return self.slack.thread(self.channel, msg.ts)
+
+    def uploads(self) -> list[dict[str, Any]]:
+        return [u for u in self.slack.shown_uploads() if u.get("channel_id") == self.channel]
+
+    def first(self, check: Callable[[Message], bool]) -> Message | None:
+        return next((m for m in self.top() if check(m)), None)
+
+    async def until(self, check: Callable[[], object]) -> Any:
+        """Wait for `check()` to be truthy and return it (the stop's own `seconds` bound the wait)."""
+        while not (found := check()):  # noqa: ASYNC110 - the fake Slack's state has no event to wait on
+            await asyncio.sleep(POLL)
+        return found
+
+    async def press(self, msg: Message, action_id: str, label: str) -> None:
+        """Press the button `action_id` on `msg` through the page."""
+        block_id = button_block(msg, action_id)
+        self.sink.say(f"── pressed {label} on the page (a signed block_actions to the bot)")
+        await self.page.press(self.channel, msg.ts, block_id, action_id)
+
+    async def type_command(self, text: str) -> None:
+        self.sink.say(f"── typed `/proxy {text}` in the page's command box (a signed slash command)")
+        await self.page.command(self.channel, text)
+
+
+Play = Callable[[StopRun], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Stop:
+    """One scenario run through its own bot, posting to `channel`, until `play` has shown its `goal`."""
+
+    scenario: str
+    speed: float
+    seconds: float
+    channel: str
+    play: Play
+    title: str = ""
+    goal: str = ""  # what the play waits for, as the terminal says it (none: run for `seconds`)
+    tour: bool = field(default=False, compare=False)
+
+    def announcement(self, i: int, count: int, page_url: str, channel_id: str) -> str:
+        if not self.tour:
+            return f"scenario {self.scenario} at {self.speed:g}x for {self.seconds:g}s"
+        return (
+            f"\n══ tour {i}/{count}: {self.title}\n"
+            f"   scenario {self.scenario} at {self.speed:g}x, in {self.channel} "
+            f"({page_url}?channel={channel_id}); until {self.goal}"
+        )
+
+
+def texts(msg: Message) -> str:
+    return "\n".join([msg.text, *iter_texts(msg.blocks)])
+
+
+def button_block(msg: Message, action_id: str) -> str:
+    """The ID of the block holding the button `action_id` (KeyError when the message has none)."""
+    for block in msg.blocks:
+        if isinstance(block, dict) and any(
+            isinstance(e, dict) and e.get("action_id") == action_id for e in block.get("elements") or []
+        ):
+            return str(block.get("block_id", ""))
+    raise KeyError(action_id)
+
+
+def has_button(msg: Message, action_id: str) -> bool:
+    try:
+        button_block(msg, action_id)
+    except KeyError:
+        return False
+    return True
+
+
+def _sleep_for(seconds: float) -> Play:
+    async def play(_: StopRun) -> None:
+        await asyncio.sleep(seconds)
+
+    return play
+
+
+def single_stop(scenario: str, speed: float | None, duration: float, channel: str) -> Stop:
+    """`proxybot demo --scenario S`: the scenario for `duration` seconds."""
+    chosen = speed if speed is not None else SCENARIOS[scenario].demo_speed or DEFAULT_SPEED
+    return Stop(scenario, chosen, duration, channel, _sleep_for(duration))
+
+
+# -- the tour ---------------------------------------------------------------------------------------------
+
+
+async def _heals(run: StopRun) -> None:
+    await run.until(lambda: run.first(lambda m: bool(m.versions) and "RESOLVED" in texts(m)))
+
+
+async def _probe_and_path(run: StopRun) -> None:
+    alert = await run.until(lambda: run.first(lambda m: has_button(m, ACTION_PROBE)))
+    for action_id, label, check in PRESSES:
+        before = _answers(run, alert, check)
+        await run.press(alert, action_id, label)
+        await run.until(_answered(run, alert, check, before))
+
+
+PRESSES = ((ACTION_PROBE, "*Probe now*", "Probe"), (ACTION_PATH, "*Path check*", "Path"))
+
+
+def _answered(run: StopRun, msg: Message, check: str, before: int) -> Callable[[], bool]:
+    return lambda: _answers(run, msg, check) > before
+
+
+def _answers(run: StopRun, msg: Message, check: str) -> int:
+    """The answers of that check in the message's thread (other replies come too: a joining alert's)."""
+    return sum(f"{check} platform/" in texts(r) for r in run.replies(msg))
+
+
+async def _one_incident(run: StopRun) -> None:
+    await run.until(lambda: run.first(lambda m: "one cause:" in texts(m)))
+
+
+async def _flaps(run: StopRun) -> None:
+    await run.until(lambda: run.first(lambda m: "lapping: " in texts(m)))
+
+
+async def _storm_table(run: StopRun) -> None:
+    # Every target in the summary and in its table (the first summary may count the groups in so far).
+    whole = f"Alert storm: {STORM_TARGETS + 1} targets"
+    await run.until(lambda: run.first(lambda m: whole in texts(m)) and _table_rows(run) > STORM_TARGETS)
+
+
+def _table_rows(run: StopRun) -> int:
+    tables = [u for u in run.uploads() if u.get("thread_ts")]
+    return bytes(tables[-1].get("content") or b"").count(b"platform/") if tables else 0
+
+
+async def _digest(run: StopRun) -> None:
+    # The fleet is read first, so the digest has a degraded target to tell of.
+    await run.until(lambda: run.first(lambda m: has_button(m, ACTION_PROBE)))
+    await run.type_command("digest")
+    await run.until(lambda: any(bytes(u.get("content") or b"").startswith(PNG_MAGIC) for u in run.uploads()))
+
+
+TOUR: tuple[tuple[str, str, float, float, str, Play, str], ...] = (
+    # (scenario, channel, speed, most seconds, title, play, goal)
+    ("target-rolling-restart", "#tour-restart", 40.0, 150.0, "a target restart that heals", _heals,
+     "the alert resolves in place"),
+    ("target-down", "#tour-target-down", 40.0, 150.0, "a target down: Probe now and Path check pressed",
+     _probe_and_path, "both answers are in the alert's thread"),
+    ("peer-watch-dropped", "#tour-incident", 40.0, 150.0, "a dropped peer watch, one incident",
+     _one_incident, "its alerts are one incident's message"),
+    ("flapping", "#tour-flapping", 60.0, 150.0, "a flapping target", _flaps,
+     "the message counts the flaps"),
+    ("storm", "#tour-storm", 40.0, 150.0, "a storm of 31 targets", _storm_table,
+     "the storm's table is in its thread"),
+    ("target-down", "#tour-digest", 40.0, 150.0, "the fleet digest, with its charts", _digest,
+     "the digest and its charts are posted"),
+)  # fmt: skip
+
+
+def tour_stops(speed: float | None = None) -> list[Stop]:
+    """Every scenario that matters, in order; `speed` overrides each stop's own."""
+    return [
+        Stop(scenario, speed or own, seconds, channel, play, title, goal, tour=True)
+        for scenario, channel, own, seconds, title, play, goal in TOUR
+    ]
+
+
+__all__ = ["Stop", "StopRun", "single_stop", "tour_stops"]

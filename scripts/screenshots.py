@@ -1,0 +1,238 @@
+"""The README's pictures: the tour's key messages as the demo page shows them, shot by headless Chromium.
+
+    python scripts/screenshots.py [--out docs/img]
+
+runs `proxybot demo --tour` (in this process), then shoots each message of `SHOTS` alone with its thread
+open (`/?channel=ID&focus=TS&fixed=1`: every time shown as 09:41, fixed fonts), trims the white below it
+and writes PNGs. Chromium is Debian's `chromium` package (scripts/test.sh installs it); the demo itself
+never needs it. tests/e2e/test_demo_page.py shoots them again and compares them with the committed ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import io
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from PIL import Image, ImageChops
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "img"
+WIDTH = 900
+HEIGHT = 2400
+MARGIN = 8
+TOUR_SECONDS = 1000.0
+# A pixel differs when a channel moves by more than this; a picture is out of date when more than
+# TOLERANCE of its pixels differ. The messages are live: dates and numbers move a few glyphs, a message
+# edited or not shows "(edited)", and on a loaded machine a storm's table may already list the alerts
+# that joined later (every row's text changes: 7.6% measured). Another message, font or layout differs by
+# far more (66% between two of these pictures).
+PIXEL_DELTA = 64
+TOLERANCE = 0.10
+_PAGE = re.compile(r"^page: (http://127\.0\.0\.1:\d+/)", re.MULTILINE)
+_CHANNEL = re.compile(r'href="/\?channel=([A-Z0-9]+)"># ([\w-]+)</a>')
+_TOP = re.compile(r'<div class="msg" id="m-([0-9.]+)"')
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One picture: the first top-level message of `channel` whose HTML holds `marker`."""
+
+    filename: str
+    channel: str
+    marker: str
+    caption: str
+
+
+SHOTS = (
+    Shot("alert-with-thread.png", "tour-target-down", "FIRING: ResourceProxyTargetUnavailable",
+         "An alert, its details reply and the answers to Probe now and Path check in its thread"),
+    Shot("storm-with-table.png", "tour-storm", "Alert storm", "A storm's summary with its table of targets"),
+    Shot("digest-with-charts.png", "tour-digest", "Proxy fleet digest", "The fleet digest with its charts"),
+)  # fmt: skip
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        raise SystemExit("chromium is missing: apt-get install chromium (scripts/test.sh does it as root)")
+    return found
+
+
+def _browser(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[bytes]:
+    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    argv += ["--force-device-scale-factor=1", "--font-render-hinting=none", "--no-first-run"]
+    with tempfile.TemporaryDirectory(prefix="proxybot-chromium-") as profile:
+        argv += [f"--user-data-dir={profile}", *args]
+        return subprocess.run(argv, capture_output=True, timeout=timeout, check=True)
+
+
+def dump_dom(url: str) -> str:
+    """The page's DOM after its scripts ran, as Chromium serialises it."""
+    return _browser("--virtual-time-budget=1000", "--dump-dom", url).stdout.decode()
+
+
+def screenshot(url: str, width: int = WIDTH, height: int = HEIGHT) -> Image.Image:
+    """The page at `url` in a `width` by `height` window."""
+    with tempfile.TemporaryDirectory(prefix="proxybot-shot-") as tmp:
+        path = Path(tmp) / "shot.png"
+        _browser(f"--window-size={width},{height}", f"--screenshot={path}", url)
+        with Image.open(path) as shot:
+            return shot.convert("RGB")
+
+
+def trimmed(image: Image.Image) -> Image.Image:
+    """The picture down to its content and a margin (the page's white below the message cut)."""
+    white = Image.new("RGB", image.size, (255, 255, 255))
+    box = ImageChops.difference(image, white).getbbox()
+    if box is None:
+        raise ValueError("the page is blank")
+    return image.crop((0, 0, image.width, min(image.height, box[3] + MARGIN)))
+
+
+def channels(page_url: str) -> dict[str, str]:
+    """The page's channels: name -> ID, read from its sidebar."""
+    html = httpx.get(page_url, timeout=10).text
+    return {name: cid for cid, name in _CHANNEL.findall(html)}
+
+
+def message_ts(page_url: str, channel_id: str, marker: str) -> str:
+    """The `ts` of the first top-level message of the channel whose HTML holds `marker`."""
+    html = httpx.get(page_url, params={"channel": channel_id}, timeout=10).text
+    starts = [(m.start(), m.group(1)) for m in _TOP.finditer(html)]
+    for (at, ts), (end, _) in zip(starts, [*starts[1:], (len(html), "")], strict=True):
+        if marker in html[at:end]:
+            return ts
+    raise LookupError(f"no message holding {marker!r} in channel {channel_id}")
+
+
+def focus_url(page_url: str, channel_id: str, ts: str) -> str:
+    return f"{page_url}?channel={channel_id}&focus={ts}&fixed=1"
+
+
+def shoot(page_url: str, shot: Shot) -> Image.Image:
+    """One picture, after checking the page shows the message and no error."""
+    cid = channels(page_url)[shot.channel]
+    url = focus_url(page_url, cid, message_ts(page_url, cid, shot.marker))
+    dom = dump_dom(url)
+    if shot.marker not in dom or '<div id="error" class="page-error" hidden' not in dom:
+        raise RuntimeError(f"{shot.filename}: the page shows an error or not the message ({url})")
+    return trimmed(screenshot(url))
+
+
+def difference(a: Image.Image, b: Image.Image) -> float:
+    """The share of pixels that differ between two pictures, lines matched first: a line inserted (an
+    "(edited)" mark) counts its own rows, not every row it pushes down; rows with no match all differ."""
+    if a.width != b.width:
+        return 1.0
+    rows_a, rows_b = _rows(a), _rows(b)
+    changed = 0
+    matcher = difflib.SequenceMatcher(None, rows_a, rows_b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        both = min(i2 - i1, j2 - j1)
+        if both:
+            changed += _pixels_changed(
+                a.crop((0, i1, a.width, i1 + both)), b.crop((0, j1, b.width, j1 + both))
+            )
+        changed += (max(i2 - i1, j2 - j1) - both) * a.width
+    return changed / (max(a.height, b.height) * a.width)
+
+
+def _rows(image: Image.Image) -> list[bytes]:
+    data = image.tobytes()
+    stride = image.width * 3
+    return [data[y * stride : (y + 1) * stride] for y in range(image.height)]
+
+
+def _pixels_changed(a: Image.Image, b: Image.Image) -> int:
+    grey = ImageChops.difference(a, b).convert("L")
+    return sum(grey.histogram()[PIXEL_DELTA + 1 :])
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+class _Output(io.StringIO):
+    """The demo's terminal, kept (and echoed to stderr when asked)."""
+
+    def __init__(self, echo: bool) -> None:
+        super().__init__()
+        self._echo = echo
+
+    def write(self, text: str) -> int:
+        if self._echo:
+            sys.stderr.write(text)
+        return super().write(text)
+
+
+@contextmanager
+def tour(echo: bool = False) -> Iterator[tuple[str, Callable[[], str]]]:
+    """`proxybot demo --tour` in this process, held up once it is done: (page URL, its output so far)."""
+    from bot.cli.demo import run_demo
+    from bot.render.terminal import Style
+
+    out = _Output(echo)
+    hold = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_demo("target-rolling-restart", None, 0.0, out, Style(False), tour=True, hold=hold)
+        except BaseException as err:  # reported to the waiting side
+            failed.append(err)
+
+    thread = threading.Thread(target=run, name="demo-tour", daemon=True)
+    thread.start()
+    try:
+        url = _wait(lambda: _PAGE.search(out.getvalue()), 30.0, failed, "the page's URL").group(1)
+        _wait(lambda: "the page stays up" in out.getvalue(), TOUR_SECONDS, failed, "the tour's end")
+        yield url, out.getvalue
+    finally:
+        hold.set()
+        thread.join(timeout=60)
+
+
+def _wait(check: Callable[[], Any], seconds: float, failed: list[BaseException], what: str) -> Any:
+    deadline = time.monotonic() + seconds
+    while not (found := check()):
+        if failed:
+            raise RuntimeError(f"the demo failed before {what}") from failed[0]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} within {seconds:g}s")
+        time.sleep(0.2)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where the PNGs go (default {OUT})")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tour(echo=False) as (url, _):
+        for shot in SHOTS:
+            path = args.out / shot.filename
+            path.write_bytes(png_bytes(shoot(url, shot)))
+            print(f"wrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

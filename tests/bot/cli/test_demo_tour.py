@@ -1,0 +1,42 @@
+"""The tour's stops: every scenario PRODUCT.md names, each in a channel of its own, bounded in time.
+
+Running it end to end, with the page in a browser, is tests/e2e/test_demo_page.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.cli.demo_tour import single_stop, tour_stops
+from bot.cli.main import main
+from sim.scenarios import SCENARIOS
+
+
+def test_the_tour_walks_restart_target_down_incident_flap_storm_digest() -> None:
+    stops = tour_stops()
+    assert [s.scenario for s in stops] == [
+        "target-rolling-restart",
+        "target-down",
+        "peer-watch-dropped",
+        "flapping",
+        "storm",
+        "target-down",
+    ]
+    assert all(s.scenario in SCENARIOS for s in stops)
+    assert len({s.channel for s in stops}) == len(stops)
+    assert all(s.goal and s.title and s.tour for s in stops)
+    # Each stop ends when its goal shows; the bound only caps a loaded machine.
+    assert sum(s.seconds for s in stops) <= 15 * 60
+
+
+def test_a_speed_given_applies_to_every_stop_and_one_scenario_runs_its_duration() -> None:
+    assert {s.speed for s in tour_stops(80.0)} == {80.0}
+    one = single_stop("flapping", None, 12.0, "#proxy-alerts")
+    assert (one.speed, one.seconds, one.tour) == (SCENARIOS["flapping"].demo_speed, 12.0, False)
+    assert "tour" not in one.announcement(1, 1, "http://127.0.0.1:1/", "C1")
+
+
+def test_demo_takes_tour(capsys: pytest.CaptureFixture[str]) -> None:
+    # Parsed, then refused for its duration before anything starts: no demo runs here.
+    assert main(["demo", "--tour", "--duration", "0"]) == 2
+    assert "--speed and --duration must be positive" in capsys.readouterr().err
