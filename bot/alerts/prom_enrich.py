@@ -22,22 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from bot.alerts.budget import Unavailable, within_budget
-from bot.alerts.prom_queries import (
-    CHART_FOR,
-    CHART_SPAN,
-    CHART_STEP,
-    ChartKind,
-    KeySeries,
-    PromWindow,
-    WindowAsk,
-    buckets_query,
-    chart_query,
-    counters_query,
-    key_series,
-    p99_query,
-    window_from,
-)
+from bot.alerts.budget import within_budget
 from bot.clients.prometheus import Sample, Series
 from bot.domain.alerts_catalog import (
     DISCOVERY_DEGRADED,
@@ -45,9 +30,28 @@ from bot.domain.alerts_catalog import (
     TARGET_UNAVAILABLE,
     WATCHES_SILENT,
 )
+from bot.domain.enrichment import (
+    CHART_FOR,
+    ChartKind,
+    KeySeries,
+    PromOutcome,
+    PromWindow,
+    Unavailable,
+    WindowAsk,
+)
 from bot.domain.findings import Severity
 from bot.domain.snapshot import make_labels
 from bot.errors import UpstreamError
+from bot.prom_queries import (
+    CHART_SPAN,
+    CHART_STEP,
+    buckets_query,
+    chart_query,
+    counters_query,
+    key_series,
+    p99_query,
+    window_from,
+)
 from bot.render.chart import render_chart
 from bot.shared_reads import SharedReads
 from config.clusters import ClusterSettings
@@ -96,15 +100,6 @@ def ask_for(alertname: str, labels: Mapping[str, str], cluster: ClusterSettings 
         pod=labels.get("pod") or None,
         seconds=ALERT_WINDOWS.get(alertname, DEFAULT_WINDOW),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class PromOutcome:
-    """What Prometheus said about one ask: its window, or why there is none (late, refused, unreachable)."""
-
-    ask: WindowAsk
-    window: PromWindow | None
-    unavailable: Unavailable | None = None
 
 
 @dataclass(frozen=True, slots=True)

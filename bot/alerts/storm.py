@@ -41,8 +41,7 @@ from bot.alerts.storm_record import Arrival, Storm
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
-from bot.domain.storm_summary import StormEntry
-from bot.domain.storm_targets import StormRow, storm_rows
+from bot.domain.storm_targets import StormEntry, StormRow, storm_rows
 from bot.render.blocks import Message
 from bot.render.storm import TableFile, storm_message, storm_table
 from bot.store.models import AlertGroupState, StormShare, Withdrawal
