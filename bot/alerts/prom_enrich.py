@@ -16,7 +16,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,9 +39,10 @@ from bot.domain.enrichment import (
     Unavailable,
     WindowAsk,
 )
-from bot.domain.findings import Severity
+from bot.domain.messages import AlertView
 from bot.domain.snapshot import make_labels
 from bot.errors import UpstreamError
+from bot.ports import Clock
 from bot.prom_queries import (
     CHART_SPAN,
     CHART_STEP,
@@ -59,7 +60,6 @@ from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 
 # Each alert's own rule window (the guide's rules); gauge rules get a quarter hour of context.
 ALERT_WINDOWS: Mapping[str, int] = {
@@ -279,20 +279,7 @@ class PromRound:
         return PromOutcome(ask, None, got)
 
 
-class _Alert(Protocol):
-    """What `chart_subject` reads of an alert (`bot.domain.messages.AlertView` is one)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-
-    @property
-    def severity(self) -> Severity: ...
-
-
-def chart_subject(firing: Sequence[_Alert], settings: Settings) -> WindowAsk | None:
+def chart_subject(firing: Sequence[AlertView], settings: Settings) -> WindowAsk | None:
     """Whose key series a group's chart shows: its worst firing alert that names a target and a cluster."""
     for alert in sorted(firing, key=lambda a: (-a.severity, a.name, a.labels.get("target", ""))):
         ask = ask_for(alert.name, alert.labels, settings.cluster_for_alert(alert.labels))
