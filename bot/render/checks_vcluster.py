@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.checks.vcluster_yaml import ProxyState, Route, VclusterYamlResult
 from bot.checks.vcluster_yaml_entry import Problem, Severity
-from bot.render.terminal import WIDTH, Style, wrap
+from bot.render.layout import WIDTH, Style, wrap
 from bot.render.words import counted
 
 _INDENT = "    "
