@@ -25,7 +25,7 @@ from typing import Protocol
 from bot.alerts.budget import ObserveWait
 from bot.alerts.log_enrich import LogSource
 from bot.alerts.outbox import Outbox
-from bot.alerts.pipeline import AlertPipeline, LiveSource, TargetPodsSource
+from bot.alerts.pipeline import AlertPipeline, LiveStateReader, TargetPodsSource
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
@@ -217,7 +217,7 @@ def register(
     settings: Settings,
     store: AlertStore,
     outbox: Outbox,
-    live: LiveSource,
+    live: LiveStateReader,
     *,
     wake: asyncio.Event | None = None,
     storm: StormPolicy | None = None,

@@ -75,7 +75,7 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class LiveSource(Protocol):
+class LiveStateReader(Protocol):
     """Live proxy state per cluster (`bot.live.LiveState` is one); failures are returned, never raised."""
 
     async def read(self, cluster: str) -> ClusterRead: ...
@@ -100,7 +100,7 @@ class AlertPipeline:
         settings: Settings,
         store: AlertStore,
         outbox: Outbox,
-        live: LiveSource,
+        live: LiveStateReader,
         *,
         storm: StormPolicy | None = None,
         clock: Clock = time.time,
