@@ -5,6 +5,9 @@ At the start pytest becomes a child subreaper, so a process orphaned by a test (
 At the end every process still under pytest is reported, killed and fails the session, except pytest's
 own `multiprocessing` helpers with nothing under them (the forkserver and resource tracker of the pools the
 tests run in-process: they end when pytest does).
+
+Under pytest-xdist each worker is such a pytest: it checks what its own tests left behind and hands its
+report to the controller (`workeroutput`), which fails the run, since a worker's exit status alone does not.
 """
 
 from __future__ import annotations
@@ -26,29 +29,67 @@ PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 GRACE_SECONDS = 5.0
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The suites that wait on real processes and timers first, then the other slow tests: pytest-xdist
+    hands tests out in this order, so the longest start at once instead of ending the run alone."""
+    items.sort(key=_start_order)  # stable: within a rank, collection order
+
+
+def _start_order(item: pytest.Item) -> int:
+    path = item.nodeid
+    if path.startswith(("tests/faults/", "tests/e2e/")):
+        return 0
+    return 1 if item.get_closest_marker("slow") is not None else 2
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
+# The controller's report of what its workers found, filled as each worker ends.
+_WORKERS_LEFT: list[str] = []
+LEFT_KEY = "proxybot_left_behind"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist has ended its workers
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    left = _outliving(GRACE_SECONDS)
-    reap_zombie_children()
-    if not left:
+    lines = _kill_left_behind()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports it
+        workeroutput[LEFT_KEY] = lines
         return
-    lines = [f"{len(left)} process(es) started by the tests outlived them (killed now):"]
-    lines += [f"  {proc.describe()}" for proc in sorted(left, key=lambda p: p.pid)]
+    lines += _WORKERS_LEFT
+    if not lines:
+        return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line("\n".join(lines), red=True, bold=True)
     else:
         print("\n".join(lines), file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_testnodedown(node: object, error: object) -> None:
+    """An xdist worker ended (only the controller sees this hook): keep what it found left behind."""
+    output = getattr(node, "workeroutput", None) or {}
+    _WORKERS_LEFT.extend(output.get(LEFT_KEY, []))
+
+
+def _kill_left_behind() -> list[str]:
+    """The report of every process the tests left behind, each killed; empty when there is none."""
+    left = _outliving(GRACE_SECONDS)
+    reap_zombie_children()
+    if not left:
+        return []
+    lines = [f"{len(left)} process(es) started by the tests outlived them (killed now):"]
+    lines += [f"  {proc.describe()}" for proc in sorted(left, key=lambda p: p.pid)]
     for proc in left:
         if proc.running():
             os.kill(proc.pid, signal.SIGKILL)
     reap_zombie_children()
-    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return lines
 
 
 def _outliving(within: float) -> set[Proc]:

@@ -191,6 +191,10 @@ class FaultStore(StoreView):
     def keys(self) -> dict[int, str]:
         return {int(i): str(k) for i, k in self._rows("SELECT id, key FROM outbox")}
 
+    def pending(self) -> int:
+        """Undelivered Slack operations: what the bot's `proxybot_outbox_depth` counts."""
+        return self._one("SELECT count(*) FROM outbox WHERE state = 'pending'")
+
     def pending_in(self, channel: str) -> int:
         rows = self._rows("SELECT channel FROM outbox WHERE state = 'pending'")
         return sum(1 for (found,) in rows if found == channel)

@@ -32,6 +32,7 @@ from tests.faults.slack_faults import (
     duplicate_posts,
     metric,
 )
+from tests.harness.process import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +75,14 @@ class Watch:
             time.sleep(0.5)
 
 
+def depth_at_rest(bot: BotProcess, store: FaultStore) -> tuple[float, int] | None:
+    """(the depth gauge, the store's pending rows) when the store held the same count before and after the
+    scrape, so both speak of one moment; None while rows are still being added or withdrawn."""
+    before = store.pending()
+    shown = metric(bot.url, "proxybot_outbox_depth")
+    return (shown, before) if store.pending() == before else None
+
+
 def test_slack_down_for_minutes_loses_nothing_and_the_bot_stays_ready(
     tmp_path: Path, bot: BotProcess, slack: FakeSlack, gate: SlackGate
 ) -> None:
@@ -90,13 +99,17 @@ def test_slack_down_for_minutes_loses_nothing_and_the_bot_stays_ready(
             slack.fail(method, status=503, retry_after=None, times=10**6)
         watch.sample_for(PHASE)
         storm.record(load.outcomes())
+        shown, held = wait_for(lambda: depth_at_rest(bot, store), 30.0, "a moment the backlog is at rest")
     for method in SLACK_METHODS:
         slack.heal(method)
     tries = metric(bot.url, "proxybot_slack_calls_total", outcome="SlackTransient")
 
     assert {storm.status[i] for i in range(len(storm.bodies))} == {202}, "every webhook accepted"
     assert set(watch.ready) == {200}, "readiness never depends on Slack"
-    assert max(watch.depth) >= 10
+    # How many rows wait depends on how many groups the bot took in before storm mode folded the rest,
+    # i.e. on the machine's speed; what must hold is that the gauge is the store's own backlog.
+    assert shown == held >= 1, "the depth on /metrics is what the store holds undelivered"
+    assert max(watch.depth) >= held
     assert watch.oldest[-1] >= 2 * PHASE - 3, "the oldest pending age grows through the outage"
     assert watch.oldest == sorted(watch.oldest), "nothing is delivered meanwhile"
     assert tries >= 2

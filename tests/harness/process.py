@@ -6,6 +6,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -131,3 +132,49 @@ class ManagedServer:
 
     def log_tail(self, lines: int = 30) -> str:
         return self._process.log_tail(lines)
+
+
+def run_until(
+    argv: Sequence[str], shows: Callable[[str], None], timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` until `shows(stdout so far)` stops raising (or the process ends, or `timeout` passes),
+    then stop it with SIGINT as a person presses Ctrl-C, and return what it printed and its exit code."""
+    out: list[str] = []
+    err: list[str] = []
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        readers = [
+            threading.Thread(target=_drain, args=(process.stdout, out), daemon=True),
+            threading.Thread(target=_drain, args=(process.stderr, err), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
+        deadline = time.monotonic() + timeout
+        while process.poll() is None and time.monotonic() < deadline and not _holds(shows, "".join(out)):
+            time.sleep(0.1)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            code = process.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+    return subprocess.CompletedProcess(list(argv), code, "".join(out), "".join(err))
+
+
+def _drain(stream: IO[str], into: list[str]) -> None:
+    for line in stream:
+        into.append(line)
+
+
+def _holds(shows: Callable[[str], None], out: str) -> bool:
+    try:
+        shows(out)
+    except (AssertionError, ValueError):  # not yet: an assertion, or a str.index of text not printed yet
+        return False
+    return True

@@ -55,9 +55,9 @@ CLEAN = textwrap.dedent(
 )
 
 
-def run_session(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+def run_session(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_inner.py").write_text(source)
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider"]
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider", *extra]
     argv += ["-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"]
     argv += ["--rootdir", str(tmp_path), str(tmp_path / "test_inner.py")]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -88,6 +88,28 @@ def test_processes_left_running_fail_the_session_and_are_killed(tmp_path: Path) 
 
 def test_a_session_that_ends_what_it_started_passes(tmp_path: Path) -> None:
     result = run_session(tmp_path, CLEAN)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
+    assert "outlived" not in result.stdout
+
+
+def test_under_xdist_each_worker_checks_and_the_run_fails(tmp_path: Path) -> None:
+    # A worker's own exit status does not reach the controller: its report must, and fail the run.
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    result = run_session(tmp_path, f"PIDS = {str(pids)!r}\n{LEAKING}", "-n", "2")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+    assert "started by the tests outlived them (killed now):" in result.stdout
+    assert "sleep 60" in result.stdout
+    assert "sleep 61" in result.stdout
+    for name in ("child", "orphan"):
+        proc = running(int((pids / name).read_text()))
+        assert proc is None or not still_running({proc}, within=2.0), f"the {name} was killed"
+
+
+def test_under_xdist_a_session_that_ends_what_it_started_passes(tmp_path: Path) -> None:
+    result = run_session(tmp_path, CLEAN, "-n", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
     assert "outlived" not in result.stdout
