@@ -47,7 +47,7 @@ from bot.checks.context import CheckContext
 from bot.checks.logs import read_control_plane
 from bot.checks.triage import read_target_pods
 from bot.clients.prometheus import PrometheusClient
-from config.loader import load_settings
+from config.loader import load_config
 from config.settings import Settings
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             prometheus.wait_for_scrapes()
             config = bot_config(sim, workdir, slack, prometheus, args.alerts)
-            settings = load_settings(config)
+            settings = load_config(config).settings
             with BotProcess(config, workdir / "bot.log") as bot:
                 samples = asyncio.run(measure(bot, slack, settings, args.alerts, args.gap))
     p99 = report(samples, args.gap)

@@ -28,8 +28,9 @@ if __package__ in (None, ""):
 
 from bench.syncer_page import build_page
 from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY
-from bot.digest.judge import Digest, Health, assemble_digest
+from bot.digest.judge import assemble_digest
 from bot.digest.pool import DigestPool, digest_pool, judge_fleet, warm_up
+from bot.domain.digest import Digest, Health
 from bot.live import LiveState
 from bot.render.blocks import Message
 from bot.render.digest import digest_message

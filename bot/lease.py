@@ -15,7 +15,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol
+
+from bot.store.base import LeaseStore
 
 log = logging.getLogger(__name__)
 
@@ -24,17 +25,6 @@ LEADER = "leader"
 LEASE_TTL = 20.0
 # A replica without the lease asks again this often.
 RETRY_EVERY = LEASE_TTL / 3
-
-
-class LeaseStore(Protocol):
-    """The store's lease methods (`bot.store.base.Store` has them)."""
-
-    @property
-    def owner(self) -> str: ...
-
-    async def hold_lease(self, name: str, ttl: float) -> float | None: ...
-
-    async def release_lease(self, name: str) -> None: ...
 
 
 class Lease:

@@ -57,17 +57,11 @@ def config_path(path: Path | None, env: Mapping[str, str]) -> Path:
     return Path(from_env) if from_env else DEFAULT_PATH
 
 
-def load_settings(
-    path: Path | None = None, *, env: Mapping[str, str] | None = None, purpose: Purpose = "check"
-) -> Settings:
-    """Load and validate the config file; raise ConfigError listing every problem."""
-    return load_config(path, env=env, purpose=purpose).settings
-
-
 def load_config(
     path: Path | None = None, *, env: Mapping[str, str] | None = None, purpose: Purpose = "check"
 ) -> LoadedConfig:
-    """Like load_settings, also returning the file used, warnings and which env overrides applied."""
+    """Load and validate the config file: its settings, the file used, warnings and which env overrides
+    applied; raise ConfigError listing every problem."""
     environ = os.environ if env is None else env
     chosen = config_path(path, environ)
     text = _read(chosen)

@@ -24,11 +24,11 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.alerts.incident import members_of
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
-from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, Refused
 from bot.render.blocks import Message, code, context, esc, message, section, text_message
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, LINK_ACTION_PREFIX
+from bot.store.base import GroupStore
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 from config.clusters import ClusterSettings, TargetSettings
@@ -57,14 +57,6 @@ class ButtonChecks:
     path: Check | None = None
 
 
-class GroupSource(Protocol):
-    """The store's side of the buttons (`bot.store.Store` is one)."""
-
-    async def groups(
-        self, channel: str | None = None, status: AlertStatus | None = None
-    ) -> list[AlertGroupState]: ...
-
-
 class ThreadReplies(Protocol):
     """The outbox's side of the buttons (`bot.delivery.worker.Delivery` is one)."""
 
@@ -81,7 +73,7 @@ class ActionDeps:
     None when no outbox is given (answers then go to the person who pressed only)."""
 
     settings: Settings
-    groups: GroupSource
+    groups: GroupStore
     silencer: Silences | None
     checks: ButtonChecks = field(default_factory=ButtonChecks)
     now: Callable[[], datetime] = _utc_now
@@ -206,7 +198,7 @@ def _find_group(known: list[AlertGroupState], wanted: str) -> AlertGroupState:
     return found
 
 
-async def _group_of(groups: GroupSource, wanted: str) -> AlertGroupState | None:
+async def _group_of(groups: GroupStore, wanted: str) -> AlertGroupState | None:
     # Group ids are hashes of group keys, so the store is scanned; it holds one row per live group.
     return next((g for g in await groups.groups() if group_id(g.group_key) == wanted), None)
 

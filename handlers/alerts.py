@@ -25,33 +25,22 @@ from typing import Protocol
 from bot.alerts.budget import ObserveWait
 from bot.alerts.log_enrich import LogSource
 from bot.alerts.outbox import Outbox
-from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore, TargetPodsSource
+from bot.alerts.pipeline import AlertPipeline, LiveStateReader, TargetPodsSource
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
 from bot.lease import RETRY_EVERY, Lease
+from bot.ports import Clock
+from bot.store.base import AlertStore, NotificationStore
 from bot.store.errors import StoreError
 from bot.store.models import StoredNotification
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 # The lease must outlast one notification's processing (the enrichment budget, 5 s by default, and the
 # store's writes) by this much before the worker starts it.
 PROCESS_MARGIN = 8.0
-
-
-class NotificationQueue(Protocol):
-    """The store's side of the worker (`bot.store.Store` is one)."""
-
-    async def pending(self, limit: int | None = None) -> list[StoredNotification]: ...
-
-    async def mark_processed(self, notification_id: int) -> bool: ...
-
-
-class AlertStore(PipelineStore, NotificationQueue, Protocol):
-    """Everything the alert side needs of the store (`bot.store.Store` is one)."""
 
 
 class Processor(Protocol):
@@ -77,7 +66,7 @@ class AlertWorker:
 
     def __init__(
         self,
-        queue: NotificationQueue,
+        queue: NotificationStore,
         pipeline: Processor,
         *,
         # Small: each pending() parses its batch on the store thread, ahead of the intake's writes.
@@ -228,7 +217,7 @@ def register(
     settings: Settings,
     store: AlertStore,
     outbox: Outbox,
-    live: LiveSource,
+    live: LiveStateReader,
     *,
     wake: asyncio.Event | None = None,
     storm: StormPolicy | None = None,

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from sim.defaults import CONTROL_PLANE, PROBE_NAMESPACE, PROBE_RESOURCE
+from sim.world import World
 
-if TYPE_CHECKING:
-    from sim.server import SimServer
+# cluster -> context -> (server URL, token): what `SimServer.kube_contexts` serves.
+Contexts = dict[str, dict[str, tuple[str, str]]]
 
 
 def kubeconfig(ca_pem: bytes, contexts: dict[str, tuple[str, str]]) -> dict[str, Any]:
@@ -30,26 +31,19 @@ def kubeconfig(ca_pem: bytes, contexts: dict[str, tuple[str, str]]) -> dict[str,
     }
 
 
-def write_kubeconfigs(srv: SimServer, directory: Path) -> dict[str, Path]:
-    """`<cluster>.yaml` each: contexts `<cluster>`, `<cluster>-no-metrics`, and `<pod>` per client replica."""
+def write_kubeconfigs(ca_pem: bytes, contexts: Contexts, directory: Path) -> dict[str, Path]:
+    """`<cluster>.yaml` each, with that cluster's contexts, trusting the CA; owner-readable only."""
     directory.mkdir(parents=True, exist_ok=True)
     written = {}
-    for info in srv.clusters():
-        contexts = {info.name: (info.server_url, srv.token_for(info.name))}
-        if info.kind == "client":
-            for pod in srv.pods(info.name):
-                contexts[pod] = (srv.cluster_url(info.name, pod), srv.token_for(info.name, pod))
-        limited = srv.token_for(info.name, metrics=False)
-        contexts[f"{info.name}-no-metrics"] = (info.server_url, limited)
-        path = directory / f"{info.name}.yaml"
-        doc = kubeconfig(srv.ca_pem, contexts)
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    for name, served in contexts.items():
+        path = directory / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(kubeconfig(ca_pem, served), sort_keys=False))
         path.chmod(0o600)
-        written[info.name] = path
+        written[name] = path
     return written
 
 
-def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
+def proxybot_config(world: World, kube_dir: str) -> dict[str, Any]:
     def control_plane(namespace: str, release: str) -> dict[str, str]:
         kubeconfig = f"{kube_dir}/{CONTROL_PLANE}.yaml"
         return {
@@ -60,7 +54,7 @@ def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
         }
 
     clusters = []
-    for client in srv.world.platform.clients.values():
+    for client in world.platform.clients.values():
         targets = []
         for link in client.links:
             gv = link.group_versions[0]
@@ -92,15 +86,17 @@ def proxybot_config(srv: SimServer, kube_dir: str) -> dict[str, Any]:
     return {"slack": {"default_channel": "#proxybot-sim"}, "clusters": clusters}
 
 
-def write_config(srv: SimServer, path: Path) -> Path:
+def write_config(
+    path: Path, world: World, ca_pem: bytes, contexts: Contexts, *, scenario: str, ksm_url: str
+) -> Path:
     """The proxybot config at `path`, kubeconfigs in `<stem>.kubeconfigs/` beside it (relative paths)."""
     path = path.absolute()
     kube_dir = f"{path.stem}.kubeconfigs"
-    write_kubeconfigs(srv, path.parent / kube_dir)
+    write_kubeconfigs(ca_pem, contexts, path.parent / kube_dir)
     header = (
-        f"# Written by `proxybot sim --scenario {srv.scenario}`; valid while that simulator runs.\n"
+        f"# Written by `proxybot sim --scenario {scenario}`; valid while that simulator runs.\n"
         f"# Control plane cluster (proxy-probe CronJob, NetworkPolicies): {kube_dir}/control-plane.yaml\n"
-        f"# kube-state-metrics for Prometheus: {srv.ksm_url}\n"
+        f"# kube-state-metrics for Prometheus: {ksm_url}\n"
     )
-    path.write_text(header + yaml.safe_dump(proxybot_config(srv, kube_dir), sort_keys=False))
+    path.write_text(header + yaml.safe_dump(proxybot_config(world, kube_dir), sort_keys=False))
     return path

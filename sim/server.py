@@ -27,6 +27,7 @@ from sim.kube import objects
 from sim.kube.api import Query, Reply
 from sim.kube.clusters import ClientView, ClusterView, ControlPlaneView, TargetView
 from sim.kube.resources import kube_state_metrics
+from sim.kubeconfig import Contexts, write_config
 from sim.scenarios import build_world
 from sim.world import World
 
@@ -152,12 +153,25 @@ class SimServer:
         else:
             self._faults[cluster] = fault
 
+    def kube_contexts(self) -> Contexts:
+        """Each cluster's kubeconfig contexts: `<cluster>`, `<cluster>-no-metrics`, and `<pod>` per client
+        replica (pinned to that pod)."""
+        found: Contexts = {}
+        for info in self.clusters():
+            contexts = {info.name: (info.server_url, self.token_for(info.name))}
+            if info.kind == "client":
+                for pod in self.pods(info.name):
+                    contexts[pod] = (self.cluster_url(info.name, pod), self.token_for(info.name, pod))
+            contexts[f"{info.name}-no-metrics"] = (info.server_url, self.token_for(info.name, metrics=False))
+            found[info.name] = contexts
+        return found
+
     def write_config(self, path: Path) -> Path:
         """Kubeconfigs for every cluster and a proxybot config at `path` pointing at them."""
-        from sim.kubeconfig import write_config
-
-        written: Path = write_config(self, path)
-        return written
+        contexts = self.kube_contexts()
+        return write_config(
+            path, self.world, self.ca_pem, contexts, scenario=self.scenario, ksm_url=self.ksm_url
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -10,22 +10,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from bot.domain.enrichment import Unavailable
 
 T = TypeVar("T")
 # Told (part, seconds) once per part a notification read, and ("all", seconds) for the whole wait.
 ObserveWait = Callable[[str, float], None]
 ALL_PARTS = "all"
-
-
-@dataclass(frozen=True, slots=True)
-class Unavailable:
-    """Why a read brought nothing within `budget` seconds: still running, failed (`error`), or cancelled."""
-
-    budget: float
-    late: bool = False
-    error: BaseException | None = None
 
 
 def within_budget(task: asyncio.Task[T], budget: float) -> T | Unavailable:

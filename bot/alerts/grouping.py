@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.alerts.budget import Unavailable, within_budget
+from bot.alerts.budget import within_budget
 from bot.alerts.log_enrich import LogRound
 from bot.alerts.prom_enrich import PromRound
 from bot.alerts.state import ChannelGroup, status_of
@@ -24,6 +24,7 @@ from bot.domain.alerts import Alert, AlertmanagerWebhook
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
 from bot.domain.diagnosis_readings import Readings
+from bot.domain.enrichment import Unavailable
 from bot.domain.log_reference import LogEvidence
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot

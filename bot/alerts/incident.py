@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from bot.alerts.group_store import GroupStore
 from bot.alerts.grouping import Routed, route
 from bot.alerts.incident_member import MemberThread
 from bot.alerts.outbox import Outbox
@@ -49,13 +48,14 @@ from bot.domain.incident import (
 )
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
+from bot.ports import Clock
 from bot.render.alert_message import alert_group_message
+from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 MAX_STORED_ALERTS = 50  # alerts of an incident's first group kept to re-render its message
 MAX_CANDIDATES = 5  # open incidents looked at for one new group
 

@@ -17,7 +17,6 @@ again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -26,12 +25,11 @@ from bot.alerts.state import ChannelGroup, change_since, worth_a_reply
 from bot.domain.incident import Cause, Flaps
 from bot.domain.messages import AlertGroupView, group_id
 from bot.domain.moments import from_epoch
+from bot.ports import Clock
 from bot.render.alert_details import member_details_reply
 from bot.render.incident import flapping_reply
 from bot.render.slack import change_reply
 from bot.store.models import AlertGroupState
-
-Clock = Callable[[], float]
 
 
 def member_reply(member_key: str) -> str:

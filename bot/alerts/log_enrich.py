@@ -13,9 +13,10 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from bot.alerts.budget import Unavailable, within_budget
+from bot.alerts.budget import within_budget
 from bot.checks.context import TargetRef
 from bot.checks.logs import ControlPlaneLogs, evidence_for
+from bot.domain.enrichment import Unavailable
 from bot.domain.log_reference import LogEvidence
 from config.clusters import ClusterSettings
 from config.settings import Settings

@@ -39,7 +39,6 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.alerts.budget import ObserveWait, Waits
-from bot.alerts.group_store import GroupStore
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
 from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
@@ -63,20 +62,20 @@ from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
+from bot.ports import Clock
 from bot.render.alert_details import details_reply
 from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Message
 from bot.render.incident import flapping_reply
 from bot.render.slack import change_reply
+from bot.store.base import AlertStore
 from bot.store.models import AlertGroupState, StoredNotification
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 
-
-class LiveSource(Protocol):
+class LiveStateReader(Protocol):
     """Live proxy state per cluster (`bot.live.LiveState` is one); failures are returned, never raised."""
 
     async def read(self, cluster: str) -> ClusterRead: ...
@@ -93,21 +92,15 @@ class TargetPodsSource(Protocol):
     async def cancel_pending(self) -> None: ...
 
 
-class PipelineStore(GroupStore, Protocol):
-    """What the pipeline needs of the store (`bot.store.Store` is one)."""
-
-    async def mark_processed(self, notification_id: int) -> bool: ...
-
-
 class AlertPipeline:
     """Turns stored notifications into outbox operations; one `process()` at a time."""
 
     def __init__(
         self,
         settings: Settings,
-        store: PipelineStore,
+        store: AlertStore,
         outbox: Outbox,
-        live: LiveSource,
+        live: LiveStateReader,
         *,
         storm: StormPolicy | None = None,
         clock: Clock = time.time,

@@ -16,28 +16,13 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from bot.alerts.budget import Unavailable, within_budget
-from bot.alerts.prom_queries import (
-    CHART_FOR,
-    CHART_SPAN,
-    CHART_STEP,
-    ChartKind,
-    KeySeries,
-    PromWindow,
-    WindowAsk,
-    buckets_query,
-    chart_query,
-    counters_query,
-    key_series,
-    p99_query,
-    window_from,
-)
+from bot.alerts.budget import within_budget
 from bot.clients.prometheus import Sample, Series
 from bot.domain.alerts_catalog import (
     DISCOVERY_DEGRADED,
@@ -45,9 +30,29 @@ from bot.domain.alerts_catalog import (
     TARGET_UNAVAILABLE,
     WATCHES_SILENT,
 )
-from bot.domain.findings import Severity
+from bot.domain.enrichment import (
+    CHART_FOR,
+    ChartKind,
+    KeySeries,
+    PromOutcome,
+    PromWindow,
+    Unavailable,
+    WindowAsk,
+)
+from bot.domain.messages import AlertView
 from bot.domain.snapshot import make_labels
 from bot.errors import UpstreamError
+from bot.ports import Clock
+from bot.prom_queries import (
+    CHART_SPAN,
+    CHART_STEP,
+    buckets_query,
+    chart_query,
+    counters_query,
+    key_series,
+    p99_query,
+    window_from,
+)
 from bot.render.chart import render_chart
 from bot.shared_reads import SharedReads
 from config.clusters import ClusterSettings
@@ -55,7 +60,6 @@ from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 
 # Each alert's own rule window (the guide's rules); gauge rules get a quarter hour of context.
 ALERT_WINDOWS: Mapping[str, int] = {
@@ -96,15 +100,6 @@ def ask_for(alertname: str, labels: Mapping[str, str], cluster: ClusterSettings 
         pod=labels.get("pod") or None,
         seconds=ALERT_WINDOWS.get(alertname, DEFAULT_WINDOW),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class PromOutcome:
-    """What Prometheus said about one ask: its window, or why there is none (late, refused, unreachable)."""
-
-    ask: WindowAsk
-    window: PromWindow | None
-    unavailable: Unavailable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,20 +279,7 @@ class PromRound:
         return PromOutcome(ask, None, got)
 
 
-class _Alert(Protocol):
-    """What `chart_subject` reads of an alert (`bot.domain.messages.AlertView` is one)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-
-    @property
-    def severity(self) -> Severity: ...
-
-
-def chart_subject(firing: Sequence[_Alert], settings: Settings) -> WindowAsk | None:
+def chart_subject(firing: Sequence[AlertView], settings: Settings) -> WindowAsk | None:
     """Whose key series a group's chart shows: its worst firing alert that names a target and a cluster."""
     for alert in sorted(firing, key=lambda a: (-a.severity, a.name, a.labels.get("target", ""))):
         ask = ask_for(alert.name, alert.labels, settings.cluster_for_alert(alert.labels))

@@ -47,7 +47,7 @@ class ActiveAlerts(Protocol):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StaleJudgement:
     """One channel's share of a notification judged: skipped (`skip`), or applied through `on`."""
 
     prev: AlertGroupState | None
@@ -78,17 +78,17 @@ class StaleCheck:
         channel: str,
         routed: list[Routed],
         prev: AlertGroupState | None,
-    ) -> Verdict:
+    ) -> StaleJudgement:
         now = self._clock()
         if prev is None or not _names_a_resolved_alert(notification, prev):
-            return Verdict(prev, now, None)  # the common case: nothing to build or ask
+            return StaleJudgement(prev, now, None)  # the common case: nothing to build or ask
         group = _bare(notification, channel, routed, self._settings)
         first = staleness(group, prev, now)
         if not first.stale:
-            return Verdict(prev, now, None)
+            return StaleJudgement(prev, now, None)
         listed = await self._listed(group, first.stale)
         if listed is None or not staleness(group, prev, now, listed).whole:
-            return Verdict(prev, now, listed)
+            return StaleJudgement(prev, now, listed)
         url = redact(group.view.external_url)
         log.info(
             "group %r in %s: a stale copy from %r (Alertmanager lists its alerts not active), not applied",
@@ -96,7 +96,7 @@ class StaleCheck:
             channel,
             url,
         )
-        return Verdict(prev, now, listed, skip=handled(prev, notification.identity, notification.id))
+        return StaleJudgement(prev, now, listed, skip=handled(prev, notification.identity, notification.id))
 
     async def _listed(self, group: ChannelGroup, stale: frozenset[str]) -> Listed | None:
         """What Alertmanager lists active of the group's alerts; None (logged) when it cannot say."""

@@ -31,25 +31,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from bot.alerts.group_store import GroupStore
 from bot.alerts.outbox import Outbox
 from bot.alerts.storm_reads import LiveReader, StormReads
 from bot.alerts.storm_record import Arrival, Storm
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
-from bot.domain.storm_summary import StormEntry
-from bot.domain.storm_targets import StormRow, storm_rows
+from bot.domain.storm_targets import StormEntry, StormRow, storm_rows
+from bot.ports import Clock
 from bot.render.blocks import Message
 from bot.render.storm import TableFile, storm_message, storm_table
+from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState, StormShare, Withdrawal
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 STORM_PREFIX = "storm:"
 
 

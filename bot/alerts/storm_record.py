@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.domain.moments import from_epoch
-from bot.domain.storm_summary import StormCounts, StormEntry, StormView
-from bot.domain.storm_targets import StormRow
+from bot.domain.storm_summary import StormCounts, StormView
+from bot.domain.storm_targets import StormEntry, StormRow
 from bot.store.models import StormRecord
 
 

@@ -20,13 +20,13 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from bot.alerts.prom_queries import WindowAsk, counters_query, window_from
 from bot.checks.context import CheckContext, TargetRef, resolve_target
 from bot.checks.triage import ClusterTriage, fleet_newest, read_triage, verdict_of
 from bot.clients.prometheus import PrometheusClient
 from bot.domain.diagnosis import diagnose
 from bot.domain.durations import parse_duration
-from bot.domain.findings import Finding, Severity, finding_key, sort_worst_first, worst
+from bot.domain.enrichment import WindowAsk
+from bot.domain.findings import Finding, Severity, finding_dict, finding_key, sort_worst_first, worst
 from bot.domain.reasons import OutcomeReason, ReasonKind, reason_info
 from bot.domain.snapshot import (
     DIAL_FAILURES,
@@ -40,6 +40,7 @@ from bot.domain.snapshot import (
 from bot.domain.verdict import TargetVerdict, Verdict, verdict_dict
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
+from bot.prom_queries import counters_query, window_from
 from config.clusters import ClusterSettings, replica_source
 from config.settings import Settings
 
@@ -151,18 +152,6 @@ def _target_dict(t: TargetStatus) -> dict[str, Any]:
             for g in t.group_versions
         ],
         "findings": [finding_dict(f) for f in t.findings],
-    }
-
-
-def finding_dict(f: Finding) -> dict[str, Any]:
-    return {
-        "severity": f.severity.label,
-        "kind": f.kind,
-        "title": f.title,
-        "evidence": list(f.evidence),
-        "cause": f.cause,
-        "next_step": f.next_step,
-        "group_version": f.group_version,
     }
 
 

@@ -34,8 +34,8 @@ import yaml
 from bot.checks.vcluster_yaml_entry import (
     CUSTOM_RESOURCES,
     Problem,
+    ProblemSeverity,
     ProxyEntry,
-    Severity,
     entry_path,
     kind,
     read_entry,
@@ -79,7 +79,7 @@ class VclusterYamlResult:
 
     @property
     def passed(self) -> bool:
-        return not any(p.severity is Severity.REFUSED for p in self.problems)
+        return not any(p.severity is ProblemSeverity.REFUSED for p in self.problems)
 
     @property
     def verdict(self) -> str:
@@ -276,7 +276,7 @@ def judge_document(document: object) -> VclusterYamlResult:
         problems.append(netpol)
     if custom and not any_enabled:
         problems.append(_ALL_DISABLED)
-    ordered = tuple(sorted(problems, key=lambda p: p.severity is not Severity.REFUSED))
+    ordered = tuple(sorted(problems, key=lambda p: p.severity is not ProblemSeverity.REFUSED))
     state = _state(custom, enabled, ordered)
     return VclusterYamlResult(ordered, state, _routes(entries) if state is ProxyState.STARTS else ())
 
@@ -291,7 +291,7 @@ _ALL_DISABLED = warning(
 def _state(
     custom: Mapping[Any, Any], enabled: Sequence[ProxyEntry], problems: Sequence[Problem]
 ) -> ProxyState:
-    if any(p.severity is Severity.REFUSED for p in problems):
+    if any(p.severity is ProblemSeverity.REFUSED for p in problems):
         return ProxyState.REFUSED
     if not custom:
         return ProxyState.NOT_CONFIGURED

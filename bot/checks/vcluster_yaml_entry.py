@@ -17,7 +17,7 @@ ENTRY_FIELDS = ("enabled", "targetVirtualCluster", "accessResources")
 TARGET_FIELDS = ("name", "project")
 
 
-class Severity(StrEnum):
+class ProblemSeverity(StrEnum):
     REFUSED = "refused"  # vCluster's validation refuses the configuration
     WARNING = "warning"  # accepted, but not what the operator most likely wants
 
@@ -26,7 +26,7 @@ class Severity(StrEnum):
 class Problem:
     """One finding about one YAML path, with the step that resolves it."""
 
-    severity: Severity
+    severity: ProblemSeverity
     key: str
     message: str
     next_step: str
@@ -72,11 +72,11 @@ def _split_key(key: str) -> tuple[str, str, str] | None:
 
 
 def refused(key: str, message: str, next_step: str) -> Problem:
-    return Problem(Severity.REFUSED, key, message, next_step)
+    return Problem(ProblemSeverity.REFUSED, key, message, next_step)
 
 
 def warning(key: str, message: str, next_step: str) -> Problem:
-    return Problem(Severity.WARNING, key, message, next_step)
+    return Problem(ProblemSeverity.WARNING, key, message, next_step)
 
 
 def _unknown_fields(path: str, value: Mapping[Any, Any], known: Sequence[str]) -> list[Problem]:

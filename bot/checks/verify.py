@@ -31,7 +31,6 @@ from bot.checks.triage import fleet_newest, read_triage
 from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
 from bot.checks.verify_lines import (
     Outcome,
-    PrometheusApi,
     VerifyLine,
     VerifyResult,
     skipped_line,
@@ -86,7 +85,7 @@ def open_prometheus(settings: Settings, timeout: float = CHECK_TIMEOUT) -> Prome
 
 async def check_verify(
     ctx: CheckContext,
-    prometheus: PrometheusApi | None,
+    prometheus: PrometheusClient | None,
     *,
     clusters: Sequence[ClusterSettings] | None = None,
     progress: Progress | None = None,
@@ -125,7 +124,7 @@ def chosen_clusters(settings: Settings, name: str | None) -> tuple[ClusterSettin
 # -- Prometheus: rules ---------------------------------------------------------------------------------
 
 
-async def rules_line(prometheus: PrometheusApi | None, timeout: float) -> VerifyLine:
+async def rules_line(prometheus: PrometheusClient | None, timeout: float) -> VerifyLine:
     if prometheus is None:
         return skipped_line("rules", None, "rules not checked")
     try:
@@ -184,7 +183,7 @@ def is_syncer_scrape(target: ScrapeTarget, match: Mapping[str, str]) -> bool:
 
 
 async def scrape_line(
-    prometheus: PrometheusApi | None, cluster: ClusterSettings, timeout: float
+    prometheus: PrometheusClient | None, cluster: ClusterSettings, timeout: float
 ) -> VerifyLine:
     if prometheus is None:
         return skipped_line("scrape", cluster.name, "scrape not checked")

@@ -12,8 +12,8 @@ from typing import Any
 from apscheduler.triggers.cron import CronTrigger
 
 from bot.checks.context import CheckContext
-from bot.checks.verify_lines import Outcome, PrometheusApi, VerifyLine, skipped_line, unreachable_line
-from bot.clients.prometheus import selector
+from bot.checks.verify_lines import Outcome, VerifyLine, skipped_line, unreachable_line
+from bot.clients.prometheus import PrometheusClient, selector
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError, UpstreamError
 from config.clusters import ClusterSettings
@@ -159,7 +159,7 @@ def _age(at: float | None, now: float) -> str:
 
 
 async def cronjob_series_line(
-    prometheus: PrometheusApi | None, cluster: ClusterSettings, timeout: float
+    prometheus: PrometheusClient | None, cluster: ClusterSettings, timeout: float
 ) -> VerifyLine:
     if prometheus is None:
         return skipped_line("probe-series", cluster.name, "kube_cronjob_created not checked")

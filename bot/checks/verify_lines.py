@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
 
-from bot.clients.prometheus import RuleGroup, Sample, ScrapeTarget
 from bot.errors import UpstreamError
 
 
@@ -46,18 +44,6 @@ class VerifyResult:
     @property
     def passed(self) -> bool:
         return self.outcome is Outcome.PASS
-
-
-class PrometheusApi(Protocol):
-    """What `verify` needs of Prometheus (`PrometheusClient` is one)."""
-
-    async def query(
-        self, expr: str, *, at: float | None = None, timeout: float | None = None
-    ) -> list[Sample]: ...
-
-    async def rules(self, *, timeout: float | None = None) -> list[RuleGroup]: ...
-
-    async def targets(self, *, timeout: float | None = None) -> list[ScrapeTarget]: ...
 
 
 def skipped_line(key: str, cluster: str | None, what: str) -> VerifyLine:

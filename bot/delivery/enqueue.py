@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.delivery.keys import delete_key, post_key, reply_edit_key, reply_key, update_key, upload_key
 from bot.delivery.plan import DEFERRED, group_of
-from bot.delivery.send import Clock
+from bot.ports import Clock
 from bot.render.blocks import Message
 from bot.store.base import Store
 from bot.store.models import Enqueued, OutboxItem, OutboxKind, OutboxState, Withdrawal

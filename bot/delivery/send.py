@@ -34,13 +34,13 @@ from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import upload_key
 from bot.delivery.plan import Step
 from bot.lease import Lease
+from bot.ports import Clock
 from bot.render.blocks import Message
 from bot.render.refit import smaller, text_only
 from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 from config.validation import SLACK_CHANNEL_ID
 
-Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 T = TypeVar("T")
 

@@ -38,8 +38,9 @@ from bot.delivery.addresses import ChannelIdUnknown, Folded, NotPostedYet, Unsen
 from bot.delivery.enqueue import HORIZON, Enqueuer
 from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
-from bot.delivery.send import SEND_MARGIN, Clock, NotLeading, SlackSender, Sleep, StepSender
+from bot.delivery.send import SEND_MARGIN, NotLeading, SlackSender, Sleep, StepSender
 from bot.lease import RETRY_EVERY, Lease
+from bot.ports import Clock
 from bot.store.base import Store
 from bot.store.errors import StoreError
 from bot.store.models import OutboxItem, OutboxKind, OutboxState

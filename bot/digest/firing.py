@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
+from bot.domain.digest import FiringAlert
 from bot.domain.findings import Severity
 from bot.store import AlertGroupState, Store
 
@@ -21,18 +21,6 @@ WorkspaceUrl = Callable[[], Awaitable[str | None]]
 # A public, private or direct channel's ID; a message's ts (seconds, a dot, microseconds).
 _CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,}")
 _TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,9}")
-
-
-@dataclass(frozen=True, slots=True)
-class FiringAlert:
-    """An alert group firing now: what it is, how bad it got, since when, and the link to its message."""
-
-    name: str
-    target: str | None
-    alerts: int
-    severity: Severity
-    since: float
-    link: str | None
 
 
 def archive_link(workspace: str | None, channel_id: str | None, ts: str | None) -> str | None:

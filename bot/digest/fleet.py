@@ -23,6 +23,7 @@ from bot.checks.context import CheckContext
 from bot.checks.triage import ClusterTriage, read_triage
 from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
 from bot.checks.verify_lines import Outcome
+from bot.domain.digest import ProbeRun
 from bot.errors import ClusterError
 from bot.live import ClusterRead
 from bot.ports import Clock
@@ -113,16 +114,6 @@ async def read_fleet(
 
 
 # -- the probe CronJobs ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeRun:
-    """The probe CronJob of one client cluster: seconds since its last success (None: never or unknown)."""
-
-    cluster: str
-    ok: bool
-    last_success_age: float | None
-    summary: str
 
 
 class CronJobSource(Protocol):

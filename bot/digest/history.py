@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Protocol
 
-from bot.alerts.prom_queries import TimeSeries
 from bot.clients.prometheus import Series, promql_string
-from bot.digest.judge import Digest, Health
 from bot.domain.delta import counter_increase
+from bot.domain.digest import Digest, Health
+from bot.domain.enrichment import TimeSeries
 from bot.domain.snapshot import PEERS, REQUESTS
 from bot.errors import UpstreamError
 from bot.render.chart import MAX_LINES, Chart

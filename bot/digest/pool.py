@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.digest.fleet import DEFAULT_CLUSTER_TIMEOUT, DEFAULT_CONCURRENCY, Bound
-from bot.digest.judge import TargetDigest, judge_cluster
+from bot.digest.judge import judge_cluster
+from bot.domain.digest import TargetDigest
 from bot.domain.parser import parse_syncer
 from bot.errors import ClusterError, MetricsParseError
 from bot.live import ClusterRead, MetricsSource

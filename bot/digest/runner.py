@@ -32,8 +32,9 @@ from bot.digest.fleet import (
     triage_reads,
 )
 from bot.digest.history import RangeQueries, digest_charts
-from bot.digest.judge import Digest, TargetDigest, assemble_digest, judge_reads, with_triage
+from bot.digest.judge import assemble_digest, judge_reads, with_triage
 from bot.digest.pool import judge_fleet, judge_fleet_in_pool
+from bot.domain.digest import Digest, TargetDigest
 from bot.live import MetricsSource
 from bot.ports import Clock
 from bot.render.blocks import Message

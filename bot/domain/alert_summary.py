@@ -67,7 +67,7 @@ def peer_readings(
 
 
 @dataclass(frozen=True, slots=True)
-class PeerState:
+class PeerCacheState:
     """One state of peer caches (peers per state, synced) and the caches that share it."""
 
     healthy: float
@@ -81,12 +81,12 @@ class PeerState:
         return self.healthy == 0 or self.synced is False
 
 
-def fold_peers(readings: Sequence[PeerReading]) -> list[PeerState]:
+def fold_peers(readings: Sequence[PeerReading]) -> list[PeerCacheState]:
     """Peer caches grouped by identical state, the worst state first (no healthy peer, unsynced)."""
     by_state: dict[tuple[float, float, float, bool | None], list[PeerReading]] = {}
     for reading in readings:
         by_state.setdefault(reading.state, []).append(reading)
-    states = [PeerState(*state, caches=tuple(caches)) for state, caches in by_state.items()]
+    states = [PeerCacheState(*state, caches=tuple(caches)) for state, caches in by_state.items()]
     return sorted(states, key=lambda s: (not s.broken, s.healthy, s.synced is not False, -len(s.caches)))
 
 

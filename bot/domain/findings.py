@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 
 class Severity(IntEnum):
@@ -73,3 +74,15 @@ def worst(findings: list[Finding] | tuple[Finding, ...]) -> Severity:
 def sort_worst_first(findings: list[Finding]) -> list[Finding]:
     """Worst first, then by target, group/version and key, so the order is stable."""
     return sorted(findings, key=lambda f: (-f.severity, f.target, f.group_version or "", f.key))
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "severity": f.severity.label,
+        "kind": f.kind,
+        "title": f.title,
+        "evidence": list(f.evidence),
+        "cause": f.cause,
+        "next_step": f.next_step,
+        "group_version": f.group_version,
+    }

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol, TypeVar
 
 from bot.domain.alert_summary import (
     FoldedFinding,
@@ -249,20 +248,7 @@ class Tally:
     worst: Severity
 
 
-class _Counted(Protocol):
-    """What `tally` reads (an AlertView has it)."""
-
-    @property
-    def severity(self) -> Severity: ...
-
-    @property
-    def target(self) -> str | None: ...
-
-
-_C = TypeVar("_C", bound=_Counted)
-
-
-def tally(items: Iterable[_C], key: Callable[[_C], str]) -> list[Tally]:
+def tally(items: Iterable[AlertView], key: Callable[[AlertView], str]) -> list[Tally]:
     """Counts per key, worst first, then most alerts first, then by name."""
     found: dict[str, tuple[int, set[str], Severity]] = {}
     for item in items:

@@ -13,21 +13,7 @@ from typing import TypeVar
 from bot.domain.findings import Severity
 from bot.domain.messages import Tally
 from bot.domain.storm_cause import CommonCause, StormCause, cluster_cause, judge_cause, shape_cause
-from bot.domain.storm_targets import StormRow, TargetState
-
-
-@dataclass(frozen=True, slots=True)
-class StormEntry:
-    """One alert counted in a storm: what, how bad, where, since when, and when it resolved."""
-
-    alertname: str
-    severity: Severity
-    group_key: str
-    target: str | None = None
-    cluster: str | None = None
-    since: float | None = None  # the alert's start (wall-clock seconds)
-    ended: float | None = None  # when it resolved; None while it fires
-
+from bot.domain.storm_targets import StormEntry, StormRow, TargetState
 
 _K = TypeVar("_K", bound=Hashable)
 

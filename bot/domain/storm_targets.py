@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis_readings import MIN_OBSERVATIONS
@@ -30,9 +29,6 @@ from bot.domain.snapshot import (
     label,
 )
 from bot.domain.verdict import DIAL_TIMEOUT_SECONDS
-
-if TYPE_CHECKING:  # the summary builds on the rows: only the type is needed here
-    from bot.domain.storm_summary import StormEntry
 
 # A dial p99 this close to the 5 s dial timeout means dials run into it: the network path, not the target.
 SLOW_DIAL_SECONDS = 0.8 * DIAL_TIMEOUT_SECONDS
@@ -62,6 +58,19 @@ class TargetState(StrEnum):
 
 
 _RANK = {state: i for i, state in enumerate(TargetState)}
+
+
+@dataclass(frozen=True, slots=True)
+class StormEntry:
+    """One alert counted in a storm: what, how bad, where, since when, and when it resolved."""
+
+    alertname: str
+    severity: Severity
+    group_key: str
+    target: str | None = None
+    cluster: str | None = None
+    since: float | None = None  # the alert's start (wall-clock seconds)
+    ended: float | None = None  # when it resolved; None while it fires
 
 
 @dataclass(frozen=True, slots=True)

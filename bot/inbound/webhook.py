@@ -19,7 +19,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -28,7 +27,7 @@ from starlette.routing import Route
 from bot.domain.alerts import AlertmanagerWebhook, parse_webhook
 from bot.errors import InputError
 from bot.inbound.body import BodyTimeout, is_length, read_within
-from bot.store.models import Accepted
+from bot.store.base import NotificationSink
 from config.settings import AlertmanagerSettings
 
 log = logging.getLogger(__name__)
@@ -38,12 +37,6 @@ PARSE_INLINE_BYTES = 64 * 1024
 REALM = "proxybot"
 RETRY = {"Retry-After": "1"}
 Compare = Callable[[bytes, bytes], bool]
-
-
-class NotificationSink(Protocol):
-    """Where accepted notifications go: `bot.store.Store` in the bot, a fake in tests."""
-
-    async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted: ...
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from bot.domain.alert_summary import PeerReading, PeerState, fold_peers
+from bot.domain.alert_summary import PeerCacheState, PeerReading, fold_peers
 from bot.domain.diagnosis_readings import fmt_count
 from bot.domain.messages import AlertGroupView, AlertView
 from bot.render.alert_fit import fitted, lines_of, name, names
@@ -35,7 +35,9 @@ def now_line(view: AlertGroupView, lead: AlertView) -> str:
     return next((c for c in candidates if lines_of(c) <= 1), fitted(f"*Now:* {standing} · ", d.now, 1))
 
 
-def state_segments(states: list[PeerState], readings: Sequence[PeerReading], *, words: bool) -> list[str]:
+def state_segments(
+    states: list[PeerCacheState], readings: Sequence[PeerReading], *, words: bool
+) -> list[str]:
     """One segment per peer state (`words`: spelled out when there is only one state)."""
     if len(states) == 1:
         return [f"{_counts(states[0], words=words)} on {_all_caches(readings)}"]
@@ -46,7 +48,7 @@ def state_segments(states: list[PeerState], readings: Sequence[PeerReading], *, 
     ]
 
 
-def _counts(s: PeerState, *, words: bool = False) -> str:
+def _counts(s: PeerCacheState, *, words: bool = False) -> str:
     synced = " unsynced" if s.synced is False else ""
     h, q, o = fmt_count(s.healthy), fmt_count(s.quarantined), fmt_count(s.half_open)
     if words:

@@ -15,13 +15,14 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import AutoDateLocator, DateFormatter
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+
+from bot.domain.enrichment import TimeSeries
 
 # Okabe & Ito's palette: distinguishable with every common colour-vision deficiency.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -37,16 +38,6 @@ DEFAULT_SPAN = timedelta(hours=1)
 _PNG_METADATA: dict[str, str | None] = {"Software": None}
 
 
-class Line(Protocol):
-    """One series to draw: a name for the legend and (unix seconds, value) points."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def points(self) -> Sequence[tuple[float, float]]: ...
-
-
 @dataclass(frozen=True)
 class Chart:
     """What one chart shows: its lines over the `span` seconds up to `end` (unix seconds); `key` names it."""
@@ -54,7 +45,7 @@ class Chart:
     key: str
     title: str
     y_label: str
-    lines: tuple[Line, ...]
+    lines: tuple[TimeSeries, ...]
     span: float
     end: float
 
@@ -81,7 +72,7 @@ def draw(chart: Chart) -> bytes:
 
 
 def render_chart(
-    series: Sequence[Line],
+    series: Sequence[TimeSeries],
     title: str,
     now: datetime,
     *,
@@ -102,11 +93,11 @@ def _day_number(unix_seconds: float) -> float:
     return unix_seconds / 86400.0
 
 
-def _peak(line: Line) -> float:
+def _peak(line: TimeSeries) -> float:
     return max(v for _, v in _finite(line.points))
 
 
-def _plot(axes: Axes, line: Line, index: int) -> None:
+def _plot(axes: Axes, line: TimeSeries, index: int) -> None:
     points = sorted(line.points)
     times = [_day_number(t) for t, _ in points]
     values = [v if v == v and abs(v) != float("inf") else float("nan") for _, v in points]

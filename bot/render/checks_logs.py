@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.alerts.budget import Unavailable
 from bot.checks.logs import LogsResult
 from bot.domain.diagnosis import AlertDiagnosis
+from bot.domain.enrichment import Unavailable
 from bot.domain.findings import Severity
 from bot.domain.log_reference import PLACEHOLDER_NOTE, LogEvidence, LogMatch
 from bot.render.blocks import Block, Message, code, context, esc, fmt_clock, header, message, section

@@ -5,8 +5,8 @@ every problem with its YAML path (kept whole, to search for in the file), what i
 from __future__ import annotations
 
 from bot.checks.vcluster_yaml import ProxyState, Route, VclusterYamlResult
-from bot.checks.vcluster_yaml_entry import Problem, Severity
-from bot.render.terminal import WIDTH, Style, wrap
+from bot.checks.vcluster_yaml_entry import Problem, ProblemSeverity
+from bot.render.layout import WIDTH, Style, wrap
 from bot.render.words import counted
 
 _INDENT = "    "
@@ -18,7 +18,7 @@ _HEADLINE = {
     ),
     ProxyState.REFUSED: "refused: vCluster's startup validation refuses this configuration",
 }
-_COLOUR = {Severity.REFUSED: "31", Severity.WARNING: "33"}
+_COLOUR = {ProblemSeverity.REFUSED: "31", ProblemSeverity.WARNING: "33"}
 
 
 def _route(route: Route) -> list[str]:
@@ -39,7 +39,7 @@ def _problem(problem: Problem, style: Style) -> list[str]:
 
 
 def _counts(result: VclusterYamlResult) -> str:
-    refused = sum(1 for p in result.problems if p.severity is Severity.REFUSED)
+    refused = sum(1 for p in result.problems if p.severity is ProblemSeverity.REFUSED)
     warnings = len(result.problems) - refused
     return f"{counted(refused, 'refusal')}, {counted(warnings, 'warning')}"
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.digest.firing import FiringAlert
-from bot.digest.fleet import ProbeRun
-from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
 from bot.domain.diagnosis_readings import fmt_count
+from bot.domain.digest import Change, Digest, FiringAlert, Health, ProbeRun, ReasonMove, TargetDigest
 from bot.domain.findings import Severity
 from bot.domain.moments import from_epoch
 from bot.domain.verdict import Verdict

@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.alerts.budget import Unavailable
-from bot.alerts.prom_enrich import PromOutcome
-from bot.alerts.prom_queries import MIN_OBSERVATIONS, PromWindow
 from bot.domain.diagnosis import AlertDiagnosis
-from bot.domain.diagnosis_readings import fmt_duration, fmt_seconds
+from bot.domain.diagnosis_readings import MIN_OBSERVATIONS, fmt_duration, fmt_seconds
+from bot.domain.enrichment import PromOutcome, PromWindow, Unavailable
 from bot.domain.snapshot import (
     DIAL_DURATION,
     DIAL_FAILURES,

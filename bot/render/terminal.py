@@ -1,37 +1,24 @@
 """Messages for a terminal: a Block Kit message printed as Slack would show it, with optional colour.
 
-The demo prints every message the fake Slack receives with `show_message`; the CLI prints the same
-content as Slack gets (`alert_group_text`, `alert_details_text`, `findings_text`, ...), so both say
-exactly the same words.
+The demo prints every message the fake Slack receives with `show_message`; the CLI prints the message
+Slack would get with `show`, so both say exactly the same words.
 Colour is off when the stream is not a terminal or `NO_COLOR` is set (https://no-color.org).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any, TextIO
 
-from bot.domain.messages import AlertGroupView, FindingsReport
-from bot.render import slack
-from bot.render.alert_details import details_reply
-from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Message
 from bot.render.layout import WIDTH, Style, mrkdwn_to_text, visible_len, wrap
 
 __all__ = [
     "THREAD_INDENT",
-    "WIDTH",
     "Style",
-    "alert_details_text",
-    "alert_group_text",
     "colour_enabled",
-    "findings_text",
-    "mrkdwn_to_text",
     "show",
     "show_message",
-    "visible_len",
-    "wrap",
 ]
 
 THREAD_INDENT = "    │ "
@@ -131,16 +118,3 @@ def show_message(
 def show(message: Message, **options: Any) -> str:
     """`show_message` for a message built by the renderers."""
     return show_message(message.text, message.blocks, **options)
-
-
-def alert_group_text(view: AlertGroupView, now: datetime, style: Style | None = None) -> str:
-    return show(alert_group_message(view, now), style=style)
-
-
-def alert_details_text(view: AlertGroupView, now: datetime, style: Style | None = None) -> str:
-    """The group's details reply as its thread shows it."""
-    return show(details_reply(view, now), style=style, thread_reply=True)
-
-
-def findings_text(report: FindingsReport, now: datetime, style: Style | None = None) -> str:
-    return show(slack.findings_message(report, now), style=style)

@@ -30,23 +30,16 @@ from bot.store.models import (
 )
 
 
-class Store(Protocol):
-    """Accepted notifications, alert group lifecycle, the Slack outbox, digests and leases."""
+class NotificationSink(Protocol):
+    """Where the webhook puts what it accepted (the store, or the app's counting wrapper of it)."""
 
-    @property
-    def owner(self) -> str:
-        """Who this process is in leases and claims (host, pid and a random part)."""
-        ...
-
-    @property
-    def backend(self) -> str:
-        """`sqlite` or `postgresql`, for logs and /readyz."""
-        ...
-
-    # -- notifications -------------------------------------------------------------------------------
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
         """Store a notification durably (committed when this returns); an equal one is kept once."""
         ...
+
+
+class NotificationStore(NotificationSink, Protocol):
+    """Accepted notifications: the webhook stores them, the alert worker takes and closes them."""
 
     async def pending(self, limit: int | None = None) -> list[StoredNotification]:
         """Accepted notifications not yet processed, oldest first."""
@@ -58,7 +51,10 @@ class Store(Protocol):
         """Close a notification; False when it was unknown or already processed."""
         ...
 
-    # -- alert groups --------------------------------------------------------------------------------
+
+class GroupStore(Protocol):
+    """Alert groups' rows: the pipeline and its desks save them, delivery and the buttons read them."""
+
     async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None: ...
 
     async def save_group(self, state: AlertGroupState) -> AlertGroupState:
@@ -83,7 +79,14 @@ class Store(Protocol):
         """The Slack ID of a configured channel, as some group's post in it answered; None if unknown."""
         ...
 
-    # -- outbox --------------------------------------------------------------------------------------
+
+class AlertStore(NotificationStore, GroupStore, Protocol):
+    """What the alert worker and its pipeline need: the notifications and the groups."""
+
+
+class OutboxStore(Protocol):
+    """The Slack outbox's rows (`bot/delivery/` is their only user)."""
+
     async def enqueue(
         self,
         key: str,
@@ -140,7 +143,10 @@ class Store(Protocol):
         """When the oldest pending operation was enqueued (None when nothing is pending)."""
         ...
 
-    # -- digests -------------------------------------------------------------------------------------
+
+class DigestStore(Protocol):
+    """Digest periods claimed and posted, and the fleet samples behind the charts."""
+
     async def claim_digest(self, period: str, ttl: float = 60.0) -> tuple[DigestClaim, float | None]:
         """Claim `period` for `ttl` seconds: CLAIMED (post it), POSTED (it went out) or BUSY with the
         time the other process's claim runs out (it may still post it)."""
@@ -164,7 +170,15 @@ class Store(Protocol):
 
     async def fleet_samples(self, since: float) -> list[FleetSample]: ...
 
-    # -- leases --------------------------------------------------------------------------------------
+
+class LeaseStore(Protocol):
+    """The leases that name the one process running a worker."""
+
+    @property
+    def owner(self) -> str:
+        """Who this process is in leases and claims (host, pid and a random part)."""
+        ...
+
     async def hold_lease(self, name: str, ttl: float) -> float | None:
         """Take or renew the lease `name` for `ttl` seconds; its expiry when this process holds it now,
         None when another process holds it (and it has not expired)."""
@@ -172,6 +186,16 @@ class Store(Protocol):
 
     async def release_lease(self, name: str) -> None:
         """Give the lease up (a clean stop), so another process need not wait for it to expire."""
+        ...
+
+
+class Store(AlertStore, OutboxStore, DigestStore, LeaseStore, Protocol):
+    """Accepted notifications, alert group lifecycle, the Slack outbox, digests and leases; each part is
+    its own protocol above, for the code that needs only that part."""
+
+    @property
+    def backend(self) -> str:
+        """`sqlite` or `postgresql`, for logs and /readyz."""
         ...
 
     # -- housekeeping --------------------------------------------------------------------------------

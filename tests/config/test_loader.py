@@ -9,7 +9,7 @@ from pydantic import SecretStr
 from bot.errors import ConfigError
 from config.environment import SECRET_OVERRIDES
 from config.fields import format_loc
-from config.loader import load_config, load_settings, parse_config
+from config.loader import load_config, parse_config
 from config.serve_rules import Purpose, secret_fields
 from config.settings import Settings
 
@@ -57,7 +57,7 @@ def write(tmp_path: Path, text: str, name: str = "proxybot.yaml") -> Path:
 
 def problems_of(path: Path, env: dict[str, str] | None = None, purpose: Purpose = "check") -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        load_settings(path, env=env or {}, purpose=purpose)
+        load_config(path, env=env or {}, purpose=purpose)
     return caught.value.problems
 
 
@@ -108,14 +108,14 @@ def test_a_missing_variable_is_named_with_where_it_is_used(tmp_path: Path) -> No
 
 def test_variables_defaults_and_escapes(tmp_path: Path) -> None:
     path = write(tmp_path, minimal(kubeconfig="'${KUBE_DIR:-/etc/kube}/$${HOME}-${NAME}.yaml'"))
-    settings = load_settings(path, env={"NAME": "prod"})
+    settings = load_config(path, env={"NAME": "prod"}).settings
     assert settings.clusters[0].kubeconfig == Path("/etc/kube/${HOME}-prod.yaml")
 
 
 def test_a_variable_cannot_change_the_document_structure(tmp_path: Path) -> None:
     path = write(tmp_path, minimal(signing_secret="${SIGNING}"))
     sneaky = "x\nserver: {port: 1}\n"
-    settings = load_settings(path, env={"SIGNING": sneaky})
+    settings = load_config(path, env={"SIGNING": sneaky}).settings
     assert settings.slack.signing_secret == SecretStr(sneaky)
     assert settings.server.port == 8080
 
@@ -128,7 +128,7 @@ def test_a_malformed_reference_is_an_error(tmp_path: Path) -> None:
 
 def test_substituted_values_are_then_validated_as_their_type(tmp_path: Path) -> None:
     path = write(tmp_path, minimal() + "server:\n  port: ${PORT}\n")
-    assert load_settings(path, env={"PORT": "9090"}).server.port == 9090
+    assert load_config(path, env={"PORT": "9090"}).settings.server.port == 9090
     assert [p.split(":")[0] for p in problems_of(path, env={"PORT": "http"})] == ["server.port"]
 
 
@@ -152,7 +152,7 @@ def test_every_secret_has_an_environment_override(
 
 def test_an_override_replaces_a_reference_to_a_missing_variable(tmp_path: Path) -> None:
     path = write(tmp_path, minimal(bot_token="${UNSET_IN_THIS_ENVIRONMENT}"))
-    settings = load_settings(path, env={"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-from-env"})
+    settings = load_config(path, env={"PROXYBOT_SLACK_BOT_TOKEN": "xoxb-from-env"}).settings
     assert settings.slack.bot_token == SecretStr("xoxb-from-env")
 
 
@@ -166,7 +166,7 @@ def test_every_secret_field_is_in_the_override_table() -> None:
 
 def test_an_empty_override_counts_as_unset(tmp_path: Path) -> None:
     path = write(tmp_path, minimal(bot_token="xoxb-from-file"))
-    settings = load_settings(path, env={"PROXYBOT_SLACK_BOT_TOKEN": ""})
+    settings = load_config(path, env={"PROXYBOT_SLACK_BOT_TOKEN": ""}).settings
     assert settings.slack.bot_token == SecretStr("xoxb-from-file")
 
 
@@ -179,7 +179,7 @@ def test_placeholder_secrets_are_refused_for_serve_and_allowed_for_demo(
     [problem] = problems_of(path, purpose="serve")
     assert problem.startswith("slack.signing_secret: ")
     assert "PROXYBOT_SLACK_SIGNING_SECRET" in problem
-    assert load_settings(path, env={}, purpose="demo").clusters[0].name == "prod"
+    assert load_config(path, env={}, purpose="demo").settings.clusters[0].name == "prod"
     [warning] = load_config(path, env={}, purpose="check").warnings
     assert warning.startswith("slack.signing_secret: ")
 
@@ -188,7 +188,7 @@ def test_serve_needs_a_signing_secret_only_in_http_mode(tmp_path: Path) -> None:
     kube = kubeconfig(tmp_path / "prod.kubeconfig", "prod")
     path = write(tmp_path, minimal(signing_secret="''", kubeconfig=str(kube)))
     socket_mode = {"PROXYBOT_SLACK_APP_TOKEN": "xapp-1-real"}
-    assert load_settings(path, env=socket_mode, purpose="serve").slack.signing_secret is None
+    assert load_config(path, env=socket_mode, purpose="serve").settings.slack.signing_secret is None
 
 
 def test_serve_refuses_missing_kubeconfigs_that_check_only_warns_about(tmp_path: Path) -> None:
@@ -337,7 +337,7 @@ def test_an_unquoted_default_channel_is_named_before_the_missing_channel_it_caus
 
 def test_a_channel_left_empty_is_unset_not_a_comment(tmp_path: Path) -> None:
     text = minimal().replace("    match: {cluster: prod}\n", "    match: {cluster: prod}\n    channel:\n")
-    assert load_settings(write(tmp_path, text), env={}).clusters[0].channel is None
+    assert load_config(write(tmp_path, text), env={}).settings.clusters[0].channel is None
 
 
 def test_proxybot_variables_that_mean_nothing_are_warned_about_for_check_and_serve(tmp_path: Path) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from bot.alerts.prom_enrich import PromOutcome
-from bot.alerts.prom_queries import FAMILY, WindowAsk, window_from
 from bot.clients.prometheus import Sample
+from bot.domain.enrichment import PromOutcome, WindowAsk
 from bot.domain.snapshot import DIAL_FAILURES, REQUESTS
+from bot.prom_queries import FAMILY, window_from
 
 ASK = WindowAsk("ResourceProxyNoHealthyPeers", "alpha", (("cluster", "alpha"),), "team-a/db", "alpha-0", 900)
 

@@ -16,7 +16,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from prometheus_client.parser import text_string_to_metric_families
 
-from config.loader import load_settings
+from config.loader import load_config
 from sim.server import SimServer
 
 KUBECTL = "/usr/bin/kubectl"
@@ -176,7 +176,7 @@ def test_python_client_does_the_same(written: Path) -> None:
 
 
 def test_written_config_validates(written: Path) -> None:
-    settings = load_settings(written, env={}, purpose="demo")
+    settings = load_config(written, env={}, purpose="demo").settings
     (cluster,) = settings.clusters
     assert cluster.targets[0].name == "platform/crd-store"
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.alerts.budget import Unavailable, Waits, within_budget
+from bot.alerts.budget import Waits, within_budget
 from bot.alerts.pipeline import AlertPipeline
+from bot.domain.enrichment import Unavailable
 from bot.store import open_store
 from tests.fakes.alert_pipeline import Clock, FakeLive, Harness, alert, settings, webhook
 

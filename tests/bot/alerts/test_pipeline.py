@@ -15,11 +15,11 @@ import pytest
 
 from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.prom_enrich import PromEnricher
-from bot.alerts.prom_queries import FAMILY
 from bot.clients.prometheus import Sample, Series
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
+from bot.prom_queries import FAMILY
 from bot.store import (
     OutboxKind,
     Store,

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from bot.alerts.prom_enrich import ChartImage, PromEnricher, ask_for, chart_image
-from bot.alerts.prom_queries import ChartKind, WindowAsk, chart_query, counters_query
 from bot.clients.prometheus import PrometheusClient, Sample, Series
+from bot.domain.enrichment import ChartKind, WindowAsk
 from bot.domain.snapshot import DIAL_FAILURES, PEERS, REQUESTS
 from bot.errors import UpstreamError
+from bot.prom_queries import chart_query, counters_query
 from config.clusters import ClusterSettings
 from sim.defaults import CLIENT, PRIMARY_GV, TARGET_LABEL
 from sim.server import SimServer

@@ -13,7 +13,7 @@ from bot.checks.context import CheckContext, live_sources, resolve_target, sugge
 from bot.clients.kube import KubeReader
 from bot.errors import InputError
 from bot.live import LiveState
-from config.loader import load_settings
+from config.loader import load_config
 from config.settings import Settings
 from sim.server import SimServer
 
@@ -22,7 +22,7 @@ from sim.server import SimServer
 def settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     directory = tmp_path_factory.mktemp("sim")
     with SimServer(scenario="healthy", speed=10) as srv:
-        yield load_settings(srv.write_config(directory / "proxybot.yaml"), env={}, purpose="demo")
+        yield load_config(srv.write_config(directory / "proxybot.yaml"), env={}, purpose="demo").settings
 
 
 def test_targets_resolve_only_from_the_config(settings: Settings) -> None:

@@ -20,7 +20,7 @@ from bot.checks.netpol_read import (
 )
 from bot.checks.path import MAX_SAMPLES, PathResult, PathVerdict, check_path, check_samples
 from bot.errors import InputError
-from config.loader import load_settings
+from config.loader import load_config
 from sim.server import SimServer
 
 TARGET = "platform/crd-store"
@@ -149,7 +149,7 @@ def _run(scenario: str, at: float, tmp: Path) -> Iterator[PathResult]:
     with SimServer(scenario=scenario, speed=2) as srv:
         with srv.lock:
             srv.world.advance_to(at)
-        settings = load_settings(srv.write_config(tmp / "proxybot.yaml"), env={}, purpose="demo")
+        settings = load_config(srv.write_config(tmp / "proxybot.yaml"), env={}, purpose="demo").settings
 
         async def main() -> PathResult:
             ctx = CheckContext(settings)

@@ -17,7 +17,7 @@ from bot.domain.parser import parse_syncer
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError
 from bot.live import ClusterRead
-from config.loader import load_settings
+from config.loader import load_config
 from config.settings import Settings
 from sim.server import SimServer
 from tests.fakes.manifests import ROOT
@@ -227,9 +227,9 @@ def down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     with SimServer(scenario="target-down", speed=20) as srv:
         with srv.lock:
             srv.world.advance_to(240.0)
-        yield load_settings(
+        yield load_config(
             srv.write_config(tmp_path_factory.mktemp("down") / "p.yaml"), env={}, purpose="demo"
-        )
+        ).settings
 
 
 async def test_run_probe_target_down_reads_live_peers(down: Settings) -> None:

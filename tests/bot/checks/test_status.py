@@ -28,7 +28,7 @@ from bot.domain.parser import parse_syncer
 from bot.errors import InputError
 from bot.render.blocks import MAX_BLOCKS
 from bot.render.checks_status import reasons_message, status_message
-from config.loader import load_settings
+from config.loader import load_config
 from config.settings import Settings
 from tests.fakes.sim_scenarios import started
 
@@ -37,7 +37,7 @@ TARGET = "platform/crd-store"
 
 def _settings(tmp: pytest.TempPathFactory, scenario: str) -> Iterator[Settings]:
     for _, config in started(tmp, scenario):
-        yield load_settings(config, env={}, purpose="demo")
+        yield load_config(config, env={}, purpose="demo").settings
 
 
 @pytest.fixture(scope="module")

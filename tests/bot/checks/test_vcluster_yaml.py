@@ -16,7 +16,7 @@ from bot.checks.vcluster_yaml import (
     judge_document,
     judge_vcluster_yaml,
 )
-from bot.checks.vcluster_yaml_entry import Severity, entry_path
+from bot.checks.vcluster_yaml_entry import ProblemSeverity, entry_path
 
 WIDGETS = "widgets.example.com/v1"
 GADGETS = "gadgets.example.com/v1"
@@ -42,16 +42,16 @@ def judge(entries: dict[str, Any], **sections: Any) -> VclusterYamlResult:
     return judge_vcluster_yaml(yaml.safe_dump(document(entries, **sections), sort_keys=False))
 
 
-def found(result: VclusterYamlResult, severity: Severity) -> set[str]:
+def found(result: VclusterYamlResult, severity: ProblemSeverity) -> set[str]:
     return {p.key for p in result.problems if p.severity is severity}
 
 
 def refused(result: VclusterYamlResult) -> set[str]:
-    return found(result, Severity.REFUSED)
+    return found(result, ProblemSeverity.REFUSED)
 
 
 def warned(result: VclusterYamlResult) -> set[str]:
-    return found(result, Severity.WARNING)
+    return found(result, ProblemSeverity.WARNING)
 
 
 def path(key: str, *fields: str) -> str:
@@ -398,7 +398,7 @@ def test_invalid_yaml_is_refused_with_its_line_and_column() -> None:
 )
 def test_what_a_yaml_parser_cannot_read_is_refused(data: bytes | str, why: str) -> None:
     [problem] = judge_vcluster_yaml(data).problems
-    assert (problem.severity, problem.key) == (Severity.REFUSED, ROOT_KEY)
+    assert (problem.severity, problem.key) == (ProblemSeverity.REFUSED, ROOT_KEY)
     assert why in problem.message
 
 
@@ -481,4 +481,4 @@ def test_a_cross_project_target_keeps_its_project() -> None:
 def test_a_refused_file_lists_no_routes_and_refusals_first() -> None:
     result = judge({WIDGETS: on(accessResources="all"), "pods/v1": on()})
     assert result.routes == ()
-    assert [p.severity for p in result.problems] == [Severity.REFUSED, Severity.WARNING]
+    assert [p.severity for p in result.problems] == [ProblemSeverity.REFUSED, ProblemSeverity.WARNING]

@@ -25,7 +25,7 @@ from bot.checks.verify import (
 from bot.checks.verify_lines import Outcome, VerifyLine, VerifyResult
 from bot.clients.prometheus import Sample, ScrapeTarget
 from bot.errors import InputError
-from config.loader import load_settings, parse_config
+from config.loader import load_config, parse_config
 from config.settings import Settings
 from sim.defaults import CLIENT
 from sim.server import KSM_PATH, METRICS_PATH, SimServer
@@ -47,7 +47,7 @@ def _settings(srv: SimServer, directory: Path, **changes: Any) -> Settings:
     if "match" in changes:
         data["clusters"][0]["match"] = changes["match"]
     path.write_text(yaml.safe_dump(data))
-    return load_settings(path, env={}, purpose="demo")
+    return load_config(path, env={}, purpose="demo").settings
 
 
 def _jobs(srv: SimServer) -> list[ScrapeJob]:

@@ -14,7 +14,8 @@ import pytest
 from bot.cli import digest as digest_command
 from bot.cli.console import Console
 from bot.cli.main import build_parser
-from bot.digest.fleet import Bound, ProbeRun, probe_runs, read_fleet
+from bot.digest.fleet import Bound, probe_runs, read_fleet
+from bot.domain.digest import ProbeRun
 from bot.domain.snapshot import ProxySnapshot
 from bot.live import ClusterRead
 from config.clusters import ClusterSettings, ControlPlaneSettings

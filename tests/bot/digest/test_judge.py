@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bot.digest.fleet import ClusterOutcome
-from bot.digest.judge import Health, assemble_digest, judge_reads
+from bot.digest.judge import assemble_digest, judge_reads
+from bot.domain.digest import Health
 from bot.domain.snapshot import PEER_CACHE_SYNCED, PEERS, ProxySnapshot
 from bot.live import ClusterRead
 from tests.fakes.fleet import fleet, snapshot

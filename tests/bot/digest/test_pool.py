@@ -7,10 +7,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from bot.alerts.prom_enrich import chart_image
-from bot.alerts.prom_queries import ChartKind, KeySeries, TimeSeries
 from bot.digest.fleet import read_fleet
-from bot.digest.judge import Health, assemble_digest, judge_reads
+from bot.digest.judge import assemble_digest, judge_reads
 from bot.digest.pool import WORKER_NICENESS, digest_pool, judge_fleet, judge_fleet_in_pool
+from bot.domain.digest import Health
+from bot.domain.enrichment import ChartKind, KeySeries, TimeSeries
 from bot.live import LiveState
 from tests.fakes.fleet import SETTINGS, SOURCES, fleet, page
 

@@ -20,10 +20,10 @@ from bot.domain.snapshot import (
     PeerCounts,
     ProxySnapshot,
 )
-from bot.domain.storm_summary import StormEntry
 from bot.domain.storm_targets import (
     NO_SERIES,
     SLOW_DIAL_SECONDS,
+    StormEntry,
     TargetLive,
     TargetsRead,
     TargetState,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import math
 import struct
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
@@ -13,6 +12,7 @@ import numpy.typing as npt
 import pytest
 from matplotlib.image import imread
 
+from bot.domain.enrichment import TimeSeries
 from bot.render.chart import DPI, MAX_LINES, OKABE_ITO, SIZE_INCHES, Chart, draw, render_chart
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -20,14 +20,8 @@ START = NOW.timestamp() - 3600
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-@dataclass(frozen=True)
-class Line:
-    name: str
-    points: tuple[tuple[float, float], ...]
-
-
-def step_down(name: str, high: float, at: int) -> Line:
-    return Line(name, tuple((START + i * 30, high if i < at else 0.0) for i in range(121)))
+def step_down(name: str, high: float, at: int) -> TimeSeries:
+    return TimeSeries(name, tuple((START + i * 30, high if i < at else 0.0) for i in range(121)))
 
 
 def size_of(png: bytes) -> tuple[int, int]:
@@ -58,7 +52,7 @@ def test_the_same_inputs_give_the_same_bytes() -> None:
 
 def test_empty_series_say_no_data_instead_of_crashing() -> None:
     empty = render_chart([], "platform/crd-store: failing requests", NOW, y_label="requests per second")
-    only_gaps = render_chart([Line("nan", ((START, math.nan), (START + 30, math.inf)))], "x", NOW)
+    only_gaps = render_chart([TimeSeries("nan", ((START, math.nan), (START + 30, math.inf)))], "x", NOW)
     assert empty.startswith(PNG_SIGNATURE)
     assert only_gaps.startswith(PNG_SIGNATURE)
     # Drawing lines changes the picture; "no data" is a different picture from a chart with lines.
@@ -76,8 +70,8 @@ def test_any_number_of_lines_renders(count: int) -> None:
 
 def test_a_single_point_and_gaps_render() -> None:
     lines = [
-        Line("one", ((START + 60, 3.0),)),
-        Line("gappy", ((START, 1.0), (START + 30, math.nan), (START + 60, 2.0))),
+        TimeSeries("one", ((START + 60, 3.0),)),
+        TimeSeries("gappy", ((START, 1.0), (START + 30, math.nan), (START + 60, 2.0))),
     ]
     assert render_chart(lines, "sparse", NOW).startswith(PNG_SIGNATURE)
 

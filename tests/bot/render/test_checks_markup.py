@@ -12,7 +12,7 @@ from bot.render.blocks import Message
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_probe import probe_message
 from bot.render.help import HELP, help_message
-from bot.render.terminal import Style, mrkdwn_to_text
+from bot.render.layout import Style, mrkdwn_to_text
 from tests.fakes.probe_settings import SETTINGS, TARGET
 
 

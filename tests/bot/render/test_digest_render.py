@@ -5,11 +5,9 @@ from __future__ import annotations
 import struct
 from dataclasses import replace
 
-from bot.alerts.prom_queries import TimeSeries
-from bot.digest.firing import FiringAlert
-from bot.digest.fleet import ProbeRun
 from bot.digest.history import PEERS_CHART, charts_from_samples
-from bot.digest.judge import Change, Digest, Health, ReasonMove, TargetDigest
+from bot.domain.digest import Change, Digest, FiringAlert, Health, ProbeRun, ReasonMove, TargetDigest
+from bot.domain.enrichment import TimeSeries
 from bot.domain.findings import Finding, Severity
 from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_texts, block_units
 from bot.render.chart import Chart

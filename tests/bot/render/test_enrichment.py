@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from bot.alerts.budget import Unavailable
-from bot.alerts.prom_enrich import PromOutcome
 from bot.domain.diagnosis import diagnose_alert
+from bot.domain.enrichment import PromOutcome, Unavailable
 from bot.errors import UpstreamError
 from bot.render.enrichment import evidence_lines, live_unavailable, prometheus_unavailable, with_prometheus
 from tests.fakes.prom_windows import ASK, a_window

@@ -14,8 +14,8 @@ from slack_sdk import WebClient
 
 from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS, PEER_CACHE_UNSYNCED
 from bot.domain.findings import Severity
-from bot.domain.storm_summary import StormCounts, StormEntry, StormView
-from bot.domain.storm_targets import TargetLive, TargetsRead, TargetState, storm_rows
+from bot.domain.storm_summary import StormCounts, StormView
+from bot.domain.storm_targets import StormEntry, TargetLive, TargetsRead, TargetState, storm_rows
 from bot.render.blocks import Message
 from bot.render.storm import COLUMNS, storm_message, storm_table
 from tests.fakes.alert_views import HOSTILE, NOW

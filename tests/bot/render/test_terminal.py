@@ -12,20 +12,9 @@ from bot.domain.messages import FindingsReport, GroupChange, GroupStatus, LiveRe
 from bot.render.alert_details import details_reply
 from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Button, actions, context, esc, fields, header, message, section
+from bot.render.layout import mrkdwn_to_text, visible_len, wrap
 from bot.render.slack import change_reply, findings_message
-from bot.render.terminal import (
-    THREAD_INDENT,
-    Style,
-    alert_details_text,
-    alert_group_text,
-    colour_enabled,
-    findings_text,
-    mrkdwn_to_text,
-    show,
-    show_message,
-    visible_len,
-    wrap,
-)
+from bot.render.terminal import THREAD_INDENT, Style, colour_enabled, show, show_message
 from tests.fakes.alert_views import HOSTILE, alert, group, snapshot
 
 NOW = datetime(2024, 5, 1, 10, 14, tzinfo=UTC)
@@ -108,8 +97,7 @@ def test_wrap_breaks_at_spaces_within_width() -> None:
 
 def test_alert_group_text_says_the_same_as_slack() -> None:
     view = group(alert(snap=snapshot()))
-    text = alert_group_text(view, NOW)
-    assert text == show(alert_group_message(view, NOW))
+    text = show(alert_group_message(view, NOW))
     assert text.startswith(f"🔴 FIRING: {NO_HEALTHY_PEERS} · shop/orders")
     assert "Now: still broken · healthy 0, quarantined 2, half_open 0 on `orders.example.com/v1`" in text
     assert text.endswith("[Probe now] [Path check] [Silence 1h]")
@@ -117,8 +105,7 @@ def test_alert_group_text_says_the_same_as_slack() -> None:
 
 def test_alert_details_text_is_the_thread_reply() -> None:
     view = group(alert(snap=snapshot()))
-    text = alert_details_text(view, NOW)
-    assert text == show(details_reply(view, NOW), thread_reply=True)
+    text = show(details_reply(view, NOW), thread_reply=True)
     assert text.startswith(f"{THREAD_INDENT}Details: 🔴 FIRING: {NO_HEALTHY_PEERS}")
     assert "Now: still broken: still no healthy peer" in text
 
@@ -130,7 +117,7 @@ def test_link_buttons_are_marked() -> None:
 
 def test_resolved_and_change_text() -> None:
     done = group(alert(status=GroupStatus.RESOLVED), status=GroupStatus.RESOLVED)
-    assert "Resolved after 12 min" in alert_group_text(done, NOW)
+    assert "Resolved after 12 min" in show(alert_group_message(done, NOW))
     change = GroupChange("k", NOW, resolved=(alert(),))
     assert (
         show(change_reply(change, NOW))
@@ -142,8 +129,7 @@ def test_findings_text_for_the_cli() -> None:
     report = FindingsReport(
         "status shop/orders", tuple(diagnose(snapshot())), LiveRead.read(NOW - timedelta(minutes=1))
     )
-    text = findings_text(report, NOW)
-    assert text == show(findings_message(report, NOW))
+    text = show(findings_message(report, NOW))
     assert text.split("\n")[0] == "🔴 status shop/orders"
     assert "Live state read 10:13:00 UTC (1 min ago)" in text
 
