@@ -29,7 +29,7 @@ from bot.alerts.pipeline import AlertPipeline, LiveSource, PipelineStore, Target
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
-from bot.lease import RETRY_EVERY, Lease
+from bot.lease import Lease
 from bot.store.errors import StoreError
 from bot.store.models import StoredNotification
 from config.settings import Settings
@@ -37,9 +37,6 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-# The lease must outlast one notification's processing (the enrichment budget, 5 s by default, and the
-# store's writes) by this much before the worker starts it.
-PROCESS_MARGIN = 8.0
 
 
 class NotificationQueue(Protocol):
@@ -132,7 +129,7 @@ class AlertWorker:
                     if not await self._leading():
                         # Wakes (this replica's intake) do not help: the leader is elsewhere.
                         self._wake.clear()
-                        await asyncio.sleep(RETRY_EVERY)
+                        await asyncio.sleep(self._retry_every)
                         continue
                     await self._restore_once_per_term()
                     self._wake.clear()
@@ -153,6 +150,15 @@ class AlertWorker:
         """Whether this process runs the pipeline now (always, without a lease)."""
         return self._lease is None or await self._lease.ensure(margin)
 
+    @property
+    def _retry_every(self) -> float:
+        return 0.0 if self._lease is None else self._lease.timings.retry_every
+
+    @property
+    def _process_margin(self) -> float:
+        """A notification starts only while the lease outlasts its processing (`bot.lease.PROCESS_MARGIN`)."""
+        return 0.0 if self._lease is None else self._lease.timings.process_margin
+
     async def _restore_once_per_term(self) -> None:
         """Each leadership starts from the store, not from memory: another replica may have led between."""
         term = 0 if self._lease is None else self._lease.term
@@ -170,7 +176,7 @@ class AlertWorker:
             if not batch:
                 return bool(skipped)
             for notification in batch:
-                if not await self._leading(PROCESS_MARGIN):
+                if not await self._leading(self._process_margin):
                     return False  # another replica leads now; what is left stays pending for it
                 # The last of a short batch empties the queue (as far as we know): the pipeline closes it
                 # only once the storm rows count it, so "nothing pending" means they are complete.
