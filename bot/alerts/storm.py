@@ -8,8 +8,8 @@ it started) one summary is posted: every target's live state grouped per client 
 cause with its evidence, counts per alert. Every target with its state now goes into the summary's thread
 as one file (cluster, target, alerts, state now, since), with the summary or, when the storm still
 changes at its latest, once the changes pause (at most `table_within_seconds` after the start; the
-summary is edited with it). Meanwhile the summary's count is edited as the storm grows, each edit
-waiting twice as long as the one before (`grow_seconds`, then doubling): however the alerts arrive (one
+summary is edited with it). Meanwhile the summary's count is edited as the storm grows, `grow_seconds`
+after the post, then each edit twice as long after the one before: however the alerts arrive (one
 Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack `gather_seconds` after
 its last change, in a handful of calls. A storm of 500 targets arriving together costs one post and one
 upload.
@@ -68,7 +68,7 @@ class StormPolicy:
     gather_seconds: float = 0.5  # the first summary and the table wait for the storm's changes to pause
     first_within_seconds: float = 1.5  # ... the summary at most this long after the storm started ...
     table_within_seconds: float = 60.0  # ... and the table at most this long, while the storm still changes
-    grow_seconds: float = 2.0  # until the table, the summary's count is edited this long after the post,
+    grow_seconds: float = 3.0  # until the table, the summary's count is edited this long after the post,
     # then each edit twice as long after the one before
     refresh_seconds: float = 30.0  # later changes edit the summary and replace the table at most this often
     # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.

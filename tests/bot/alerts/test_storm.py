@@ -157,8 +157,8 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
     assert storm_items(items, OutboxKind.UPLOAD) == []  # the storm kept changing: no table yet
     [summary] = storm_items(items, OutboxKind.POST)
     growing = storm_items(items, OutboxKind.UPDATE)
-    # The post at 1.5 s after the start (0.6 s), edits 2, 4 and 8 s after it: the next would be at 18.1 s.
-    assert [round(e.created_at - summary.created_at, 1) for e in growing] == [2.1, 6.3, 14.4]
+    # Edits 3 s after the post, then 6 s after that (looked at every 0.3 s); the next would be 12 s later.
+    assert [round(e.created_at - summary.created_at, 1) for e in growing] == [3.3, 9.6]
     assert harness.pipeline.next_deadline() == pytest.approx(last_change + policy.gather_seconds)
     harness.clock.now = last_change + policy.gather_seconds
     await harness.pipeline.expire_storms()
