@@ -183,8 +183,8 @@ class StormDesk:
             if storm.counts.alerts and not storm.counts.firing:
                 await self._end(storm, now, resolved=True)
             elif not storm.posted and now >= self._first_due(storm):
-                await self._publish(storm, now, "first", table=self._gathered(storm, now))
-            elif storm.posted and storm.table is None and now >= self._table_due(storm):
+                await self._publish(storm, now, "first", table=self._table_now(storm, now, settle))
+            elif storm.posted and storm.table is None and self._table_now(storm, now, settle):
                 await self._publish(storm, now, "table")
             elif storm.posted and storm.table is None and storm.dirty and now >= self._grow_due(storm):
                 storm.grown += 1
@@ -232,9 +232,11 @@ class StormDesk:
         """The next edit of a growing storm's count: `grow_seconds` after the last, doubling each time."""
         return storm.refreshed_at + self._policy.grow_seconds * 2.0**storm.grown
 
-    def _gathered(self, storm: Storm, now: float) -> bool:
-        """Whether the table is due too: the changes paused, or it is the latest it may go."""
-        return now >= self._table_due(storm)
+    def _table_now(self, storm: Storm, now: float, settle: bool) -> bool:
+        """Whether the table goes now: the changes paused with nothing left to apply (`settle`: a pause
+        while the worker was busy rendering the summary is no pause), or it is the latest it may go."""
+        latest = storm.started_at + self._policy.table_within_seconds
+        return now >= latest or (settle and now >= self._table_due(storm))
 
     def _start(self, channel: str, now: float) -> Storm:
         arrivals = self._arrivals.get(channel, deque())

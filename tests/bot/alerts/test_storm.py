@@ -171,6 +171,29 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
     assert len(calls) == 1 + len(growing) + 2  # the post, the growing edits, the last edit, the table
 
 
+async def test_the_table_waits_for_the_queue_to_empty_not_only_for_the_count_to_pause(
+    harness: Harness,
+) -> None:
+    """A pause in the storm's count with notifications still queued (another channel's, or the worker
+    rendering a big summary meanwhile) is no pause: the table would go out short of targets."""
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for body in [*(storm_webhook(i) for i in range(3)), storm_webhook(90, "beta"), storm_webhook(3)]:
+        await harness.accept(body)
+    queued = await harness.store.pending()
+    for notification in queued:
+        await harness.pipeline.process(notification, settle=notification is queued[-1])
+        assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], (
+            "a table with targets still queued"
+        )
+        harness.clock.now += (
+            2 * policy.gather_seconds
+        )  # alpha's storm does not change while beta's is applied
+    await harness.pipeline.expire_storms()
+    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    assert all(target(i) in table(upload) for i in range(4))
+
+
 async def test_later_changes_edit_the_summary_and_replace_the_table_at_most_once_per_refresh(
     harness: Harness,
 ) -> None:
