@@ -171,7 +171,10 @@ class AlertWorker:
         skipped: set[int] = set()
         held: set[int] = set()  # applied, closed by the pipeline once its storm rows are saved
         while True:
-            fetched = await self._queue.pending(limit=self._batch)
+            # Past the ones this drain already saw (they stay pending, oldest first): in a storm's trickle
+            # a batch's worth of held ones hid every newer notification until the storm's row was saved.
+            limit = self._batch + len(skipped) + len(held)
+            fetched = await self._queue.pending(limit=limit)
             batch = [n for n in fetched if n.id not in skipped and n.id not in held]
             if not batch:
                 return bool(skipped)
@@ -180,7 +183,7 @@ class AlertWorker:
                     return False  # another replica leads now; what is left stays pending for it
                 # The last of a short batch empties the queue (as far as we know): the pipeline closes it
                 # only once the storm rows count it, so "nothing pending" means they are complete.
-                settle = notification is batch[-1] and len(fetched) < self._batch
+                settle = notification is batch[-1] and len(fetched) < limit
                 outcome = await self._process(notification, settle)
                 if outcome is None:
                     skipped.add(notification.id)
