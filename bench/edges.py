@@ -17,7 +17,8 @@ Run from the repository root: `.venv/bin/python bench/edges.py [--only PART] [--
   posting calls by then (bench/storm.py's: posts, edits, the three upload steps, deletes); the batch is the
   baseline of the trickles. Holds when each is whole <= 5 s after its last webhook in <= 8 posting calls.
 - fleet: 10 000 alerts over 5 000 targets, 10 000 webhooks in 5 s: the same figures, the alerts processed
-  per second, the p99 accept and serve's peak RSS, beside the 2 s trickle's (the baseline). Holds when
+  per second, the p99 accept, serve's peak RSS and the CPU it spent per alert (what bounds the rate: one
+  interpreter lock), beside the 2 s trickle's (the baseline). Holds when
   whole <= 6 s after the last webhook, >= 2 000 alerts/s, p99 accept <= 20 ms, RSS <= 250 MB, <= 8 calls.
 
 Each figure is the median of `--runs` runs (default 3; the storms and the fleet, which take a minute
@@ -53,7 +54,7 @@ if __package__ in (None, ""):
 import httpx
 
 from bench.loadgen import LoadRun
-from bench.procstat import peak_rss_mb
+from bench.procstat import cpu_seconds, peak_rss_mb
 from bench.scale_storm import storm_count
 from bench.storm_am import ROUTE
 from bot.lease import LeaseTimings
@@ -404,10 +405,16 @@ class StormRun:
     posting_calls: int  # by the time it was whole (all of them when it never was)
     calls_by_method: str
     peak_rss_mb: float
+    serve_cpu: float  # CPU seconds serve used from before the first webhook to the last processed
 
     @property
     def rate(self) -> float | None:
         return None if not self.processed_after_first else self.alerts / self.processed_after_first
+
+    @property
+    def cpu_ms_per_alert(self) -> float:
+        """What bounds the rate: serve's interpreter runs one thread at a time (1 000 / this, per second)."""
+        return 1000 * self.serve_cpu / self.alerts
 
 
 class Clocks:
@@ -441,11 +448,12 @@ def measure(
         with BotProcess(write_bot_config(sim, workdir, slack.api_url), workdir / "bot.log") as bot:
             assert bot.pid is not None
             store, clocks = StoreView(workdir / "bot.db"), Clocks()
+            cpu_before = cpu_seconds(bot.pid)
             latencies = send(bot)
             wait_for(
                 lambda: store.notifications() >= targets and store.unprocessed() == 0, PROCESSING_TIMEOUT, 0.1
             )
-            processed = time.time()
+            processed, cpu = time.time(), cpu_seconds(bot.pid) - cpu_before
             first, last = store.first_received_at(), store.last_received_at()
             wait_for(lambda: whole_at(slack, coverage, alerts) is not None, WHOLE_TIMEOUT, 0.1)
             whole = whole_at(slack, coverage, alerts)
@@ -464,6 +472,7 @@ def measure(
         posting_calls=len(calls),
         calls_by_method=by_method(calls),
         peak_rss_mb=rss,
+        serve_cpu=cpu,
     )
 
 
@@ -523,13 +532,14 @@ def storm_rows(runs: Sequence[StormRun]) -> list[list[str]]:
             cell(r.whole_after_last),
             str(r.posting_calls),
             cell(r.peak_rss_mb, 0),
+            cell(r.cpu_ms_per_alert),
         ]
         for r in runs
     ]
 
 
 STORM_HEADS = ["pattern", "alerts", "lost", "p99_accept_ms", "processed_s", "alerts/s", "whole_after_last_s"]
-STORM_HEADS += ["posting_calls", "rss_peak_MB"]
+STORM_HEADS += ["posting_calls", "rss_peak_MB", "serve_cpu_ms/alert"]
 
 
 def repeated(pattern: str, targets: int, runs: int, sim: SimServer, workdir: Path) -> StormRun:
