@@ -42,7 +42,7 @@ from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
 from bot.inbound.slack import Registration, slack_routes_and_workers
-from bot.lease import Lease
+from bot.lease import Lease, lease_timings
 from bot.live import LiveState, MetricsSource
 from bot.metrics import BotMetrics
 from bot.ports import Clock, Worker
@@ -190,7 +190,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     # SQLite is one replica's store (the shipped variant runs one pod, `strategy: Recreate`): no lease, so
     # a restart after a crash starts at once instead of waiting out the dead process's lease.
     shared = clients.store.backend != "sqlite"
-    lease = Lease(clients.store, clock=clients.clock) if shared else None
+    lease = Lease(clients.store, ttl=lease_timings(settings).ttl, clock=clients.clock) if shared else None
     policy = DeliveryPolicy(idle_poll=SHARED_STORE_POLL * 4) if shared else None
     delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease)
     if lease is not None:

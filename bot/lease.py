@@ -7,6 +7,11 @@ what the dead one left (pending notifications, pending outbox rows). A SQLite st
 takes no lease (`bot/compose.py`). Each worker checks the lease before every unit of work with a margin
 longer than that work can take (`ensure`), so a replica that lost the lease (paused, cut off from the
 database) stops before the next replica could start on the same work.
+
+Every timing of the lease is a fraction of its one setting, the TTL (`store.lease_seconds`), stated here
+once (`LeaseTimings`); `fencing_floor` is the shortest TTL whose margins still outlast the work they
+fence (a Slack call's timeout, a notification's enrichment budget), and a shorter one is refused.
+A dead leader's work is taken over at most `ttl + retry_every` after it died.
 """
 
 from __future__ import annotations
@@ -15,16 +20,89 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from bot.store.base import LeaseStore
+
+from bot.clients.slack import DEFAULT_TIMEOUT as SLACK_CALL_TIMEOUT
+from bot.errors import ConfigError
+from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
 LEADER = "leader"
-# Lost within this long after the holder stops renewing (the several-replicas bar is 30 s).
-LEASE_TTL = 20.0
-# A replica without the lease asks again this often.
-RETRY_EVERY = LEASE_TTL / 3
+# The lease's timings, as fractions of its TTL. The holder renews it once RENEW_AFTER of the TTL has
+# passed since the last renewal; a replica without it asks again every RETRY_AFTER of the TTL.
+RENEW_AFTER = 0.15
+RETRY_AFTER = 0.05
+# A Slack post starts only while the lease is ours for SEND_MARGIN of the TTL, a notification only while
+# it is ours for PROCESS_MARGIN: each must outlast its work (`fencing_floor`), and a fresh renewal must
+# meet it (at most 1 - RENEW_AFTER).
+SEND_MARGIN = 0.85
+PROCESS_MARGIN = 0.85
+# The work those margins fence, beyond the timeouts that bound it: the in-flight mark written before a
+# post; a notification's store writes and rendering beyond its enrichment budget.
+MARK_WRITE = 1.0
+PROCESS_WRITES = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseTimings:
+    """Every timing of one lease, derived from its TTL."""
+
+    ttl: float
+
+    @property
+    def renew_below(self) -> float:
+        """Renewed when it is ours for less than this."""
+        return self.ttl * (1.0 - RENEW_AFTER)
+
+    @property
+    def retry_every(self) -> float:
+        return self.ttl * RETRY_AFTER
+
+    @property
+    def send_margin(self) -> float:
+        return self.ttl * SEND_MARGIN
+
+    @property
+    def process_margin(self) -> float:
+        return self.ttl * PROCESS_MARGIN
+
+    @property
+    def takeover(self) -> float:
+        """The longest a dead holder's work waits for another replica: the TTL, then one retry."""
+        return self.ttl + self.retry_every
+
+
+def send_work(slack_timeout: float = SLACK_CALL_TIMEOUT) -> float:
+    """The longest a fenced Slack post takes: its in-flight mark, then the call up to its timeout."""
+    return MARK_WRITE + slack_timeout
+
+
+def process_work(enrichment_seconds: float) -> float:
+    """The longest one notification's processing takes: its enrichment budget, then the writes."""
+    return enrichment_seconds + PROCESS_WRITES
+
+
+def fencing_floor(enrichment_seconds: float, slack_timeout: float = SLACK_CALL_TIMEOUT) -> float:
+    """The shortest TTL whose margins outlast the work they fence."""
+    return max(send_work(slack_timeout) / SEND_MARGIN, process_work(enrichment_seconds) / PROCESS_MARGIN)
+
+
+def lease_timings(settings: Settings) -> LeaseTimings:
+    """The leader lease's timings from `store.lease_seconds`; refused when fencing needs a longer TTL."""
+    ttl = settings.store.lease_seconds
+    floor = fencing_floor(settings.enrichment.timeout_seconds)
+    if ttl < floor:
+        raise ConfigError(
+            [
+                f"store.lease_seconds: {ttl:g} s is shorter than fencing needs ({floor:.1f} s: a Slack "
+                f"call's {SLACK_CALL_TIMEOUT:g} s timeout and enrichment.timeout_seconds "
+                f"{settings.enrichment.timeout_seconds:g} s must end before the lease could pass on)"
+            ]
+        )
+    return LeaseTimings(ttl)
 
 
 class Lease:
@@ -35,12 +113,13 @@ class Lease:
         store: LeaseStore,
         name: str = LEADER,
         *,
-        ttl: float = LEASE_TTL,
+        ttl: float,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self.name = name
         self.ttl = ttl
+        self.timings = LeaseTimings(ttl)
         self._clock = clock
         self._until = 0.0
         self._announced: bool | None = None
@@ -68,14 +147,15 @@ class Lease:
         return until is not None
 
     async def ensure(self, margin: float = 0.0) -> bool:
-        """True when the lease is ours for at least `margin` more seconds, renewing it once a third of
-        its TTL has passed since the last renewal (so work in progress keeps it). A margin is at most two
-        thirds of the TTL (a fresh renewal must be able to meet it)."""
-        margin = min(margin, self.ttl * 2 / 3)
-        if self.remaining() >= max(margin, self.ttl * 2 / 3):
+        """True when the lease is ours for at least `margin` more seconds, renewing it once RENEW_AFTER of
+        its TTL has passed since the last renewal (so work in progress keeps it). A margin is at most
+        `renew_below` (a fresh renewal must be able to meet it)."""
+        renew_below = self.timings.renew_below
+        margin = min(margin, renew_below)
+        if self.remaining() >= renew_below:
             return True
         async with self._renewing:
-            if self.remaining() >= max(margin, self.ttl * 2 / 3):  # renewed while this one waited
+            if self.remaining() >= renew_below:  # renewed while this one waited
                 return True
             return await self.acquire() and self.remaining() >= margin
 

@@ -112,6 +112,10 @@ class StoreSettings(StrictModel):
     url: Annotated[SecretStr, AfterValidator(validation.store_url)] = Field(
         default=SecretStr("sqlite:///proxybot.db"), validate_default=True
     )
+    # Several replicas on PostgreSQL: the leader lease's TTL, from which its every timing follows
+    # (`bot.lease`). A dead leader's work is taken over within about this long; `serve` refuses a TTL
+    # shorter than fencing needs (a Slack call and a notification's enrichment budget must end first).
+    lease_seconds: float = Field(default=10.0, ge=1.0, le=300.0)
 
     @property
     def sqlite_path(self) -> Path | None:

@@ -29,7 +29,7 @@ from bot.alerts.pipeline import AlertPipeline, LiveStateReader, TargetPodsSource
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
-from bot.lease import RETRY_EVERY, Lease
+from bot.lease import Lease
 from bot.ports import Clock
 from bot.store.base import AlertStore, NotificationStore
 from bot.store.errors import StoreError
@@ -38,9 +38,6 @@ from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# The lease must outlast one notification's processing (the enrichment budget, 5 s by default, and the
-# store's writes) by this much before the worker starts it.
-PROCESS_MARGIN = 8.0
 
 
 class Processor(Protocol):
@@ -121,7 +118,7 @@ class AlertWorker:
                     if not await self._leading():
                         # Wakes (this replica's intake) do not help: the leader is elsewhere.
                         self._wake.clear()
-                        await asyncio.sleep(RETRY_EVERY)
+                        await asyncio.sleep(self._retry_every)
                         continue
                     await self._restore_once_per_term()
                     self._wake.clear()
@@ -142,6 +139,15 @@ class AlertWorker:
         """Whether this process runs the pipeline now (always, without a lease)."""
         return self._lease is None or await self._lease.ensure(margin)
 
+    @property
+    def _retry_every(self) -> float:
+        return 0.0 if self._lease is None else self._lease.timings.retry_every
+
+    @property
+    def _process_margin(self) -> float:
+        """A notification starts only while the lease outlasts its processing (`bot.lease.PROCESS_MARGIN`)."""
+        return 0.0 if self._lease is None else self._lease.timings.process_margin
+
     async def _restore_once_per_term(self) -> None:
         """Each leadership starts from the store, not from memory: another replica may have led between."""
         term = 0 if self._lease is None else self._lease.term
@@ -154,16 +160,19 @@ class AlertWorker:
         skipped: set[int] = set()
         held: set[int] = set()  # applied, closed by the pipeline once its storm rows are saved
         while True:
-            fetched = await self._queue.pending(limit=self._batch)
+            # Past the ones this drain already saw (they stay pending, oldest first): in a storm's trickle
+            # a batch's worth of held ones hid every newer notification until the storm's row was saved.
+            limit = self._batch + len(skipped) + len(held)
+            fetched = await self._queue.pending(limit=limit)
             batch = [n for n in fetched if n.id not in skipped and n.id not in held]
             if not batch:
                 return bool(skipped)
             for notification in batch:
-                if not await self._leading(PROCESS_MARGIN):
+                if not await self._leading(self._process_margin):
                     return False  # another replica leads now; what is left stays pending for it
                 # The last of a short batch empties the queue (as far as we know): the pipeline closes it
                 # only once the storm rows count it, so "nothing pending" means they are complete.
-                settle = notification is batch[-1] and len(fetched) < self._batch
+                settle = notification is batch[-1] and len(fetched) < limit
                 outcome = await self._process(notification, settle)
                 if outcome is None:
                     skipped.add(notification.id)

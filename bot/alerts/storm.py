@@ -2,16 +2,21 @@
 
 When a channel gets more than `groups` new alert groups within `window_seconds`, further new groups are
 not posted on their own, and the groups that brought the channel over the threshold join the storm too
-when their own posts have not gone out yet (their queued posts are folded). Once the storm's arrivals
-pause (`gather_seconds` without a new group, and at most `first_within_seconds` after it started) one
-summary is posted: every target's live state grouped per client cluster, the common cause with its
-evidence, counts per alert. Every target with its state now goes into the summary's thread as one file
-(cluster, target, alerts, state now, since), with the summary or, when new groups still come at its
-latest, once they pause (at most `table_within_seconds` after the start; the summary is edited with it).
-A storm of 500 targets arriving together costs one post and one upload.
+when their own posts have not gone out yet (their queued posts are folded). Once the storm's changes
+pause (`gather_seconds` without a new group or a changed count, and at most `first_within_seconds` after
+it started) one summary is posted: every target's live state grouped per client cluster, the common
+cause with its evidence, counts per alert. Every target with its state now goes into the summary's thread
+as one file (cluster, target, alerts, state now, since), with the summary or, when the storm still
+changes at its latest, once the changes pause (at most `table_within_seconds` after the start; the
+summary is edited with it). Meanwhile the summary's count is edited as the storm grows, `grow_seconds`
+after the post, then each edit twice as long after the one before: however the alerts arrive (one
+Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack `gather_seconds` after
+its last change, in a handful of calls. A storm of 500 targets arriving together costs one post and one
+upload.
 
-Later changes (new targets, resolves) edit the summary and replace the table (the new file uploaded, the
-old one deleted) at most once per `refresh_seconds`, and only when what they show changed. A storm whose
+Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
+table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what
+they show changed. A storm whose
 alerts have all resolved is edited to resolved, with its duration; one without a new group for
 `quiet_seconds` ends (the summary says so), and later changes of its groups still edit its summary.
 
@@ -58,9 +63,11 @@ class StormPolicy:
     groups: int = 10  # more new groups than this ...
     window_seconds: float = 60.0  # ... within this many seconds start a storm
     quiet_seconds: float = 120.0  # a storm ends after this long without a new group
-    gather_seconds: float = 0.4  # the first summary and the table wait for new groups to pause this long
+    gather_seconds: float = 0.5  # the first summary and the table wait for the storm's changes to pause
     first_within_seconds: float = 1.5  # ... the summary at most this long after the storm started ...
-    table_within_seconds: float = 4.0  # ... and the table at most this long, while new groups keep coming
+    table_within_seconds: float = 60.0  # ... and the table at most this long, while the storm still changes
+    grow_seconds: float = 3.0  # until the table, the summary's count is edited this long after the post,
+    # then each edit twice as long after the one before
     refresh_seconds: float = 30.0  # later changes edit the summary and replace the table at most this often
     # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.
     settle_seconds: float = 0.25
@@ -143,7 +150,7 @@ class StormDesk:
             await self._fold_arrivals(storm)
         else:
             storm.count(view.group_key, entries_of(view))
-        storm.last_new_at = now
+        storm.last_new_at = storm.changed_at = now
         return storm.key
 
     async def report(self, channel: str, key: str, view: AlertGroupView) -> None:
@@ -153,6 +160,7 @@ class StormDesk:
             await self._report_to_ended(channel, key, view)
             return
         storm.count(view.group_key, entries_of(view))
+        storm.changed_at = self._clock()
 
     def recount(self, channel: str, view: AlertGroupView) -> str | None:
         """A later notification of a group with its own message: its count in the channel's storm, if
@@ -161,6 +169,7 @@ class StormDesk:
         if storm is None or view.group_key not in storm.entries:
             return None
         storm.count(view.group_key, entries_of(view))
+        storm.changed_at = self._clock()
         return storm.key
 
     async def flush(self, *, settle: bool = False) -> bool:
@@ -172,9 +181,12 @@ class StormDesk:
             if storm.counts.alerts and not storm.counts.firing:
                 await self._end(storm, now, resolved=True)
             elif not storm.posted and now >= self._first_due(storm):
-                await self._publish(storm, now, "first", table=self._gathered(storm, now))
-            elif storm.posted and storm.table is None and now >= self._table_due(storm):
+                await self._publish(storm, now, "first", table=self._table_now(storm, now, settle))
+            elif storm.posted and storm.table is None and self._table_now(storm, now, settle):
                 await self._publish(storm, now, "table")
+            elif storm.posted and storm.table is None and storm.dirty and now >= self._grow_due(storm):
+                storm.grown += 1
+                await self._publish(storm, now, f"grow:{storm.grown}", table=False)
             elif storm.posted and storm.dirty and now - storm.refreshed_at >= self._policy.refresh_seconds:
                 await self._publish(storm, now, f"refresh:{int(now * 1000)}")
             elif settle and storm.unsaved and now - storm.saved_at >= self._policy.settle_seconds:
@@ -200,22 +212,29 @@ class StormDesk:
         ends = [s.last_new_at + policy.quiet_seconds for s in storms]
         ends += [self._first_due(s) for s in storms if not s.posted]
         ends += [self._table_due(s) for s in storms if s.posted and s.table is None]
+        ends += [self._grow_due(s) for s in storms if s.posted and s.table is None and s.dirty]
         ends += [s.refreshed_at + policy.refresh_seconds for s in storms if s.posted and s.dirty]
         ends += [s.saved_at + policy.settle_seconds for s in storms if s.unsaved]
         return min(ends, default=None)
 
     # -- inside ----------------------------------------------------------------------------------------
     def _first_due(self, storm: Storm) -> float:
-        gathered = storm.last_new_at + self._policy.gather_seconds
+        gathered = storm.changed_at + self._policy.gather_seconds
         return min(gathered, storm.started_at + self._policy.first_within_seconds)
 
     def _table_due(self, storm: Storm) -> float:
-        gathered = storm.last_new_at + self._policy.gather_seconds
+        gathered = storm.changed_at + self._policy.gather_seconds
         return min(gathered, storm.started_at + self._policy.table_within_seconds)
 
-    def _gathered(self, storm: Storm, now: float) -> bool:
-        """Whether the table is due too: new groups paused, or it is the latest it may go."""
-        return now >= self._table_due(storm)
+    def _grow_due(self, storm: Storm) -> float:
+        """The next edit of a growing storm's count: `grow_seconds` after the last, doubling each time."""
+        return storm.refreshed_at + self._policy.grow_seconds * 2.0**storm.grown
+
+    def _table_now(self, storm: Storm, now: float, settle: bool) -> bool:
+        """Whether the table goes now: the changes paused with nothing left to apply (`settle`: a pause
+        while the worker was busy rendering the summary is no pause), or it is the latest it may go."""
+        latest = storm.started_at + self._policy.table_within_seconds
+        return now >= latest or (settle and now >= self._table_due(storm))
 
     def _start(self, channel: str, now: float) -> Storm:
         arrivals = self._arrivals.get(channel, deque())

@@ -27,6 +27,8 @@ class Storm:
     channel: str
     started_at: float
     last_new_at: float
+    changed_at: float = float("-inf")  # the last new group or changed count (in memory only)
+    grown: int = 0  # edits of the count before the table (in memory only)
     entries: dict[str, tuple[StormEntry, ...]] = field(default_factory=dict)
     counts: StormCounts = field(default_factory=StormCounts)
     ended_at: float | None = None
@@ -38,6 +40,9 @@ class Storm:
     saved_at: float = float("-inf")
     shown: tuple[object, ...] | None = None  # the signature of the summary last sent
     tabled: tuple[StormRow, ...] | None = None  # the rows of the table last uploaded
+
+    def __post_init__(self) -> None:
+        self.changed_at = max(self.changed_at, self.last_new_at)
 
     def count(self, group_key: str, entries: tuple[StormEntry, ...]) -> None:
         """Replace the group's entries, adjusting the running counts by the difference only."""

@@ -49,7 +49,9 @@ class Message(Protocol):
     def as_kwargs(self) -> dict[str, Any]: ...
 
 
-DEFAULT_TIMEOUT = 10.0
+# Slack answers in well under a second; a call that takes longer is retried (a post found by its mark
+# first). The leader lease must outlast it (`bot.lease.fencing_floor`).
+DEFAULT_TIMEOUT = 5.0
 # The `event_type` of the metadata every post carries: which outbox row made it (`find_marked`).
 MARK_EVENT = "proxybot_message"
 # conversations.history pages looked through for a marked message (200 messages each).

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from bot.clients.slack import DEFAULT_TIMEOUT, Posted, SlackRateLimited, SlackRejected
+from bot.clients.slack import Posted, SlackRateLimited, SlackRejected
 from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import upload_key
 from bot.delivery.plan import Step
@@ -50,8 +50,6 @@ log = logging.getLogger(__name__)
 MARK_SKEW = 60.0
 # files.delete's answers for a file that is no longer there: deleted already, which is what was asked.
 FILE_GONE = frozenset({"file_not_found", "file_deleted"})
-# A post starts only while the lease is ours for at least this long: one call's timeout, and a second.
-SEND_MARGIN = DEFAULT_TIMEOUT + 1.0
 
 
 class SlackSender(Protocol):
@@ -268,7 +266,7 @@ class StepSender:
 
         The mark is fenced by the lease in the store, and the lease must outlast the call: a replica that
         lost the lease (paused, cut off from the database) never posts what the next leader will send."""
-        if self._lease is not None and self._lease.remaining() < SEND_MARGIN:
+        if self._lease is not None and self._lease.remaining() < self._lease.timings.send_margin:
             raise NotLeading(f"the {self._lease.name} lease has {self._lease.remaining():.1f} s left")
         fence = None if self._lease is None else self._lease.name
         if not await self._store.mark_sending(item.id, self._clock(), fence=fence):

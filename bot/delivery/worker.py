@@ -38,8 +38,8 @@ from bot.delivery.addresses import ChannelIdUnknown, Folded, NotPostedYet, Unsen
 from bot.delivery.enqueue import HORIZON, Enqueuer
 from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
-from bot.delivery.send import SEND_MARGIN, NotLeading, SlackSender, Sleep, StepSender
-from bot.lease import RETRY_EVERY, Lease
+from bot.delivery.send import NotLeading, SlackSender, Sleep, StepSender
+from bot.lease import Lease
 from bot.ports import Clock
 from bot.store.base import Store
 from bot.store.errors import StoreError
@@ -94,7 +94,7 @@ class Delivery(Enqueuer):
                 self._wake.clear()
                 try:
                     if not await self._leading():
-                        await self._idle_until(self._clock() + RETRY_EVERY)
+                        await self._idle_until(self._clock() + self._retry_every)
                         continue
                     wake_at = await self._dispatch()
                 except StoreError as error:
@@ -106,6 +106,15 @@ class Delivery(Enqueuer):
 
     async def _leading(self, margin: float = 0.0) -> bool:
         return self._lease is None or await self._lease.ensure(margin)
+
+    @property
+    def _send_margin(self) -> float:
+        """A call starts only while the lease outlasts it (`bot.lease.SEND_MARGIN`)."""
+        return 0.0 if self._lease is None else self._lease.timings.send_margin
+
+    @property
+    def _retry_every(self) -> float:
+        return 0.0 if self._lease is None else self._lease.timings.retry_every
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop after the calls in flight (cut off after `grace` s; cut-off rows run again next start)."""
@@ -185,7 +194,7 @@ class Delivery(Enqueuer):
                     break
                 if paced >= self._policy.paced_per_lane and step.paced:
                     break  # the rest is planned again, after any edit enqueued meanwhile
-                if not await self._leading(SEND_MARGIN):
+                if not await self._leading(self._send_margin):
                     break  # another replica sends from now on
                 paced += step.paced
                 if step.group_key not in held and not await self._attempt(channel, step):

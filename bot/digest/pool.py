@@ -22,9 +22,10 @@ keep the forkserver, and its own memory, alive after the bot.
 
 `serve` also draws its alert charts in these workers (`PromEnricher.executor`): matplotlib holds the
 interpreter lock for 100-200 ms a chart, and in the bot's own process that delayed the alert's post, going
-out through the delivery worker at that moment. The forkserver imports the chart code too, so no chart
-pays for matplotlib's import. Workers run at a lower priority than the bot (`WORKER_NICENESS`): on a
-busy CPU, a chart being drawn otherwise still delayed the post by taking the core it needed.
+out through the delivery worker at that moment. The forkserver imports the chart code and matplotlib
+(which the bot's own process never imports), so no chart pays for matplotlib's import. Workers run at a
+lower priority than the bot (`WORKER_NICENESS`): on a busy CPU, a chart being drawn otherwise still
+delayed the post by taking the core it needed.
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ def default_workers(cpu_max: Path = CGROUP_V2_CPU_MAX, cfs: Path = CGROUP_V1_CPU
     return max(1, min(cores, MAX_DEFAULT_WORKERS))
 
 
+# What `bot.render.chart` imports when it draws: loaded by the forkserver, so every worker has it.
+CHART_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.dates")
+
+
 class DigestPool(ProcessPoolExecutor):
     """The bot's worker processes (forkserver), `workers` of them; each exits when its maker does."""
 
@@ -116,7 +121,7 @@ class DigestPool(ProcessPoolExecutor):
         # the event loop's executors), and a fork copies any lock one of them holds. The forkserver
         # imports the judging and chart code once, so each worker starts with it loaded.
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["bot.digest.pool", "bot.alerts.prom_enrich"])
+        context.set_forkserver_preload(["bot.digest.pool", "bot.alerts.prom_enrich", *CHART_MODULES])
         super().__init__(workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),))
         self.workers = workers
 
@@ -174,9 +179,13 @@ def _ready() -> int:
 
 
 async def warm_up(pool: DigestPool) -> None:
-    """Start the pool's workers (and the forkserver) now, every one of them."""
-    loop = asyncio.get_running_loop()
-    await asyncio.gather(*(loop.run_in_executor(pool, _ready) for _ in range(pool.workers)))
+    """Start the pool's workers (and the forkserver) now, every one of them.
+
+    Submitted from a thread: a submission that starts a worker waits for the forkserver, which imports the
+    judging and chart code first (seconds at start), and on the event loop that wait held everything,
+    `/healthz` and `/readyz` too."""
+    futures = await asyncio.to_thread(lambda: [pool.submit(_ready) for _ in range(pool.workers)])
+    await asyncio.gather(*(asyncio.wrap_future(future) for future in futures))
 
 
 async def judge_fleet(

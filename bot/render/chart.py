@@ -6,7 +6,9 @@
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot, no display, no global state), so charts
 can be rendered from worker threads. The same inputs give the same bytes: the PNG carries no timestamp
-or version metadata, and the bundled DejaVu font is used.
+or version metadata, and the bundled DejaVu font is used. matplotlib is imported by the first drawing, not
+with this module: `serve` draws its charts in its worker processes (`bot.digest.pool`), and the import
+was a third of its start.
 """
 
 from __future__ import annotations
@@ -15,14 +17,12 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.dates import AutoDateLocator, DateFormatter
-from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
+from typing import TYPE_CHECKING
 
 from bot.domain.enrichment import TimeSeries
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 # Okabe & Ito's palette: distinguishable with every common colour-vision deficiency.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -52,6 +52,9 @@ class Chart:
 
 def draw(chart: Chart) -> bytes:
     """A PNG of the chart in UTC; says "no data" when there is nothing to draw."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     end = datetime.fromtimestamp(chart.end, UTC)
     figure = Figure(figsize=SIZE_INCHES, dpi=DPI)
     FigureCanvasAgg(figure)
@@ -113,6 +116,8 @@ def _plot(axes: Axes, line: TimeSeries, index: int) -> None:
 
 
 def _decorate(axes: Axes, title: str, y_label: str, start: datetime, end: datetime) -> None:
+    from matplotlib.dates import AutoDateLocator, DateFormatter
+
     axes.set_title(title, fontsize=TITLE_SIZE, loc="left")
     axes.set_xlabel("time (UTC)", fontsize=FONT_SIZE)
     axes.set_ylabel(y_label, fontsize=FONT_SIZE)
@@ -125,6 +130,8 @@ def _decorate(axes: Axes, title: str, y_label: str, start: datetime, end: dateti
 
 
 def _legend(axes: Axes, hidden: int) -> None:
+    from matplotlib.font_manager import FontProperties
+
     legend = axes.legend(fontsize=FONT_SIZE - 2, loc="best", framealpha=0.85)
     if hidden > 0:
         legend.set_title(f"+{hidden} more not drawn", prop=FontProperties(size=FONT_SIZE - 3))

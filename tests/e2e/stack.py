@@ -189,6 +189,11 @@ class StoreQueries(ABC):
         found = self._rows("SELECT min(received_at) FROM notifications")[0][0]
         return None if found is None else float(found)
 
+    def last_received_at(self) -> float | None:
+        """When the last notification was accepted (wall-clock seconds), None before any."""
+        rows = self._rows("SELECT max(received_at) FROM notifications")
+        return None if not rows or rows[0][0] is None else float(rows[0][0])
+
     def outbox_pending(self) -> int:
         return self._one("SELECT count(*) FROM outbox WHERE state = 'pending'")
 

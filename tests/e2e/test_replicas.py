@@ -25,7 +25,8 @@ import httpx
 import pytest
 
 from bot.digest.runner import CLAIM_TTL
-from bot.lease import LEASE_TTL, RETRY_EVERY
+from bot.lease import LeaseTimings
+from config.settings import StoreSettings
 from sim.postgres import PostgresServer
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, SlackCall
@@ -63,8 +64,8 @@ postgres_server = postgres.postgres_server
 ROUTE = Route(group_by=("alertname", "cluster", "target"), group_wait="1s", group_interval="1s")
 SECOND_GV = "data.example.com/v1alpha1"
 DELIVERY = 30.0
-# A dead leader's lease lapses after LEASE_TTL; the other replica asks every RETRY_EVERY.
-TAKEOVER = LEASE_TTL + RETRY_EVERY + 3.0
+# A dead leader's lease lapses after its TTL; the other replica asks every `retry_every`.
+TAKEOVER = LeaseTimings(StoreSettings().lease_seconds).takeover + 3.0
 # These tests count one message per group: no storm may fold groups into a summary.
 NO_STORM = {"groups": 100}
 # Longer than the sender lives after Slack made its post; over before the module's fake Slack stops.

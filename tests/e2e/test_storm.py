@@ -72,6 +72,8 @@ async def test_a_storm_is_accepted_whole_and_summarised_with_calls_bounded_by_ch
     assert store.outbox_failed() == 0
     # No per-target lines: the summary's thread holds the table of targets, no reply.
     assert slack.thread(CHANNEL, storms[0].ts) == []
+    # The table follows once the storm's count stops changing (the summary may have gone before it).
+    await asyncio.to_thread(wait_until, slack.shown_uploads, 30.0, "the storm's table in its thread")
     [table] = slack.shown_uploads()
     assert table["thread_ts"] == storms[0].ts
 

@@ -175,6 +175,33 @@ async def test_the_notification_that_empties_the_queue_settles_the_storm_summari
     assert pipeline.settled == [5]
 
 
+class HoldingPipeline(FlakyPipeline):
+    """Holds the first notifications open (applied, closed later with their storm's row), as the pipeline
+    does with the one that empties the queue while its storm's row lags."""
+
+    def __init__(self, store: Store, holds: int) -> None:
+        super().__init__(store, "none")
+        self.holds = holds
+
+    async def process(self, notification: StoredNotification, *, settle: bool = False) -> bool:
+        if notification.id <= self.holds:
+            self.seen.append(notification.id)
+            return False
+        return await super().process(notification, settle=settle)
+
+
+async def test_notifications_held_open_do_not_hide_the_ones_behind_them(store: Store) -> None:
+    """More held than a batch: the drain still reaches the rest (it stopped there, until the storm's row
+    was saved, as if the queue were empty)."""
+    for n in range(30):
+        await accept(store, group(n))
+    pipeline = HoldingPipeline(store, holds=25)
+    worker = AlertWorker(store, pipeline, batch=10)
+    assert await worker.drain() is False
+    assert sorted(set(pipeline.seen)) == list(range(1, 31))
+    assert [n.id for n in await store.pending()] == list(range(1, 26))
+
+
 async def test_the_worker_pauses_between_notifications_so_requests_go_first(store: Store) -> None:
     for n in range(3):
         await accept(store, group(n))

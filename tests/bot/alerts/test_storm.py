@@ -135,6 +135,65 @@ async def test_the_table_goes_at_its_latest_while_new_groups_keep_coming(harness
     assert target(17) not in table(upload)  # in the next table, a refresh later
 
 
+def second_alert_webhook(i: int) -> bytes:
+    """Group `i`'s update, as Alertmanager sends it a group_interval later: a second alert joined."""
+    one = alert(f"s{i}", target=target(i))
+    two = alert(f"t{i}", "ResourceProxyHighErrorRate", target=target(i))
+    return webhook([one, two], group=f'{{}}:{{target="{target(i)}"}}')
+
+
+async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(harness: Harness) -> None:
+    """New groups every 0.3 s for 12 s, then each group's update for 6 s: the summary's count is edited
+    as it grows (each edit twice as long after the one before), the table waits for the changes to
+    pause, then one edit and one table name every target with every alert."""
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for body in [storm_webhook(i) for i in range(40)] + [second_alert_webhook(i) for i in range(0, 40, 2)]:
+        await harness.run(body)
+        await harness.pipeline.expire_storms()
+        harness.clock.now += 0.3
+    last_change = harness.clock.now - 0.3
+    items = await harness.items()
+    assert storm_items(items, OutboxKind.UPLOAD) == []  # the storm kept changing: no table yet
+    [summary] = storm_items(items, OutboxKind.POST)
+    growing = storm_items(items, OutboxKind.UPDATE)
+    # Edits 3 s after the post, then 6 s after that (looked at every 0.3 s); the next would be 12 s later.
+    assert [round(e.created_at - summary.created_at, 1) for e in growing] == [3.3, 9.6]
+    assert harness.pipeline.next_deadline() == pytest.approx(last_change + policy.gather_seconds)
+    harness.clock.now = last_change + policy.gather_seconds
+    await harness.pipeline.expire_storms()
+    items = await harness.items()
+    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    assert all(target(i) in table(upload) for i in range(40))
+    final = storm_items(items, OutboxKind.UPDATE)[-1]
+    assert "60 alerts" in final.payload["text"]
+    calls = [i for i in items if i.payload["group_key"].startswith("storm:")]
+    assert len(calls) == 1 + len(growing) + 2  # the post, the growing edits, the last edit, the table
+
+
+async def test_the_table_waits_for_the_queue_to_empty_not_only_for_the_count_to_pause(
+    harness: Harness,
+) -> None:
+    """A pause in the storm's count with notifications still queued (another channel's, or the worker
+    rendering a big summary meanwhile) is no pause: the table would go out short of targets."""
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for body in [*(storm_webhook(i) for i in range(3)), storm_webhook(90, "beta"), storm_webhook(3)]:
+        await harness.accept(body)
+    queued = await harness.store.pending()
+    for notification in queued:
+        await harness.pipeline.process(notification, settle=notification is queued[-1])
+        assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], (
+            "a table with targets still queued"
+        )
+        harness.clock.now += (
+            2 * policy.gather_seconds
+        )  # alpha's storm does not change while beta's is applied
+    await harness.pipeline.expire_storms()
+    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    assert all(target(i) in table(upload) for i in range(4))
+
+
 async def test_later_changes_edit_the_summary_and_replace_the_table_at_most_once_per_refresh(
     harness: Harness,
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from bot.alerts.prom_enrich import chart_image
@@ -99,3 +101,53 @@ async def test_an_alert_chart_is_drawn_in_a_worker_that_yields_the_cpu_to_the_bo
         await asyncio.to_thread(pool.shutdown)
     assert image == chart_image(series)  # the same bytes as drawn here: only the process differs
     assert niceness == min(19, os.nice(0) + WORKER_NICENESS)
+
+
+def test_the_bots_own_process_never_imports_matplotlib() -> None:
+    """Its charts are drawn in the workers, whose forkserver imports matplotlib: in `serve`'s process the
+    import was a third of its start."""
+    probe = "import sys, bot.cli.serve, bot.compose; print('matplotlib' in sys.modules)"
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert found.stdout.strip() == "False"
+
+
+# Run in a fresh interpreter: the forkserver is one per process, and an earlier test's is already running.
+WARM_UP_WHILE_TICKING = """
+import asyncio, time
+from bot.digest.pool import digest_pool, warm_up
+
+async def main() -> None:
+    pool = digest_pool(2)
+    gaps = [0.0]
+
+    async def ticking() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.create_task(ticking())
+    await asyncio.sleep(0.05)
+    started = time.monotonic()
+    await warm_up(pool)
+    took = time.monotonic() - started
+    ticker.cancel()
+    pool.shutdown()
+    print(max(gaps), took)
+
+asyncio.run(main())
+"""
+
+
+def test_warming_up_the_workers_leaves_the_event_loop_free() -> None:
+    """Starting the forkserver (it imports the chart code and matplotlib first) takes seconds; `serve`
+    answers `/healthz` and `/readyz` meanwhile, so the loop keeps turning (it stood still 1.3 s of 1.6)."""
+    found = subprocess.run(
+        [sys.executable, "-c", WARM_UP_WHILE_TICKING], capture_output=True, text=True, timeout=120, check=True
+    )
+    gap, took = (float(word) for word in found.stdout.split())
+    assert gap < took / 2, f"the event loop stood still {gap:.2f} s of the {took:.2f} s warm-up"
