@@ -22,10 +22,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.store.base import LeaseStore
-
 from bot.clients.slack import DEFAULT_TIMEOUT as SLACK_CALL_TIMEOUT
 from bot.errors import ConfigError
+from bot.store.base import LeaseStore
 from config.settings import Settings
 
 log = logging.getLogger(__name__)

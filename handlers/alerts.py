@@ -39,7 +39,6 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 
-
 class Processor(Protocol):
     """What the worker drives (`bot.alerts.pipeline.AlertPipeline` is one)."""
 
