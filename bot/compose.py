@@ -47,6 +47,7 @@ from bot.metrics import BotMetrics
 from bot.store import Store, StoreError, open_store
 from config.settings import Settings
 from handlers import alerts, commands, digest
+from handlers.acknowledge import Acknowledger
 from handlers.command_silence import Silences
 
 log = logging.getLogger(__name__)
@@ -202,8 +203,12 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs, ctx)
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
+        acks = Acknowledger(clients.store, delivery, clock=clients.clock)
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
-        routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager, delivery)
+        command_deps = replace(command_deps, acks=acks)
+        routes, slack_workers = slack_inbound(
+            settings, deps, command_deps, clients.alertmanager, delivery, acks=acks
+        )
     except BaseException:
         pool.shutdown(wait=False)  # no worker has started yet: nothing to wait for
         raise
@@ -329,6 +334,8 @@ def slack_inbound(
     command_deps: commands.CommandDeps,
     silencer: Silences | None,
     delivery: Delivery,
+    *,
+    acks: Acknowledger | None = None,
 ) -> tuple[list[BaseRoute], list[Worker]]:
     """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`;
     the buttons' thread answers go through `delivery`, like every Slack operation."""
@@ -338,6 +345,7 @@ def slack_inbound(
         checks=commands.button_checks(command_deps),
         silencer=silencer,
         replies=delivery,
+        acks=acks,
         registrations=[lambda app: commands.register(app, command_deps)],
     )
 

@@ -1,4 +1,5 @@
-"""The buttons on alert messages: *Silence 1h*, and *Probe now* / *Path check* when their checks are given.
+"""The buttons on alert messages: *Silence 1h*, *Acknowledge* / *Unacknowledge* (`handlers.acknowledge`)
+when an outbox is given, and *Probe now* / *Path check* when their checks are given.
 
 Each button is acknowledged at once (bolt's `ack` listener) and its work runs after, as a bolt lazy
 listener, so a slow Alertmanager or cluster never delays the ack. Every outcome is answered: refusals and
@@ -27,12 +28,21 @@ from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_fo
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, Refused
-from bot.render.blocks import Message, code, context, esc, message, section, text_message
-from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, LINK_ACTION_PREFIX
+from bot.render.acknowledge import mention
+from bot.render.blocks import Message, code, context, message, section, text_message
+from bot.render.slack import (
+    ACTION_ACK,
+    ACTION_PATH,
+    ACTION_PROBE,
+    ACTION_SILENCE,
+    ACTION_UNACK,
+    LINK_ACTION_PREFIX,
+)
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Requester, Settings
+from handlers.acknowledge import Acknowledger, firing_carrier, may_acknowledge
 from handlers.command_access import silence_refusal
 from handlers.command_silence import Silences
 from handlers.respond import Asked, answering, say
@@ -43,7 +53,6 @@ SILENCE_DURATION = timedelta(hours=1)
 # The labels that say which alert a silence is about; a cluster's `match` labels are added to them.
 IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
 PROBE_LABELS = ("namespace", "cronjob")
-_SLACK_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 # A button's check: runs against one configured target of one cluster, returns the answer to post.
 Check = Callable[[ClusterSettings, TargetSettings], Awaitable[Message]]
@@ -78,7 +87,8 @@ def _utc_now() -> datetime:
 @dataclass(frozen=True)
 class ActionDeps:
     """What the buttons use; `silencer` is None when `alertmanager.url` is not configured, `replies`
-    None when no outbox is given (answers then go to the person who pressed only)."""
+    None when no outbox is given (answers then go to the person who pressed only), `acks` None when
+    there is no outbox to edit the message through (the acknowledge buttons are then not registered)."""
 
     settings: Settings
     groups: GroupSource
@@ -86,6 +96,7 @@ class ActionDeps:
     checks: ButtonChecks = field(default_factory=ButtonChecks)
     now: Callable[[], datetime] = _utc_now
     replies: ThreadReplies | None = None
+    acks: Acknowledger | None = None
 
 
 def register(app: AsyncApp, deps: ActionDeps) -> None:
@@ -93,6 +104,9 @@ def register(app: AsyncApp, deps: ActionDeps) -> None:
     app.action(ACTION_SILENCE)(ack=_ack, lazy=[_silence_listener(deps)])
     # Link buttons (graph, silence page) open their page in the browser; Slack still wants the press acked.
     app.action(re.compile(f"^{re.escape(LINK_ACTION_PREFIX)}"))(_ack)
+    if deps.acks is not None:
+        for action_id, take in ((ACTION_ACK, True), (ACTION_UNACK, False)):
+            app.action(action_id)(ack=_ack, lazy=[_ack_listener(deps, deps.acks, take=take)])
     for action_id, verb, check in (
         (ACTION_PROBE, "Probing", deps.checks.probe),
         (ACTION_PATH, "Checking the path to", deps.checks.path),
@@ -145,10 +159,6 @@ class Pressed:
         return cls(str(action["action_id"]), ref, who, name, press)
 
 
-def _mention(user: str) -> str:
-    return f"<@{user}>" if _SLACK_ID.fullmatch(user) else esc(user)
-
-
 # -- Silence 1h ----------------------------------------------------------------------------------------
 
 
@@ -180,7 +190,7 @@ async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond) ->
         )
         log.info("silence %s created by %s for group %s", silence, pressed.who.user, group_id(one.group_key))
         lines.append(f"(silence {code(silence)}): {', '.join(code(m) for m in matchers)}")
-    text = f"Silenced for 1h by {_mention(pressed.who.user)} " + "; ".join(lines)
+    text = f"Silenced for 1h by {mention(pressed.who.user)} " + "; ".join(lines)
     await _in_thread(deps, respond, pressed, group, text_message(text))
 
 
@@ -237,6 +247,28 @@ def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSet
             "everywhere: silence it in Alertmanager with narrower matchers."
         )
     return found
+
+
+# -- Acknowledge / Unacknowledge -------------------------------------------------------------------------
+
+
+def _ack_listener(deps: ActionDeps, acks: Acknowledger, *, take: bool) -> Callable[..., Awaitable[None]]:
+    async def acknowledge_alert(body: dict[str, Any], respond: AsyncRespond) -> None:
+        async def run(pressed: Pressed) -> None:
+            may_acknowledge(deps.settings, pressed.ref.cluster, pressed.who)
+            known = await deps.groups.groups()
+            carrier = firing_carrier(
+                next((g for g in known if group_id(g.group_key) == pressed.ref.group), None), known
+            )
+            # The message's edit and its thread line say it; the person who pressed is told only of a refusal.
+            if take:
+                await acks.acknowledge(carrier, pressed.who.user, pressed.user_name, pressed.press)
+            else:
+                await acks.unacknowledge(carrier, pressed.who.user, pressed.press)
+
+        await _answering(respond, "acknowledgement", run, body)
+
+    return acknowledge_alert
 
 
 # -- Probe now / Path check ----------------------------------------------------------------------------

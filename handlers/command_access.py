@@ -54,7 +54,19 @@ def allowed_subcommands(
     clusters = queryable(settings, who)
     if not clusters:
         return frozenset({"help"})
-    found = {"help", "status", "peers", "reasons", "probe", "path", "logs", "verify", "netpol"}
+    found = {
+        "help",
+        "status",
+        "peers",
+        "reasons",
+        "probe",
+        "path",
+        "logs",
+        "verify",
+        "netpol",
+        "ack",
+        "unack",
+    }
     if silences and any(settings.may_silence(c.name, who) for c in clusters):
         found.add("silence")
     if digest and len(clusters) == len(settings.clusters):

@@ -74,6 +74,8 @@ USAGES: dict[str, Usage] = {
     # `silence TARGET [DURATION]`, `silence list`, `silence expire ID`: told apart by the first word.
     "silence": Usage(("TARGET|list|expire", "DURATION|ID?"), {"--reason": Takes.WORDS}),
     "digest": Usage(),
+    "ack": Usage(_TARGET),
+    "unack": Usage(_TARGET),
 }
 
 

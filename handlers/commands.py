@@ -53,6 +53,7 @@ from bot.render.checks_verify import verify_message
 from bot.render.help import help_message
 from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Settings
+from handlers.acknowledge import Acknowledger
 from handlers.actions import ButtonChecks
 from handlers.command_access import (
     Asker,
@@ -62,6 +63,7 @@ from handlers.command_access import (
     queryable,
     target_for,
 )
+from handlers.command_ack import plan_ack
 from handlers.command_args import Invocation, cross_cluster, parse_invocation, whole_number
 from handlers.command_silence import Silences, plan_silence
 from handlers.respond import Asked, answering, say
@@ -88,6 +90,7 @@ class CommandDeps:
     silences: Silences | None = None  # None: `alertmanager.url` is not configured
     digest: DigestNow | None = None  # None: no digest runner in this bot
     prometheus: PrometheusClient | None = None  # the bot's one client; None: `prometheus.url` not set
+    acks: Acknowledger | None = None  # `ack` / `unack`; None: no outbox to edit messages through
     path_dial_window: float = 3.0
     now: Callable[[], datetime] = _utc_now
     # Told (subcommand, seconds from arrival to answer) after each command: the bot's own metrics.
@@ -190,6 +193,9 @@ def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     clusters = granted(deps.settings, asker, inv.sub)
     if inv.sub == "silence":
         return Plan(plan_silence(deps.settings, deps.silences, inv, asker.who, asker.user_name, deps.now))
+    if inv.sub in ("ack", "unack"):
+        press = f"command:{deps.now().timestamp():.6f}"
+        return Plan(plan_ack(deps.settings, deps.acks, inv, asker, press))
     if inv.sub == "digest":
         return _plan_digest(deps, asker, clusters)
     planner = _PLANNERS[inv.sub]

@@ -34,6 +34,7 @@ from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import upload_key
 from bot.delivery.plan import Step
 from bot.lease import Lease
+from bot.render.acknowledge import shown_with
 from bot.render.blocks import Message
 from bot.render.refit import smaller, text_only
 from bot.store.base import Store
@@ -119,7 +120,7 @@ class StepSender:
         # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
         where = await self._where.message(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
-            await self._edit(step.item, where, _message(payload))
+            await self._edit(step.item, where, await self._shown(step))
             return {"ts": where.ts, "channel_id": where.channel_id}
         if kind is OutboxKind.REPLY:
             found = await self._earlier(step.item, channel, where.channel_id, where.ts)
@@ -198,13 +199,20 @@ class StepSender:
             revision = str(upload.payload.get("replaces") or "")
         return None
 
+    async def _shown(self, step: Step) -> Message:
+        """A message's post or edit as it is shown now: with the acknowledgement the store holds for it
+        at this moment, whichever replica queued the content and when (`bot.render.acknowledge`)."""
+        ack = await self._store.acknowledgement(step.item.channel, step.group_key)
+        return shown_with(_message(step.payload), ack)
+
     async def _post(self, step: Step) -> dict[str, Any] | None:
-        channel, group, payload = step.item.channel, step.group_key, step.payload
+        channel, group = step.item.channel, step.group_key
         state = await self._store.get_group(channel, group)
+        content = await self._shown(step)
         if state is not None and state.ts is not None:
             # Slack already has this message (we died after posting): edit it, never post a second one.
             channel_id = self._where.channel_id(channel, state.channel_id)
-            await self._edit(step.item, Address(channel_id, state.ts), _message(payload))
+            await self._edit(step.item, Address(channel_id, state.ts), content)
             return {"ts": state.ts, "channel_id": channel_id, "edited": True}
         # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
         if not await self._still_pending(step.item):
@@ -214,7 +222,7 @@ class StepSender:
         if found is not None:
             await self._store.record_post(channel, group, found.ts, found.channel_id)
             # Edits merged into this step since that try are newer than what Slack holds.
-            await self._edit(step.item, found, _message(payload))
+            await self._edit(step.item, found, content)
             return {"ts": found.ts, "channel_id": found.channel_id, "adopted": True}
         slot = await self._paced(channel)
         if not await self._still_pending(step.item):
@@ -224,7 +232,7 @@ class StepSender:
             channel,
             await self._fitting(
                 step.item,
-                _message(payload),
+                content,
                 lambda m: self._marked_post(step.item, channel, m),
                 lambda: self._paced(channel),
             ),

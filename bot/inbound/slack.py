@@ -30,6 +30,7 @@ from bot.errors import ConfigError
 from bot.inbound.body import BodyTimeout, read_within
 from config.settings import Settings
 from handlers import actions
+from handlers.acknowledge import Acknowledger
 from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies
 from handlers.command_silence import Silences as Silencer
 
@@ -129,6 +130,7 @@ def slack_routes_and_workers(
     checks: ButtonChecks | None = None,
     silencer: Silencer | None = None,
     replies: ThreadReplies | None = None,
+    acks: Acknowledger | None = None,
     client: AsyncWebClient | None = None,
     registrations: Sequence[Registration] = (),
 ) -> tuple[list[BaseRoute], list[Worker]]:
@@ -137,11 +139,14 @@ def slack_routes_and_workers(
     HTTP mode gives the `/slack/events` route; Socket Mode (`slack.app_token` set) gives a worker instead.
     The buttons silence through `silencer` (the bot's one Alertmanager client; None: silencing is not
     configured); `checks` back *Probe now* and *Path check*; their answers in the alert's thread are
-    queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only).
+    queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only);
+    `acks` backs *Acknowledge* / *Unacknowledge* (None: those buttons are not registered).
     `registrations` add further handler modules (the slash commands).
     """
     workers: list[Worker] = []
-    button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks(), replies=replies)
+    button_deps = ActionDeps(
+        settings, deps.store, silencer, checks or ButtonChecks(), replies=replies, acks=acks
+    )
     app = build_slack_app(
         settings, [lambda app: actions.register(app, button_deps), *registrations], client=client
     )

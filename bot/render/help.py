@@ -58,6 +58,16 @@ HELP: dict[str, SubcommandHelp] = {
         "the vcluster.yaml NetworkPolicy values for both ends of a direct path",
         "netpol --client vcluster-team-a/team-a --target vcluster-crd-store/crd-store",
     ),
+    "ack": SubcommandHelp(
+        "ack TARGET",
+        'acknowledge the firing alerts about TARGET posted in this channel ("I have it", shown on them)',
+        "ack platform/crd-store",
+    ),
+    "unack": SubcommandHelp(
+        "unack TARGET",
+        "remove the acknowledgement of the firing alerts about TARGET posted in this channel",
+        "unack platform/crd-store",
+    ),
     "silence": SubcommandHelp(
         "silence TARGET [DURATION] [--reason TEXT] · silence list · silence expire ID",
         "Alertmanager silences for one target's alerts (default 1h)",
