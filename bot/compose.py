@@ -25,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from bot.alerts.prom_enrich import PromEnricher
+from bot.alerts.silences import SilenceWatch
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, Worker, create_app
@@ -48,6 +49,7 @@ from bot.store import Store, StoreError, open_store
 from config.settings import Settings
 from handlers import alerts, commands, digest
 from handlers.acknowledge import Acknowledger
+from handlers.actions import ViewOpener
 from handlers.command_silence import Silences
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,8 @@ class ObservedSlack(SlackSender, Protocol):
     async def auth_test(self) -> Mapping[str, Any]: ...
 
     async def workspace_url(self) -> str | None: ...
+
+    async def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -204,10 +208,18 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
         acks = Acknowledger(clients.store, delivery, clock=clients.clock)
+        watch = _silence_watch(clients, delivery)
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
         command_deps = replace(command_deps, acks=acks)
         routes, slack_workers = slack_inbound(
-            settings, deps, command_deps, clients.alertmanager, delivery, acks=acks
+            settings,
+            deps,
+            command_deps,
+            clients.alertmanager,
+            delivery,
+            acks=acks,
+            views=clients.slack,
+            watch=watch,
         )
     except BaseException:
         pool.shutdown(wait=False)  # no worker has started yet: nothing to wait for
@@ -219,6 +231,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         delivery.run,
         digests.run,
         lambda: live.keep_warm(warm_interval),
+        *([] if watch is None else [watch.run]),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
     return Bot(deps, app, clients, live, command_deps, delivery, enricher, pool)
@@ -311,6 +324,15 @@ def _digests(
     )
 
 
+def _silence_watch(clients: Clients, delivery: Delivery) -> SilenceWatch | None:
+    """Alertmanager's silences, read every few seconds and laid over the messages they cover."""
+    if clients.alertmanager is None:
+        return None
+    watch = SilenceWatch(clients.alertmanager, clients.store, delivery)
+    delivery.show_silences(watch)
+    return watch
+
+
 def _command_deps(
     settings: Settings,
     clients: Clients,
@@ -336,6 +358,8 @@ def slack_inbound(
     delivery: Delivery,
     *,
     acks: Acknowledger | None = None,
+    views: ViewOpener | None = None,
+    watch: SilenceWatch | None = None,
 ) -> tuple[list[BaseRoute], list[Worker]]:
     """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`;
     the buttons' thread answers go through `delivery`, like every Slack operation."""
@@ -346,6 +370,8 @@ def slack_inbound(
         silencer=silencer,
         replies=delivery,
         acks=acks,
+        views=views,
+        watch=watch,
         registrations=[lambda app: commands.register(app, command_deps)],
     )
 

@@ -26,17 +26,21 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
+from bot.clients.alertmanager import Silence
 from bot.clients.slack import DEFAULT_TIMEOUT, Posted, SlackRateLimited, SlackRejected
 from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import upload_key
 from bot.delivery.plan import Step
+from bot.domain.alerts import AlertStatus
 from bot.lease import Lease
 from bot.render.acknowledge import shown_with
 from bot.render.blocks import Message
 from bot.render.refit import smaller, text_only
+from bot.render.silence_line import ShownSilence, shown_silenced
 from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 from config.validation import SLACK_CHANNEL_ID
@@ -79,6 +83,12 @@ class SlackSender(Protocol):
     async def delete_file(self, file_id: str) -> None: ...
 
 
+class ShownSilences(Protocol):
+    """The silence each message shows, from Alertmanager's last listing (`bot.alerts.silences`)."""
+
+    def shown_for(self, label_sets: Sequence[Mapping[str, str]]) -> Silence | None: ...
+
+
 class NotLeading(Exception):
     """This process may no longer send (its lease is short or gone): the row is left for the leader."""
 
@@ -105,6 +115,8 @@ class StepSender:
         # Channels whose history Slack refused to show (`missing_scope`): posts there are at-least-once.
         self._cannot_look: set[str] = set()
         self._where = Addresses(store)
+        # Set once the bot watches Alertmanager's silences (`Delivery.show_silences`).
+        self.silences: ShownSilences | None = None
 
     async def send(self, channel: str, step: Step) -> dict[str, Any] | None:
         """The call's result for the row; None when the row was completed by someone else meanwhile."""
@@ -203,7 +215,14 @@ class StepSender:
         """A message's post or edit as it is shown now: with the acknowledgement the store holds for it
         at this moment, whichever replica queued the content and when (`bot.render.acknowledge`)."""
         ack = await self._store.acknowledgement(step.item.channel, step.group_key)
-        return shown_with(_message(step.payload), ack)
+        message = shown_with(_message(step.payload), ack)
+        if self.silences is None:
+            return message
+        group = await self._store.get_group(step.item.channel, step.group_key)
+        firing = group is not None and group.status is AlertStatus.FIRING
+        found = self.silences.shown_for(group.facts.firing_labels) if group is not None and firing else None
+        silence = None if found is None else ShownSilence(found.created_by, found.ends_at, found.comment)
+        return shown_silenced(message, silence, datetime.fromtimestamp(self._clock(), UTC))
 
     async def _post(self, step: Step) -> dict[str, Any] | None:
         channel, group = step.item.channel, step.group_key

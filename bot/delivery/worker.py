@@ -38,7 +38,7 @@ from bot.delivery.addresses import ChannelIdUnknown, Folded, NotPostedYet, Unsen
 from bot.delivery.enqueue import HORIZON, Enqueuer
 from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
-from bot.delivery.send import SEND_MARGIN, Clock, NotLeading, SlackSender, Sleep, StepSender
+from bot.delivery.send import SEND_MARGIN, Clock, NotLeading, ShownSilences, SlackSender, Sleep, StepSender
 from bot.lease import RETRY_EVERY, Lease
 from bot.store.base import Store
 from bot.store.errors import StoreError
@@ -83,6 +83,10 @@ class Delivery(Enqueuer):
         # Set when a stop cut Slack calls off mid-flight: the lease is then left to expire, not released,
         # so the next leader looks for those posts only once they could have reached Slack.
         self.cut_off = False
+
+    def show_silences(self, silences: ShownSilences) -> None:
+        """Lay the silence covering each message over its posts and edits (`bot.alerts.silences`)."""
+        self._sender.silences = silences
 
     # -- the loop ------------------------------------------------------------------------------------
     async def run(self) -> None:

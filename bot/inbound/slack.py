@@ -25,13 +25,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from bot.alerts.silences import SilenceWatch
 from bot.app import Deps, Worker
 from bot.errors import ConfigError
 from bot.inbound.body import BodyTimeout, read_within
 from config.settings import Settings
 from handlers import actions
 from handlers.acknowledge import Acknowledger
-from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies
+from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies, ViewOpener
 from handlers.command_silence import Silences as Silencer
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,8 @@ def slack_routes_and_workers(
     silencer: Silencer | None = None,
     replies: ThreadReplies | None = None,
     acks: Acknowledger | None = None,
+    views: ViewOpener | None = None,
+    watch: SilenceWatch | None = None,
     client: AsyncWebClient | None = None,
     registrations: Sequence[Registration] = (),
 ) -> tuple[list[BaseRoute], list[Worker]]:
@@ -140,12 +143,20 @@ def slack_routes_and_workers(
     The buttons silence through `silencer` (the bot's one Alertmanager client; None: silencing is not
     configured); `checks` back *Probe now* and *Path check*; their answers in the alert's thread are
     queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only);
-    `acks` backs *Acknowledge* / *Unacknowledge* (None: those buttons are not registered).
+    `acks` backs *Acknowledge* / *Unacknowledge* (None: those buttons are not registered); `views` opens
+    the *Silence…* modal (the Slack client; None: the button answers that it cannot).
     `registrations` add further handler modules (the slash commands).
     """
     workers: list[Worker] = []
     button_deps = ActionDeps(
-        settings, deps.store, silencer, checks or ButtonChecks(), replies=replies, acks=acks
+        settings,
+        deps.store,
+        silencer,
+        checks or ButtonChecks(),
+        replies=replies,
+        acks=acks,
+        views=views,
+        watch=watch,
     )
     app = build_slack_app(
         settings, [lambda app: actions.register(app, button_deps), *registrations], client=client

@@ -51,11 +51,11 @@ def shown_with(message: Message, ack: Acknowledgement | None) -> Message:
     blocks = [b for b in message.blocks if b.get("block_id") != ACK_BLOCK_ID]
     blocks = [_turned(b, ack is not None) if b.get("block_id") == ACTIONS_BLOCK_ID else b for b in blocks]
     if ack is not None:
-        blocks.insert(_line_at(blocks), {**context([ack_line(ack)]), "block_id": ACK_BLOCK_ID})
+        blocks.insert(line_at(blocks), {**context([ack_line(ack)]), "block_id": ACK_BLOCK_ID})
     return Message(message.text, tuple(blocks))
 
 
-def _line_at(blocks: list[Block]) -> int:
+def line_at(blocks: list[Block]) -> int:
     """Under the message's body: before its tail (the context line above the buttons, and the buttons)."""
     at = next((i for i, b in enumerate(blocks) if b.get("block_id") == ACTIONS_BLOCK_ID), len(blocks))
     return at - 1 if at > 0 and blocks[at - 1].get("type") == "context" else at

@@ -242,7 +242,7 @@ def _buttons(view: AlertGroupView, *, firing: bool) -> list[Button]:
     found = [Button("Probe now", ACTION_PROBE, value), Button("Path check", ACTION_PATH, value)]
     if firing:
         found.append(ack_button(value))
-        found.append(Button("Silence 1h", ACTION_SILENCE, value))
+        found.append(Button("Silence…", ACTION_SILENCE, value))
     graph = view.graph_link()
     if graph is not None:
         found.append(Button("Prometheus graph", ACTION_GRAPH, url=graph))

@@ -225,7 +225,7 @@ def test_buttons_carry_action_ids_and_links_open_the_graph_and_the_silence_page(
         ("Probe now", ACTION_PROBE),
         ("Path check", ACTION_PATH),
         ("Acknowledge", ACTION_ACK),
-        ("Silence 1h", ACTION_SILENCE),
+        ("Silence…", ACTION_SILENCE),
         ("Prometheus graph", ACTION_GRAPH),
         ("Alertmanager silence", ACTION_SILENCE_PAGE),
     ]
