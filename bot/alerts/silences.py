@@ -97,7 +97,10 @@ class SilenceWatch:
 
     async def run(self) -> None:
         while True:
-            await self.refresh()
+            try:
+                await self.refresh()
+            except Exception:  # the watch never ends: the next read may work
+                log.exception("reading Alertmanager's silences failed")
             self._wake.clear()
             try:
                 async with asyncio.timeout(self.every):

@@ -29,7 +29,14 @@ from bot.errors import ClusterError, UpstreamError
 from bot.inbound.slack import slack_routes_and_workers
 from bot.render.blocks import Message, section
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
-from bot.render.slack import ACTION_GRAPH, ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, ACTION_SILENCE_PAGE
+from bot.render.slack import (
+    ACTION_EXPIRE_SILENCE,
+    ACTION_GRAPH,
+    ACTION_PATH,
+    ACTION_PROBE,
+    ACTION_SILENCE,
+    ACTION_SILENCE_PAGE,
+)
 from bot.store import AlertGroupState, Store
 from bot.store.errors import StoreError
 from bot.store.models import GroupFacts
@@ -90,11 +97,14 @@ class FakeSilencer:
         )
         return "6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
 
+    listed: list[Silence] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+
     async def silences(self) -> list[Silence]:
-        return []  # the buttons only create silences
+        return list(self.listed)
 
     async def expire_silence(self, silence: str) -> None:
-        raise AssertionError(f"the buttons never expire a silence ({silence})")
+        self.expired.append(silence)
 
 
 @dataclass
@@ -531,6 +541,49 @@ async def test_an_unexpected_error_is_answered_without_a_traceback(
     assert (
         answer["errors"][COMMENT_BLOCK] == "The silence failed on proxybot's side; the error is in its log."
     )
+
+
+def listed(sid: str, target: str, state: str = "active") -> Silence:
+    at = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    matchers = (Matcher("target", target),)
+    return Silence(sid, state, matchers, at, at + timedelta(hours=2), "ops", "node drain")
+
+
+async def test_expire_silence_expires_the_active_silences_covering_the_message_and_says_so(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    own = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store"}
+    await save_group(store, GroupFacts(firing_labels=(own,)))
+    covering_ids = ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"]
+    silencer = FakeSilencer(
+        listed=[
+            listed(covering_ids[0], "platform/crd-store"),
+            listed(covering_ids[1], "platform/crd-store"),
+            listed("33333333-3333-4333-8333-333333333333", "platform/crd-store", state="expired"),
+            listed("44444444-4444-4444-8444-444444444444", "platform/other"),
+        ]
+    )
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k1")))
+        [reply] = await eventually(lambda: thread_replies(fake), "the thread line")
+    assert sorted(silencer.expired) == covering_ids
+    assert reply.text.startswith(f"🔔 <@{ALICE}> expired the silence of this alert")
+    assert fake.responses == []
+
+
+async def test_expire_silence_refusals(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
+    own = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store"}
+    await save_group(store, GroupFacts(firing_labels=(own,)))
+    silencer = FakeSilencer(listed=[listed("44444444-4444-4444-8444-444444444444", "platform/other")])
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k1")))
+        await eventually(lambda: fake.responses, "the first answer")
+        body = button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k2"), user=BOB)
+        await press(http, body)
+        await eventually(lambda: len(fake.responses) == 2, "the refusal")
+    assert "No active silence covers this alert any more" in fake.responses[0]["text"]
+    assert "You may not silence alerts of cluster `team-a`" in fake.responses[1]["text"]
+    assert silencer.expired == []
 
 
 async def test_a_thread_answer_that_meets_a_429_is_still_delivered(
