@@ -73,12 +73,13 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     must = [_place_line(view, now), *_explained(view, lead)]
     tail = [context(_context_items(view, now)), actions(_buttons(view, firing=True), ACTIONS_BLOCK_ID)]
     head = header(title(view))
-    # Room is kept for the acknowledgement's line, laid over the message as it is sent.
-    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail) + ACK_LINES
-    chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail) + ACK_CHARS
+    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail)
+    chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail)
     # The incident's lines come before findings: the other alerts of one cause are what the engineer
     # must not miss; a finding left out is in the details reply.
     must += _incident_fit(view, now, MAX_LINES - used, MAX_VISIBLE - chars)
+    # Room is kept for the acknowledgement's or the silence's line, laid over the message as it is sent,
+    # out of the findings' share (they are in the details reply), not the incident's.
     used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail) + ACK_LINES
     chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail) + ACK_CHARS
     trap = current_trap(lead.diagnosis) if lead.diagnosis is not None and lead.diagnosis.known else None
