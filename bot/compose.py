@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from bot.alerts.prom_enrich import PromEnricher
+from bot.alerts.silences import SilenceWatch
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, create_app
@@ -49,7 +50,8 @@ from bot.ports import Clock, Worker
 from bot.store import Store, StoreError, open_store
 from config.settings import Settings
 from handlers import actions, alerts, commands, digest
-from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies
+from handlers.acknowledge import Acknowledger
+from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies, ViewOpener
 from handlers.command_silence import Silences
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,8 @@ class ObservedSlack(SlackSender, Protocol):
     async def auth_test(self) -> Mapping[str, Any]: ...
 
     async def workspace_url(self) -> str | None: ...
+
+    async def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -205,8 +209,20 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs, ctx)
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
+        acks = Acknowledger(clients.store, delivery, clock=clients.clock)
+        watch = _silence_watch(clients, delivery)
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
-        routes, slack_workers = slack_inbound(settings, deps, command_deps, clients.alertmanager, delivery)
+        command_deps = replace(command_deps, acks=acks)
+        routes, slack_workers = slack_inbound(
+            settings,
+            deps,
+            command_deps,
+            clients.alertmanager,
+            delivery,
+            acks=acks,
+            views=clients.slack,
+            watch=watch,
+        )
     except BaseException:
         pool.shutdown(wait=False)  # no worker has started yet: nothing to wait for
         raise
@@ -217,6 +233,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         delivery.run,
         digests.run,
         lambda: live.keep_warm(warm_interval),
+        *([] if watch is None else [watch.run]),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
     return Bot(deps, app, clients, live, command_deps, delivery, enricher, pool)
@@ -309,6 +326,15 @@ def _digests(
     )
 
 
+def _silence_watch(clients: Clients, delivery: Delivery) -> SilenceWatch | None:
+    """Alertmanager's silences, read every few seconds and laid over the messages they cover."""
+    if clients.alertmanager is None:
+        return None
+    watch = SilenceWatch(clients.alertmanager, clients.store, delivery)
+    delivery.show_silences(watch)
+    return watch
+
+
 def _command_deps(
     settings: Settings,
     clients: Clients,
@@ -332,6 +358,10 @@ def slack_inbound(
     command_deps: commands.CommandDeps,
     silencer: Silences | None,
     delivery: Delivery,
+    *,
+    acks: Acknowledger | None = None,
+    views: ViewOpener | None = None,
+    watch: SilenceWatch | None = None,
 ) -> tuple[list[BaseRoute], list[Worker]]:
     """Slack's side of the bot: the alert buttons and `/proxy`, both running the checks of `command_deps`;
     the buttons' thread answers go through `delivery`, like every Slack operation."""
@@ -341,6 +371,9 @@ def slack_inbound(
         checks=commands.button_checks(command_deps),
         silencer=silencer,
         replies=delivery,
+        acks=acks,
+        views=views,
+        watch=watch,
         registrations=[lambda app: commands.register(app, command_deps)],
     )
 
@@ -352,6 +385,9 @@ def slack_endpoints(
     checks: ButtonChecks | None = None,
     silencer: Silences | None = None,
     replies: ThreadReplies | None = None,
+    acks: Acknowledger | None = None,
+    views: ViewOpener | None = None,
+    watch: SilenceWatch | None = None,
     client: AsyncWebClient | None = None,
     registrations: Sequence[Registration] = (),
 ) -> tuple[list[BaseRoute], list[Worker]]:
@@ -360,9 +396,21 @@ def slack_endpoints(
 
     The buttons silence through `silencer` (the bot's one Alertmanager client; None: silencing is not
     configured); `checks` back *Probe now* and *Path check*; their answers in the alert's thread are
-    queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only).
+    queued as `replies` (the bot's delivery outbox; None: they go to the person who pressed only);
+    `acks` backs *Acknowledge* / *Unacknowledge* (None: those buttons are not registered); `views` opens
+    the *Silence…* modal (the Slack client; None: the button answers that it cannot); `watch` tells
+    which silences cover a message.
     """
-    button_deps = ActionDeps(settings, deps.store, silencer, checks or ButtonChecks(), replies=replies)
+    button_deps = ActionDeps(
+        settings,
+        deps.store,
+        silencer,
+        checks or ButtonChecks(),
+        replies=replies,
+        acks=acks,
+        views=views,
+        watch=watch,
+    )
     buttons: Registration = lambda app: actions.register(app, button_deps)  # noqa: E731
     return slack_routes_and_workers(settings, [buttons, *registrations], client=client)
 

@@ -181,6 +181,24 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
         cli_help="the vcluster.yaml NetworkPolicy values for both ends of a client/target pair",
     ),
     SubcommandSpec(
+        "ack",
+        Slash(
+            Usage(_TARGET),
+            "ack TARGET",
+            'acknowledge the firing alerts about TARGET posted in this channel ("I have it", shown on them)',
+            "ack platform/crd-store",
+        ),
+    ),
+    SubcommandSpec(
+        "unack",
+        Slash(
+            Usage(_TARGET),
+            "unack TARGET",
+            "remove the acknowledgement of the firing alerts about TARGET posted in this channel",
+            "unack platform/crd-store",
+        ),
+    ),
+    SubcommandSpec(
         "silence",
         # `silence TARGET [DURATION]`, `silence list`, `silence expire ID`: told apart by the first word.
         Slash(

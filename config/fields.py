@@ -57,6 +57,8 @@ TargetName = Annotated[str, AfterValidator(validation.target_name)]
 LabelName = Annotated[str, AfterValidator(validation.prometheus_label_name)]
 SlackChannel = Annotated[str, AfterValidator(validation.slack_channel)]
 SlackUser = Annotated[str, AfterValidator(validation.slack_user)]
+# A duration (`30s`, `10m`, `1h`, `7d`) as seconds.
+Duration = Annotated[float, BeforeValidator(validation.duration_seconds)]
 
 
 class StrictModel(BaseModel):

@@ -21,6 +21,7 @@ from config import validation
 from config.clusters import ClusterSettings, TargetSettings
 from config.fields import (
     ConfigPath,
+    Duration,
     HttpUrl,
     Loc,
     NonEmpty,
@@ -175,6 +176,8 @@ class AccessSettings(StrictModel):
     alert_channels_may_query: bool = True
     # Users who may silence, wherever they may also query the cluster.
     silencers: tuple[SlackUser, ...] = ()
+    # The longest silence the *Silence…* modal makes (a duration: `7d`, `12h`).
+    silence_max: Duration = 7 * 86400.0
     direct_messages: DirectMessageRule = DirectMessageRule()
 
 

@@ -338,3 +338,26 @@ def catch_up(value: Any) -> bool | int:
     raise ValueError(
         f"must be true, false or a number of minutes from 1 to {CATCH_UP_MAX_MINUTES}; got {value!r}"
     )
+
+
+# A duration as operators write one (`30s`, `10m`, `1h`, `7d`, `1h30m`), or a number of seconds. The same
+# grammar as the durations people type in Slack (`bot.domain.durations`), which config cannot import.
+_DURATION_PART = re.compile(r"([0-9]{1,6})([smhd])")
+_DURATION_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(value: object) -> float:
+    """Seconds of a duration like `10m` or `7d` (or a positive number of seconds)."""
+    if isinstance(value, bool):
+        raise ValueError("must be a duration like 30s, 10m, 1h or 7d")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        parts = _DURATION_PART.findall(text)
+        if not text or "".join(n + u for n, u in parts) != text:
+            raise ValueError(f"{_describe(text)} is not a duration like 30s, 10m, 1h or 7d")
+        seconds = float(sum(int(n) * _DURATION_UNIT[u] for n, u in parts))
+    if seconds <= 0:
+        raise ValueError("must be longer than 0s")
+    return seconds

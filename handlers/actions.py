@@ -1,4 +1,6 @@
-"""The buttons on alert messages: *Silence 1h*, and *Probe now* / *Path check* when their checks are given.
+"""The buttons on alert messages: *Silence…* (a modal: a duration and a required comment, its submission
+checked by `handlers.silence_form`), *Acknowledge* / *Unacknowledge* (`handlers.acknowledge`) when an outbox
+is given, and *Probe now* / *Path check* when their checks are given.
 
 Each button is acknowledged at once (bolt's `ack` listener) and its work runs after, as a bolt lazy
 listener, so a slow Alertmanager or cluster never delays the ack. Every outcome is answered: refusals and
@@ -23,27 +25,40 @@ from typing import Any, Protocol
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.alerts.incident import members_of
+from bot.alerts.silences import SilenceWatch, covering
 from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
+from bot.clients.slack import SlackError, SlackRejected
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, Refused
-from bot.render.blocks import Message, code, context, esc, message, section, text_message
-from bot.render.slack import ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, LINK_ACTION_PREFIX
+from bot.render.acknowledge import mention
+from bot.render.blocks import Message, code, context, message, section, text_message
+from bot.render.silence_modal import CALLBACK_ID as SILENCE_FORM
+from bot.render.silence_modal import open_failed, silence_modal, silenced_reply
+from bot.render.slack import (
+    ACTION_ACK,
+    ACTION_EXPIRE_SILENCE,
+    ACTION_PATH,
+    ACTION_PROBE,
+    ACTION_SILENCE,
+    ACTION_UNACK,
+    LINK_ACTION_PREFIX,
+)
 from bot.store.base import GroupStore
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Requester, Settings
+from handlers.acknowledge import Acknowledger, firing_carrier, may_acknowledge
 from handlers.command_access import silence_refusal
 from handlers.command_silence import Silences
 from handlers.respond import Asked, answering, say
+from handlers.silence_form import FormErrors, SilenceForm, create_silences, read_form
 
 log = logging.getLogger(__name__)
 
-SILENCE_DURATION = timedelta(hours=1)
 # The labels that say which alert a silence is about; a cluster's `match` labels are added to them.
 IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
 PROBE_LABELS = ("namespace", "cronjob")
-_SLACK_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 # A button's check: runs against one configured target of one cluster, returns the answer to post.
 Check = Callable[[ClusterSettings, TargetSettings], Awaitable[Message]]
@@ -55,6 +70,12 @@ class ButtonChecks:
 
     probe: Check | None = None
     path: Check | None = None
+
+
+class ViewOpener(Protocol):
+    """Slack's views.open (`bot.clients.slack.SlackClient` is one)."""
+
+    async def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> None: ...
 
 
 class ThreadReplies(Protocol):
@@ -70,7 +91,8 @@ def _utc_now() -> datetime:
 @dataclass(frozen=True)
 class ActionDeps:
     """What the buttons use; `silencer` is None when `alertmanager.url` is not configured, `replies`
-    None when no outbox is given (answers then go to the person who pressed only)."""
+    None when no outbox is given (answers then go to the person who pressed only), `acks` None when
+    there is no outbox to edit the message through (the acknowledge buttons are then not registered)."""
 
     settings: Settings
     groups: GroupStore
@@ -78,13 +100,21 @@ class ActionDeps:
     checks: ButtonChecks = field(default_factory=ButtonChecks)
     now: Callable[[], datetime] = _utc_now
     replies: ThreadReplies | None = None
+    acks: Acknowledger | None = None
+    views: ViewOpener | None = None  # the Slack client's views.open, for the silence form
+    watch: SilenceWatch | None = None  # Alertmanager's silences as messages show them; told of changes
 
 
 def register(app: AsyncApp, deps: ActionDeps) -> None:
-    """Add the buttons' listeners to `app`: always *Silence 1h*, the checks only when given."""
+    """Add the buttons' listeners to `app`: always *Silence…* and its modal, the checks only when given."""
     app.action(ACTION_SILENCE)(ack=_ack, lazy=[_silence_listener(deps)])
+    app.view(SILENCE_FORM)(_silence_submission(deps))
+    app.action(ACTION_EXPIRE_SILENCE)(ack=_ack, lazy=[_expire_listener(deps)])
     # Link buttons (graph, silence page) open their page in the browser; Slack still wants the press acked.
     app.action(re.compile(f"^{re.escape(LINK_ACTION_PREFIX)}"))(_ack)
+    if deps.acks is not None:
+        for action_id, take in ((ACTION_ACK, True), (ACTION_UNACK, False)):
+            app.action(action_id)(ack=_ack, lazy=[_ack_listener(deps, deps.acks, take=take)])
     for action_id, verb, check in (
         (ACTION_PROBE, "Probing", deps.checks.probe),
         (ACTION_PATH, "Checking the path to", deps.checks.path),
@@ -137,43 +167,149 @@ class Pressed:
         return cls(str(action["action_id"]), ref, who, name, press)
 
 
-def _mention(user: str) -> str:
-    return f"<@{user}>" if _SLACK_ID.fullmatch(user) else esc(user)
-
-
-# -- Silence 1h ----------------------------------------------------------------------------------------
+# -- Silence… (a modal: duration and a required comment) --------------------------------------------
 
 
 def _silence_listener(deps: ActionDeps) -> Callable[..., Awaitable[None]]:
-    async def silence_alert_group(body: dict[str, Any], respond: AsyncRespond) -> None:
-        await _answering(respond, "silence", lambda pressed: _silence(deps, pressed, respond), body)
+    async def open_silence_form(body: dict[str, Any], respond: AsyncRespond) -> None:
+        trigger = str(body.get("trigger_id") or "")
+        await _answering(respond, "silence", lambda pressed: _open_form(deps, pressed, trigger), body)
 
-    return silence_alert_group
+    return open_silence_form
 
 
-async def _silence(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond) -> None:
+async def _open_form(deps: ActionDeps, pressed: Pressed, trigger_id: str) -> None:
+    """views.open of the silence modal, at once and directly (Slack takes the trigger for 3 s only)."""
     cluster = _silence_allowed(deps, pressed)
     if deps.silencer is None:
         raise Refused("proxybot cannot silence: `alertmanager.url` is not set in its configuration.")
+    if deps.views is None or not trigger_id:
+        raise Refused("proxybot cannot open the silence form here: silence it with `/proxy silence`.")
     known = await deps.groups.groups()
-    group = _find_group(known, pressed.ref.group)
+    every = _every_silence(known, _find_group(known, pressed.ref.group), pressed.ref, cluster)
+    ref, who = pressed.ref, pressed.who
+    form = SilenceForm(ref.group, cluster.name, ref.target, who.user, who.channel_id, who.channel_name)
+    metadata = form.sign(_secret(deps.settings), deps.now().timestamp())
+    shown = [str(m) for _, matchers in every for m in matchers]
+    view = silence_modal(_form_subject(pressed.ref), shown, metadata, deps.settings.access.silence_max)
+    try:
+        await deps.views.open_view(trigger_id, view)
+    except SlackRejected as err:
+        raise Refused(open_failed(err.error_code)) from None
+    except SlackError as err:
+        raise Refused(open_failed(type(err).__name__)) from None
+
+
+def _every_silence(
+    known: list[AlertGroupState], group: AlertGroupState, ref: ActionRef, cluster: ClusterSettings
+) -> list[tuple[AlertGroupState, tuple[Matcher, ...]]]:
     # An incident's message silences the groups that joined it too: one silence per group, all
     # matchers checked before any is made.
-    every = [(one, silence_matchers(one, pressed.ref, cluster)) for one in [group, *members_of(group, known)]]
+    return [(one, silence_matchers(one, ref, cluster)) for one in [group, *members_of(group, known)]]
+
+
+def _form_subject(ref: ActionRef) -> str:
+    return f"the alerts of {ref.target}" if ref.target else "this alert group"
+
+
+def _secret(settings: Settings) -> str:
+    secret = settings.slack.signing_secret
+    return "" if secret is None else secret.get_secret_value()
+
+
+def _silence_submission(deps: ActionDeps) -> Callable[..., Awaitable[None]]:
+    async def submit_silence_form(ack: AsyncAck, body: dict[str, Any]) -> None:
+        try:
+            made = await _silence_from_form(deps, body)
+        except FormErrors as problems:
+            log.info("silence form refused: %s", problems.errors)
+            await ack(response_action="errors", errors=problems.errors)
+            return
+        except Exception:  # the person gets a sentence, the log the traceback; nothing was silenced
+            log.exception("the silence form failed")
+            failed = FormErrors.on_comment("The silence failed on proxybot's side; the error is in its log.")
+            await ack(response_action="errors", errors=failed.errors)
+            return
+        await ack()
+        await _thread_line(deps, *made)
+
+    return submit_silence_form
+
+
+async def _silence_from_form(
+    deps: ActionDeps, body: Mapping[str, Any]
+) -> tuple[AlertGroupState, Message, str]:
+    """The silences the submitted form asks for, made; FormErrors (shown in the modal) when nothing was."""
+    view = body.get("view") or {}
+    user = body.get("user") or {}
+    who_id, name = str(user.get("id") or ""), str(user.get("username") or user.get("name") or user.get("id"))
     now = deps.now()
-    lines = []
-    for one, matchers in every:
-        silence = await deps.silencer.create_silence(
-            matchers,
-            starts_at=now,
-            ends_at=now + SILENCE_DURATION,
-            created_by=f"{pressed.user_name} (Slack {pressed.who.user})",
-            comment=f"Silence 1h from proxybot's alert message (group {group_id(one.group_key)}).",
-        )
-        log.info("silence %s created by %s for group %s", silence, pressed.who.user, group_id(one.group_key))
-        lines.append(f"(silence {code(silence)}): {', '.join(code(m) for m in matchers)}")
-    text = f"Silenced for 1h by {_mention(pressed.who.user)} " + "; ".join(lines)
-    await _in_thread(deps, respond, pressed, group, text_message(text))
+    form = SilenceForm.verify(
+        str(view.get("private_metadata") or ""), _secret(deps.settings), now.timestamp(), who_id
+    )
+    span, comment = read_form((view.get("state") or {}).get("values") or {}, deps.settings.access.silence_max)
+    direct = form.channel_name == "directmessage" or form.channel.startswith("D")
+    who = Requester(who_id, form.channel, form.channel_name, direct)
+    ref = ActionRef(form.cluster, form.target, form.group)
+    cluster = deps.settings.cluster(form.cluster)
+    if cluster is None or not deps.settings.may_silence(cluster.name, who):
+        raise FormErrors.on_comment(silence_refusal(deps.settings, form.cluster, who))
+    if deps.silencer is None:
+        raise FormErrors.on_comment("proxybot cannot silence: `alertmanager.url` is not set.")
+    known = await deps.groups.groups()
+    group = next((g for g in known if group_id(g.group_key) == form.group), None)
+    if group is None:
+        raise FormErrors.on_comment("This alert is no longer tracked by proxybot: nothing was silenced.")
+    every = _every_silence(known, group, ref, cluster)
+    ends = now + timedelta(seconds=span)
+    made = await create_silences(deps.silencer, every, now, ends, f"{name} (Slack {who_id})", comment)
+    log.info("silences %s created by %s for group %s", made, who_id, form.group)
+    lines = [f"silence {code(sid)}: {', '.join(code(m) for m in matchers)}" for sid, matchers in made]
+    return group, silenced_reply(who_id, ends, span, comment, lines), f"silence:{made[0][0]}"
+
+
+def _expire_listener(deps: ActionDeps) -> Callable[..., Awaitable[None]]:
+    async def expire_silence(body: dict[str, Any], respond: AsyncRespond) -> None:
+        await _answering(respond, "expiry", lambda pressed: _expire(deps, pressed), body)
+
+    return expire_silence
+
+
+async def _expire(deps: ActionDeps, pressed: Pressed) -> None:
+    """*Expire silence*: expire the active silences covering the message's groups, wherever made."""
+    cluster = _silence_allowed(deps, pressed)
+    if deps.silencer is None:
+        raise Refused("proxybot cannot expire silences: `alertmanager.url` is not set in its configuration.")
+    known = await deps.groups.groups()
+    group = _find_group(known, pressed.ref.group)
+    listed = await deps.silencer.silences()
+    found = {
+        s.id: s
+        for one, _ in _every_silence(known, group, pressed.ref, cluster)
+        for s in covering(listed, one.facts.firing_labels)
+        if s.state == "active"
+    }
+    if not found:
+        raise Refused("No active silence covers this alert any more: nothing to expire.")
+    for silence in found:
+        await deps.silencer.expire_silence(silence)
+    log.info("silences %s expired by %s for group %s", sorted(found), pressed.who.user, pressed.ref.group)
+    if deps.watch is not None:
+        deps.watch.soon()
+    ids = ", ".join(code(s) for s in sorted(found))
+    line = text_message(f"🔔 {mention(pressed.who.user)} expired the silence of this alert ({ids}).")
+    await _thread_line(deps, group, line, f"expire:{pressed.who.user}:{pressed.press}")
+
+
+async def _thread_line(deps: ActionDeps, group: AlertGroupState, line: Message, revision: str) -> None:
+    if deps.watch is not None:
+        deps.watch.soon()  # the message shows the change at the next read, seconds from now
+    if deps.replies is None:
+        return
+    try:
+        await deps.replies.reply(group.channel, group.group_key, line, revision)
+    except StoreError as err:
+        log.error("could not queue the silence's thread line in %s: %s", group.channel, err)
 
 
 def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
@@ -229,6 +365,28 @@ def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSet
             "everywhere: silence it in Alertmanager with narrower matchers."
         )
     return found
+
+
+# -- Acknowledge / Unacknowledge -------------------------------------------------------------------------
+
+
+def _ack_listener(deps: ActionDeps, acks: Acknowledger, *, take: bool) -> Callable[..., Awaitable[None]]:
+    async def acknowledge_alert(body: dict[str, Any], respond: AsyncRespond) -> None:
+        async def run(pressed: Pressed) -> None:
+            may_acknowledge(deps.settings, pressed.ref.cluster, pressed.who)
+            known = await deps.groups.groups()
+            carrier = firing_carrier(
+                next((g for g in known if group_id(g.group_key) == pressed.ref.group), None), known
+            )
+            # The message's edit and its thread line say it; the person who pressed is told only of a refusal.
+            if take:
+                await acks.acknowledge(carrier, pressed.who.user, pressed.user_name, pressed.press)
+            else:
+                await acks.unacknowledge(carrier, pressed.who.user, pressed.press)
+
+        await _answering(respond, "acknowledgement", run, body)
+
+    return acknowledge_alert
 
 
 # -- Probe now / Path check ----------------------------------------------------------------------------

@@ -28,7 +28,7 @@ Work = Callable[[], Awaitable[Message]]
 
 
 class Silences(Protocol):
-    """Alertmanager's silences, for `/proxy silence` and *Silence 1h* (`AlertmanagerClient` is one)."""
+    """Alertmanager's silences, for `/proxy silence` and *Silence…* (`AlertmanagerClient` is one)."""
 
     async def create_silence(
         self,

@@ -54,6 +54,7 @@ from bot.render.help import help_message
 from bot.subcommands import SLASH, Access
 from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Settings
+from handlers.acknowledge import Acknowledger
 from handlers.actions import ButtonChecks
 from handlers.command_access import (
     Asker,
@@ -63,6 +64,7 @@ from handlers.command_access import (
     queryable,
     target_for,
 )
+from handlers.command_ack import plan_ack
 from handlers.command_args import Invocation, cross_cluster, parse_invocation, whole_number
 from handlers.command_silence import Silences, plan_silence
 from handlers.respond import Asked, answering, say
@@ -89,6 +91,7 @@ class CommandDeps:
     silences: Silences | None = None  # None: `alertmanager.url` is not configured
     digest: DigestNow | None = None  # None: no digest runner in this bot
     prometheus: PrometheusClient | None = None  # the bot's one client; None: `prometheus.url` not set
+    acks: Acknowledger | None = None  # `ack` / `unack`; None: no outbox to edit messages through
     path_dial_window: float = 3.0
     now: Callable[[], datetime] = _utc_now
     # Told (subcommand, seconds from arrival to answer) after each command: the bot's own metrics.
@@ -320,6 +323,12 @@ def _plan_silence(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     return Plan(plan_silence(deps.settings, deps.silences, inv, asker.who, asker.user_name, deps.now))
 
 
+def _plan_ack(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+    """`ack|unack TARGET`: the press is named by its moment, so a repeated command is a new press."""
+    press = f"command:{deps.now().timestamp():.6f}"
+    return Plan(plan_ack(deps.settings, deps.acks, inv, asker, press))
+
+
 def _plan_digest(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     clusters = granted(deps.settings, asker, inv.sub)
     digest = deps.digest
@@ -350,6 +359,8 @@ PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], Plan]] = {
     "logs": _plan_logs,
     "verify": _plan_verify,
     "netpol": _plan_netpol,
+    "ack": _plan_ack,
+    "unack": _plan_ack,
     "silence": _plan_silence,
     "digest": _plan_digest,
 }

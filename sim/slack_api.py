@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from sim.slack_answers import Answer, error_answer
 from sim.slack_faults import Fault, Faults, PostingLimit, ResponseUrl, SlackCall
+from sim.slack_views import Views
 from sim.slack_workspace import MANIFEST_SCOPES, Message, Workspace, auth_test, content_refusal
 
 RESPONSE_URL_USES = 5
@@ -77,6 +78,8 @@ class FakeSlack:
         # More routes served beside the Web API, added before the server starts (the demo's page).
         self.extra_routes: list[BaseRoute] = []
         self._faults = Faults(lambda: self.clock())  # read at each call: a test may swap `clock`
+        # Modals: the trigger ids given with interactions, and views.open (sim/slack_views.py).
+        self.views = Views(lambda: self.clock())
         self._response_urls: dict[str, ResponseUrl] = {}
         self._posting_limit: PostingLimit | None = None
         self._lost: dict[str, list[float]] = {}
@@ -259,7 +262,7 @@ class FakeSlack:
             return fault.response()
         if token != self.bot_token:
             return JSONResponse(error_answer("invalid_auth" if token else "not_authed"))
-        handler = _HANDLERS.get(method)
+        handler = _HANDLERS.get(method) or self.views.handler(method)
         if handler is None:
             return JSONResponse(error_answer("unknown_method"))
         with self._lock:

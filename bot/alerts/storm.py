@@ -42,7 +42,7 @@ from bot.alerts.outbox import Outbox
 from bot.alerts.storm_reads import LiveReader, StormReads
 from bot.alerts.storm_record import Arrival, Storm
 from bot.domain.alerts import AlertStatus
-from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.messages import ActionRef, AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
 from bot.domain.storm_targets import StormEntry, StormRow, storm_rows
 from bot.ports import Clock
@@ -331,7 +331,8 @@ class StormDesk:
             view = storm.view(rows)
             changed = table and bool(rows) and rows != storm.tabled
             file = storm_table(view, at, storm.channel) if changed else None
-            return rows, storm_message(view, at), view.signature(), file
+            ack = ActionRef.for_group(None, None, storm.key).encode()
+            return rows, storm_message(view, at, ack=ack), view.signature(), file
 
         # Hundreds of rows rendered twice: off the event loop, so webhooks are answered meanwhile. The
         # storm's counts do not change under it: notifications are applied one at a time, and this waits.

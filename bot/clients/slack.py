@@ -52,6 +52,8 @@ class Message(Protocol):
 # Slack answers in well under a second; a call that takes longer is retried (a post found by its mark
 # first). The leader lease must outlast it (`bot.lease.fencing_floor`).
 DEFAULT_TIMEOUT = 5.0
+# views.open must reach Slack within the trigger's 3 s: what is left of them once the press arrived.
+VIEW_TIMEOUT = 2.5
 # The `event_type` of the metadata every post carries: which outbox row made it (`find_marked`).
 MARK_EVENT = "proxybot_message"
 # conversations.history pages looked through for a marked message (200 messages each).
@@ -256,6 +258,15 @@ class SlackClient:
         files = response.get("files")
         found = files if isinstance(files, list) else []
         return tuple(str(f["id"]) for f in found if isinstance(f, dict) and f.get("id"))
+
+    async def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> None:
+        """views.open of a modal with the interaction's `trigger_id`. Called at once by the replica that got
+        the press, never through the outbox: Slack takes the trigger for 3 s only (`expired_trigger_id`)."""
+        await self._call(
+            "views.open",
+            lambda: self._web.views_open(trigger_id=trigger_id, view=dict(view)),
+            timeout=VIEW_TIMEOUT,
+        )
 
     async def delete_file(self, file_id: str) -> None:
         """files.delete of a file the bot uploaded (the files:write scope covers it)."""

@@ -46,6 +46,16 @@ class Enqueuer:
         key = update_key(channel, group_key, revision)
         return await self._enqueue(key, channel, OutboxKind.UPDATE, payload)
 
+    async def last_message(self, channel: str, group_key: str) -> Message | None:
+        """The group's message as last queued (its post, or its latest edit); None when none is kept."""
+        found = await self._store.last_payload(
+            channel, post_key(channel, group_key), update_key(channel, group_key, "")
+        )
+        text, blocks = (found or {}).get("text"), (found or {}).get("blocks") or []
+        if not isinstance(text, str) or not isinstance(blocks, list):
+            return None
+        return Message(text, tuple(blocks))
+
     async def reply(
         self,
         channel: str,

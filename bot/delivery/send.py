@@ -26,17 +26,22 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
+from bot.clients.alertmanager import Silence
 from bot.clients.slack import Posted, SlackRateLimited, SlackRejected
 from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import upload_key
 from bot.delivery.plan import Step
+from bot.domain.alerts import AlertStatus
 from bot.lease import Lease
 from bot.ports import Clock
+from bot.render.acknowledge import shown_with
 from bot.render.blocks import Message
 from bot.render.refit import smaller, text_only
+from bot.render.silence_line import ShownSilence, shown_silenced
 from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 from config.validation import SLACK_CHANNEL_ID
@@ -76,6 +81,12 @@ class SlackSender(Protocol):
     async def delete_file(self, file_id: str) -> None: ...
 
 
+class ShownSilences(Protocol):
+    """The silence each message shows, from Alertmanager's last listing (`bot.alerts.silences`)."""
+
+    def shown_for(self, label_sets: Sequence[Mapping[str, str]]) -> Silence | None: ...
+
+
 class NotLeading(Exception):
     """This process may no longer send (its lease is short or gone): the row is left for the leader."""
 
@@ -102,6 +113,8 @@ class StepSender:
         # Channels whose history Slack refused to show (`missing_scope`): posts there are at-least-once.
         self._cannot_look: set[str] = set()
         self._where = Addresses(store)
+        # Set once the bot watches Alertmanager's silences (`Delivery.show_silences`).
+        self.silences: ShownSilences | None = None
 
     async def send(self, channel: str, step: Step) -> dict[str, Any] | None:
         """The call's result for the row; None when the row was completed by someone else meanwhile."""
@@ -117,7 +130,7 @@ class StepSender:
         # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
         where = await self._where.message(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
-            await self._edit(step.item, where, _message(payload))
+            await self._edit(step.item, where, await self._shown(step))
             return {"ts": where.ts, "channel_id": where.channel_id}
         if kind is OutboxKind.REPLY:
             found = await self._earlier(step.item, channel, where.channel_id, where.ts)
@@ -196,13 +209,27 @@ class StepSender:
             revision = str(upload.payload.get("replaces") or "")
         return None
 
+    async def _shown(self, step: Step) -> Message:
+        """A message's post or edit as it is shown now: with the acknowledgement the store holds for it
+        at this moment, whichever replica queued the content and when (`bot.render.acknowledge`)."""
+        ack = await self._store.acknowledgement(step.item.channel, step.group_key)
+        message = shown_with(_message(step.payload), ack)
+        if self.silences is None:
+            return message
+        group = await self._store.get_group(step.item.channel, step.group_key)
+        firing = group is not None and group.status is AlertStatus.FIRING
+        found = self.silences.shown_for(group.facts.firing_labels) if group is not None and firing else None
+        silence = None if found is None else ShownSilence(found.created_by, found.ends_at, found.comment)
+        return shown_silenced(message, silence, datetime.fromtimestamp(self._clock(), UTC))
+
     async def _post(self, step: Step) -> dict[str, Any] | None:
-        channel, group, payload = step.item.channel, step.group_key, step.payload
+        channel, group = step.item.channel, step.group_key
         state = await self._store.get_group(channel, group)
+        content = await self._shown(step)
         if state is not None and state.ts is not None:
             # Slack already has this message (we died after posting): edit it, never post a second one.
             channel_id = self._where.channel_id(channel, state.channel_id)
-            await self._edit(step.item, Address(channel_id, state.ts), _message(payload))
+            await self._edit(step.item, Address(channel_id, state.ts), content)
             return {"ts": state.ts, "channel_id": channel_id, "edited": True}
         # A storm may fold a queued post into its thread; looked at before and after the pacing wait.
         if not await self._still_pending(step.item):
@@ -212,7 +239,7 @@ class StepSender:
         if found is not None:
             await self._store.record_post(channel, group, found.ts, found.channel_id)
             # Edits merged into this step since that try are newer than what Slack holds.
-            await self._edit(step.item, found, _message(payload))
+            await self._edit(step.item, found, content)
             return {"ts": found.ts, "channel_id": found.channel_id, "adopted": True}
         slot = await self._paced(channel)
         if not await self._still_pending(step.item):
@@ -222,7 +249,7 @@ class StepSender:
             channel,
             await self._fitting(
                 step.item,
-                _message(payload),
+                content,
                 lambda m: self._marked_post(step.item, channel, m),
                 lambda: self._paced(channel),
             ),

@@ -38,7 +38,7 @@ from bot.delivery.addresses import ChannelIdUnknown, Folded, NotPostedYet, Unsen
 from bot.delivery.enqueue import HORIZON, Enqueuer
 from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy, Step, backoff, group_of, plan
-from bot.delivery.send import NotLeading, SlackSender, Sleep, StepSender
+from bot.delivery.send import NotLeading, ShownSilences, SlackSender, Sleep, StepSender
 from bot.lease import Lease
 from bot.ports import Clock
 from bot.store.base import Store
@@ -84,6 +84,10 @@ class Delivery(Enqueuer):
         # Set when a stop cut Slack calls off mid-flight: the lease is then left to expire, not released,
         # so the next leader looks for those posts only once they could have reached Slack.
         self.cut_off = False
+
+    def show_silences(self, silences: ShownSilences) -> None:
+        """Lay the silence covering each message over its posts and edits (`bot.alerts.silences`)."""
+        self._sender.silences = silences
 
     # -- the loop ------------------------------------------------------------------------------------
     async def run(self) -> None:

@@ -18,6 +18,7 @@ from bot.domain.alert_standing import Standing
 from bot.domain.alert_summary import FoldedFinding, current_trap, fold_peers
 from bot.domain.findings import Severity
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
+from bot.render.acknowledge import ACK_CHARS, ACK_LINES, ack_button
 from bot.render.alert_fit import NAME_SHOWN, clip, clip_words, fitted, lines_of, name, names
 from bot.render.alert_now import now_line, state_segments
 from bot.render.blocks import (
@@ -77,8 +78,10 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     # The incident's lines come before findings: the other alerts of one cause are what the engineer
     # must not miss; a finding left out is in the details reply.
     must += _incident_fit(view, now, MAX_LINES - used, MAX_VISIBLE - chars)
-    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail)
-    chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail)
+    # Room is kept for the acknowledgement's or the silence's line, laid over the message as it is sent,
+    # out of the findings' share (they are in the details reply), not the incident's.
+    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail) + ACK_LINES
+    chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail) + ACK_CHARS
     trap = current_trap(lead.diagnosis) if lead.diagnosis is not None and lead.diagnosis.known else None
     rest = _findings_and_trap(view, trap, MAX_LINES - used, MAX_VISIBLE - chars)
     return message(fallback(view), [head, section("\n".join([*must, *rest]))], tail)
@@ -239,7 +242,8 @@ def _buttons(view: AlertGroupView, *, firing: bool) -> list[Button]:
     value = view.action_ref().encode()
     found = [Button("Probe now", ACTION_PROBE, value), Button("Path check", ACTION_PATH, value)]
     if firing:
-        found.append(Button("Silence 1h", ACTION_SILENCE, value))
+        found.append(ack_button(value))
+        found.append(Button("Silence…", ACTION_SILENCE, value))
     graph = view.graph_link()
     if graph is not None:
         found.append(Button("Prometheus graph", ACTION_GRAPH, url=graph))

@@ -131,7 +131,7 @@ def join_lines(view: AlertGroupView, cause: Cause | None, now: datetime) -> list
     return [
         f"↳ Joined this incident: {state}",
         f"*Same cause:* {cause_words(cause)}",
-        "_Silence 1h on the incident's message silences it too; it resolves on its own line there._",
+        "_Silence… on the incident's message silences it too; it resolves on its own line there._",
     ]
 
 

@@ -41,6 +41,9 @@ from bot.render.words import counted
 ACTION_PROBE = "proxy_probe"
 ACTION_PATH = "proxy_path"
 ACTION_SILENCE = "proxy_silence"
+ACTION_ACK = "proxy_ack"
+ACTION_UNACK = "proxy_unack"
+ACTION_EXPIRE_SILENCE = "proxy_expire_silence"
 # Link buttons: Slack opens their URL and still sends the press, which is only acknowledged.
 LINK_ACTION_PREFIX = "proxy_link_"
 ACTION_GRAPH = f"{LINK_ACTION_PREFIX}graph"

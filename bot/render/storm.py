@@ -18,8 +18,10 @@ from bot.domain.moments import from_epoch
 from bot.domain.storm_cause import CommonCause, StormCause
 from bot.domain.storm_summary import SIGNATURE_TALLIES, ClusterStates, StormView
 from bot.domain.storm_targets import StormRow, TargetState
+from bot.render.acknowledge import ack_button
 from bot.render.blocks import (
     Message,
+    actions,
     code,
     context,
     esc,
@@ -34,7 +36,7 @@ from bot.render.blocks import (
     section_lines,
     utc,
 )
-from bot.render.slack import SEVERITY_MARK
+from bot.render.slack import ACTIONS_BLOCK_ID, SEVERITY_MARK
 from bot.render.words import counted
 
 CLUSTER_LINES = 8  # client clusters listed in the summary before "+N more"
@@ -72,8 +74,9 @@ SUSPECTED = {
 # -- the summary -----------------------------------------------------------------------------------
 
 
-def storm_message(storm: StormView, now: datetime) -> Message:
-    """The storm summary, edited in place: states per cluster, alerts worst first, the common cause."""
+def storm_message(storm: StormView, now: datetime, *, ack: str | None = None) -> Message:
+    """The storm summary, edited in place: states per cluster, alerts worst first, the common cause;
+    while the storm lasts, an *Acknowledge* button carrying `ack` (its reference) when given."""
     scale = (
         f"{counted(storm.alerts, 'alert')} in {counted(storm.groups, 'group')}"
         f" on {counted(storm.targets, 'target')} across {counted(storm.clusters, 'cluster')}"
@@ -94,7 +97,10 @@ def storm_message(storm: StormView, now: datetime) -> Message:
     table = "Every target with its state now: the table in this thread"
     items = [table if storm.rows else "Live state not read", f"updated {fmt_clock(now)}"]
     fallback = f"{title}: {scale}. {label}: {cause_words(cause)}"
-    return message(fallback, body, [context(items)])
+    tail = [context(items)]
+    if ack is not None and storm.ended_at is None:
+        tail.append(actions([ack_button(ack)], ACTIONS_BLOCK_ID))
+    return message(fallback, body, tail)
 
 
 def _title_and_when(storm: StormView, now: datetime) -> tuple[str, str]:

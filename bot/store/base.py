@@ -21,6 +21,7 @@ from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.models import (
     Accepted,
+    Acknowledgement,
     AlertGroupState,
     DigestClaim,
     Enqueued,
@@ -73,6 +74,23 @@ class GroupStore(Protocol):
 
     async def firing_posts(self) -> list[AlertGroupState]:
         """Firing groups with a message of their own (no storm rows), oldest first."""
+        ...
+
+    async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
+        """Store `ack` unless its group's episode is acknowledged already; the episode's holder after."""
+        ...
+
+    async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None:
+        """The group's acknowledgement, when it is of the group's current firing episode."""
+        ...
+
+    async def unacknowledge(self, channel: str, group_key: str, episode: float) -> bool:
+        """Drop the acknowledgement of the group's `episode`; whether there was one."""
+        ...
+
+    async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
+        """The payload of the newest outbox row of `channel` keyed `key` or starting with `prefix` (a
+        message's post and its edits: `bot.delivery.keys`), or None."""
         ...
 
     async def channel_id_of(self, channel: str) -> str | None:

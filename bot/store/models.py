@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.domain.acknowledgement import Acknowledgement as Acknowledgement  # handed out by the store
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.incident import CauseKey, Flaps

@@ -32,6 +32,11 @@ DUE = (
     " ORDER BY next_attempt_at, id LIMIT ?"
 )
 BY_KEY = f"SELECT {COLUMNS} FROM outbox WHERE key = ?"  # noqa: S608 - constant columns
+# The newest row of a channel keyed `key` or under a prefix: a message's content as last queued.
+LAST_PAYLOAD = (
+    "SELECT payload FROM outbox WHERE channel = ? AND (key = ? OR substr(key, 1, CAST(? AS INTEGER)) = ?)"
+    " ORDER BY id DESC LIMIT 1"
+)
 NEXT_AT = "SELECT min(next_attempt_at) FROM outbox WHERE state = 'pending'"
 OLDEST = "SELECT min(created_at) FROM outbox WHERE state = 'pending'"
 DEPTH = "SELECT count(*) FROM outbox WHERE state = 'pending'"
@@ -156,3 +161,17 @@ def item_from_row(row: tuple[Any, ...]) -> OutboxItem:
         result=None if result is None else json.loads(result),
         sent_at=sent,
     )
+
+
+def last_payload_params(channel: str, key: str, prefix: str) -> tuple[Any, ...]:
+    return (channel, key, len(prefix), prefix)
+
+
+def last_payload(conn: sqlite3.Connection, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
+    row = conn.execute(LAST_PAYLOAD, last_payload_params(channel, key, prefix)).fetchone()
+    return None if row is None else decode_payload(row[0])
+
+
+def decode_payload(raw: str) -> Mapping[str, Any]:
+    found = json.loads(raw)
+    return found if isinstance(found, dict) else {}

@@ -94,6 +94,18 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
             at DOUBLE PRECISION NOT NULL
         )""",
     ),
+    # 3: the SQLite schema's migration 6, acknowledgements of a group's firing episode.
+    (
+        """CREATE TABLE acknowledgements (
+            channel TEXT NOT NULL,
+            group_key TEXT NOT NULL,
+            episode DOUBLE PRECISION NOT NULL,
+            user_id TEXT NOT NULL,
+            user_name TEXT NOT NULL,
+            acked_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (channel, group_key)
+        )""",
+    ),
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 

@@ -27,6 +27,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.ports import Clock
+from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
@@ -37,6 +38,7 @@ from bot.store.digests import DigestRun, FleetSample
 from bot.store.errors import StoreError
 from bot.store.models import (
     Accepted,
+    Acknowledgement,
     AlertGroupState,
     DigestClaim,
     Enqueued,
@@ -177,6 +179,28 @@ class PostgresStore:
 
     async def firing_posts(self) -> list[AlertGroupState]:
         return [group_sql.group_from_row(row) for row in await self._all(group_sql.FIRING_POSTS)]
+
+    # -- acknowledgements ----------------------------------------------------------------------------
+    async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
+        async def work(conn: AsyncConnection) -> Acknowledgement:
+            await conn.execute(pg(ack_sql.TAKE), ack_sql.take_params(ack))
+            cursor = await conn.execute(pg(ack_sql.GET), (ack.channel, ack.group_key))
+            row = await cursor.fetchone()
+            assert row is not None  # written, or kept, by the statement before in this transaction
+            return ack_sql.from_row(row)
+
+        return await self._run(work)
+
+    async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None:
+        row = await self._one(ack_sql.CURRENT, (channel, group_key))
+        return None if row is None else ack_sql.from_row(row)
+
+    async def unacknowledge(self, channel: str, group_key: str, episode: float) -> bool:
+        return await self._change(ack_sql.DROP, (channel, group_key, episode)) == 1
+
+    async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
+        row = await self._one(outbox_sql.LAST_PAYLOAD, outbox_sql.last_payload_params(channel, key, prefix))
+        return None if row is None else outbox_sql.decode_payload(str(row[0]))
 
     async def channel_id_of(self, channel: str) -> str | None:
         row = await self._one(group_sql.CHANNEL_ID, (channel,))

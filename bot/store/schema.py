@@ -106,6 +106,19 @@ MIGRATIONS: tuple[str, ...] = (
         at REAL NOT NULL
     );
     """,
+    # 6: acknowledgements ("I have it"): one row per channel and group, of the firing episode it was
+    # pressed in (the group's first_firing_at then), so it survives restarts and every replica shows it.
+    """
+    CREATE TABLE acknowledgements (
+        channel TEXT NOT NULL,
+        group_key TEXT NOT NULL,
+        episode REAL NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT NOT NULL,
+        acked_at REAL NOT NULL,
+        PRIMARY KEY (channel, group_key)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

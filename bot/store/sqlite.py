@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.ports import Clock
+from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
@@ -33,6 +34,7 @@ from bot.store.digests import DigestRun, FleetSample
 from bot.store.errors import StoreError
 from bot.store.models import (
     Accepted,
+    Acknowledgement,
     AlertGroupState,
     DigestClaim,
     Enqueued,
@@ -108,6 +110,19 @@ class SqliteStore:
 
     async def firing_posts(self) -> list[AlertGroupState]:
         return await self._thread.run(group_sql.firing_posts)
+
+    # -- acknowledgements ----------------------------------------------------------------------------
+    async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
+        return await self._thread.run(lambda conn: ack_sql.take(conn, ack))
+
+    async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None:
+        return await self._thread.run(lambda conn: ack_sql.current(conn, channel, group_key))
+
+    async def unacknowledge(self, channel: str, group_key: str, episode: float) -> bool:
+        return await self._thread.run(lambda conn: ack_sql.drop(conn, channel, group_key, episode))
+
+    async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
+        return await self._thread.run(lambda conn: outbox_sql.last_payload(conn, channel, key, prefix))
 
     async def channel_id_of(self, channel: str) -> str | None:
         return await self._thread.run(lambda conn: group_sql.channel_id_of(conn, channel))

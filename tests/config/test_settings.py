@@ -403,6 +403,14 @@ def test_access_rules_must_name_configured_clusters_and_users() -> None:
     assert locations(config(access={"silencers": ["alice"]})) == {("access", "silencers", 0)}
 
 
+def test_the_longest_silence_is_a_duration_defaulting_to_seven_days() -> None:
+    assert Settings.model_validate(config()).access.silence_max == 7 * 86400
+    assert Settings.model_validate(config(access={"silence_max": "12h"})).access.silence_max == 12 * 3600
+    assert Settings.model_validate(config(access={"silence_max": 90})).access.silence_max == 90
+    for bad in ("forever", "0s", "1w", True, -5):
+        assert locations(config(access={"silence_max": bad})) == {("access", "silence_max")}, bad
+
+
 @pytest.mark.parametrize(
     ("field", "value"), [("port", 0), ("port", 65536), ("port", "http"), ("log_level", "verbose")]
 )

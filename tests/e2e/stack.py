@@ -27,8 +27,10 @@ from typing import IO, Any, Self
 import httpx
 import yaml
 
+from bot.render.slack import ACTION_ACK, ACTION_UNACK, ACTIONS_BLOCK_ID
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message, iter_texts
+from tests.fakes import slack_requests
 from tests.harness.process import HarnessError, find_binary, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -337,3 +339,36 @@ def wait_until(check: Callable[[], object], timeout: float, what: str, interval:
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+# -- buttons, pressed as Slack presses them -----------------------------------------------------------
+
+ALICE, BOB = "U0ALICE01", "U0BOB0001"
+ACK_ACTIONS = (ACTION_ACK, ACTION_UNACK)
+
+
+def buttons(message: Message) -> list[dict[str, Any]]:
+    """The buttons of an alert message's actions block."""
+    block = next(b for b in message.blocks if b.get("block_id") == ACTIONS_BLOCK_ID)
+    return list(block["elements"])
+
+
+def press_button(
+    bot: BotProcess, slack: FakeSlack, message: Message, action_id: str, user: str, key: str
+) -> None:
+    """A signed press of the acknowledge buttons on `message`, as a client showing it presses it (either
+    button carries the message's reference), sent to `bot`; answers go to `slack.response_url(key)`."""
+    [button] = [b for b in buttons(message) if b["action_id"] in ACK_ACTIONS]
+    body = slack_requests.button_body(
+        action_id,
+        button["value"],
+        slack.response_url(key),
+        user=user,
+        user_name="alice" if user == ALICE else "bob",
+        channel=message.channel,
+        channel_name=CHANNEL.removeprefix("#"),
+        message_ts=message.ts,
+    )
+    headers = slack_requests.signed(body, secret=SIGNING_SECRET)
+    answer = httpx.post(f"{bot.url}/slack/events", content=body, headers=headers, timeout=10.0)
+    assert (answer.status_code, answer.text) == (200, ""), "every press is acked at once, with an empty body"

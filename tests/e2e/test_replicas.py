@@ -26,6 +26,7 @@ import pytest
 
 from bot.digest.runner import CLAIM_TTL
 from bot.lease import LeaseTimings
+from bot.render.slack import ACTION_ACK
 from config.settings import StoreSettings
 from sim.postgres import PostgresServer
 from sim.server import SimServer
@@ -40,6 +41,8 @@ from tests.e2e.replicas import (
     replica_config,
 )
 from tests.e2e.stack import (
+    ALICE,
+    BOB,
     BOT_TOKEN,
     CHANNEL,
     WEBHOOK_TOKEN,
@@ -49,6 +52,7 @@ from tests.e2e.stack import (
     messages_about,
     notification,
     now,
+    press_button,
     proxy_alert,
     rfc3339,
     summary_of,
@@ -379,3 +383,35 @@ def test_one_digest_per_minute_across_both_replicas_one_of_which_dies(digests: D
     assert {r["ts"] for r in results.values()} == {m.ts for m in top}, "a digest in Slack is not on record"
     posts = [c for c in slack.calls if c.method == "chat.postMessage" and not c.params.get("thread_ts")]
     assert len(posts) == len(posted), f"{len(posts)} digest posts made for {len(posted)} periods"
+
+
+# -- e. an acknowledgement pressed on one replica ----------------------------------------------------
+
+
+def test_an_acknowledgement_pressed_on_one_replica_shows_on_the_edits_the_other_makes(
+    alerts: AlertStack,
+) -> None:
+    slack, target = alerts.slack, "platform/acked"
+    started = now() - timedelta(minutes=2)
+    firing = am_alert(proxy_alert(target=target), started)
+    post_to_all(alerts.alertmanagers, [firing])
+    wait_until(lambda: messages_about(slack, target), DELIVERY, "the group's message")
+    [message] = messages_about(slack, target)
+    leader = alerts.replicas.leader()
+    [other] = alerts.replicas.others(leader)
+
+    press_button(other, slack, message, ACTION_ACK, ALICE, "acked-alice")
+    wait_until(lambda: f"Acknowledged by <@{ALICE}>" in text_of(message), DELIVERY, "the acknowledgement")
+    # The leader's pipeline edits the message for a joining alert: it still shows who has it.
+    joined = am_alert(proxy_alert(target=target, group_version=SECOND_GV), started)
+    post_to_all(alerts.alertmanagers, [firing, joined])
+    wait_until(lambda: "2 alerts firing" in text_of(message), DELIVERY, "the leader's edit")
+    assert f"Acknowledged by <@{ALICE}>" in text_of(message)
+    # Bob presses on the leader: refused, Alice has it (the same row on both replicas).
+    press_button(leader, slack, message, ACTION_ACK, BOB, "acked-bob")
+    wait_until(lambda: slack.responses, DELIVERY, "Bob's answer")
+    assert f"<@{ALICE}> has this alert already" in slack.responses[-1]["text"]
+    ended = now() - timedelta(seconds=1)
+    post_to_all(alerts.alertmanagers, [am_alert(a["labels"], started, ended) for a in (firing, joined)])
+    wait_until(lambda: message.text.startswith("RESOLVED"), DELIVERY, "resolved")
+    settle(alerts)

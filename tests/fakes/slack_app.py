@@ -70,11 +70,14 @@ def button_body(
     channel: str = ALERTS,
     channel_name: str = "alerts",
     message_ts: str = "1700000001.000100",
+    trigger_id: str = "1.2.3",
 ) -> str:
     """A button press on an alert message in #alerts, by Alice unless told otherwise."""
     name = "alice" if user == ALICE else "bob"
     where = {"channel": channel, "channel_name": channel_name, "message_ts": message_ts}
-    return slack_requests.button_body(action_id, value, response_url, user=user, user_name=name, **where)
+    return slack_requests.button_body(
+        action_id, value, response_url, user=user, user_name=name, trigger_id=trigger_id, **where
+    )
 
 
 def ref_value(cluster: str | None = "team-a", target: str | None = "platform/crd-store") -> str:

@@ -75,6 +75,7 @@ def button_body(
     channel_name: str,
     message_ts: str,
     user_name: str = "someone",
+    trigger_id: str = "1.2.3",
 ) -> str:
     """A `block_actions` payload for a button on a message, form-encoded."""
     payload = {
@@ -83,7 +84,7 @@ def button_body(
         "api_app_id": "A0APP0001",
         "team": {"id": TEAM, "domain": "example"},
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
-        "trigger_id": "1.2.3",
+        "trigger_id": trigger_id,
         "channel": {"id": channel, "name": channel_name},
         "message": {"type": "message", "ts": message_ts, "text": "FIRING"},
         "response_url": response_url,

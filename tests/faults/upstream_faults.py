@@ -30,6 +30,7 @@ import yaml
 from bot.alerts.outbox import DETAILS_DEFER
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message, iter_texts
+from sim.slack_views import form_body
 from tests.e2e.stack import (
     BOT_TOKEN,
     CHANNEL,
@@ -212,6 +213,7 @@ def press(
     label: str,
     timeout: float = 30.0,
     secret: str = SIGNING_SECRET,
+    trigger_id: str = "1.2.3",
 ) -> tuple[float, str]:
     """Press the button `label` on `message` as Slack sends it: (seconds until answered, the answer)."""
     buttons = [e for block in message.blocks for e in block.get("elements", []) if e.get("type") == "button"]
@@ -225,6 +227,7 @@ def press(
         channel=message.channel,
         channel_name=next(n for n in CHANNELS.values() if slack.channel_id(n) == message.channel).lstrip("#"),
         message_ts=message.ts,
+        trigger_id=trigger_id,
     )
     started = time.monotonic()
     acked = httpx.post(
@@ -236,3 +239,37 @@ def press(
         assert time.monotonic() < deadline, f"no answer to {label} within {timeout:g}s"
         time.sleep(0.05)
     return time.monotonic() - started, str(answers[-1]["text"])
+
+
+def silence_through_form(
+    bot: BotProcess, slack: FakeSlack, message: Message, values: Mapping[str, Any], timeout: float = 30.0
+) -> tuple[float, dict[str, Any]]:
+    """Press *Silence…* on `message` (a fresh trigger id), then submit the modal it opens with `values`:
+    (seconds from the submission to its answer, the answer's JSON; empty when the modal closes)."""
+    opened = len(slack.views.opened)
+    buttons = [e for block in message.blocks for e in block.get("elements", []) if e.get("type") == "button"]
+    [button] = [b for b in buttons if b["text"]["text"] == "Silence…"]
+    body = button_body(
+        button["action_id"],
+        button["value"],
+        slack.response_url(f"form-{next(_keys)}"),
+        user=ONCALL,
+        channel=message.channel,
+        channel_name=next(n for n in CHANNELS.values() if slack.channel_id(n) == message.channel).lstrip("#"),
+        message_ts=message.ts,
+        trigger_id=slack.views.issue_trigger(),
+    )
+    acked = httpx.post(
+        f"{bot.url}/slack/events", content=body, headers=signed(body, secret=SIGNING_SECRET), timeout=10.0
+    )
+    assert (acked.status_code, acked.text) == (200, ""), acked.text
+    wait_until(lambda: len(slack.views.opened) > opened, timeout, "the silence form")
+    view = slack.views.opened[-1]
+    payload = slack.views.submission(view["id"], values, user=ONCALL, user_name="oncall")
+    submitted = form_body(payload)
+    started = time.monotonic()
+    headers = signed(submitted, secret=SIGNING_SECRET)
+    answer = httpx.post(f"{bot.url}/slack/events", content=submitted, headers=headers, timeout=10.0)
+    took = time.monotonic() - started
+    assert answer.status_code == 200, answer.text
+    return took, answer.json() if answer.content else {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -24,15 +25,25 @@ from bot.clients.slack import SlackClient
 from bot.compose import slack_endpoints
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
+from bot.domain.messages import ActionRef
 from bot.errors import ClusterError, UpstreamError
 from bot.render.blocks import Message, section
-from bot.render.slack import ACTION_GRAPH, ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, ACTION_SILENCE_PAGE
+from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
+from bot.render.slack import (
+    ACTION_EXPIRE_SILENCE,
+    ACTION_GRAPH,
+    ACTION_PATH,
+    ACTION_PROBE,
+    ACTION_SILENCE,
+    ACTION_SILENCE_PAGE,
+)
 from bot.store import AlertGroupState, Store
 from bot.store.errors import StoreError
 from bot.store.models import GroupFacts
 from config.clusters import ClusterSettings, TargetSettings
 from handlers.actions import ButtonChecks, ThreadReplies
 from handlers.command_silence import Silences as Silencer
+from sim.slack_views import form_body, option_value, text_value
 from tests.fakes.slack_api import FakeSlack, iter_texts
 from tests.fakes.slack_app import (
     ALERTS,
@@ -86,11 +97,14 @@ class FakeSilencer:
         )
         return "6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
 
+    listed: list[Silence] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+
     async def silences(self) -> list[Silence]:
-        return []  # the buttons only create silences
+        return list(self.listed)
 
     async def expire_silence(self, silence: str) -> None:
-        raise AssertionError(f"the buttons never expire a silence ({silence})")
+        self.expired.append(silence)
 
 
 @dataclass
@@ -150,8 +164,9 @@ async def app_for(
         )
     deps = Deps(settings=settings, store=store)
     delivery = Delivery(store, SlackClient.from_settings(settings.slack, timeout=5))
+    views = SlackClient.from_settings(settings.slack, timeout=5)
     routes, workers = slack_endpoints(
-        settings, deps, checks=checks, silencer=silencer, replies=replies or delivery
+        settings, deps, checks=checks, silencer=silencer, replies=replies or delivery, views=views
     )
     return create_app(deps, [*workers, delivery.run], extra=routes)
 
@@ -179,43 +194,181 @@ def thread_replies(fake: FakeSlack) -> list[Any]:
     return fake.thread(ALERTS, MESSAGE_TS)
 
 
-# -- Silence 1h ----------------------------------------------------------------------------------------
+# -- Silence… (the modal) -----------------------------------------------------------------------------
+
+TYPED = {
+    DURATION_BLOCK: {VALUE: option_value("4h")},
+    CUSTOM_BLOCK: {VALUE: text_value("")},
+    COMMENT_BLOCK: {VALUE: text_value("target upgrade, <!channel> back at 14:00")},
+}
 
 
-async def test_silence_creates_a_1h_silence_and_says_so_in_the_thread(
+def form(duration: str = "4h", custom: str = "", comment: str = "target upgrade") -> dict[str, Any]:
+    """The values a person leaves in the silence form."""
+    return {
+        DURATION_BLOCK: {VALUE: option_value(duration)},
+        CUSTOM_BLOCK: {VALUE: text_value(custom)},
+        COMMENT_BLOCK: {VALUE: text_value(comment)},
+    }
+
+
+async def open_form(http: httpx.AsyncClient, fake: FakeSlack, value: str | None = None) -> dict[str, Any]:
+    """Press *Silence…* as Slack sends it (with a fresh trigger_id): the modal it opens."""
+    trigger = fake.views.issue_trigger()
+    await press(
+        http, button_body(ACTION_SILENCE, value or ref_value(), fake.response_url("k1"), trigger_id=trigger)
+    )
+    [view] = await eventually(lambda: fake.views.opened, "the silence form")
+    return dict(view)
+
+
+async def submit(
+    http: httpx.AsyncClient,
+    fake: FakeSlack,
+    view: dict[str, Any],
+    values: dict[str, Any],
+    *,
+    user: str = ALICE,
+    metadata: str | None = None,
+) -> dict[str, Any]:
+    """Submit the modal as Slack posts it; the answer's JSON (empty: the modal closes)."""
+    payload = fake.views.submission(
+        view["id"],
+        values,
+        user=user,
+        user_name="alice" if user == ALICE else "bob",
+        private_metadata=metadata,
+    )
+    body = form_body(payload)
+    answer = await http.post("/slack/events", content=body, headers=signed(body))
+    assert answer.status_code == 200
+    found: dict[str, Any] = answer.json() if answer.content else {}
+    return found
+
+
+async def test_the_form_shows_the_matchers_and_its_submission_makes_the_silence(
     tmp_path: Path, fake: FakeSlack, store: Store
 ) -> None:
     await save_group(store)
     silencer = FakeSilencer()
     async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        view = await open_form(http, fake)
+        shown = "\n".join(iter_texts(view["blocks"]))
+        assert '`alertname="ResourceProxyNoHealthyPeers"`' in shown
+        assert "at most 7 d" in shown
+        assert silencer.created == [], "opening the form silences nothing"
+        assert await submit(http, fake, view, TYPED) == {}
         [reply] = await eventually(lambda: thread_replies(fake), "the thread reply")
-    assert reply.text.startswith(
-        f"Silenced for 1h by <@{ALICE}> (silence `6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11`)"
-    )
-    assert '`alertname="ResourceProxyNoHealthyPeers"`' in reply.text
     [created] = silencer.created
     assert created["matchers"] == (
         Matcher("alertname", "ResourceProxyNoHealthyPeers"),
         Matcher("target", "platform/crd-store"),
     )
-    assert created["span"] == timedelta(hours=1)
+    assert created["span"] == timedelta(hours=4)
     assert created["created_by"] == f"alice (Slack {ALICE})"
+    assert created["comment"] == "target upgrade, <!channel> back at 14:00"
+    assert reply.text.startswith(f"🔕 <@{ALICE}> silenced this alert until ")
+    assert "(4 h): target upgrade, &lt;!channel&gt; back at 14:00" in reply.text, "the comment is inert"
+    assert "silence `6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11`" in reply.text
     assert fake.responses == []
 
 
-async def test_the_ack_does_not_wait_for_alertmanager(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
+@pytest.mark.parametrize(
+    ("values", "block", "error"),
+    [
+        (form(comment="  "), COMMENT_BLOCK, "Say why"),
+        (form(duration=CUSTOM), CUSTOM_BLOCK, "Type a duration"),
+        (form(duration=CUSTOM, custom="soon"), CUSTOM_BLOCK, "is not a duration like"),
+        (form(duration=CUSTOM, custom="8d"), CUSTOM_BLOCK, "is outside 1m..7d"),
+        (form(duration="forever"), DURATION_BLOCK, "Choose how long"),
+    ],
+)
+async def test_a_bad_form_is_answered_in_the_modal_and_silences_nothing(
+    tmp_path: Path, fake: FakeSlack, store: Store, values: dict[str, Any], block: str, error: str
+) -> None:
     await save_group(store)
-    gate = asyncio.Event()
-    silencer = FakeSilencer(gate=gate)
+    silencer = FakeSilencer()
     async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
-        # Acked with 200 while the silence is still waiting on Alertmanager: the work runs after the ack.
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
-        assert silencer.created == []
-        assert thread_replies(fake) == []
-        gate.set()
-        await eventually(lambda: thread_replies(fake), "the thread reply once Alertmanager answered")
-    assert len(silencer.created) == 1
+        view = await open_form(http, fake)
+        answer = await submit(http, fake, view, values)
+    assert answer["response_action"] == "errors"
+    assert error in answer["errors"][block]
+    assert silencer.created == []
+    assert thread_replies(fake) == []
+
+
+async def test_a_custom_duration_within_the_limit_is_taken(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    silencer = FakeSilencer()
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        view = await open_form(http, fake)
+        assert await submit(http, fake, view, form(duration=CUSTOM, custom="2h30m")) == {}
+    assert [c["span"] for c in silencer.created] == [timedelta(hours=2, minutes=30)]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "user", "why"),
+    [
+        ("eyJnIjoiMDEyMyJ9.0000", ALICE, "its signature does not match"),
+        (None, BOB, "opened by someone else"),
+    ],
+)
+async def test_a_forged_or_borrowed_form_silences_nothing(
+    tmp_path: Path, fake: FakeSlack, store: Store, metadata: str | None, user: str, why: str
+) -> None:
+    await save_group(store)
+    silencer = FakeSilencer()
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        view = await open_form(http, fake)
+        answer = await submit(http, fake, view, TYPED, user=user, metadata=metadata)
+    assert why in answer["errors"][COMMENT_BLOCK]
+    assert silencer.created == []
+
+
+async def test_a_submission_with_a_bad_signature_is_refused(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    silencer = FakeSilencer()
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        view = await open_form(http, fake)
+        body = form_body(fake.views.submission(view["id"], TYPED, user=ALICE, user_name="alice"))
+        answer = await http.post("/slack/events", content=body, headers=signed(body, secret="not-the-secret"))
+    assert answer.status_code == 401
+    assert silencer.created == []
+
+
+async def test_an_expired_trigger_is_a_sentence_to_the_presser(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    trigger = fake.views.issue_trigger()
+    fake.clock = lambda: time.monotonic() + 10  # the press reached proxybot after Slack's 3 s
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
+        await press(
+            http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1"), trigger_id=trigger)
+        )
+        [response] = await eventually(lambda: fake.responses, "the answer")
+    assert "could not open in time (Slack allows 3 s)" in response["text"]
+    assert response["response_type"] == "ephemeral"
+    assert fake.views.refused == ["expired_trigger_id"]
+
+
+async def test_the_submission_waits_for_alertmanager_at_most_two_seconds(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    silencer = FakeSilencer(gate=asyncio.Event())  # never set: Alertmanager hangs
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        view = await open_form(http, fake)
+        started = time.monotonic()
+        answer = await submit(http, fake, view, TYPED)
+        took = time.monotonic() - started
+    assert took < 2.9, "answered within Slack's 3 s"
+    assert "Alertmanager did not answer in time: nothing was silenced" in answer["errors"][COMMENT_BLOCK]
+    assert thread_replies(fake) == []
 
 
 async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
@@ -229,7 +382,7 @@ async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
     await save_group(store, GroupFacts(firing_labels=tuple(alerts)))
     silencer = FakeSilencer()
     async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        await submit(http, fake, await open_form(http, fake), TYPED)
         await eventually(lambda: thread_replies(fake), "the thread reply")
     [created] = silencer.created
     assert created["matchers"] == (
@@ -256,7 +409,9 @@ async def test_silence_on_an_incidents_message_silences_every_group_that_joined_
     await save_group(store, GroupFacts(firing_labels=(own,), members=tuple(members)))
     silencer = FakeSilencer()
     async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        view = await open_form(http, fake)
+        assert '`cronjob="probe"`' in "\n".join(iter_texts(view["blocks"])), "the form shows every matcher"
+        await submit(http, fake, view, TYPED)
         [reply] = await eventually(lambda: thread_replies(fake), "the thread reply")
     assert [c["matchers"] for c in silencer.created] == [
         (Matcher("alertname", "ResourceProxyNoHealthyPeers"), Matcher("target", "platform/crd-store")),
@@ -268,7 +423,7 @@ async def test_silence_on_an_incidents_message_silences_every_group_that_joined_
             Matcher("namespace", "vcluster-team-a"),
         ),
     ]
-    assert reply.text.count("(silence `6b0e2a1c") == 3
+    assert reply.text.count("silence `6b0e2a1c") == 3
     assert '`cronjob="probe"`' in reply.text
 
 
@@ -300,12 +455,14 @@ async def test_silence_refusals_say_what_and_why_and_are_logged(
         user=user,
         channel=channel,
         channel_name=channel_name,
+        trigger_id=fake.views.issue_trigger(),
     )
     async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
         await press(http, body)
         [response] = await eventually(lambda: fake.responses, "the refusal")
     assert response["text"].startswith(f"You may not silence alerts of cluster `team-a`: {why}")
     assert (response["response_type"], response["replace_original"]) == ("ephemeral", False)
+    assert fake.views.opened == [], "no form opens for someone who may not silence"
     assert silencer.created == []
     assert fake.calls_to("chat.postMessage") == []
     assert any("refused silence" in r.getMessage() and user in r.getMessage() for r in caplog.records)
@@ -328,9 +485,11 @@ async def test_silence_of_unknown_or_hostile_references_is_answered(
         await save_group(store)
     silencer = FakeSilencer()
     async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
-        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1")))
+        trigger = fake.views.issue_trigger()
+        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1"), trigger_id=trigger))
         [response] = await eventually(lambda: fake.responses, "the answer")
     assert answer in response["text"]
+    assert fake.views.opened == []
     assert silencer.created == []
 
 
@@ -339,15 +498,14 @@ async def test_a_group_key_naming_neither_target_nor_cluster_is_not_silenced_fle
 ) -> None:
     key = '{}:{alertname="ResourceProxyProbeFailing"}'
     await store.save_group(AlertGroupState(channel="#alerts", group_key=key, status=AlertStatus.FIRING))
-    from bot.domain.messages import ActionRef
-
     value = ActionRef.for_group("team-a", None, key).encode()
     silencer = FakeSilencer()
     async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
-        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1")))
+        trigger = fake.views.issue_trigger()
+        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1"), trigger_id=trigger))
         [response] = await eventually(lambda: fake.responses, "the refusal")
     assert "a silence would mute it everywhere" in response["text"]
-    assert silencer.created == []
+    assert fake.views.opened == []
 
 
 async def test_alertmanager_failing_or_unconfigured_is_a_clear_answer(
@@ -358,15 +516,18 @@ async def test_alertmanager_failing_or_unconfigured_is_a_clear_answer(
         error=UpstreamError("Alertmanager at http://am:9093 failed creating a silence: timed out")
     )
     async with serving(await app_for(tmp_path, fake, store, failing)) as http:
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
-        [response] = await eventually(lambda: fake.responses, "the failure")
-    assert response["text"] == (
-        "The silence failed: Alertmanager at http://am:9093 failed creating a silence: timed out"
+        answer = await submit(http, fake, await open_form(http, fake), TYPED)
+    assert answer["errors"][COMMENT_BLOCK] == (
+        "Alertmanager refused or failed: Alertmanager at http://am:9093 failed creating a silence: timed out"
+        ": nothing was silenced. Try again."
     )
     async with serving(await app_for(tmp_path, fake, store, None)) as http:
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k2")))
-        await eventually(lambda: len(fake.responses) == 2, "the second answer")
-    assert "`alertmanager.url` is not set" in fake.responses[1]["text"]
+        trigger = fake.views.issue_trigger()
+        await press(
+            http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k2"), trigger_id=trigger)
+        )
+        [response] = await eventually(lambda: fake.responses, "the answer")
+    assert "`alertmanager.url` is not set" in response["text"]
     assert thread_replies(fake) == []
 
 
@@ -376,9 +537,53 @@ async def test_an_unexpected_error_is_answered_without_a_traceback(
     await save_group(store)
     broken = FakeSilencer(error=RuntimeError("boom at /srv/secret/path.py line 3"))
     async with serving(await app_for(tmp_path, fake, store, broken)) as http:
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
-        [response] = await eventually(lambda: fake.responses, "the answer")
-    assert response["text"] == "The silence failed on proxybot's side; the error is in its log."
+        answer = await submit(http, fake, await open_form(http, fake), TYPED)
+    assert (
+        answer["errors"][COMMENT_BLOCK] == "The silence failed on proxybot's side; the error is in its log."
+    )
+
+
+def listed(sid: str, target: str, state: str = "active") -> Silence:
+    at = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    matchers = (Matcher("target", target),)
+    return Silence(sid, state, matchers, at, at + timedelta(hours=2), "ops", "node drain")
+
+
+async def test_expire_silence_expires_the_active_silences_covering_the_message_and_says_so(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    own = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store"}
+    await save_group(store, GroupFacts(firing_labels=(own,)))
+    covering_ids = ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"]
+    silencer = FakeSilencer(
+        listed=[
+            listed(covering_ids[0], "platform/crd-store"),
+            listed(covering_ids[1], "platform/crd-store"),
+            listed("33333333-3333-4333-8333-333333333333", "platform/crd-store", state="expired"),
+            listed("44444444-4444-4444-8444-444444444444", "platform/other"),
+        ]
+    )
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k1")))
+        [reply] = await eventually(lambda: thread_replies(fake), "the thread line")
+    assert sorted(silencer.expired) == covering_ids
+    assert reply.text.startswith(f"🔔 <@{ALICE}> expired the silence of this alert")
+    assert fake.responses == []
+
+
+async def test_expire_silence_refusals(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
+    own = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store"}
+    await save_group(store, GroupFacts(firing_labels=(own,)))
+    silencer = FakeSilencer(listed=[listed("44444444-4444-4444-8444-444444444444", "platform/other")])
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k1")))
+        await eventually(lambda: fake.responses, "the first answer")
+        body = button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k2"), user=BOB)
+        await press(http, body)
+        await eventually(lambda: len(fake.responses) == 2, "the refusal")
+    assert "No active silence covers this alert any more" in fake.responses[0]["text"]
+    assert "You may not silence alerts of cluster `team-a`" in fake.responses[1]["text"]
+    assert silencer.expired == []
 
 
 async def test_a_thread_answer_that_meets_a_429_is_still_delivered(
@@ -387,9 +592,9 @@ async def test_a_thread_answer_that_meets_a_429_is_still_delivered(
     await save_group(store)
     fake.fail("chat.postMessage", status=429, retry_after=1, times=2)
     async with serving(await app_for(tmp_path, fake, store, FakeSilencer())) as http:
-        await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+        await submit(http, fake, await open_form(http, fake), TYPED)
         [reply] = await eventually(lambda: thread_replies(fake), "the thread reply after the 429s")
-    assert reply.text.startswith(f"Silenced for 1h by <@{ALICE}>")
+    assert reply.text.startswith(f"🔕 <@{ALICE}> silenced this alert until")
     assert len(fake.calls_to("chat.postMessage")) == 3, "refused twice with 429, then sent"
     assert fake.responses == []
 
@@ -442,7 +647,7 @@ async def test_an_answer_that_cannot_go_in_the_thread_goes_to_the_presser(
 
 
 @pytest.mark.slow
-async def test_silence_button_against_real_alertmanager(
+async def test_the_silence_form_against_real_alertmanager(
     tmp_path: Path, fake: FakeSlack, store: Store
 ) -> None:
     await save_group(store)
@@ -453,26 +658,28 @@ async def test_silence_button_against_real_alertmanager(
         )
         deps = Deps(settings=settings, store=store)
         client = AlertmanagerClient.from_settings(settings.alertmanager)
-        delivery = Delivery(store, SlackClient.from_settings(settings.slack, timeout=5))
-        routes, workers = slack_endpoints(settings, deps, silencer=client, replies=delivery)
+        slack = SlackClient.from_settings(settings.slack, timeout=5)
+        delivery = Delivery(store, slack)
+        routes, workers = slack_endpoints(settings, deps, silencer=client, replies=delivery, views=slack)
         app = create_app(deps, [*workers, delivery.run], extra=routes)
         try:
             async with app.router.lifespan_context(app), asgi(app) as http:
-                await press(http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1")))
+                assert await submit(http, fake, await open_form(http, fake), TYPED) == {}
                 [reply] = await eventually(lambda: thread_replies(fake), "the thread reply", timeout=20)
         finally:
             await client.aclose()
         reader = AlertmanagerClient.from_settings(settings.alertmanager)
         [silence] = await reader.silences()
         await reader.aclose()
-    assert f"(silence `{silence.id}`)" in reply.text
+    assert f"silence `{silence.id}`" in reply.text
     assert silence.state == "active"
     assert silence.created_by == f"alice (Slack {ALICE})"
+    assert silence.comment == "target upgrade, <!channel> back at 14:00"
     assert {(m.name, m.value) for m in silence.matchers} == {
         ("alertname", "ResourceProxyNoHealthyPeers"),
         ("target", "platform/crd-store"),
     }
-    assert silence.ends_at - silence.starts_at == pytest.approx(timedelta(hours=1), abs=timedelta(seconds=1))
+    assert silence.ends_at - silence.starts_at == pytest.approx(timedelta(hours=4), abs=timedelta(seconds=1))
 
 
 # -- Probe now / Path check ----------------------------------------------------------------------------

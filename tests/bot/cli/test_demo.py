@@ -45,7 +45,7 @@ def test_demo_shows_an_alert_fire_and_resolve_in_place() -> None:
     assert out.count("· posted") == 1
     assert "(edited)" in out[firing:]
     assert "thread reply" in out[resolved:]
-    assert "[Silence 1h]" in out[:resolved]
+    assert "[Silence…]" in out[:resolved]
     assert "\x1b[" not in out  # NO_COLOR
     assert "Traceback" not in result.stderr
 

@@ -15,7 +15,14 @@ from bot.domain.messages import ActionRef, AlertGroupView, AlertView, GroupStatu
 from bot.render.alert_message import MAX_FINDINGS, MAX_LINES, MAX_VISIBLE, alert_group_message
 from bot.render.blocks import Message, block_units
 from bot.render.layout import lines_shown
-from bot.render.slack import ACTION_GRAPH, ACTION_PATH, ACTION_PROBE, ACTION_SILENCE, ACTION_SILENCE_PAGE
+from bot.render.slack import (
+    ACTION_ACK,
+    ACTION_GRAPH,
+    ACTION_PATH,
+    ACTION_PROBE,
+    ACTION_SILENCE,
+    ACTION_SILENCE_PAGE,
+)
 from bot.render.terminal import show
 from tests.fakes.alert_views import (
     GV,
@@ -186,7 +193,7 @@ def test_probe_alert_names_its_cronjob_and_gets_buttons_without_a_target() -> No
     msg = alert_group_message(group(probe), NOW)
     assert body_lines(msg)[0].startswith("CronJob `vcluster-a/proxy-probe` on `prod-a`")
     found = [b for b in buttons(msg) if "value" in b]
-    assert [ActionRef.decode(b["value"]).target for b in found] == [None, None, None]
+    assert [ActionRef.decode(b["value"]).target for b in found] == [None, None, None, None]
 
 
 def test_many_targets_are_counted_and_their_findings_folded() -> None:
@@ -217,19 +224,20 @@ def test_buttons_carry_action_ids_and_links_open_the_graph_and_the_silence_page(
     assert [(b["text"]["text"], b["action_id"]) for b in found] == [
         ("Probe now", ACTION_PROBE),
         ("Path check", ACTION_PATH),
-        ("Silence 1h", ACTION_SILENCE),
+        ("Acknowledge", ACTION_ACK),
+        ("Silence…", ACTION_SILENCE),
         ("Prometheus graph", ACTION_GRAPH),
         ("Alertmanager silence", ACTION_SILENCE_PAGE),
     ]
-    assert {ActionRef.decode(b["value"]) for b in found[:3]} == {ActionRef("prod-a", T, group_id(key))}
-    assert found[3]["url"] == GRAPH
+    assert {ActionRef.decode(b["value"]) for b in found[:4]} == {ActionRef("prod-a", T, group_id(key))}
+    assert found[4]["url"] == GRAPH
     # Alertmanager's own template: every common label but alertname, sorted, then alertname.
-    assert found[4]["url"] == (
+    assert found[5]["url"] == (
         "http://am:9093/#/silences/new?filter=%7Bgroup_version%3D%22orders.example.com%2Fv1%22%2C%20"
         "pod%3D%22vc-0%22%2C%20severity%3D%22critical%22%2C%20target%3D%22shop%2Forders%22%2C%20"
         "alertname%3D%22ResourceProxyNoHealthyPeers%22%7D"
     )
-    assert "value" not in found[3]
+    assert "value" not in found[4]
 
 
 def test_links_that_are_not_http_urls_are_left_out() -> None:
@@ -238,6 +246,7 @@ def test_links_that_are_not_http_urls_are_left_out() -> None:
         assert [b["action_id"] for b in buttons(alert_group_message(view, NOW))] == [
             ACTION_PROBE,
             ACTION_PATH,
+            ACTION_ACK,
             ACTION_SILENCE,
         ], bad
 

@@ -89,7 +89,7 @@ def test_a_members_details_reply_says_what_joined_the_shared_cause_and_every_det
     assert f"*Details:* 🟠 FIRING: {DISCOVERY_DEGRADED} · {T}" in text  # the header comes first
     assert f"↳ Joined this incident: 🟠 *{DISCOVERY_DEGRADED}* on `{T}` (`{GV}`), since 12 min ago" in text
     assert "*Same cause:* no healthy peer" in text
-    assert "Silence 1h on the incident's message silences it too" in text
+    assert "Silence… on the incident's message silences it too" in text
     # The group's details as its own details reply would carry them: how it stands, the peer caches read,
     # what the alert means.
     assert "*Now:*" in text

@@ -14,9 +14,11 @@ from slack_sdk import WebClient
 
 from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS, PEER_CACHE_UNSYNCED
 from bot.domain.findings import Severity
+from bot.domain.messages import ActionRef
 from bot.domain.storm_summary import StormCounts, StormView
 from bot.domain.storm_targets import StormEntry, TargetLive, TargetsRead, TargetState, storm_rows
 from bot.render.blocks import Message
+from bot.render.slack import ACTION_ACK, ACTIONS_BLOCK_ID
 from bot.render.storm import COLUMNS, storm_message, storm_table
 from tests.fakes.alert_views import HOSTILE, NOW
 from tests.fakes.slack_api import FakeSlack
@@ -181,3 +183,14 @@ def test_any_storm_is_accepted_by_slack(
     assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
     table = storm_table(storm, NOW, "C1")
     assert len(table.content.decode().splitlines()) == 3 + len(storm.rows)
+
+
+def test_a_storm_lasting_has_an_acknowledge_button_and_one_over_has_none() -> None:
+    found = entries(3)
+    ref = ActionRef.for_group(None, None, "storm:#alerts:1").encode()
+    lasting = storm_message(view(found, {}), NOW, ack=ref)
+    [block] = [b for b in lasting.blocks if b.get("block_id") == ACTIONS_BLOCK_ID]
+    assert [(e["action_id"], e.get("value")) for e in block["elements"]] == [(ACTION_ACK, ref)]
+    over = storm_message(view(found, {}, ended=True), NOW, ack=ref)
+    assert all(b.get("block_id") != ACTIONS_BLOCK_ID for b in over.blocks)
+    assert storm_message(view(found, {}), NOW).blocks == lasting.blocks[:-1]

@@ -100,7 +100,7 @@ def test_alert_group_text_says_the_same_as_slack() -> None:
     text = show(alert_group_message(view, NOW))
     assert text.startswith(f"🔴 FIRING: {NO_HEALTHY_PEERS} · shop/orders")
     assert "Now: still broken · healthy 0, quarantined 2, half_open 0 on `orders.example.com/v1`" in text
-    assert text.endswith("[Probe now] [Path check] [Silence 1h]")
+    assert text.endswith("[Probe now] [Path check] [Acknowledge] [Silence…]")
 
 
 def test_alert_details_text_is_the_thread_reply() -> None:

@@ -1,0 +1,68 @@
+"""A silence as an alert message shows it: the 🔕 line, and *Silence…* turned into *Expire silence*.
+
+Laid over a message as it is sent (by the delivery worker, from the silences Alertmanager listed last:
+`bot.alerts.silences`), like the acknowledgement (`bot.render.acknowledge`): idempotent, and undone
+when the silence is gone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.render.acknowledge import line_at, mention
+from bot.render.blocks import Block, Message, context, esc, truncate
+from bot.render.slack import ACTION_EXPIRE_SILENCE, ACTION_SILENCE, ACTIONS_BLOCK_ID
+
+SILENCE_BLOCK_ID = "proxy_silence_line"
+SILENCE_LABEL, EXPIRE_LABEL = "Silence…", "Expire silence"
+MAX_COMMENT_SHOWN = 200
+# proxybot's own silences say who made them as "name (Slack U…)": shown as a mention.
+_SLACK_MAKER = re.compile(r"\(Slack ([UW][A-Z0-9]{2,20})\)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ShownSilence:
+    """The silence a message shows: who made it, until when, why (as Alertmanager has them)."""
+
+    created_by: str
+    ends_at: datetime
+    comment: str
+
+
+def maker(created_by: str) -> str:
+    found = _SLACK_MAKER.search(created_by)
+    return mention(found.group(1)) if found else esc(created_by)
+
+
+def _until(at: datetime, now: datetime | None) -> str:
+    at = at.astimezone(UTC)
+    same_day = now is not None and at.date() == now.astimezone(UTC).date()
+    return at.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC")
+
+
+def silence_line(silence: ShownSilence, now: datetime | None = None) -> str:
+    comment = truncate(esc(silence.comment), MAX_COMMENT_SHOWN)
+    return f"🔕 Silenced by {maker(silence.created_by)} until {_until(silence.ends_at, now)}: {comment}"
+
+
+def shown_silenced(message: Message, silence: ShownSilence | None, now: datetime | None = None) -> Message:
+    """`message` with the silence's line (none when `silence` is None) and its button turned to match."""
+    blocks = [b for b in message.blocks if b.get("block_id") != SILENCE_BLOCK_ID]
+    blocks = [_turned(b, silence is not None) if b.get("block_id") == ACTIONS_BLOCK_ID else b for b in blocks]
+    if silence is not None:
+        line = {**context([silence_line(silence, now)]), "block_id": SILENCE_BLOCK_ID}
+        blocks.insert(line_at(blocks), line)
+    return Message(message.text, tuple(blocks))
+
+
+def _turned(block: Block, silenced: bool) -> Block:
+    action, label = (ACTION_EXPIRE_SILENCE, EXPIRE_LABEL) if silenced else (ACTION_SILENCE, SILENCE_LABEL)
+    elements: list[dict[str, Any]] = []
+    for element in block.get("elements") or []:
+        if element.get("action_id") in (ACTION_SILENCE, ACTION_EXPIRE_SILENCE):
+            element = {**element, "action_id": action, "text": {**element["text"], "text": label}}
+        elements.append(element)
+    return {**block, "elements": elements}
