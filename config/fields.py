@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, SecretStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, SecretStr, WithJsonSchema
 
 from config import validation
 
@@ -57,8 +57,13 @@ TargetName = Annotated[str, AfterValidator(validation.target_name)]
 LabelName = Annotated[str, AfterValidator(validation.prometheus_label_name)]
 SlackChannel = Annotated[str, AfterValidator(validation.slack_channel)]
 SlackUser = Annotated[str, AfterValidator(validation.slack_user)]
-# A duration (`30s`, `10m`, `1h`, `7d`) as seconds.
-Duration = Annotated[float, BeforeValidator(validation.duration_seconds)]
+# A duration (`30s`, `10m`, `1h`, `7d`, or a number of seconds) as seconds. Its JSON schema (the Helm
+# chart's values) takes both forms, as the model does.
+Duration = Annotated[
+    float,
+    BeforeValidator(validation.duration_seconds),
+    WithJsonSchema({"type": ["number", "string"], "description": "seconds, or 30s, 10m, 1h, 7d"}),
+]
 
 
 class StrictModel(BaseModel):
