@@ -21,7 +21,8 @@ MANIFESTS = [HTTP_MODE, SOCKET_MODE]
 SCOPES = {"commands", "chat:write", "files:write", "channels:history", "groups:history"}
 # CLI commands that only make sense on the operator's machine, never in a Slack channel.
 LOCAL_ONLY = {"check-config", "check-vcluster", "demo", "serve", "sim"}
-SLACK_ONLY = {"help", "silence"}
+# PRODUCT.md: "the same subcommands as the CLI plus `help`, `silence`, `ack TARGET` and `unack TARGET`".
+SLACK_ONLY = {"help", "silence", "ack", "unack"}
 
 Json = dict[str, Any]
 
