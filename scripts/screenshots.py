@@ -38,10 +38,11 @@ TOUR_SECONDS = 1000.0
 # A pixel differs when a channel moves by more than this; a picture is out of date when more than
 # TOLERANCE of its pixels differ. The messages are live: dates and numbers move a few glyphs, a message
 # edited or not shows "(edited)", and on a loaded machine a storm's table may already list the alerts
-# that joined later (every row's text changes: 7.6% measured). Another message, font or layout differs by
-# far more (66% between two of these pictures).
+# that joined later (every row's text changes: 7.6% and 10.1% measured, the latter in a whole-suite run).
+# Another message, font or layout differs by far more (66% between two of these pictures), so a quarter
+# still tells an out-of-date picture from a live one.
 PIXEL_DELTA = 64
-TOLERANCE = 0.10
+TOLERANCE = 0.25
 _PAGE = re.compile(r"^page: (http://127\.0\.0\.1:\d+/)", re.MULTILINE)
 _CHANNEL = re.compile(r'href="/\?channel=([A-Z0-9]+)"># ([\w-]+)</a>')
 _TOP = re.compile(r'<div class="msg" id="m-([0-9.]+)"')
