@@ -1,12 +1,12 @@
 """The leader lease: which one process of those sharing a store processes alerts and sends the outbox.
 
-Any replica accepts webhooks and answers Slack (everything is stored first); the replica holding the
-`leader` lease runs the alert pipeline and the delivery worker. It renews the lease as it works; when it
-dies, the lease expires after `LEASE_TTL` seconds and the next replica to ask takes it over and finishes
-what the dead one left (pending notifications, pending outbox rows). A SQLite store is one process's and
-takes no lease (`bot/compose.py`). Each worker checks the lease before every unit of work with a margin
-longer than that work can take (`ensure`), so a replica that lost the lease (paused, cut off from the
-database) stops before the next replica could start on the same work.
+Any replica accepts webhooks and answers Slack (everything is stored first); the replica holding the `leader`
+lease runs the alert pipeline and the delivery worker. It renews the lease as it works; when it dies, the
+lease expires after its TTL (`store.lease_seconds`) and the next replica to ask takes it over and finishes
+what the dead one left (pending notifications, pending outbox rows). A SQLite store is one process's and takes
+no lease (`bot/compose.py`). Each worker checks the lease before every unit of work with a margin longer than
+that work can take (`ensure`), so a replica that lost the lease (paused, cut off from the database) stops
+before the next replica could start on the same work.
 
 Every timing of the lease is a fraction of its one setting, the TTL (`store.lease_seconds`), stated here
 once (`LeaseTimings`); `fencing_floor` is the shortest TTL whose margins still outlast the work they

@@ -234,7 +234,8 @@ class SlackPage:
             raise PageInputError("action_id", why)
         action = action_of(element, block_id, option)
         key = self._response_key(channel)
-        payload = block_actions(msg, self._channel(channel), action, self.slack.response_url(key))
+        trigger = self.slack.views.issue_trigger()  # a modal may be opened with it, within 3 s
+        payload = block_actions(msg, self._channel(channel), action, self.slack.response_url(key), trigger)
         return await self._send({"payload": json.dumps(payload)})
 
     async def command(self, channel: str, text: str) -> Sent:
@@ -243,7 +244,9 @@ class SlackPage:
             raise PageInputError("text", f"longer than {MAX_COMMAND} characters")
         found = self._channel(channel)
         key = self._response_key(channel)
-        form = slash_command(found, text.strip(), self.slack.response_url(key))
+        form = slash_command(
+            found, text.strip(), self.slack.response_url(key), self.slack.views.issue_trigger()
+        )
         return await self._send(form)
 
     def _message(self, channel: str, ts: str) -> Message:
@@ -338,7 +341,7 @@ def _who() -> dict[str, str]:
 
 
 def block_actions(
-    msg: Message, channel: Channel, action: dict[str, Any], response_url: str
+    msg: Message, channel: Channel, action: dict[str, Any], response_url: str, trigger_id: str
 ) -> dict[str, Any]:
     """A block_actions payload as Slack sends it for a press on a message of the app's."""
     message = msg.as_history(with_metadata=True)
@@ -353,7 +356,7 @@ def block_actions(
             "channel_id": channel.id,
             "is_ephemeral": False,
         },
-        "trigger_id": _trigger_id(),
+        "trigger_id": trigger_id,
         "team": {"id": TEAM_ID, "domain": "proxybot-sim"},
         "enterprise": None,
         "is_enterprise_install": False,
@@ -365,7 +368,7 @@ def block_actions(
     }
 
 
-def slash_command(channel: Channel, text: str, response_url: str) -> dict[str, str]:
+def slash_command(channel: Channel, text: str, response_url: str, trigger_id: str) -> dict[str, str]:
     """A slash command's form fields as Slack sends them."""
     return {
         "token": "demo-verification-token",
@@ -380,12 +383,8 @@ def slash_command(channel: Channel, text: str, response_url: str) -> dict[str, s
         "api_app_id": APP_ID,
         "is_enterprise_install": "false",
         "response_url": response_url,
-        "trigger_id": _trigger_id(),
+        "trigger_id": trigger_id,
     }
-
-
-def _trigger_id() -> str:
-    return f"{int(time.time())}.{secrets.randbelow(10**12)}.{secrets.token_hex(16)}"
 
 
 def _open(focus: str | None) -> frozenset[str]:

@@ -31,27 +31,10 @@ GRACE_SECONDS = 5.0
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The suites that wait on real processes and timers first, then the other slow tests: pytest-xdist
-    hands tests out in this order, so the longest start at once instead of ending the run alone.
-
-    A module whose tests share a module- or session-scoped fixture (a simulator, a real Prometheus, the
-    demo's tour) runs on one xdist worker (`--dist loadgroup`), so the fixture is set up once, not once
-    per worker that happens to get one of its tests."""
-    for item in items:
-        if _shares_a_fixture(item) and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    hands the modules out in this order (`--dist loadscope`: a module's tests on one worker, so a
+    module-scoped fixture, a simulator, a real Prometheus, the demo's tour, is set up once), so the
+    longest start at once instead of ending the run alone."""
     items.sort(key=_start_order)  # stable: within a rank, collection order
-
-
-def _shares_a_fixture(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the fixtures a test uses
-    if info is None:
-        return False
-    return any(
-        definition.scope in ("module", "package", "session")
-        for definitions in info.name2fixturedefs.values()
-        for definition in definitions
-        if not definition.argname.startswith("_") and definition.baseid != ""
-    )
 
 
 def _start_order(item: pytest.Item) -> int:

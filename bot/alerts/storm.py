@@ -186,7 +186,9 @@ class StormDesk:
                 await self._publish(storm, now, "table")
             elif storm.posted and storm.table is None and storm.dirty and now >= self._grow_due(storm):
                 storm.grown += 1
-                await self._publish(storm, now, f"grow:{storm.grown}", table=False)
+                # Named by its moment, as refreshes are: `grown` is in memory only, so after a restart
+                # `grow:1` would name an edit the dead process already sent, and the outbox would drop it.
+                await self._publish(storm, now, f"grow:{int(now * 1000)}", table=False)
             elif storm.posted and storm.dirty and now - storm.refreshed_at >= self._policy.refresh_seconds:
                 await self._publish(storm, now, f"refresh:{int(now * 1000)}")
             elif settle and storm.unsaved and now - storm.saved_at >= self._policy.settle_seconds:

@@ -37,13 +37,15 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 # Interaction payloads carry the whole message they came from (≤ 50 blocks): a few hundred KB at most.
 MAX_BODY_BYTES = 1024 * 1024
-DEFAULT_TIMEOUT = 10.0
+# bolt's own client (its acks and `response_url` answers): no lease fences it, unlike the outbox's
+# Slack calls (`bot.clients.slack.DEFAULT_TIMEOUT`).
+BOLT_CLIENT_TIMEOUT = 10.0
 
 # A handler module's registration, bound to its dependencies: `lambda app: commands.register(app, deps)`.
 Registration = Callable[[AsyncApp], None]
 
 
-def web_client(settings: Settings, *, timeout: float = DEFAULT_TIMEOUT) -> AsyncWebClient:
+def web_client(settings: Settings, *, timeout: float = BOLT_CLIENT_TIMEOUT) -> AsyncWebClient:
     """The Web API client listeners get as `client`: bot token, `slack.api_url`, a timeout, no retries."""
     if settings.slack.bot_token is None:
         raise ConfigError(["slack.bot_token: required to answer Slack commands and buttons"])
