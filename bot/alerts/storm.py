@@ -175,7 +175,9 @@ class StormDesk:
     async def flush(self, *, settle: bool = False) -> bool:
         """Send the summaries and tables that are due, and end storms whose alerts all resolved; True
         when every storm's row is current. With `settle` (the alert queue ran empty) a row lagging its
-        counts is saved, at most once per `settle_seconds`, without a Slack call."""
+        counts is saved, at most once per `settle_seconds`, without a Slack call. A growing storm's count
+        is edited only then too: while a burst is still being applied, the table follows as soon as it
+        is, and an edit before it would be one posting call more for nothing."""
         now = self._clock()
         for storm in list(self._active.values()):
             if storm.counts.alerts and not storm.counts.firing:
@@ -184,7 +186,13 @@ class StormDesk:
                 await self._publish(storm, now, "first", table=self._table_now(storm, now, settle))
             elif storm.posted and storm.table is None and self._table_now(storm, now, settle):
                 await self._publish(storm, now, "table")
-            elif storm.posted and storm.table is None and storm.dirty and now >= self._grow_due(storm):
+            elif (
+                storm.posted
+                and storm.table is None
+                and storm.dirty
+                and settle
+                and now >= self._grow_due(storm)
+            ):
                 storm.grown += 1
                 # Named by its moment, as refreshes are: `grown` is in memory only, so after a restart
                 # `grow:1` would name an edit the dead process already sent, and the outbox would drop it.

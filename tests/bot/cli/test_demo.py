@@ -54,8 +54,10 @@ def shows_the_whole_storm(out: str) -> None:
     """The storm's last summary counts all 31 targets, names their grouping and cause; its table follows."""
     summary = out.rindex("🌩️ Alert storm: 31 targets")
     shown = " ".join(out[summary:].split())  # the terminal wraps long lines
-    assert "`team-a` · 31 targets: 2 no healthy peers" in shown
-    assert "· 29 peer cache unsynced (peers from a stale list)" in shown
+    # The two targets that are down read as whatever their peers are doing at that moment (no healthy
+    # peer, quarantined, a trial dial pending): the simulator's clock runs on while the storm grows.
+    down_and_unsynced = r"`team-a` · 31 targets: 2 [^·]+ · 29 peer cache unsynced \(peers from a stale list\)"
+    assert re.search(down_and_unsynced, shown)
     assert "Common cause: `team-a`'s peer feed: `peer_cache_synced` is 0 on every one of the 31" in shown
     table = out.index("── file in thread")
     header = out.index("CLUSTER  TARGET", table)
