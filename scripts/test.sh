@@ -39,6 +39,7 @@ echo "== lint-imports";      lint-imports
 # more workers than cores finish sooner. A module's tests run on one worker (`loadscope`), so what its
 # module-scoped fixtures start (a simulator, a real Prometheus, the demo's tour) starts once; the
 # `loadgroup` mode would be finer, but pytest-xdist 3.8 does not group under pytest 9 (its nodeid
-# suffix is never added). The 20 slowest tests are listed at the end, so they stay visible.
-# PROXYBOT_TEST_WORKERS=0 runs it in one process.
-echo "== pytest";            pytest -n "${PROXYBOT_TEST_WORKERS:-4}" --dist loadscope --durations=20 "$@"
+# suffix is never added). Modules go out in collection order (tests/conftest.py puts the longest
+# first), not by test count. The 20 slowest tests are listed at the end, so they stay visible.
+# TEST_WORKERS=0 runs it in one process.
+echo "== pytest";            pytest -n "${TEST_WORKERS:-4}" --dist loadscope --no-loadscope-reorder --durations=20 "$@"
