@@ -32,11 +32,11 @@ from tests.e2e.stack import (
     wait_degraded,
     wait_until,
 )
-from tests.harness.alertmanager import Alertmanager, Route
+from tests.e2e.test_alertmanager_flow import ROUTE
+from tests.harness.alertmanager import Alertmanager
 
 pytestmark = pytest.mark.slow
 
-ROUTE = Route(group_by=("alertname", "cluster", "target"), group_wait="1s", group_interval="1s")
 TIMEOUT = 30.0
 
 
