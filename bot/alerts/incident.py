@@ -4,7 +4,7 @@ An incident is opened by a group posted on its own whose alerts name a cause (`b
 `GroupFacts.cause` is the key (client cluster, target, cause) and its message is the incident's. A later
 new group in the same channel whose diagnosis names the same key (a failing probe: the incident of its
 cluster) is not posted: it becomes a member (`GroupFacts.incident`), shown on the incident's message as an
-"also firing" line, with a details reply of its own in its thread (`bot.alerts.incident_member`); each of
+"also firing" line, with a details reply of its own in its thread (`MemberThread`, below); each of
 its later notifications edits that message and that reply, and replies there only when a group's own
 thread would get a reply (alerts added, the incident resolved, firing again). Membership is for good: a
 member firing again later goes to the same message. The message is firing while any of its groups fires.
@@ -17,6 +17,20 @@ Crash safety as the pipeline's: operations first (keys made from the notificatio
 re-run queues nothing new), then the first group's row (its member list), then the member's row (which
 records the notification), then the notification is closed. Which incidents are open is kept in memory
 per leadership term (`restore()` reads it back from the store), so deciding costs no store scan.
+
+A member's share of its incident's thread (`MemberThread`): one details reply of its own, edited in
+place, and only the other replies a group's own thread would get. A group that joined an incident has no message of its own, so its details reply
+(`member_details_reply`: what joined and the shared cause, then every finding, the reason counts with their
+meanings, the per-replica readings and the quantiles) goes into the incident message's thread, named after
+the member (`member_reply`): posted when it joins, edited in place by each later notification of the member
+(never a new reply per update), its header turning resolved when the member resolves. Besides it, the
+thread gets what a group's own thread would (`worth_a_reply`): alerts added, the incident resolved with
+the member's last alert, the member firing again; while it flaps, one note an hour instead.
+
+Crash safety: the reply's outbox key is one per incident message and member, its edits one per
+notification (`bot.delivery.keys`), so a re-run after a crash queues nothing new; a reply whose post Slack
+took but whose answer was lost is found in the thread by its metadata (`bot/delivery/send.py`), not posted
+again.
 """
 
 from __future__ import annotations
@@ -25,18 +39,19 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
 from bot.alerts.grouping import Routed, route
-from bot.alerts.incident_member import MemberThread
-from bot.alerts.outbox import Outbox
-from bot.alerts.state import ChannelGroup, next_state, with_history
+from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
+from bot.alerts.state import ChannelGroup, change_since, next_state, with_history, worth_a_reply
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.alerts_catalog import PROBE_FAILING
 from bot.domain.findings import Severity
 from bot.domain.incident import (
     MAX_MEMBERS,
+    Cause,
     CauseKey,
     Flaps,
     IncidentLine,
@@ -46,13 +61,75 @@ from bot.domain.incident import (
     pick_incident,
     probe_subject,
 )
-from bot.domain.messages import AlertGroupView, GroupStatus
+from bot.domain.messages import AlertGroupView, GroupStatus, group_id
 from bot.domain.moments import from_epoch
 from bot.ports import Clock
+from bot.render.alert_details import member_details_reply
 from bot.render.alert_message import alert_group_message
+from bot.render.incident import flapping_reply
+from bot.render.slack import change_reply
 from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState
 from config.settings import Settings
+
+
+def member_reply(member_key: str) -> str:
+    """The name of a member group's details reply in its incident message's thread (one per member)."""
+    return f"{DETAILS_REPLY}:{group_id(member_key)}"
+
+
+class MemberThread:
+    """Queues a member group's replies in its incident message's thread."""
+
+    def __init__(self, outbox: Outbox, clock: Clock) -> None:
+        self._outbox = outbox
+        self._clock = clock
+
+    async def details(
+        self, identity: str, channel: str, incident: str, view: AlertGroupView, cause: Cause | None
+    ) -> None:
+        """The member's details reply in the thread of message `incident` (its first group's key):
+        posted the first time, edited in place (once per notification `identity`) after."""
+        body = member_details_reply(view, cause, self._now())
+        await self._outbox.reply_in_place(
+            channel,
+            incident,
+            body,
+            reply=member_reply(view.group_key),
+            revision=identity,
+            defer=DETAILS_DEFER,
+        )
+
+    async def changes(
+        self,
+        identity: str,
+        group: ChannelGroup,
+        view: AlertGroupView,
+        prev: AlertGroupState,
+        flaps: Flaps,
+        incident: AlertGroupView,
+    ) -> Flaps:
+        """A member's later notification, beyond its details: a reply when it is worth one, or, while it
+        flaps, a note at most once an hour. The flaps as they are to be saved."""
+        now, where = self._clock(), incident.group_key
+        if flaps.flapping(now):
+            if flaps.note_due(now):
+                note = flapping_reply(view, flaps.count(now))
+                await self._outbox.reply(group.channel, where, note, f"flapping:{identity}")
+                return flaps.noted(now)
+            return flaps
+        # As the incident stands: "all resolved" only when its last group resolves, and a member resolving
+        # while the incident fires is left to the edits (its line, its details reply's header).
+        change = change_since(group, view, prev, self._now())
+        change = replace(change, group_status=incident.status, started_at=incident.started_at)
+        if worth_a_reply(change, prev):
+            reply = change_reply(change, self._now())
+            await self._outbox.reply(group.channel, where, reply, f"member:{identity}")
+        return flaps
+
+    def _now(self) -> datetime:
+        return from_epoch(self._clock())
+
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from bot.render.blocks import Message
 from bot.store.models import Enqueued, Withdrawal
 
 # The name of a group's details reply (`Outbox.reply_in_place`): one per group message, edited in place; a
-# group that joined an incident has its own in the incident message's thread (`bot.alerts.incident_member`).
+# group that joined an incident has its own in the incident message's thread (`bot.alerts.incident`).
 DETAILS_REPLY = "details"
 # Seconds a details reply's first post waits: the message itself goes first, and a storm starting in the
 # channel gets its summary and table out before it (they compete for Slack's ~1 post/s per channel).

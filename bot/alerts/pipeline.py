@@ -9,7 +9,7 @@ is compared with the group's stored state:
                                 row of the storm's table in the summary's thread)
     new group, same cause    -> an "also firing" line on the open incident's message, and its own
       as an open incident       details reply in its thread (`bot/alerts/incident.py`,
-                                `bot/alerts/incident_member.py`); its later notifications edit both
+                                `bot/alerts/incident.py`); its later notifications edit both
     later notification       -> edit both in place, plus a thread reply when alerts were added
     everything resolved      -> edit both to the resolved form, plus a reply; never a new top-level post
     firing again             -> edit both back, plus a reply

@@ -29,6 +29,13 @@ summary's `StormRecord`: its state, the table in its thread and, as of its last 
 `restore()` joins both. The storm's row is saved when it starts, before any group is folded into it, and
 a folded group is marked as the storm's before its post is withdrawn: `restore()` finishes a fold a kill
 interrupted (the post withdrawn now), or gives the group its own message back when its post went out.
+
+Below: one storm as the storm desk keeps it (`Storm`: its running counts in memory, its record in the
+store), and the live reads behind its summary and table (`StormReads`: each cluster read once, within a
+budget). The cluster reads are `bot.live.LiveState`'s, shared and cached: in a storm the pipeline has just read the
+same clusters for the alerts, so these answer from the cache. A read that is late is not waited for (its
+targets show "not read"); it goes on for the next caller, since a shared read outlives one that stops
+waiting. Every target's state is worked out once per snapshot read, in one pass over it.
 """
 
 from __future__ import annotations
@@ -36,20 +43,160 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from bot.alerts.outbox import Outbox
-from bot.alerts.storm_reads import LiveReader, StormReads
-from bot.alerts.storm_record import Arrival, Storm
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef, AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
-from bot.domain.storm_targets import StormEntry, StormRow, storm_rows
+from bot.domain.snapshot import ProxySnapshot
+from bot.domain.storm import (
+    StormCounts,
+    StormEntry,
+    StormRow,
+    StormView,
+    TargetLive,
+    TargetsRead,
+    live_by_target,
+    storm_rows,
+)
+from bot.live import ClusterRead
 from bot.ports import Clock
 from bot.render.blocks import Message
 from bot.render.storm import TableFile, storm_message, storm_table
 from bot.store.base import GroupStore
-from bot.store.models import AlertGroupState, StormShare, Withdrawal
+from bot.store.models import AlertGroupState, StormRecord, StormShare, Withdrawal
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A new group of the storm window: when it came, and its count."""
+
+    at: float
+    group_key: str
+    entries: tuple[StormEntry, ...]
+
+
+@dataclass
+class Storm:
+    """One storm in one channel."""
+
+    key: str
+    channel: str
+    started_at: float
+    last_new_at: float
+    changed_at: float = float("-inf")  # the last new group or changed count (in memory only)
+    grown: int = 0  # edits of the count before the table (in memory only)
+    entries: dict[str, tuple[StormEntry, ...]] = field(default_factory=dict)
+    counts: StormCounts = field(default_factory=StormCounts)
+    ended_at: float | None = None
+    posted: bool = False
+    table: str | None = None  # the revision of the table upload in the thread
+    refreshed_at: float = float("-inf")
+    dirty: bool = False  # the summary in Slack may be older than the counts
+    unsaved: bool = False  # the storm's row is older than the counts
+    saved_at: float = float("-inf")
+    shown: tuple[object, ...] | None = None  # the signature of the summary last sent
+    tabled: tuple[StormRow, ...] | None = None  # the rows of the table last uploaded
+
+    def __post_init__(self) -> None:
+        self.changed_at = max(self.changed_at, self.last_new_at)
+
+    def count(self, group_key: str, entries: tuple[StormEntry, ...]) -> None:
+        """Replace the group's entries, adjusting the running counts by the difference only."""
+        for old in self.entries.get(group_key, ()):
+            self.counts.remove(old)
+        for new in entries:
+            self.counts.add(new)
+        self.entries[group_key] = entries
+        self.dirty = self.unsaved = True
+
+    def all_entries(self) -> list[StormEntry]:
+        return [e for found in self.entries.values() for e in found]
+
+    def clusters(self) -> set[str]:
+        return {e.cluster for e in self.all_entries() if e.cluster is not None}
+
+    def view(self, rows: tuple[StormRow, ...]) -> StormView:
+        ended = None if self.ended_at is None else from_epoch(self.ended_at)
+        return StormView.of(self.counts, from_epoch(self.started_at), ended, rows)
+
+    def record(self) -> StormRecord:
+        return StormRecord(
+            self.started_at,
+            self.last_new_at,
+            self.ended_at,
+            self.posted,
+            dict(self.entries),
+            table=self.table,
+            refreshed_at=None if self.refreshed_at == float("-inf") else self.refreshed_at,
+        )
+
+    @classmethod
+    def from_record(cls, key: str, channel: str, record: StormRecord) -> Storm:
+        storm = cls(
+            key=key,
+            channel=channel,
+            started_at=record.started_at,
+            last_new_at=record.last_new_at,
+            ended_at=record.ended_at,
+            posted=record.posted,
+            table=record.table,
+            refreshed_at=float("-inf") if record.refreshed_at is None else record.refreshed_at,
+        )
+        for group_key, entries in record.entries.items():
+            storm.count(group_key, entries)
+        return storm
+
+
+class LiveReader(Protocol):
+    """Live proxy state per cluster (`bot.live.LiveState` is one); failures are returned, never raised."""
+
+    async def read(self, cluster: str) -> ClusterRead: ...
+
+
+class StormReads:
+    """Reads the storm's clusters for its table; remembers each snapshot's targets."""
+
+    def __init__(self, live: LiveReader | None, budget: float) -> None:
+        self._live = live
+        self._budget = budget
+        self._seen: dict[str, tuple[ProxySnapshot, Mapping[str, TargetLive]]] = {}
+
+    async def read(self, clusters: Iterable[str]) -> dict[str, TargetsRead]:
+        """Every cluster's targets with their state now, or why the cluster was not read."""
+        names = sorted(set(clusters))
+        if self._live is None:
+            return {name: TargetsRead(None, "no live state source") for name in names}
+        live = self._live
+        tasks = {name: asyncio.create_task(live.read(name), name=f"storm-read-{name}") for name in names}
+        if tasks:
+            await asyncio.wait(tasks.values(), timeout=self._budget)
+        late = [task for task in tasks.values() if not task.done()]
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        return {name: await self._targets(name, task) for name, task in tasks.items()}
+
+    async def _targets(self, cluster: str, task: asyncio.Task[ClusterRead]) -> TargetsRead:
+        if task.cancelled():
+            return TargetsRead(None, f"not read within {self._budget:g} s")
+        error = task.exception()
+        if error is not None:
+            return TargetsRead(None, f"read failed: {type(error).__name__}")
+        read = task.result()
+        if read.snapshot is None:
+            return TargetsRead(None, read.unavailable or "no live state")
+        seen = self._seen.get(cluster)
+        if seen is None or seen[0] is not read.snapshot:
+            # A page of hundreds of targets: read off the event loop (the snapshot is never changed).
+            found = await asyncio.to_thread(live_by_target, read.snapshot, read.window)
+            seen = (read.snapshot, found)
+            self._seen[cluster] = seen
+        return TargetsRead(seen[1])
+
 
 log = logging.getLogger(__name__)
 

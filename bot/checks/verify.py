@@ -13,12 +13,20 @@ Lines, per configured client cluster unless noted:
 - `probe-series`: `kube_cronjob_created` for that CronJob is visible in Prometheus.
 - `syncer`: `/metrics/syncer` is readable with the bot's own credentials and carries `vcluster_proxy_peers`.
 - `apiservices`, `versions`: the proxy's APIServices and their Services (orphans fail it), and the
-  vCluster versions of the client and its targets (`bot.checks.verify_triage`).
+  vCluster versions of the client and its targets (below).
 
 A line that cannot be checked (no `prometheus.url`, no `control_plane`) is *not checked*, never a pass:
 monitoring that was not verified is not verified, so the overall result passes only when every line passes
 (the CLI exits 1 otherwise, and says which lines were skipped and why). A line and the result are
 `bot.checks.verify_lines`; the two CronJob lines are `bot.checks.verify_cronjob`.
+
+The lines about the proxy's own objects and versions, per client cluster:
+
+- `apiservices`: every configured group/version's APIService exists and is Available, the Service its
+  `spec.service` names exists, and no protected APIService is left over for a group/version the config
+  does not name (an orphan: its removal steps are the fix).
+- `versions`: the client runs vCluster v0.37 or later (else /metrics/syncer does not exist) and the same
+  minor version as each target; tenants behind the newest version seen are named, without failing.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
 from bot.checks.context import CHECK_TIMEOUT, CheckContext, suggested
-from bot.checks.triage import fleet_newest, read_triage
+from bot.checks.triage import ClusterTriage, fleet_newest, read_triage
 from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
 from bot.checks.verify_lines import (
     Outcome,
@@ -36,7 +44,6 @@ from bot.checks.verify_lines import (
     skipped_line,
     unreachable_line,
 )
-from bot.checks.verify_triage import apiservices_line, versions_line
 from bot.clients.prometheus import PrometheusClient, RuleGroup, Sample, ScrapeTarget, selector
 from bot.domain.alerts_catalog import (
     DISCOVERY_DEGRADED,
@@ -47,12 +54,56 @@ from bot.domain.alerts_catalog import (
     TARGET_UNAVAILABLE,
     WATCHES_SILENT,
 )
+from bot.domain.apiservices import apiservice_findings
+from bot.domain.findings import Severity, sort_worst_first
 from bot.domain.parser import parse_syncer
 from bot.domain.paths import SYNCER_METRICS
 from bot.domain.snapshot import PEERS
+from bot.domain.versions import VClusterVersion, version_findings
 from bot.errors import ClusterError, InputError, MetricsParseError, UpstreamError
 from config.clusters import ClusterSettings
 from config.settings import Settings
+
+# Version flags that fail the line: a client blind to monitoring, or ends apart. Lagging is named only.
+FAILING_VERSIONS = frozenset({"client_too_old", "version_skew"})
+
+
+def apiservices_line(triage: ClusterTriage) -> VerifyLine:
+    """Pass when every configured APIService is Available with its Service, and none is orphaned."""
+    reads = triage.apiservices
+    problems = sort_worst_first([f for f in apiservice_findings(reads) if f.severity >= Severity.WARNING])
+    evidence = tuple(reads.lines()) + tuple(f"orphan: {o.name}" for o in reads.orphans())
+    if not problems:
+        summary = f"{len(reads.configured)} APIService(s) Available with their Service, no orphan"
+        return VerifyLine("apiservices", triage.cluster, Outcome.PASS, summary, evidence)
+    summary = "; ".join(f.title for f in problems[:3]) + (
+        f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+    )
+    return VerifyLine("apiservices", triage.cluster, Outcome.FAIL, summary, evidence, problems[0].next_step)
+
+
+def versions_line(triage: ClusterTriage, fleet_newest: VClusterVersion | None) -> VerifyLine:
+    """Pass when the client can publish proxy metrics and runs its targets' minor version."""
+    client = triage.client_version
+    targets = [t.version for t in triage.targets.values()]
+    evidence = tuple(f"{v.role.value} {v.name}: {v.shown()}" for v in (client, *targets))
+    if client.version is None or any(t.version is None for t in targets):
+        fix = (
+            "configure `control_plane` for the client and each target, and grant `get` on statefulsets there"
+        )
+        summary = "not every vCluster version could be read"
+        return VerifyLine("versions", triage.cluster, Outcome.NOT_CHECKED, summary, evidence, fix)
+    flags = version_findings(client, targets, fleet_newest)
+    failing = [f for f in flags if f.kind in FAILING_VERSIONS]
+    lagging = tuple(f"lags: {f.title}" for f in flags if f.kind not in FAILING_VERSIONS)
+    if failing:
+        summary = "; ".join(f.title for f in failing)
+        return VerifyLine(
+            "versions", triage.cluster, Outcome.FAIL, summary, evidence + lagging, failing[0].next_step
+        )
+    summary = f"client {client.version} serves proxy metrics (v0.37+) and matches its targets' minor version"
+    return VerifyLine("versions", triage.cluster, Outcome.PASS, summary, evidence + lagging)
+
 
 GUIDE_ALERTS = (
     NO_HEALTHY_PEERS,

@@ -1,5 +1,5 @@
 """Message content, neutral: what an alert group, a change or a command answer says (a storm summary:
-`bot.domain.storm_summary`).
+`bot.domain.storm`).
 
 These are plain data for the renderers (`bot/render/slack.py`, `bot/render/terminal.py`); nothing here
 knows Block Kit. Label values in here come from outside (Alertmanager, users) and are untrusted: the

@@ -7,20 +7,28 @@ one line naming them), "+N more", at most one "watch out" (the one that applies 
 the buttons with the Prometheus graph and Alertmanager's silence page as link buttons. It never exceeds
 `MAX_LINES` lines as the terminal shows them nor `MAX_VISIBLE` characters of text: findings that do not
 fit are counted in "+N more". Everything else is in the details reply (`bot.render.alert_details`).
+
+Fitting text into it: its lines counted as the terminal shows them, outside
+text clipped at a word, and a few names shown or counted.
+
+Values from outside are clipped before they are escaped (`esc`/`code`), so an escape is never cut.
+
+The "now" line says how bad the group is now: the lead alert's standing (and verdict when it fits), then
+the peers per state per group/version, folded to one segment when every cache agrees, the caches of each
+state named by what sets them apart (a replica, a target, group/versions) when they do not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.domain.alert_standing import Standing
-from bot.domain.alert_summary import FoldedFinding, current_trap, fold_peers
+from bot.domain.alert_summary import FoldedFinding, PeerCacheState, PeerReading, current_trap, fold_peers
+from bot.domain.diagnosis_readings import fmt_count
 from bot.domain.findings import Severity
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
 from bot.render.acknowledge import ACK_CHARS, ACK_LINES, ack_button
-from bot.render.alert_fit import NAME_SHOWN, clip, clip_words, fitted, lines_of, name, names
-from bot.render.alert_now import now_line, state_segments
 from bot.render.blocks import (
     Block,
     Button,
@@ -36,12 +44,13 @@ from bot.render.blocks import (
     fmt_time,
     header,
     message,
+    one_line,
     section,
     units,
     utc,
 )
 from bot.render.incident import SHOWN_MEMBERS, incident_lines
-from bot.render.layout import WIDTH
+from bot.render.layout import WIDTH, lines_shown
 from bot.render.slack import (
     ACTION_GRAPH,
     ACTION_PATH,
@@ -51,9 +60,129 @@ from bot.render.slack import (
     ACTIONS_BLOCK_ID,
     RESOLVED_MARK,
     SEVERITY_MARK,
+    STANDING_WORDS,
     live_line,
 )
+from bot.render.verdict import VERDICT_MARK
 from bot.render.words import counted
+
+NAME_SHOWN = 60  # characters of a name from outside (target, cluster, group/version) at the top level
+
+
+def lines_of(text: str) -> int:
+    """Terminal lines of one mrkdwn text, as the terminal renderer lays it out."""
+    return lines_shown(text, WIDTH)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    text = one_line(text)
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clip_words(text: str, limit: int) -> str:
+    """`text` within `limit` characters: cut at its first clause ("; ") when that fits, else at a word."""
+    text = one_line(text)
+    if len(text) <= limit:
+        return text
+    clause = text.split("; ", 1)[0]
+    if len(clause) < limit:
+        return clause + " …"
+    head = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
+    return head.rstrip(" ,;:") + "…"
+
+
+def fitted(prefix: str, text: str, max_lines: int) -> str:
+    """`prefix` + `text` escaped, the text cut at a word with "…" until it takes at most `max_lines`."""
+    plain = clip(text, max_lines * WIDTH)
+    while True:
+        line = prefix + esc(plain)
+        if lines_of(line) <= max_lines or not plain:
+            return line
+        cut = plain.rstrip("…").rsplit(" ", 1)[0] if " " in plain else plain[:-8]
+        plain = cut.rstrip(" ,;:") + "…" if cut else ""
+
+
+def name(value: str) -> str:
+    """A name from outside as inline code, clipped."""
+    return code(clip(value, NAME_SHOWN))
+
+
+def names(values: Sequence[str], word: str, shown: int = 2) -> str:
+    """`a`, `b` for a few names, else "N words"."""
+    if len(values) <= shown:
+        return ", ".join(name(v) for v in values)
+    return counted(len(values), word)
+
+
+def now_line(view: AlertGroupView, lead: AlertView) -> str:
+    """How bad it is now, one line: standing (and verdict when it fits), then the peers per state per
+    group/version, folded to one segment when they all agree."""
+    d = lead.diagnosis
+    assert d is not None
+    standing = STANDING_WORDS[d.standing]
+    verdict = "" if d.verdict is None else f"{VERDICT_MARK[d.verdict.verdict]} {d.verdict.verdict.value} · "
+    states = fold_peers(view.peers)
+    if not states:
+        return fitted(f"*Now:* {standing} · {verdict}", d.now, 1)
+    candidates = []
+    for words in (True, False):
+        segments = state_segments(states, view.peers, words=words)
+        for shown in range(len(segments), 0, -1):
+            more = len(segments) - shown
+            peers = " · ".join(segments[:shown]) + (f" · +{more} more" if more else "")
+            candidates += [f"*Now:* {standing} · {verdict}{peers}", f"*Now:* {standing} · {peers}"]
+    return next((c for c in candidates if lines_of(c) <= 1), fitted(f"*Now:* {standing} · ", d.now, 1))
+
+
+def state_segments(
+    states: list[PeerCacheState], readings: Sequence[PeerReading], *, words: bool
+) -> list[str]:
+    """One segment per peer state (`words`: spelled out when there is only one state)."""
+    if len(states) == 1:
+        return [f"{_counts(states[0], words=words)} on {_all_caches(readings)}"]
+    # The legend once, then the caches of each state and their `h/q/o`.
+    return [
+        ("healthy/quarantined/half_open: " if i == 0 else "") + f"{_which(s.caches, readings)} {_counts(s)}"
+        for i, s in enumerate(states)
+    ]
+
+
+def _counts(s: PeerCacheState, *, words: bool = False) -> str:
+    synced = " unsynced" if s.synced is False else ""
+    h, q, o = fmt_count(s.healthy), fmt_count(s.quarantined), fmt_count(s.half_open)
+    if words:
+        return f"healthy {h}, quarantined {q}, half_open {o}" + ("," + synced if synced else "")
+    return f"{h}/{q}/{o}{synced}"
+
+
+def _all_caches(readings: Sequence[PeerReading]) -> str:
+    gvs = {r.group_version for r in readings}
+    targets = {r.target for r in readings}
+    replicas = {r.replica for r in readings if r.replica}
+    if len(targets) > 1:
+        where = f"all {len(readings)} peer caches of {len(targets)} targets"
+    elif len(gvs) == 1:
+        where = name(next(iter(gvs)))
+    else:
+        where = "both group/versions" if len(gvs) == 2 else f"all {len(gvs)} group/versions"
+    return where + (f" of {len(replicas)} replicas" if len(replicas) > 1 else "")
+
+
+def _which(caches: Sequence[PeerReading], readings: Sequence[PeerReading]) -> str:
+    """The caches of one state, named by what sets them apart: whole replicas, whole targets, or else
+    their group/versions."""
+    mine = set(caches)
+    keys: tuple[tuple[str, Callable[[PeerReading], str]], ...] = (
+        ("replica", lambda r: r.replica or ""),
+        ("target", lambda r: r.target),
+    )
+    for word, key in keys:
+        values = sorted({key(r) for r in caches})
+        if len({key(r) for r in readings}) > 1 and {r for r in readings if key(r) in values} == mine:
+            return names(values, word)
+    return names(sorted({r.group_version for r in caches}), "group/version")
+
 
 MAX_FINDINGS = 5
 MAX_LINES = 15  # as the terminal shows the message (bot.render.layout.WIDTH columns)

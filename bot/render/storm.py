@@ -15,9 +15,15 @@ from datetime import datetime
 from bot.domain.diagnosis_readings import fmt_count, fmt_seconds
 from bot.domain.messages import Tally
 from bot.domain.moments import from_epoch
-from bot.domain.storm_cause import CommonCause, StormCause
-from bot.domain.storm_summary import SIGNATURE_TALLIES, ClusterStates, StormView
-from bot.domain.storm_targets import StormRow, TargetState
+from bot.domain.storm import (
+    SIGNATURE_TALLIES,
+    ClusterStates,
+    CommonCause,
+    StormCause,
+    StormRow,
+    StormView,
+    TargetState,
+)
 from bot.render.acknowledge import ack_button
 from bot.render.blocks import (
     Message,

@@ -23,7 +23,7 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
 from bot.domain.incident import Cause, CauseKey, Flaps
 from bot.domain.stale import Ended, SeenResolved
-from bot.domain.storm_targets import StormEntry
+from bot.domain.storm import StormEntry
 from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
 from bot.store.transaction import immediate
 

@@ -12,7 +12,7 @@ from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.incident import CauseKey, Flaps
 from bot.domain.stale import SeenResolved
-from bot.domain.storm_targets import StormEntry
+from bot.domain.storm import StormEntry
 
 
 @dataclass(frozen=True, slots=True)

@@ -441,7 +441,7 @@ async def test_late_prometheus_is_marked_unavailable_within_the_budget(harness: 
     fake.gate = asyncio.Event()
     enricher = PromEnricher(fake, clock=harness.clock)
     harness.pipeline = AlertPipeline(
-        settings(timeout=0.2),
+        settings(timeout=1.0),
         harness.store,
         harness.outbox,
         harness.live,
@@ -453,12 +453,14 @@ async def test_late_prometheus_is_marked_unavailable_within_the_budget(harness: 
     took = asyncio.get_running_loop().time() - started
     items = await harness.items()
     text = text_of(details_of(items))
-    assert "Window counts (last 15m, from Prometheus): unavailable: took longer than 0.2s" in text
+    assert "Window counts (last 15m, from Prometheus): unavailable: took longer than 1s" in text
     assert "Live state read" in text  # the live read was on time and is used
     assert [i.kind for i in items] == [OutboxKind.POST, OutboxKind.REPLY]  # the details reply; no chart
     # Prometheus did not bring the window: the chart is not asked for, the notification costs one budget.
     assert fake.ranges == []
-    assert took < 0.2 * 1.9
+    # One budget, not two in a row: a budget of 1 s leaves a loaded machine 0.9 s of scheduling delay
+    # before the bound (at 0.2 s a busy runner crossed it).
+    assert took < 1.0 * 1.9
     fake.gate.set()
     await enricher.aclose()
 

@@ -1,10 +1,10 @@
-"""`verify`'s APIService and version lines (bot/checks/verify_triage.py), from triage reads built here."""
+"""`verify`'s APIService and version lines (bot/checks/verify.py), from triage reads built here."""
 
 from __future__ import annotations
 
 from bot.checks.triage import ClusterTriage, TargetTriage
+from bot.checks.verify import apiservices_line, versions_line
 from bot.checks.verify_lines import Outcome
-from bot.checks.verify_triage import apiservices_line, versions_line
 from bot.domain.apiservices import ApiService, ApiServiceRead, ClientApiServices, ServiceLookup, ServiceRef
 from bot.domain.verdict import TargetPods
 from bot.domain.versions import Role, TenantVersion, parse_version

@@ -8,8 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.domain.findings import Severity
-from bot.domain.storm_cause import CommonCause, StormCause, judge_cause
-from bot.domain.storm_targets import SLOW_DIAL_SECONDS, StormRow, TargetLive, TargetState
+from bot.domain.storm import (
+    SLOW_DIAL_SECONDS,
+    CommonCause,
+    StormCause,
+    StormRow,
+    TargetLive,
+    TargetState,
+    judge_cause,
+)
 
 SHAPE = CommonCause.CLIENT_CLUSTER
 QUARANTINED = TargetLive(TargetState.NO_HEALTHY_QUARANTINED, True, None, 0, 2, 0)

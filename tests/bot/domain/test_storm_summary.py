@@ -6,9 +6,17 @@ from datetime import UTC, datetime
 
 from bot.domain.findings import Severity
 from bot.domain.messages import Tally
-from bot.domain.storm_cause import CommonCause
-from bot.domain.storm_summary import ClusterStates, StormCounts, StormView
-from bot.domain.storm_targets import StormEntry, TargetLive, TargetsRead, TargetState, storm_rows
+from bot.domain.storm import (
+    ClusterStates,
+    CommonCause,
+    StormCounts,
+    StormEntry,
+    StormView,
+    TargetLive,
+    TargetsRead,
+    TargetState,
+    storm_rows,
+)
 
 NOW = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 QUARANTINED = TargetLive(TargetState.NO_HEALTHY_QUARANTINED, True, None, 0, 2, 0)

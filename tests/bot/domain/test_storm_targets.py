@@ -20,7 +20,7 @@ from bot.domain.snapshot import (
     PeerCounts,
     ProxySnapshot,
 )
-from bot.domain.storm_targets import (
+from bot.domain.storm import (
     NO_SERIES,
     SLOW_DIAL_SECONDS,
     StormEntry,

@@ -15,8 +15,15 @@ from slack_sdk import WebClient
 from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS, PEER_CACHE_UNSYNCED
 from bot.domain.findings import Severity
 from bot.domain.messages import ActionRef
-from bot.domain.storm_summary import StormCounts, StormView
-from bot.domain.storm_targets import StormEntry, TargetLive, TargetsRead, TargetState, storm_rows
+from bot.domain.storm import (
+    StormCounts,
+    StormEntry,
+    StormView,
+    TargetLive,
+    TargetsRead,
+    TargetState,
+    storm_rows,
+)
 from bot.render.blocks import Message
 from bot.render.slack import ACTION_ACK, ACTIONS_BLOCK_ID
 from bot.render.storm import COLUMNS, storm_message, storm_table

@@ -11,7 +11,7 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
 from bot.domain.incident import Cause, CauseKey, Flaps
 from bot.domain.stale import Ended, SeenResolved
-from bot.domain.storm_targets import StormEntry
+from bot.domain.storm import StormEntry
 from bot.store import AlertGroupState, Store
 from bot.store.models import GroupFacts, StormRecord, StormShare
 from tests.bot.domain import alertmanager_samples as samples
