@@ -18,14 +18,15 @@ re-run queues nothing new), then the first group's row (its member list), then t
 records the notification), then the notification is closed. Which incidents are open is kept in memory
 per leadership term (`restore()` reads it back from the store), so deciding costs no store scan.
 
-A member's share of its incident's thread (`MemberThread`): one details reply of its own, edited in
-place, and only the other replies a group's own thread would get. A group that joined an incident has no message of its own, so its details reply
-(`member_details_reply`: what joined and the shared cause, then every finding, the reason counts with their
-meanings, the per-replica readings and the quantiles) goes into the incident message's thread, named after
-the member (`member_reply`): posted when it joins, edited in place by each later notification of the member
-(never a new reply per update), its header turning resolved when the member resolves. Besides it, the
-thread gets what a group's own thread would (`worth_a_reply`): alerts added, the incident resolved with
-the member's last alert, the member firing again; while it flaps, one note an hour instead.
+A member's share of its incident's thread (`MemberThread`): one details reply of its own, edited in place,
+and only the other replies a group's own thread would get. A group that joined an incident has no message of
+its own, so its details reply (`member_details_reply`: what joined and the shared cause, then every finding,
+the reason counts with their meanings, the per-replica readings and the quantiles) goes into the incident
+message's thread, named after the member (`member_reply`): posted when it joins, edited in place by each
+later notification of the member (never a new reply per update), its header turning resolved when the member
+resolves. Besides it, the thread gets what a group's own thread would (`worth_a_reply`): alerts added, the
+incident resolved with the member's last alert, the member firing again; while it flaps, one note an hour
+instead.
 
 Crash safety: the reply's outbox key is one per incident message and member, its edits one per
 notification (`bot.delivery.keys`), so a re-run after a crash queues nothing new; a reply whose post Slack

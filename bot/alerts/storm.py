@@ -32,9 +32,9 @@ interrupted (the post withdrawn now), or gives the group its own message back wh
 
 Below: one storm as the storm desk keeps it (`Storm`: its running counts in memory, its record in the
 store), and the live reads behind its summary and table (`StormReads`: each cluster read once, within a
-budget). The cluster reads are `bot.live.LiveState`'s, shared and cached: in a storm the pipeline has just read the
-same clusters for the alerts, so these answer from the cache. A read that is late is not waited for (its
-targets show "not read"); it goes on for the next caller, since a shared read outlives one that stops
+budget). The cluster reads are `bot.live.LiveState`'s, shared and cached: in a storm the pipeline has just
+read the same clusters for the alerts, so these answer from the cache. A read that is late is not waited for
+(its targets show "not read"); it goes on for the next caller, since a shared read outlives one that stops
 waiting. Every target's state is worked out once per snapshot read, in one pass over it.
 """
 
