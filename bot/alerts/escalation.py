@@ -1,0 +1,180 @@
+"""Escalation: the leader's loop that pages the on-call handle for a firing message nobody took.
+
+Every `every` seconds, on the replica holding the leader lease, `EscalationWatch.tick`:
+1. gives each firing message (a group's, an incident's, a storm summary's) whose alerts escalate
+   (`escalation.severities`) and whose current episode has been posted its deadline in the store, once per
+   episode (`Store.schedule_escalation`: the first deadline stored is kept);
+2. settles each deadline that is due (`Store.due_escalations`): acknowledged (the store) or silenced
+   (Alertmanager's silences as `SilenceWatch` last read them) closes it quietly; otherwise one reply is
+   queued in the message's thread, broadcast to the channel, mentioning `escalation.mention`, and the
+   deadline is closed as sent.
+
+The reply's outbox revision is the episode, so a leader that died between queueing it and closing the
+deadline leaves a row the next leader finds (`Delivery.reply_queued`) and closes as sent: never a second
+reply. The outbox sends it exactly once like every post (`bot.delivery.send`'s in-flight mark).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bot.delivery.send import ShownSilences, Sleep
+from bot.domain.acknowledgement import Acknowledgement
+from bot.domain.alerts import AlertStatus
+from bot.domain.escalation import Escalation, EscalationOutcome, deadline, escalates, outcome_at_deadline
+from bot.domain.messages import group_id
+from bot.lease import Lease
+from bot.ports import Clock
+from bot.render.blocks import Message
+from bot.render.escalation import escalation_reply
+from bot.store.base import EscalationStore
+from bot.store.errors import StoreError
+from bot.store.models import AlertGroupState, Enqueued
+from config.escalation import EscalationSettings
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+TICK = 1.0  # seconds between looks: a deadline is kept to within about this
+
+
+class EscalationReads(EscalationStore, Protocol):
+    """The store's side (`bot.store.Store` is one)."""
+
+    async def groups(
+        self, channel: str | None = None, status: AlertStatus | None = None
+    ) -> list[AlertGroupState]: ...
+
+    async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None: ...
+
+
+class Replies(Protocol):
+    """The outbox's side (`bot.delivery.worker.Delivery` is one)."""
+
+    async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued: ...
+
+    async def reply_queued(self, channel: str, group_key: str, revision: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Carrier:
+    """A firing message that may escalate: its group's row and the alerts it shows."""
+
+    group: AlertGroupState
+    label_sets: tuple[Mapping[str, str], ...]
+
+    @property
+    def episode(self) -> float:
+        assert self.group.first_firing_at is not None
+        return self.group.first_firing_at
+
+
+def carriers(firing: Sequence[AlertGroupState]) -> dict[tuple[str, str], Carrier]:
+    """The posted firing messages by (channel, key), each with its alerts: an incident's members' and a
+    storm's groups' count as the message's own."""
+    shown_by: dict[tuple[str, str], list[Mapping[str, str]]] = {}
+    for g in firing:
+        host = g.facts.incident or g.facts.storm_thread
+        if host is not None:
+            shown_by.setdefault((g.channel, host), []).extend(g.facts.firing_labels)
+    found: dict[tuple[str, str], Carrier] = {}
+    for g in firing:
+        if g.ts is None or g.first_firing_at is None or g.facts.incident or g.facts.storm_thread:
+            continue
+        where = (g.channel, g.group_key)
+        found[where] = Carrier(g, (*g.facts.firing_labels, *shown_by.get(where, ())))
+    return found
+
+
+def revision(episode: float) -> str:
+    """The escalation reply's outbox revision: one per firing episode."""
+    return f"escalation:{episode!r}"
+
+
+@dataclass
+class EscalationWatch:
+    """Deadlines of firing messages, kept in the store and settled on the leader."""
+
+    settings: Settings
+    store: EscalationReads
+    outbox: Replies
+    clock: Clock
+    silences: ShownSilences | None = None
+    lease: Lease | None = None
+    every: float = TICK
+    sleep: Sleep = asyncio.sleep
+    observe: Callable[[EscalationOutcome], None] = lambda outcome: None
+    _scheduled: set[tuple[str, str, float]] = field(default_factory=set)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                if self.lease is None or await self.lease.ensure():
+                    await self.tick()
+            except StoreError as err:
+                log.warning("escalations not looked at this time: %s", err)
+            except Exception:  # the loop never ends: the next tick may work
+                log.exception("escalation tick failed")
+            await self.sleep(self.every)
+
+    def policy(self, carrier: Carrier) -> EscalationSettings:
+        """The escalation of the message's cluster (the top level's when its alerts span clusters)."""
+        clusters = {self.settings.cluster_for_alert(labels) for labels in carrier.label_sets}
+        only = next(iter(clusters)) if len(clusters) == 1 else None
+        return self.settings.escalation_for(None if only is None else only.name)
+
+    def _escalating(self, carrier: Carrier) -> EscalationSettings | None:
+        policy = self.policy(carrier)
+        if policy.enabled and escalates(carrier.label_sets, policy.severities):
+            return policy
+        return None
+
+    async def tick(self) -> None:
+        """Schedule the deadlines of newly posted episodes, then settle those that are due."""
+        now = self.clock()
+        found = carriers(await self.store.groups(status=AlertStatus.FIRING))
+        current: set[tuple[str, str, float]] = set()
+        for (channel, key), carrier in found.items():
+            policy = self._escalating(carrier)
+            if policy is None:
+                continue
+            ident = (channel, key, carrier.episode)
+            current.add(ident)
+            if ident not in self._scheduled:
+                due = deadline(now, policy.after)
+                await self.store.schedule_escalation(Escalation(channel, key, carrier.episode, due))
+            self._scheduled.add(ident)
+        self._scheduled &= current
+        for pending in await self.store.due_escalations(now):
+            await self.settle(pending, found.get((pending.channel, pending.group_key)), now)
+
+    async def settle(self, pending: Escalation, carrier: Carrier | None, now: float) -> EscalationOutcome:
+        """Close one due deadline: its reply queued when nobody has the message; how it ended."""
+        where, rev = (pending.channel, pending.group_key), revision(pending.episode)
+        if await self.outbox.reply_queued(*where, rev):  # queued before a crash: it was sent
+            return await self._close(pending, EscalationOutcome.SENT)
+        policy = None if carrier is None else self._escalating(carrier)
+        outcome = outcome_at_deadline(
+            same_episode=carrier is not None and carrier.episode == pending.episode,
+            still_escalates=policy is not None,
+            acknowledged=await self.store.acknowledgement(*where) is not None,
+            silenced=carrier is not None and self._silenced(carrier),
+        )
+        if outcome is EscalationOutcome.SENT and policy is not None:
+            await self.outbox.reply(*where, escalation_reply(policy.mention, policy.after, now), rev)
+            log.info(
+                "group %s in %s escalated to %s", group_id(pending.group_key), pending.channel, policy.mention
+            )
+        return await self._close(pending, outcome)
+
+    def _silenced(self, carrier: Carrier) -> bool:
+        return self.silences is not None and self.silences.shown_for(carrier.label_sets) is not None
+
+    async def _close(self, pending: Escalation, outcome: EscalationOutcome) -> EscalationOutcome:
+        if await self.store.close_escalation(pending, outcome):
+            self.observe(outcome)
+        return outcome
