@@ -123,9 +123,9 @@ class EscalationWatch:
 
     def policy(self, carrier: Carrier) -> EscalationSettings:
         """The escalation of the message's cluster (the top level's when its alerts span clusters)."""
-        clusters = {self.settings.cluster_for_alert(labels) for labels in carrier.label_sets}
-        only = next(iter(clusters)) if len(clusters) == 1 else None
-        return self.settings.escalation_for(None if only is None else only.name)
+        found = (self.settings.cluster_for_alert(labels) for labels in carrier.label_sets)
+        names = {None if c is None else c.name for c in found}
+        return self.settings.escalation_for(names.pop() if len(names) == 1 else None)
 
     def _escalating(self, carrier: Carrier) -> EscalationSettings | None:
         policy = self.policy(carrier)
