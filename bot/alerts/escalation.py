@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,7 +33,7 @@ from bot.render.blocks import Message
 from bot.render.escalation import escalation_reply
 from bot.store.base import EscalationStore
 from bot.store.errors import StoreError
-from bot.store.models import AlertGroupState, Enqueued
+from bot.store.models import AlertGroupState, Enqueued, StormRecord
 from config.escalation import EscalationSettings
 from config.settings import Settings
 
@@ -44,6 +44,10 @@ TICK = 1.0  # seconds between looks: a deadline is kept to within about this
 
 class EscalationReads(EscalationStore, Protocol):
     """The store's side (`bot.store.Store` is one)."""
+
+    async def firing_messages(self) -> list[AlertGroupState]: ...
+
+    async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None: ...
 
     async def groups(
         self, channel: str | None = None, status: AlertStatus | None = None
@@ -62,7 +66,8 @@ class Replies(Protocol):
 
 @dataclass(frozen=True)
 class Carrier:
-    """A firing message that may escalate: its group's row and the alerts it shows."""
+    """A firing message that may escalate: its row and the alerts it shows (an incident's members' and a
+    storm's groups' count as its own)."""
 
     group: AlertGroupState
     label_sets: tuple[Mapping[str, str], ...]
@@ -73,21 +78,19 @@ class Carrier:
         return self.group.first_firing_at
 
 
-def carriers(firing: Sequence[AlertGroupState]) -> dict[tuple[str, str], Carrier]:
-    """The posted firing messages by (channel, key), each with its alerts: an incident's members' and a
-    storm's groups' count as the message's own."""
-    shown_by: dict[tuple[str, str], list[Mapping[str, str]]] = {}
-    for g in firing:
-        host = g.facts.incident or g.facts.storm_thread
-        if host is not None:
-            shown_by.setdefault((g.channel, host), []).extend(g.facts.firing_labels)
-    found: dict[tuple[str, str], Carrier] = {}
-    for g in firing:
-        if g.ts is None or g.first_firing_at is None or g.facts.incident or g.facts.storm_thread:
-            continue
-        where = (g.channel, g.group_key)
-        found[where] = Carrier(g, (*g.facts.firing_labels, *shown_by.get(where, ())))
-    return found
+def carries_itself(group: AlertGroupState) -> bool:
+    """Whether a posted firing row is a message's: not a member shown by an incident's or a storm's."""
+    return group.first_firing_at is not None and not (group.facts.incident or group.facts.storm_thread)
+
+
+def storm_alerts(storm: StormRecord) -> tuple[Mapping[str, str], ...]:
+    """A storm's firing alerts as its record counts them (its groups' rows are read only when due)."""
+    return tuple(
+        {"alertname": e.alertname, "severity": e.severity.label, "target": e.target or ""}
+        for entries in storm.entries.values()
+        for e in entries
+        if e.ended is None
+    )
 
 
 def revision(episode: float) -> str:
@@ -136,21 +139,44 @@ class EscalationWatch:
     async def tick(self) -> None:
         """Schedule the deadlines of newly posted episodes, then settle those that are due."""
         now = self.clock()
-        found = carriers(await self.store.groups(status=AlertStatus.FIRING))
+        rows = {(g.channel, g.group_key): g for g in await self.store.firing_messages() if carries_itself(g)}
         current: set[tuple[str, str, float]] = set()
-        for (channel, key), carrier in found.items():
-            policy = self._escalating(carrier)
-            if policy is None:
+        for (channel, key), row in rows.items():
+            ident = (channel, key, row.first_firing_at or 0.0)
+            if ident in self._scheduled:
+                current.add(ident)
                 continue
-            ident = (channel, key, carrier.episode)
+            carrier = await self.carrier(row)
+            policy = self._escalating(carrier)
+            if policy is None:  # looked at again next tick: a joining alert may escalate it
+                continue
+            await self.store.schedule_escalation(
+                Escalation(channel, key, carrier.episode, deadline(now, policy.after))
+            )
             current.add(ident)
-            if ident not in self._scheduled:
-                due = deadline(now, policy.after)
-                await self.store.schedule_escalation(Escalation(channel, key, carrier.episode, due))
-            self._scheduled.add(ident)
-        self._scheduled &= current
+        self._scheduled = current
         for pending in await self.store.due_escalations(now):
-            await self.settle(pending, found.get((pending.channel, pending.group_key)), now)
+            message = rows.get((pending.channel, pending.group_key))
+            shown = None if message is None else await self.carrier(message, due=True)
+            await self.settle(pending, shown, now)
+
+    async def carrier(self, row: AlertGroupState, *, due: bool = False) -> Carrier:
+        """The message of `row` with the alerts it shows; `due`: a storm's read from its groups' rows,
+        whose labels a silence is matched against (once per storm, at its deadline)."""
+        if row.storm is not None and not due:
+            return Carrier(row, storm_alerts(row.storm))
+        members: list[AlertGroupState] = []
+        if row.storm is not None:
+            listed = await self.store.groups(row.channel, AlertStatus.FIRING)
+            members = [g for g in listed if g.facts.storm_thread == row.group_key]
+        for key in row.facts.members:
+            member = await self.store.get_group(row.channel, key)
+            if member is not None and member.facts.incident == row.group_key:
+                members.append(member)
+        shown = [
+            labels for g in members if g.status is AlertStatus.FIRING for labels in g.facts.firing_labels
+        ]
+        return Carrier(row, (*row.facts.firing_labels, *shown))
 
     async def settle(self, pending: Escalation, carrier: Carrier | None, now: float) -> EscalationOutcome:
         """Close one due deadline: its reply queued when nobody has the message; how it ended."""

@@ -77,6 +77,11 @@ class GroupStore(Protocol):
         """Firing groups with a message of their own (no storm rows), oldest first."""
         ...
 
+    async def firing_messages(self) -> list[AlertGroupState]:
+        """Firing posted messages, storm summaries included, oldest first (their members are not: a
+        member of an incident or a storm has no message of its own)."""
+        ...
+
     async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
         """Store `ack` unless its group's episode is acknowledged already; the episode's holder after."""
         ...

@@ -182,6 +182,9 @@ class PostgresStore:
     async def firing_posts(self) -> list[AlertGroupState]:
         return [group_sql.group_from_row(row) for row in await self._all(group_sql.FIRING_POSTS)]
 
+    async def firing_messages(self) -> list[AlertGroupState]:
+        return [group_sql.group_from_row(row) for row in await self._all(group_sql.FIRING_MESSAGES)]
+
     # -- acknowledgements ----------------------------------------------------------------------------
     async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
         async def work(conn: AsyncConnection) -> Acknowledgement:

@@ -113,6 +113,9 @@ class SqliteStore:
     async def firing_posts(self) -> list[AlertGroupState]:
         return await self._thread.run(group_sql.firing_posts)
 
+    async def firing_messages(self) -> list[AlertGroupState]:
+        return await self._thread.run(group_sql.firing_messages)
+
     # -- acknowledgements ----------------------------------------------------------------------------
     async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
         return await self._thread.run(lambda conn: ack_sql.take(conn, ack))

@@ -16,9 +16,11 @@ from bot.delivery.enqueue import HORIZON, Enqueuer
 from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
 from bot.domain.escalation import EscalationOutcome
+from bot.domain.findings import Severity
+from bot.domain.storm_targets import StormEntry
 from bot.render.escalation import escalation_reply
 from bot.store import Store, open_store
-from bot.store.models import AlertGroupState, GroupFacts, OutboxItem, OutboxKind
+from bot.store.models import AlertGroupState, GroupFacts, OutboxItem, OutboxKind, StormRecord
 from config.settings import Settings
 from tests.bot.alerts.test_silences import silence
 from tests.fakes.config_data import cluster, config
@@ -26,6 +28,7 @@ from tests.fakes.config_data import cluster, config
 CHANNEL, GROUP = "#alerts", '{}:{alertname="ResourceProxyNoHealthyPeers"}'
 CRITICAL = {"alertname": "ResourceProxyNoHealthyPeers", "cluster": "prod", "severity": "critical"}
 ONCALL = "<!subteam^S0123ONCALL>"
+STORM = "storm:#alerts:1"
 AFTER = 120.0
 T0 = 1_000_000.0
 
@@ -219,13 +222,29 @@ async def test_an_incident_or_storm_escalates_by_the_alerts_it_carries(rig: Rig)
     quiet = {**CRITICAL, "severity": "info"}
     await rig.store.save_group(group("first", labels=quiet, members=("member",)))
     await rig.store.save_group(replace(group("member", incident="first"), ts=None))
-    await rig.store.save_group(group("storm:#alerts:1", labels=quiet))
-    await rig.store.save_group(replace(group("in-storm", storm_thread="storm:#alerts:1"), ts=None))
+    entry = StormEntry("ResourceProxyNoHealthyPeers", Severity.CRITICAL, "in-storm", target="prod/ledger")
+    record = StormRecord(started_at=T0, last_new_at=T0, posted=True, entries={"in-storm": (entry,)})
+    await rig.store.save_group(replace(group(STORM, labels=quiet), storm=record))
+    await rig.store.save_group(replace(group("in-storm", storm_thread=STORM), ts=None))
     await rig.watch().tick()
     assert await rig.store.escalation(CHANNEL, "first", T0) is not None
-    assert await rig.store.escalation(CHANNEL, "storm:#alerts:1", T0) is not None
+    assert await rig.store.escalation(CHANNEL, STORM, T0) is not None
     assert await rig.store.escalation(CHANNEL, "member", T0) is None, "its message is the incident's"
     assert await rig.store.escalation(CHANNEL, "in-storm", T0) is None, "its message is the storm's"
+
+
+async def test_a_storm_is_silenced_when_a_silence_covers_its_groups(rig: Rig) -> None:
+    entry = StormEntry("ResourceProxyNoHealthyPeers", Severity.CRITICAL, "in-storm", target="prod/ledger")
+    record = StormRecord(started_at=T0, last_new_at=T0, posted=True, entries={"in-storm": (entry,)})
+    await rig.store.save_group(replace(group(STORM, labels={}), storm=record))
+    await rig.store.save_group(replace(group("in-storm", storm_thread=STORM), ts=None))
+    watch = rig.watch()
+    await watch.tick()
+    rig.silences.listed = (silence("s1", Matcher("cluster", "prod")),)
+    rig.clock.now = T0 + AFTER
+    await watch.tick()
+    assert await rig.replies() == []
+    assert rig.outcomes == [EscalationOutcome.SILENCED]
 
 
 async def test_a_leader_that_died_after_queueing_the_reply_is_not_repeated(rig: Rig) -> None:
