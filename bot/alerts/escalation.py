@@ -5,9 +5,9 @@ Every `every` seconds, on the replica holding the leader lease, `EscalationWatch
    (`escalation.severities`) and whose current episode has been posted its deadline in the store, once per
    episode (`Store.schedule_escalation`: the first deadline stored is kept);
 2. settles each deadline that is due (`Store.due_escalations`): acknowledged (the store) or silenced
-   (Alertmanager's silences as `SilenceWatch` last read them) closes it quietly; otherwise one reply is
-   queued in the message's thread, broadcast to the channel, mentioning `escalation.mention`, and the
-   deadline is closed as sent.
+   (Alertmanager's silences as `SilenceWatch` keeps them, read again before a reply) closes it quietly;
+   otherwise one reply is queued in the message's thread, broadcast to the channel, mentioning
+   `escalation.mention`, and the deadline is closed as sent.
 
 The reply's outbox revision is the episode, so a leader that died between queueing it and closing the
 deadline leaves a row the next leader finds (`Delivery.reply_queued`) and closes as sent: never a second
@@ -54,6 +54,12 @@ class EscalationReads(EscalationStore, Protocol):
     ) -> list[AlertGroupState]: ...
 
     async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None: ...
+
+
+class Silences(ShownSilences, Protocol):
+    """Alertmanager's silences as last read, and a fresh read (`bot.alerts.silences.SilenceWatch`)."""
+
+    async def refresh(self) -> None: ...
 
 
 class Replies(Protocol):
@@ -106,7 +112,7 @@ class EscalationWatch:
     store: EscalationReads
     outbox: Replies
     clock: Clock
-    silences: ShownSilences | None = None
+    silences: Silences | None = None
     lease: Lease | None = None
     every: float = TICK
     sleep: Sleep = asyncio.sleep
@@ -190,12 +196,22 @@ class EscalationWatch:
             acknowledged=await self.store.acknowledgement(*where) is not None,
             silenced=carrier is not None and self._silenced(carrier),
         )
+        if outcome is EscalationOutcome.SENT and carrier is not None and await self._silenced_now(carrier):
+            outcome = EscalationOutcome.SILENCED
         if outcome is EscalationOutcome.SENT and policy is not None:
             await self.outbox.reply(*where, escalation_reply(policy.mention, policy.after, now), rev)
             log.info(
                 "group %s in %s escalated to %s", group_id(pending.group_key), pending.channel, policy.mention
             )
         return await self._close(pending, outcome)
+
+    async def _silenced_now(self, carrier: Carrier) -> bool:
+        """Silenced by what Alertmanager says now: a silence made elsewhere since the watch's last read
+        (up to `WATCH_EVERY` ago) spares the on-call too."""
+        if self.silences is None:
+            return False
+        await self.silences.refresh()
+        return self._silenced(carrier)
 
     def _silenced(self, carrier: Carrier) -> bool:
         return self.silences is not None and self.silences.shown_for(carrier.label_sets) is not None

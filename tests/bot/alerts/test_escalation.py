@@ -46,6 +46,12 @@ class Silences:
     """Alertmanager's silences as the silence watch last read them."""
 
     listed: tuple[Silence, ...] = ()
+    # What Alertmanager holds but the last read has not seen yet (made in amtool since).
+    unread: tuple[Silence, ...] = ()
+    reads: int = 0
+
+    async def refresh(self) -> None:
+        self.listed, self.unread, self.reads = (*self.listed, *self.unread), (), self.reads + 1
 
     def shown_for(self, label_sets: Sequence[Mapping[str, str]]) -> Silence | None:
         return shown(covering(self.listed, label_sets))
@@ -169,6 +175,18 @@ async def test_silenced_at_the_deadline_nothing_is_sent(rig: Rig) -> None:
     rig.silences.listed = (silence("s1", Matcher("cluster", "prod")),)
     rig.clock.now = T0 + AFTER
     await watch.tick()
+    assert await rig.replies() == []
+    assert rig.outcomes == [EscalationOutcome.SILENCED]
+
+
+async def test_a_silence_made_elsewhere_since_the_last_read_is_read_before_the_reply(rig: Rig) -> None:
+    await rig.store.save_group(group())
+    watch = rig.watch()
+    await watch.tick()
+    rig.silences.unread = (silence("s1", Matcher("cluster", "prod")),)
+    rig.clock.now = T0 + AFTER
+    await watch.tick()
+    assert rig.silences.reads == 1
     assert await rig.replies() == []
     assert rig.outcomes == [EscalationOutcome.SILENCED]
 
