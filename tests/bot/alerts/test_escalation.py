@@ -17,7 +17,7 @@ from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
 from bot.domain.escalation import EscalationOutcome
 from bot.domain.findings import Severity
-from bot.domain.storm_targets import StormEntry
+from bot.domain.storm import StormEntry
 from bot.render.escalation import escalation_reply
 from bot.store import Store, open_store
 from bot.store.models import AlertGroupState, GroupFacts, OutboxItem, OutboxKind, StormRecord
