@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from bot.alerts.escalation import EscalationWatch
+from bot.alerts.escalation import EscalationWatch, configured
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.silences import SilenceWatch
 from bot.alerts.stale_check import ActiveAlerts
@@ -243,7 +243,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         delivery.run,
         digests.run,
         lambda: live.keep_warm(warm_interval),
-        escalations.run,
+        *([escalations.run] if configured(settings) else []),
         *([] if watch is None else [watch.run]),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)

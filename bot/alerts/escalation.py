@@ -99,6 +99,12 @@ def storm_alerts(storm: StormRecord) -> tuple[Mapping[str, str], ...]:
     )
 
 
+def configured(settings: Settings) -> bool:
+    """Whether any alert can escalate (at the top level or for some cluster): else the watch is not run."""
+    names = [None, *(c.name for c in settings.clusters)]
+    return any(settings.escalation_for(name).enabled for name in names)
+
+
 def revision(episode: float) -> str:
     """The escalation reply's outbox revision: one per firing episode."""
     return f"escalation:{episode!r}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.alerts.escalation import EscalationWatch, revision
+from bot.alerts.escalation import EscalationWatch, configured, revision
 from bot.alerts.silences import covering, shown
 from bot.clients.alertmanager import Matcher, Silence
 from bot.delivery.enqueue import HORIZON, Enqueuer
@@ -275,3 +275,11 @@ async def test_a_leader_that_died_after_queueing_the_reply_is_not_repeated(rig: 
     await rig.watch().tick()
     assert len(await rig.replies()) == 1
     assert rig.outcomes == [EscalationOutcome.SENT]
+
+
+def test_the_watch_runs_only_where_some_alert_can_escalate() -> None:
+    assert configured(escalating())
+    assert not configured(Settings.model_validate(config()))
+    by_one_cluster = config(clusters=[cluster("prod", escalation={"mention": "<@U0PRODLEAD>"})])
+    assert configured(Settings.model_validate(by_one_cluster))
+    assert not configured(escalating(severities=[]))
