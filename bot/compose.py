@@ -25,6 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from bot.alerts.escalation import EscalationWatch, configured
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.silences import SilenceWatch
 from bot.alerts.stale_check import ActiveAlerts
@@ -211,6 +212,15 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
         acks = Acknowledger(clients.store, delivery, clock=clients.clock)
         watch = _silence_watch(clients, delivery)
+        escalations = EscalationWatch(
+            settings,
+            clients.store,
+            delivery,
+            clients.clock,
+            silences=watch,
+            lease=lease,
+            observe=lambda outcome: deps.metrics.escalations.labels(outcome.value).inc(),
+        )
         command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
         command_deps = replace(command_deps, acks=acks)
         routes, slack_workers = slack_inbound(
@@ -233,6 +243,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         delivery.run,
         digests.run,
         lambda: live.keep_warm(warm_interval),
+        *([escalations.run] if configured(settings) else []),
         *([] if watch is None else [watch.run]),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)

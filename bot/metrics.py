@@ -34,6 +34,13 @@ class BotMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.escalations = Counter(
+            "proxybot_escalations",
+            "Escalation deadlines settled (on the leader), by outcome: sent (the on-call was mentioned),"
+            " acknowledged, silenced, ended (the episode was over first).",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.slack_calls = Counter(
             "proxybot_slack_calls",
             "Slack Web API calls, by method and outcome.",

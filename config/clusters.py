@@ -11,6 +11,7 @@ from typing import Literal, Self
 from pydantic import Field
 from pydantic import model_validator as _model_validator
 
+from config.escalation import EscalationOverride
 from config.fields import (
     ConfigPath,
     DnsLabel,
@@ -122,6 +123,8 @@ class ClusterSettings(StrictModel):
     # Each replica keeps its own peer caches, so an alert carrying `pod` is enriched from that pod when
     # it is listed here; otherwise from whichever replica the cluster's Service answers with.
     replicas: dict[DnsLabel, str] = Field(default_factory=dict)
+    # This cluster's escalation keys, over the top-level `escalation` (`Settings.escalation_for`).
+    escalation: EscalationOverride = EscalationOverride()
 
     @property
     def control_plane_namespace(self) -> str:

@@ -57,6 +57,7 @@ TargetName = Annotated[str, AfterValidator(validation.target_name)]
 LabelName = Annotated[str, AfterValidator(validation.prometheus_label_name)]
 SlackChannel = Annotated[str, AfterValidator(validation.slack_channel)]
 SlackUser = Annotated[str, AfterValidator(validation.slack_user)]
+SlackMention = Annotated[str, AfterValidator(validation.slack_mention)]
 # A duration (`30s`, `10m`, `1h`, `7d`, or a number of seconds) as seconds. Its JSON schema (the Helm
 # chart's values) takes both forms, as the model does.
 Duration = Annotated[

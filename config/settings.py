@@ -19,6 +19,7 @@ from pydantic import model_validator as _model_validator
 
 from config import validation
 from config.clusters import ClusterSettings, TargetSettings
+from config.escalation import EscalationSettings
 from config.fields import (
     ConfigPath,
     Duration,
@@ -236,6 +237,7 @@ class Settings(StrictModel):
     access: AccessSettings = AccessSettings()
     enrichment: EnrichmentSettings = EnrichmentSettings()
     storm: StormSettings = StormSettings()
+    escalation: EscalationSettings = EscalationSettings()
     server: ServerSettings = ServerSettings()
 
     @_model_validator(mode="after")
@@ -281,6 +283,11 @@ class Settings(StrictModel):
         clients = (c for c in self.clusters if c.control_plane_namespace == namespace)
         targets = (c for c in self.clusters for t in c.targets if t.control_plane_namespace == namespace)
         return next(clients, None) or next(targets, None)
+
+    def escalation_for(self, cluster_name: str | None) -> EscalationSettings:
+        """The escalation of a cluster's alerts: its own keys over the top level's (None: the top level)."""
+        cluster = None if cluster_name is None else self.cluster(cluster_name)
+        return self.escalation if cluster is None else cluster.escalation.over(self.escalation)
 
     def alert_channel(self, cluster: ClusterSettings) -> str | None:
         return cluster.channel or self.slack.default_channel

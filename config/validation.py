@@ -31,6 +31,8 @@ PROMETHEUS_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 SLACK_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}\Z")
 SLACK_CHANNEL_NAME = re.compile(r"#[a-z0-9][a-z0-9_-]{0,79}\Z")
 SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{6,}\Z")
+# A mention Slack turns into a notification: a user group `<!subteam^S…>` or a user `<@U…>` / `<@W…>`.
+SLACK_MENTION = re.compile(r"(<!subteam\^S[A-Z0-9]{6,}>|<@[UW][A-Z0-9]{6,}>)\Z")
 
 
 def _describe(value: str) -> str:
@@ -112,6 +114,16 @@ def slack_user(value: str) -> str:
     """A Slack user ID (`U…` or, on Enterprise Grid, `W…`)."""
     if not SLACK_USER_ID.match(value):
         raise ValueError(f"{_describe(value)} is not a Slack user ID (like U0123ABCDE)")
+    return value
+
+
+def slack_mention(value: str) -> str:
+    """A Slack mention: a user group `<!subteam^S0123ABCDE>`, a user `<@U0123ABCDE>`, or "" (none)."""
+    if value and not SLACK_MENTION.match(value):
+        raise ValueError(
+            f"{_describe(value)} is not a Slack mention: use a user group like <!subteam^S0123ONCALL>, "
+            'a user like <@U0123ABCDE>, or "" for none'
+        )
     return value
 
 

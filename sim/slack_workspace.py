@@ -57,12 +57,16 @@ class Message:
     channel_name: str = ""
     metadata: dict[str, Any] | None = None
     versions: list[dict[str, Any]] = field(default_factory=list)
+    # A thread reply also shown in the channel (posted with `reply_broadcast`).
+    broadcast: bool = False
 
     def as_history(self, with_metadata: bool) -> Answer:
         item: Answer = {"type": "message", "ts": self.ts, "text": self.text, "blocks": self.blocks}
         item |= {"user": BOT_USER, "bot_id": BOT_ID}
         if self.thread_ts is not None:
             item["thread_ts"] = self.thread_ts
+        if self.broadcast:
+            item["subtype"] = "thread_broadcast"
         if with_metadata and self.metadata is not None:
             item["metadata"] = self.metadata
         return item
@@ -157,12 +161,13 @@ class Workspace:
         thread_ts = params.get("thread_ts") or None
         if thread_ts is not None and (channel.id, str(thread_ts)) not in self.messages:
             return error_answer("thread_not_found")
-        metadata, bad = _metadata(params)
+        broadcast, bad = _broadcast(params, thread_ts)
+        metadata, bad = (None, bad) if bad is not None else _metadata(params)
         if bad is not None:
             return bad
         ts = self._next_ts()
         msg = Message(channel.id, ts, str(params.get("text", "")), blocks_of(params), thread_ts, channel.name)
-        msg.metadata = metadata
+        msg.metadata, msg.broadcast = metadata, broadcast
         self.messages[(channel.id, ts)] = msg
         return {"ok": True, "channel": channel.id, "ts": ts, "message": {"ts": ts, "text": msg.text}}
 
@@ -290,6 +295,19 @@ def _membership(channel: Channel | None) -> Answer | None:
     if channel is None:
         return error_answer("channel_not_found")
     return None if channel.member else error_answer("not_in_channel")
+
+
+def _broadcast(params: dict[str, Any], thread_ts: object) -> tuple[bool, Answer | None]:
+    """Whether a post is a reply broadcast to its channel, or Slack's refusal: `reply_broadcast` is a
+    boolean, and only a reply (with `thread_ts`) can be broadcast."""
+    value = params.get("reply_broadcast", False)
+    if isinstance(value, str):  # a form-encoded call sends it as text
+        value = {"true": True, "1": True, "false": False, "0": False, "": False}.get(value.lower(), value)
+    if not isinstance(value, bool):
+        return False, error_answer("invalid_arguments")
+    if value and thread_ts is None:
+        return False, error_answer("invalid_arguments")
+    return value, None
 
 
 def _metadata(params: dict[str, Any]) -> tuple[dict[str, Any] | None, Answer | None]:

@@ -74,6 +74,10 @@ class Enqueuer:
             key, channel, OutboxKind.REPLY, payload, not_before=not_before, replace_pending=replace_pending
         )
 
+    async def reply_queued(self, channel: str, group_key: str, revision: str) -> bool:
+        """Whether the reply of `revision` in the group message's thread was ever queued."""
+        return await self._store.outbox_item(reply_key(channel, group_key, revision)) is not None
+
     async def reply_in_place(
         self,
         channel: str,

@@ -370,7 +370,7 @@ def _message(payload: Mapping[str, Any]) -> Message:
     text, blocks = payload.get("text"), payload.get("blocks") or []
     if not isinstance(text, str) or not isinstance(blocks, list):
         raise Unsendable("malformed outbox payload: needs text (string) and blocks (list)")
-    return Message(text, tuple(blocks))
+    return Message(text, tuple(blocks), broadcast=payload.get("reply_broadcast") is True)
 
 
 def _upload(payload: Mapping[str, Any], content: str) -> tuple[bytes, str, str]:

@@ -256,12 +256,16 @@ class Message:
 
     text: str
     blocks: tuple[Block, ...] = ()
+    # A thread reply also shown in the channel (`reply_broadcast`): an escalation, which must be seen.
+    broadcast: bool = False
 
     def as_kwargs(self) -> dict[str, Any]:
         """The arguments of `chat.postMessage` / `chat.update` / `respond` for this content."""
         out: dict[str, Any] = {"text": self.text}
         if self.blocks:
             out["blocks"] = list(self.blocks)
+        if self.broadcast:
+            out["reply_broadcast"] = True
         return out
 
 

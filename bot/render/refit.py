@@ -8,6 +8,7 @@ as `text_only`; never dropped for its size.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from bot.render.blocks import (
@@ -41,14 +42,15 @@ def smaller(refused: Message) -> Message:
     cut = len(blocks)
     while cut and blocks[cut - 1].get("type") == "actions":
         cut -= 1
-    return message(refused.text, blocks[:cut], blocks[cut:], budget=MAX_MESSAGE_TEXT // 2)
+    fitted = message(refused.text, blocks[:cut], blocks[cut:], budget=MAX_MESSAGE_TEXT // 2)
+    return replace(fitted, broadcast=refused.broadcast)
 
 
 def text_only(refused: Message) -> Message:
     """A message Slack refused, as text without blocks: its fallback, then what its blocks said."""
     said = [t for b in refused.blocks if b.get("type") != "actions" for t in block_texts(b) if t.strip()]
     lines = list(dict.fromkeys([one_line(refused.text), *said]))  # a line said twice is shown once
-    return Message(lines_within(lines, MAX_SECTION_TEXT))
+    return Message(lines_within(lines, MAX_SECTION_TEXT), broadcast=refused.broadcast)
 
 
 def _refit(block: Block) -> Block:

@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.models import (
     Accepted,
@@ -76,6 +77,11 @@ class GroupStore(Protocol):
         """Firing groups with a message of their own (no storm rows), oldest first."""
         ...
 
+    async def firing_messages(self) -> list[AlertGroupState]:
+        """Firing posted messages, storm summaries included, oldest first (their members are not: a
+        member of an incident or a storm has no message of its own)."""
+        ...
+
     async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
         """Store `ack` unless its group's episode is acknowledged already; the episode's holder after."""
         ...
@@ -96,6 +102,24 @@ class GroupStore(Protocol):
     async def channel_id_of(self, channel: str) -> str | None:
         """The Slack ID of a configured channel, as some group's post in it answered; None if unknown."""
         ...
+
+
+class EscalationStore(Protocol):
+    """Escalation deadlines of firing episodes (`bot.alerts.escalation` is their one user)."""
+
+    async def schedule_escalation(self, escalation: Escalation) -> Escalation:
+        """Store the episode's escalation unless it has one already; the stored one (its first deadline)."""
+        ...
+
+    async def due_escalations(self, now: float, limit: int = 50) -> list[Escalation]:
+        """Pending escalations due by `now`, earliest first."""
+        ...
+
+    async def close_escalation(self, escalation: Escalation, outcome: EscalationOutcome) -> bool:
+        """Record how a pending escalation ended; False when it was closed already (or unknown)."""
+        ...
+
+    async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None: ...
 
 
 class AlertStore(NotificationStore, GroupStore, Protocol):
@@ -207,7 +231,7 @@ class LeaseStore(Protocol):
         ...
 
 
-class Store(AlertStore, OutboxStore, DigestStore, LeaseStore, Protocol):
+class Store(AlertStore, EscalationStore, OutboxStore, DigestStore, LeaseStore, Protocol):
     """Accepted notifications, alert group lifecycle, the Slack outbox, digests and leases; each part is
     its own protocol above, for the code that needs only that part."""
 

@@ -69,6 +69,12 @@ FIRING_POSTS = (
     " AND group_key NOT LIKE 'storm:%'"
     " ORDER BY first_firing_at, channel, group_key"
 )
+# Every firing message: the groups' with a message of their own and the storm summaries.
+FIRING_MESSAGES = (
+    f"SELECT {COLUMNS} FROM alert_groups"  # noqa: S608
+    " WHERE status = 'firing' AND ts IS NOT NULL AND first_firing_at IS NOT NULL"
+    " ORDER BY first_firing_at, channel, group_key"
+)
 CHANNEL_ID = "SELECT channel_id FROM alert_groups WHERE channel = ? AND channel_id IS NOT NULL LIMIT 1"
 
 
@@ -114,6 +120,10 @@ def listing_params(channel: str | None, status: AlertStatus | None) -> tuple[str
 
 def firing_posts(conn: sqlite3.Connection) -> list[AlertGroupState]:
     return [group_from_row(row) for row in conn.execute(FIRING_POSTS).fetchall()]
+
+
+def firing_messages(conn: sqlite3.Connection) -> list[AlertGroupState]:
+    return [group_from_row(row) for row in conn.execute(FIRING_MESSAGES).fetchall()]
 
 
 def channel_id_of(conn: sqlite3.Connection, channel: str) -> str | None:

@@ -106,6 +106,19 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (channel, group_key)
         )""",
     ),
+    # 4: the SQLite schema's migration 7, escalations of a message's firing episode.
+    (
+        """CREATE TABLE escalations (
+            channel TEXT NOT NULL,
+            group_key TEXT NOT NULL,
+            episode DOUBLE PRECISION NOT NULL,
+            due_at DOUBLE PRECISION NOT NULL,
+            outcome TEXT,
+            closed_at DOUBLE PRECISION,
+            PRIMARY KEY (channel, group_key, episode)
+        )""",
+        "CREATE INDEX escalations_due ON escalations (due_at) WHERE outcome IS NULL",
+    ),
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 

@@ -26,9 +26,11 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.ports import Clock
 from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
+from bot.store import escalations as escalation_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
@@ -180,6 +182,9 @@ class PostgresStore:
     async def firing_posts(self) -> list[AlertGroupState]:
         return [group_sql.group_from_row(row) for row in await self._all(group_sql.FIRING_POSTS)]
 
+    async def firing_messages(self) -> list[AlertGroupState]:
+        return [group_sql.group_from_row(row) for row in await self._all(group_sql.FIRING_MESSAGES)]
+
     # -- acknowledgements ----------------------------------------------------------------------------
     async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
         async def work(conn: AsyncConnection) -> Acknowledgement:
@@ -197,6 +202,29 @@ class PostgresStore:
 
     async def unacknowledge(self, channel: str, group_key: str, episode: float) -> bool:
         return await self._change(ack_sql.DROP, (channel, group_key, episode)) == 1
+
+    # -- escalations ---------------------------------------------------------------------------------
+    async def schedule_escalation(self, escalation: Escalation) -> Escalation:
+        async def work(conn: AsyncConnection) -> Escalation:
+            await conn.execute(pg(escalation_sql.SCHEDULE), escalation_sql.schedule_params(escalation))
+            cursor = await conn.execute(pg(escalation_sql.GET), escalation_sql.where(escalation))
+            row = await cursor.fetchone()
+            assert row is not None  # written, or kept, by the statement before in this transaction
+            return escalation_sql.from_row(row)
+
+        return await self._run(work)
+
+    async def due_escalations(self, now: float, limit: int = 50) -> list[Escalation]:
+        rows = await self._all(escalation_sql.DUE, (now, limit))
+        return [escalation_sql.from_row(row) for row in rows]
+
+    async def close_escalation(self, escalation: Escalation, outcome: EscalationOutcome) -> bool:
+        params = escalation_sql.close_params(escalation, outcome, self._clock())
+        return await self._change(escalation_sql.CLOSE, params) == 1
+
+    async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None:
+        row = await self._one(escalation_sql.GET, (channel, group_key, episode))
+        return None if row is None else escalation_sql.from_row(row)
 
     async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
         row = await self._one(outbox_sql.LAST_PAYLOAD, outbox_sql.last_payload_params(channel, key, prefix))

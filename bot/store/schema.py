@@ -119,6 +119,20 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (channel, group_key)
     );
     """,
+    # 7: escalations: one row per firing episode of a message, its deadline, and how it ended (NULL while
+    # pending), so a restart or another leader neither loses nor repeats it.
+    """
+    CREATE TABLE escalations (
+        channel TEXT NOT NULL,
+        group_key TEXT NOT NULL,
+        episode REAL NOT NULL,
+        due_at REAL NOT NULL,
+        outcome TEXT,
+        closed_at REAL,
+        PRIMARY KEY (channel, group_key, episode)
+    );
+    CREATE INDEX escalations_due ON escalations (due_at) WHERE outcome IS NULL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -21,9 +21,11 @@ from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.ports import Clock
 from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
+from bot.store import escalations as escalation_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
@@ -111,6 +113,9 @@ class SqliteStore:
     async def firing_posts(self) -> list[AlertGroupState]:
         return await self._thread.run(group_sql.firing_posts)
 
+    async def firing_messages(self) -> list[AlertGroupState]:
+        return await self._thread.run(group_sql.firing_messages)
+
     # -- acknowledgements ----------------------------------------------------------------------------
     async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement:
         return await self._thread.run(lambda conn: ack_sql.take(conn, ack))
@@ -120,6 +125,21 @@ class SqliteStore:
 
     async def unacknowledge(self, channel: str, group_key: str, episode: float) -> bool:
         return await self._thread.run(lambda conn: ack_sql.drop(conn, channel, group_key, episode))
+
+    # -- escalations ---------------------------------------------------------------------------------
+    async def schedule_escalation(self, escalation: Escalation) -> Escalation:
+        return await self._thread.run(lambda conn: escalation_sql.schedule(conn, escalation))
+
+    async def due_escalations(self, now: float, limit: int = 50) -> list[Escalation]:
+        return await self._thread.run(lambda conn: escalation_sql.due(conn, now, limit))
+
+    async def close_escalation(self, escalation: Escalation, outcome: EscalationOutcome) -> bool:
+        now = self._clock()
+        return await self._thread.run(lambda conn: escalation_sql.close(conn, escalation, outcome, now))
+
+    async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None:
+        wanted = Escalation(channel, group_key, episode, 0.0)
+        return await self._thread.run(lambda conn: escalation_sql.get(conn, wanted))
 
     async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
         return await self._thread.run(lambda conn: outbox_sql.last_payload(conn, channel, key, prefix))

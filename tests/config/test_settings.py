@@ -473,3 +473,56 @@ def test_client_credentials_are_one_scheme_and_need_a_url(section: str) -> None:
     assert locations(
         config(**{section: {"url": "https://x:1", "basic_auth": {"username": "", "password_file": "/p"}}})
     ) == {(section, "basic_auth", "username")}
+
+
+def test_escalation_is_off_by_default_after_ten_minutes_for_critical_alerts() -> None:
+    escalation = Settings.model_validate(config()).escalation
+    assert (escalation.after, escalation.mention, escalation.severities) == (600, "", ("critical",))
+    assert not escalation.enabled
+
+
+@pytest.mark.parametrize("mention", ["<!subteam^S0123ONCALL>", "<@U0123ABCDE>", "<@W0123ABCDE>", ""])
+def test_escalation_mentions_a_user_group_or_a_user(mention: str) -> None:
+    settings = Settings.model_validate(config(escalation={"mention": mention, "after": "2s"}))
+    assert (settings.escalation.mention, settings.escalation.after) == (mention, 2)
+    assert settings.escalation.enabled is bool(mention)
+
+
+@pytest.mark.parametrize(
+    "mention",
+    ["@oncall", "S0123ONCALL", "<!subteam^S0123ONCALL", "<@u0123abcde>", "<!channel>", "<#C0123ABC>"],
+)
+def test_an_escalation_mention_of_another_form_is_refused_naming_the_field(mention: str) -> None:
+    [(loc, message)] = problems(config(escalation={"mention": mention}))
+    assert loc == ("escalation", "mention")
+    assert "<!subteam^S0123ONCALL>" in message
+    assert "<@U0123ABCDE>" in message
+
+
+@pytest.mark.parametrize("after", ["0s", 0, -5, "soon", True])
+def test_escalation_after_must_be_a_positive_duration(after: Any) -> None:
+    assert locations(config(escalation={"after": after})) == {("escalation", "after")}
+    assert locations(config(clusters=[cluster(escalation={"after": after})])) == {
+        ("clusters", 0, "escalation", "after")
+    }
+
+
+def test_a_clusters_escalation_overrides_the_top_levels_key_by_key() -> None:
+    settings = Settings.model_validate(
+        config(
+            escalation={"after": "10m", "mention": "<!subteam^S0123ONCALL>"},
+            clusters=[
+                cluster(
+                    "prod", escalation={"mention": "<@U0PRODLEAD>", "severities": ["critical", "warning"]}
+                ),
+                cluster("staging", match={"cluster": "staging"}, targets=[target("staging/ledger")]),
+            ],
+        )
+    )
+    prod, staging = settings.escalation_for("prod"), settings.escalation_for("staging")
+    assert (prod.after, prod.mention, prod.severities) == (600, "<@U0PRODLEAD>", ("critical", "warning"))
+    assert staging == settings.escalation == settings.escalation_for(None)
+    assert locations(config(clusters=[cluster(escalation={"mention": "oncall"})])) == {
+        ("clusters", 0, "escalation", "mention")
+    }
+    assert locations(config(escalation={"page": "<@U0123ABCDE>"})) == {("escalation", "page")}

@@ -202,6 +202,11 @@ class StoreQueries(ABC):
     def outbox_failed(self) -> int:
         return self._one("SELECT count(*) FROM outbox WHERE state = 'failed'")
 
+    def escalations(self) -> list[tuple[str, str | None, float]]:
+        """(group key, outcome or None while pending, due at) of every escalation deadline, by deadline."""
+        rows = self._rows("SELECT group_key, outcome, due_at FROM escalations ORDER BY due_at")
+        return [(str(k), None if outcome is None else str(outcome), float(due)) for k, outcome, due in rows]
+
     def storm_entries(self) -> dict[str, list[Any]]:
         """The alerts each group contributed to the storms on record (group key -> entries)."""
         rows = self._rows("SELECT details FROM alert_groups WHERE group_key LIKE 'storm:%'")

@@ -90,6 +90,26 @@ async def test_a_reply_to_a_message_that_does_not_exist_is_refused(slack: FakeSl
     assert answer["error"] == "thread_not_found"
 
 
+async def test_a_reply_may_be_broadcast_to_the_channel_but_a_top_level_post_may_not(slack: FakeSlack) -> None:
+    web = client(slack)
+    posted = await web.chat_postMessage(channel="C1", text="firing")
+    await web.chat_postMessage(channel="C1", text="paged", thread_ts=posted["ts"], reply_broadcast=True)
+    await web.chat_postMessage(channel="C1", text="quiet", thread_ts=posted["ts"])
+    assert [(m.text, m.broadcast) for m in slack.thread("C1", posted["ts"])] == [
+        ("paged", True),
+        ("quiet", False),
+    ]
+    answer = await refused(web.chat_postMessage(channel="C1", text="x", reply_broadcast=True))
+    assert answer["error"] == "invalid_arguments"
+    answer = await refused(
+        web.chat_postMessage(channel="C1", text="x", thread_ts=posted["ts"], reply_broadcast="loud")
+    )
+    assert answer["error"] == "invalid_arguments"
+    assert [m.text for m in slack.top_level("C1")] == ["firing"]
+    history = await web.conversations_replies(channel="C1", ts=posted["ts"])
+    assert [m.get("subtype") for m in history["messages"]] == [None, "thread_broadcast", None]
+
+
 async def test_rejects_bad_token(slack: FakeSlack) -> None:
     answer = await refused(client(slack, "xoxb-wrong").chat_postMessage(channel="C1", text="x"))
     assert answer["error"] == "invalid_auth"

@@ -282,3 +282,5 @@ async def test_firing_posts_are_the_firing_groups_with_a_message_oldest_first(st
         ("early", "1700000000.000100", "C0ALERTS"),
         ("late", "1700000000.000100", "C0ALERTS"),
     ]
+    # The escalation's view: every firing message, storm summaries included.
+    assert [g.group_key for g in await store.firing_messages()] == ["storm:C0ALERTS:1", "early", "late"]
