@@ -27,6 +27,7 @@ from starlette.routing import BaseRoute
 
 from bot.alerts.escalation import EscalationWatch, configured
 from bot.alerts.prom_enrich import PromEnricher
+from bot.alerts.silenced_end import SilencedEnds
 from bot.alerts.silences import SilenceWatch
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
@@ -211,7 +212,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         digests = _digests(settings, clients, delivery, ctx, live, pool)
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
         acks = Acknowledger(clients.store, delivery, clock=clients.clock)
-        watch = _silence_watch(clients, delivery)
+        watch = _silence_watch(settings, clients, delivery, deps, lease)
         escalations = EscalationWatch(
             settings,
             clients.store,
@@ -337,11 +338,21 @@ def _digests(
     )
 
 
-def _silence_watch(clients: Clients, delivery: Delivery) -> SilenceWatch | None:
-    """Alertmanager's silences, read every few seconds and laid over the messages they cover."""
+def _silence_watch(
+    settings: Settings, clients: Clients, delivery: Delivery, deps: Deps, lease: Lease | None
+) -> SilenceWatch | None:
+    """Alertmanager's silences, read every few seconds and laid over the messages they cover; the
+    silenced groups' alerts looked up, so a group that ended under a silence resolves."""
     if clients.alertmanager is None:
         return None
-    watch = SilenceWatch(clients.alertmanager, clients.store, delivery)
+    every = settings.alertmanager.poll_interval
+    ends = None
+    if clients.active_alerts is not None:
+        leading = (lambda: True) if lease is None else (lambda: lease.held)
+        ends = SilencedEnds(
+            clients.active_alerts, clients.store, deps.wake.set, clients.clock, every, leading
+        )
+    watch = SilenceWatch(clients.alertmanager, clients.store, delivery, every, ends)
     delivery.show_silences(watch)
     return watch
 

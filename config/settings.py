@@ -92,6 +92,9 @@ class AlertmanagerSettings(HttpClientSettings):
     # Without a token or basic auth, anyone who reaches POST /alertmanager can post alerts into Slack:
     # `serve` refuses that unless this says it is meant (e.g. only Alertmanager can reach the pod).
     allow_unauthenticated: bool = False
+    # How often the bot reads Alertmanager's silences and asks whether a silenced group's alerts still
+    # fire (it notifies nothing about silenced alerts): a change shows on the message within this.
+    poll_interval: Annotated[Duration, Field(ge=1.0, le=60.0)] = 15.0
 
     @_model_validator(mode="after")
     def _one_auth_scheme(self) -> Self:

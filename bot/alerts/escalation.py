@@ -213,7 +213,7 @@ class EscalationWatch:
 
     async def _silenced_now(self, carrier: Carrier) -> bool:
         """Silenced by what Alertmanager says now: a silence made elsewhere since the watch's last read
-        (up to `WATCH_EVERY` ago) spares the on-call too."""
+        (up to `alertmanager.poll_interval` ago) spares the on-call too."""
         if self.silences is None:
             return False
         await self.silences.refresh()

@@ -1,10 +1,12 @@
 """The silences that cover an alert message, as Alertmanager lists them, wherever they were made.
 
-`SilenceWatch` asks Alertmanager for its silences (`GET /api/v2/silences`) every `every` seconds and keeps
+`SilenceWatch` asks Alertmanager for its silences (`GET /api/v2/silences`) every `every` seconds
+(`alertmanager.poll_interval`, at most a minute) and keeps
 the answer: nothing reads Alertmanager on a post's way out (the delivery worker asks `shown_for`, which
 reads this copy). When the silences covering a firing message change (one made by the modal, amtool or
 Alertmanager's page; one expired by time, by *Expire silence* or in Alertmanager), the message is edited
 through the outbox, once per change: the edit's revision is the change itself, the same on every replica.
+After each read, `ends` (`bot.alerts.silenced_end`) asks whether the silenced groups still fire.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from bot.store.models import AlertGroupState
 
 log = logging.getLogger(__name__)
 
-WATCH_EVERY = 15.0  # seconds: a silence made or expired elsewhere shows within this, well within a minute
 LIVE = ("active",)
 
 
@@ -55,6 +56,12 @@ def shown(silences: Iterable[Silence]) -> Silence | None:
     return max(live, key=lambda s: s.ends_at) if live else None
 
 
+class SilencedGroups(Protocol):
+    """What is done with each read about the silenced groups (`bot.alerts.silenced_end.SilencedEnds`)."""
+
+    async def check(self, silences: Iterable[Silence]) -> None: ...
+
+
 class SilenceSource(Protocol):
     """Alertmanager's silences (`bot.clients.alertmanager.AlertmanagerClient` is one)."""
 
@@ -82,7 +89,8 @@ class SilenceWatch:
     source: SilenceSource
     store: FiringPosts
     edits: Edits
-    every: float = WATCH_EVERY
+    every: float
+    ends: SilencedGroups | None = None
     silences: tuple[Silence, ...] = ()
     _seen: dict[tuple[str, str], str] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -99,6 +107,7 @@ class SilenceWatch:
         while True:
             try:
                 await self.refresh()
+                await self._check_ends()
             except Exception:  # the watch never ends: the next read may work
                 log.exception("reading Alertmanager's silences failed")
             self._wake.clear()
@@ -120,6 +129,16 @@ class SilenceWatch:
                 await self._edit_if_changed(group)
         except StoreError as err:
             log.warning("silence changes not applied to messages this time: %s", err)
+
+    async def _check_ends(self) -> None:
+        """Whether the silenced groups still fire (in the loop only: a caller of `refresh`, such as the
+        escalation about to page, does not wait for those reads)."""
+        if self.ends is None:
+            return
+        try:
+            await self.ends.check(self.silences)
+        except StoreError as err:
+            log.warning("silenced groups not checked for their end this time: %s", err)
 
     async def _edit_if_changed(self, group: AlertGroupState) -> None:
         found = covering(self.silences, group.facts.firing_labels)

@@ -49,6 +49,10 @@ class NotificationStore(NotificationSink, Protocol):
 
     async def pending_count(self) -> int: ...
 
+    async def notification(self, notification_id: int) -> StoredNotification | None:
+        """An accepted notification by id, processed or not; None when unknown (pruned) or unreadable."""
+        ...
+
     async def mark_processed(self, notification_id: int) -> bool:
         """Close a notification; False when it was unknown or already processed."""
         ...

@@ -27,6 +27,8 @@ WHERE processed_at IS NULL ORDER BY id LIMIT ?
 """
 SET_ASIDE = "UPDATE notifications SET processed_at = ?, error = ? WHERE id = ?"
 MARK_PROCESSED = "UPDATE notifications SET processed_at = ? WHERE id = ? AND processed_at IS NULL"
+# One notification by id, processed or not (a silenced group's last one: `bot.alerts.silenced_end`).
+BY_ID = "SELECT id, identity, received_at, body FROM notifications WHERE id = ?"
 PENDING_COUNT = "SELECT count(*) FROM notifications WHERE processed_at IS NULL"
 PRUNE = "DELETE FROM notifications WHERE processed_at IS NOT NULL AND processed_at < ?"
 
@@ -105,6 +107,11 @@ def parse_rows(rows: list[tuple[Any, ...]]) -> tuple[list[StoredNotification], l
             continue
         stored.append(StoredNotification(notification_id, identity, received_at, raw, webhook))
     return stored, unreadable
+
+
+def by_id(conn: sqlite3.Connection, notification_id: int) -> StoredNotification | None:
+    stored, _ = parse_rows(conn.execute(BY_ID, (notification_id,)).fetchall())
+    return stored[0] if stored else None
 
 
 def mark_processed(conn: sqlite3.Connection, notification_id: int, now: float) -> bool:

@@ -156,6 +156,11 @@ class PostgresStore:
         row = await self._one(notification_sql.PENDING_COUNT)
         return 0 if row is None else int(row[0])
 
+    async def notification(self, notification_id: int) -> StoredNotification | None:
+        row = await self._one(notification_sql.BY_ID, (notification_id,))
+        stored, _ = notification_sql.parse_rows([] if row is None else [tuple(row)])
+        return stored[0] if stored else None
+
     async def mark_processed(self, notification_id: int) -> bool:
         return await self._change(notification_sql.MARK_PROCESSED, (self._clock(), notification_id)) == 1
 

@@ -81,6 +81,9 @@ class SqliteStore:
     async def pending_count(self) -> int:
         return await self._thread.run(notification_sql.pending_count)
 
+    async def notification(self, notification_id: int) -> StoredNotification | None:
+        return await self._thread.run(lambda conn: notification_sql.by_id(conn, notification_id))
+
     async def mark_processed(self, notification_id: int) -> bool:
         """Close a notification; False when it was unknown or already processed."""
         now = self._clock()

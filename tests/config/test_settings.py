@@ -526,3 +526,11 @@ def test_a_clusters_escalation_overrides_the_top_levels_key_by_key() -> None:
         ("clusters", 0, "escalation", "mention")
     }
     assert locations(config(escalation={"page": "<@U0123ABCDE>"})) == {("escalation", "page")}
+
+
+def test_alertmanager_is_polled_at_most_a_minute_apart() -> None:
+    assert Settings.model_validate(config()).alertmanager.poll_interval == 15.0
+    fast = Settings.model_validate(config(alertmanager={"poll_interval": "2s"}))
+    assert fast.alertmanager.poll_interval == 2.0
+    assert locations(config(alertmanager={"poll_interval": "5m"})) == {("alertmanager", "poll_interval")}
+    assert locations(config(alertmanager={"poll_interval": "0s"})) == {("alertmanager", "poll_interval")}

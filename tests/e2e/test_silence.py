@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ ROUTE = Route(group_by=("alertname", "cluster", "target"), group_wait="1s", grou
 TIMEOUT = 30.0
 SHOWN_WITHIN = 60.0  # the "within a minute"
 COMMENT = "target upgrade until 14:00"
+POLL = 1.0  # alertmanager.poll_interval: silences read, silenced groups looked up, this often
 
 
 @pytest.fixture
@@ -62,6 +64,7 @@ def stack(
     am = Alertmanager(workdir, f"http://127.0.0.1:{port}/alertmanager", WEBHOOK_TOKEN, route=ROUTE)
     doc = yaml.safe_load(bot_config.read_text())
     doc["alertmanager"]["url"] = am.url
+    doc["alertmanager"]["poll_interval"] = f"{POLL:.0f}s"
     doc["access"] = {**(doc.get("access") or {}), "silencers": [ALICE]}
     bot_config.write_text(yaml.safe_dump(doc, sort_keys=False))
     with am:
@@ -164,3 +167,37 @@ def test_a_silence_made_with_amtool_is_shown_on_the_message(
         lambda: "🔕 Silenced by ops until" in text_of(message), SHOWN_WITHIN, "the amtool silence shown"
     )
     assert "node drain" in text_of(message)
+
+
+def test_a_silenced_group_whose_alerts_end_in_alertmanager_resolves_its_message(
+    sim: SimServer, slack: FakeSlack, stack: tuple[BotProcess, Alertmanager]
+) -> None:
+    _, am = stack
+    labels = proxy_alert(pod=sim.pods("team-a")[0], group_version="example.com/v1")
+    started = rfc3339(now())
+    alert = {"labels": labels, "annotations": {"summary": summary_of(labels)}, "startsAt": started}
+    am.post_alerts([alert])
+    wait_until(lambda: slack.top_level(CHANNEL), TIMEOUT, "the group's message")
+    [message] = slack.top_level(CHANNEL)
+    amtool(
+        am, "silence", "add", f"target={labels['target']}", "--author=ops", "--comment=drain", "--duration=2h"
+    )
+    wait_until(lambda: "🔕 Silenced by ops" in text_of(message), SHOWN_WITHIN, "the silence shown")
+    assert "RESOLVED" not in message.text
+
+    # The problem ends: Prometheus sends the alert with its end, Alertmanager resolves it and, the alert
+    # being silenced, notifies nobody; the bot finds it gone at its next look.
+    am.post_alerts([{**alert, "endsAt": rfc3339(now() - timedelta(seconds=1))}])
+    wait_until(lambda: not am.alerts(), TIMEOUT, "Alertmanager to list the alert no more")
+    wait_until(lambda: "RESOLVED" in message.text, 5 * POLL + TIMEOUT / 3, "the message resolved")
+    wait_until(
+        lambda: any("All resolved" in text_of(r) for r in slack.thread(CHANNEL, message.ts)),
+        TIMEOUT,
+        "the resolve reply in the thread",
+    )
+    assert "Resolved after" in text_of(message), "the same resolved message as a webhook makes"
+    assert "Silenced by" not in text_of(message), "a resolved message shows no silence"
+    assert slack.top_level(CHANNEL) == [message]
+    listed = httpx.get(f"{am.url}/api/v2/silences", timeout=10).json()
+    [silence] = [s for s in listed if s["status"]["state"] == "active"]
+    assert silence["createdBy"] == "ops", "the silence itself is left alone"

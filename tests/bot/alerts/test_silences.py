@@ -82,7 +82,7 @@ async def test_the_watch_edits_a_message_once_per_change_of_its_silences() -> No
         "#alerts", "g", AlertStatus.FIRING, ts="1.1", facts=GroupFacts(firing_labels=LABELS)
     )
     source, edits = Source(), Edits()
-    watch = SilenceWatch(source, Posts([group]), edits)
+    watch = SilenceWatch(source, Posts([group]), edits, every=15.0)
     await watch.refresh()
     assert edits.updates == [], "no silence, first sight: nothing to change"
     made = silence("a", Matcher("target", "platform/crd-store"))
@@ -101,7 +101,7 @@ async def test_the_watch_edits_a_message_once_per_change_of_its_silences() -> No
 async def test_alertmanager_down_keeps_the_last_read() -> None:
     made = silence("a", Matcher("target", "platform/crd-store"))
     source = Source([made])
-    watch = SilenceWatch(source, Posts([]), Edits())
+    watch = SilenceWatch(source, Posts([]), Edits(), every=15.0)
     await watch.refresh()
     source.error = UpstreamError("Alertmanager at http://am: could not connect")
     await watch.refresh()

@@ -111,3 +111,13 @@ async def test_a_plain_path_is_a_sqlite_store(db_path: Path, clock: FakeClock) -
         notification_id, _ = await accept(first, samples.FIRING)
     async with await open_store(f"sqlite:///{db_path}", clock=clock) as second:
         assert [stored.id for stored in await second.pending()] == [notification_id]
+
+
+async def test_a_notification_is_read_by_id_processed_or_not(store: Store) -> None:
+    first_id, _ = await accept(store, samples.FIRING)
+    assert await store.mark_processed(first_id)
+    found = await store.notification(first_id)
+    assert found is not None
+    assert (found.id, found.raw) == (first_id, samples.FIRING)
+    assert found.webhook == parse_webhook(samples.FIRING)
+    assert await store.notification(first_id + 1000) is None

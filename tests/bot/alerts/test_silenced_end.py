@@ -1,0 +1,147 @@
+"""A silenced group's end: the alerts Alertmanager no longer lists are stored resolved, as its webhook."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.alerts.silenced_end import SilencedEnds
+from bot.clients.alertmanager import Matcher, Silence
+from bot.domain.alerts import AlertmanagerWebhook, AlertStatus, parse_webhook
+from bot.errors import UpstreamError
+from bot.store.models import Accepted, AlertGroupState, GroupFacts, StoredNotification
+from tests.bot.domain import alertmanager_samples as samples
+
+NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+LABELS = tuple(
+    {"alertname": "ResourceProxyNoHealthyPeers", "target": "team-a/billing", "group_version": gv}
+    for gv in ("a.example.com/v1", "b.example.com/v1")
+)
+TARGET = Matcher("target", "team-a/billing")
+
+
+def silence(*matchers: Matcher, state: str = "active") -> Silence:
+    return Silence("s1", state, matchers, NOW, NOW + timedelta(hours=2), "ops", "drain")
+
+
+def firing_group() -> AlertGroupState:
+    facts = GroupFacts(firing_labels=LABELS, last_notification_id=1)
+    return AlertGroupState("#alerts", samples.GROUP_KEY, AlertStatus.FIRING, ts="1.1", facts=facts)
+
+
+@dataclass
+class Alertmanager:
+    listed: list[str] = field(default_factory=list)
+    error: Exception | None = None
+    asked: list[tuple[Matcher, ...]] = field(default_factory=list)
+
+    async def active_alerts(self, matchers: Sequence[Matcher]) -> list[tuple[str, datetime]]:
+        self.asked.append(tuple(matchers))
+        if self.error is not None:
+            raise self.error
+        return [(fp, NOW) for fp in self.listed]
+
+
+@dataclass
+class Store:
+    group: AlertGroupState
+    accepted: list[AlertmanagerWebhook] = field(default_factory=list)
+
+    async def groups(
+        self, channel: str | None = None, status: AlertStatus | None = None
+    ) -> list[AlertGroupState]:
+        return [self.group] if status in (None, self.group.status) else []
+
+    async def notification(self, notification_id: int) -> StoredNotification | None:
+        webhook = parse_webhook(samples.FIRING)
+        return (
+            StoredNotification(1, webhook.identity(), 0.0, samples.FIRING, webhook)
+            if notification_id == 1
+            else None
+        )
+
+    async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
+        assert parse_webhook(raw) == webhook, "stored as the webhook it is"
+        self.accepted.append(webhook)
+        return Accepted(len(self.accepted) + 1, duplicate=False)
+
+
+@dataclass
+class Clock:
+    now: float = NOW.timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ends(am: Alertmanager, store: Store, clock: Clock, woken: list[int]) -> SilencedEnds:
+    return SilencedEnds(am, store, lambda: woken.append(1), clock, every=15.0)
+
+
+async def test_a_silenced_group_whose_alerts_are_gone_is_stored_resolved_and_the_worker_woken() -> None:
+    am, store = Alertmanager(), Store(firing_group())
+    woken: list[int] = []
+    await ends(am, store, Clock(), woken).check([silence(TARGET)])
+    assert am.asked == [(Matcher("alertname", "ResourceProxyNoHealthyPeers"), TARGET)], "the group's labels"
+    [webhook] = store.accepted
+    assert webhook.status is AlertStatus.RESOLVED
+    assert [(a.fingerprint, a.status, a.ends_at) for a in webhook.alerts] == [
+        (samples.FINGERPRINT_A, AlertStatus.RESOLVED, NOW),
+        (samples.FINGERPRINT_B, AlertStatus.RESOLVED, NOW),
+    ]
+    assert webhook.group_key == samples.GROUP_KEY
+    assert woken == [1]
+
+
+async def test_an_alert_still_listed_keeps_firing_and_nothing_listed_gone_changes_nothing() -> None:
+    am, store, clock = Alertmanager([samples.FINGERPRINT_B]), Store(firing_group()), Clock()
+    woken: list[int] = []
+    watch = ends(am, store, clock, woken)
+    await watch.check([silence(TARGET)])
+    [webhook] = store.accepted
+    assert webhook.status is AlertStatus.FIRING
+    assert [a.fingerprint for a in webhook.firing()] == [samples.FINGERPRINT_B]
+    am.listed = [samples.FINGERPRINT_A, samples.FINGERPRINT_B]
+    clock.now += 15.0
+    await watch.check([silence(TARGET)])
+    assert len(store.accepted) == 1, "every alert listed: nothing stored"
+
+
+async def test_unsilenced_groups_are_not_asked_about_and_each_is_asked_once_per_interval() -> None:
+    am = Alertmanager([samples.FINGERPRINT_A, samples.FINGERPRINT_B])
+    store, clock = Store(firing_group()), Clock()
+    woken: list[int] = []
+    watch = ends(am, store, clock, woken)
+    await watch.check([silence(Matcher("target", "other/x")), silence(TARGET, state="expired")])
+    assert am.asked == [], "Alertmanager notifies about unsilenced alerts itself"
+    await watch.check([silence(TARGET)])
+    await watch.check([silence(TARGET)])
+    clock.now += 14.0
+    await watch.check([silence(TARGET)])
+    assert len(am.asked) == 1, "cached for the interval"
+    clock.now += 1.0
+    await watch.check([silence(TARGET)])
+    assert len(am.asked) == 2
+
+
+async def test_alertmanager_down_changes_nothing_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    am = Alertmanager(
+        error=UpstreamError("Alertmanager at http://am failed listing active alerts: timed out")
+    )
+    store = Store(firing_group())
+    woken: list[int] = []
+    with caplog.at_level(logging.WARNING):
+        await ends(am, store, Clock(), woken).check([silence(TARGET)])
+    assert (store.accepted, woken) == ([], [])
+    assert "timed out" in caplog.text
+
+
+async def test_only_the_leader_asks() -> None:
+    am, store = Alertmanager(), Store(firing_group())
+    watch = SilencedEnds(am, store, lambda: None, Clock(), 15.0, leading=lambda: False)
+    await watch.check([silence(TARGET)])
+    assert (am.asked, store.accepted) == ([], [])
