@@ -3,11 +3,11 @@
 The acknowledgement is a row of the store (`Store.acknowledge`), of the firing episode of the message that
 carries the group: an incident's first group for its members, the storm summary for the groups in its
 thread. The store keeps the first press of an episode: a second person is told who has it, ephemerally.
-Then the message is edited through the delivery outbox (its content as last queued; the delivery worker
-lays the store's acknowledgement over every post and edit, `bot.render.acknowledge`, so an edit queued by
-any replica shows it) and one line goes in its thread. Keys are made of the press (`action_ts`), so a
-redelivered press queues nothing new. A group that resolves and fires again starts a new episode, which
-nobody has acknowledged.
+Then the message is edited through the delivery outbox (shown again as it is when sent: its newest
+content then, `Enqueuer.show_again`; the delivery worker lays the store's acknowledgement over every post
+and edit, `bot.render.acknowledge`, so an edit queued by any replica shows it) and one line goes in its
+thread. Keys are made of the press (`action_ts`), so a redelivered press queues nothing new. A group that
+resolves and fires again starts a new episode, which nobody has acknowledged.
 
 Who may: a person who may query the message's cluster from that channel (`access`); a message tied to no
 one configured cluster (a storm summary, a group spanning clusters), anyone in a channel that may query
@@ -55,9 +55,7 @@ class AckStore(Protocol):
 class AckOutbox(Protocol):
     """The outbox's side (`bot.delivery.worker.Delivery` is one)."""
 
-    async def last_message(self, channel: str, group_key: str) -> Message | None: ...
-
-    async def update(self, channel: str, group_key: str, message: Message, revision: str) -> object: ...
+    async def show_again(self, channel: str, group_key: str, revision: str) -> object: ...
 
     async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> object: ...
 
@@ -101,11 +99,7 @@ class Acknowledger:
         return f"Acknowledgement removed ({_subject(carrier)}): nobody has this alert now."
 
     async def _edit(self, carrier: AlertGroupState, revision: str) -> None:
-        shown = await self.outbox.last_message(carrier.channel, carrier.group_key)
-        if shown is None:  # its rows were pruned: the next edit of the message shows the acknowledgement
-            log.warning("no queued content of group %s to edit", group_id(carrier.group_key))
-            return
-        await self.outbox.update(carrier.channel, carrier.group_key, shown, revision)
+        await self.outbox.show_again(carrier.channel, carrier.group_key, revision)
 
 
 def _episode(carrier: AlertGroupState) -> float:

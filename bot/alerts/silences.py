@@ -21,7 +21,6 @@ from typing import Protocol
 
 from bot.clients.alertmanager import Matcher, Silence
 from bot.errors import UpstreamError
-from bot.render.blocks import Message
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 
@@ -77,9 +76,7 @@ class FiringPosts(Protocol):
 class Edits(Protocol):
     """The outbox's side (`bot.delivery.worker.Delivery` is one)."""
 
-    async def last_message(self, channel: str, group_key: str) -> Message | None: ...
-
-    async def update(self, channel: str, group_key: str, message: Message, revision: str) -> object: ...
+    async def show_again(self, channel: str, group_key: str, revision: str) -> object: ...
 
 
 @dataclass
@@ -149,9 +146,7 @@ class SilenceWatch:
         # First sight in this process: only a message that must show a silence is edited (once: the key).
         if change == before or (before is None and shown(found) is None):
             return
-        content = await self.edits.last_message(group.channel, group.group_key)
-        if content is not None:
-            await self.edits.update(group.channel, group.group_key, content, f"silences:{change}")
+        await self.edits.show_again(group.channel, group.group_key, f"silences:{change}")
 
 
 def _signature(silences: Iterable[Silence]) -> str:

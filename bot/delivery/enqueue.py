@@ -11,8 +11,16 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from bot.delivery.keys import delete_key, post_key, reply_edit_key, reply_key, update_key, upload_key
-from bot.delivery.plan import DEFERRED, group_of
+from bot.delivery.keys import (
+    delete_key,
+    post_key,
+    reply_edit_key,
+    reply_key,
+    show_key,
+    update_key,
+    upload_key,
+)
+from bot.delivery.plan import DEFERRED, SHOW_AGAIN, group_of
 from bot.ports import Clock
 from bot.render.blocks import Message
 from bot.store.base import Store
@@ -46,15 +54,15 @@ class Enqueuer:
         key = update_key(channel, group_key, revision)
         return await self._enqueue(key, channel, OutboxKind.UPDATE, payload)
 
-    async def last_message(self, channel: str, group_key: str) -> Message | None:
-        """The group's message as last queued (its post, or its latest edit); None when none is kept."""
-        found = await self._store.last_payload(
-            channel, post_key(channel, group_key), update_key(channel, group_key, "")
+    async def show_again(self, channel: str, group_key: str, revision: str) -> Enqueued:
+        """Queue an edit showing the group's message as it is when the edit is sent: its newest content
+        then, with the acknowledgement and silence of that moment (`bot.delivery.send`). What changes no
+        content (an acknowledgement, a silence) is queued so: content read now could be older, by then,
+        than an edit queued meanwhile, and would undo it. `revision` makes it once."""
+        payload = {"group_key": group_key, SHOW_AGAIN: True}
+        return await self._enqueue(
+            show_key(channel, group_key, revision), channel, OutboxKind.UPDATE, payload
         )
-        text, blocks = (found or {}).get("text"), (found or {}).get("blocks") or []
-        if not isinstance(text, str) or not isinstance(blocks, list):
-            return None
-        return Message(text, tuple(blocks))
 
     async def reply(
         self,

@@ -12,6 +12,12 @@ def update_key(channel: str, group_key: str, revision: str) -> str:
     return f"update:{channel}:{group_key}:{revision}"
 
 
+def show_key(channel: str, group_key: str, revision: str) -> str:
+    """An edit that shows the message again as it is when sent (`Enqueuer.show_again`), once per revision;
+    not an `update:` key, so it is never taken for the message's newest content."""
+    return f"show:{channel}:{group_key}:{revision}"
+
+
 def reply_key(channel: str, group_key: str, revision: str) -> str:
     return f"reply:{channel}:{group_key}:{revision}"
 

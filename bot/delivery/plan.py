@@ -115,7 +115,7 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
             newest = reply_edits[item.key]
             steps.append(Step(item, {**item.payload, **_content(newest[-1])}, tuple(newest)))
         elif item.kind is OutboxKind.POST and newer:
-            steps.append(Step(item, {**item.payload, **_content(newer[-1])}, tuple(newer)))
+            steps.append(Step(item, {**item.payload, **_newest_content(newer)}, tuple(newer)))
         elif item.kind is not OutboxKind.UPDATE:
             steps.append(Step(item, item.payload))
         elif group in posts or item is not newer[-1]:
@@ -133,6 +133,9 @@ def plan(items: Sequence[OutboxItem], now: float, edit_ready: Mapping[str, float
 _RANK = {OutboxKind.UPDATE: 0, OutboxKind.REPLY_EDIT: 0, OutboxKind.POST: 1}
 
 
+# A payload flag: the edit carries no content, it shows the message again as it is when sent (its newest
+# content, with the acknowledgement and silence of that moment: `bot.delivery.send`).
+SHOW_AGAIN = "show_again"
 # A payload flag: the row was queued to wait (`Delivery.reply_in_place(..., defer=)`), not for a retry.
 DEFERRED = "deferred"
 
@@ -160,6 +163,11 @@ def _runnable(items: Sequence[OutboxItem], now: float) -> tuple[list[OutboxItem]
         elif item.kind is OutboxKind.POST or group_of(item) not in waiting:
             runnable.append(item)
     return runnable, later
+
+
+def _newest_content(edits: Sequence[OutboxItem]) -> dict[str, Any]:
+    """The content of the newest edit that carries some (a `SHOW_AGAIN` edit carries none)."""
+    return next((found for found in map(_content, reversed(edits)) if found), {})
 
 
 def _content(item: OutboxItem) -> dict[str, Any]:

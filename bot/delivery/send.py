@@ -33,8 +33,8 @@ from typing import Any, Protocol, TypeVar
 from bot.clients.alertmanager import Silence
 from bot.clients.slack import Posted, SlackRateLimited, SlackRejected
 from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
-from bot.delivery.keys import upload_key
-from bot.delivery.plan import Step
+from bot.delivery.keys import post_key, update_key, upload_key
+from bot.delivery.plan import SHOW_AGAIN, Step
 from bot.domain.alerts import AlertStatus
 from bot.lease import Lease
 from bot.ports import Clock
@@ -130,7 +130,10 @@ class StepSender:
         # A reply is a chat.postMessage: it may name the channel, and its answer teaches the ID.
         where = await self._where.message(channel, group, by_name=kind is OutboxKind.REPLY)
         if kind is OutboxKind.UPDATE:
-            await self._edit(step.item, where, await self._shown(step))
+            newest = await self._newest(step)
+            if newest is None:  # its content rows were pruned: the next edit of the message shows it all
+                return {"skipped": "no content of the message is kept to show again"}
+            await self._edit(step.item, where, await self._shown(step, newest))
             return {"ts": where.ts, "channel_id": where.channel_id}
         if kind is OutboxKind.REPLY:
             found = await self._earlier(step.item, channel, where.channel_id, where.ts)
@@ -209,11 +212,22 @@ class StepSender:
             revision = str(upload.payload.get("replaces") or "")
         return None
 
-    async def _shown(self, step: Step) -> Message:
+    async def _newest(self, step: Step) -> Message | None:
+        """An edit's content: its own, or for a `SHOW_AGAIN` edit the message's newest content now (its
+        post's or its latest content edit's, whichever replica queued it); None when none is kept."""
+        if not step.payload.get(SHOW_AGAIN):
+            return _message(step.payload)
+        channel, group = step.item.channel, step.group_key
+        found = await self._store.last_payload(
+            channel, post_key(channel, group), update_key(channel, group, "")
+        )
+        return None if found is None else _message(found)
+
+    async def _shown(self, step: Step, content: Message) -> Message:
         """A message's post or edit as it is shown now: with the acknowledgement the store holds for it
         at this moment, whichever replica queued the content and when (`bot.render.acknowledge`)."""
         ack = await self._store.acknowledgement(step.item.channel, step.group_key)
-        message = shown_with(_message(step.payload), ack)
+        message = shown_with(content, ack)
         if self.silences is None:
             return message
         group = await self._store.get_group(step.item.channel, step.group_key)
@@ -225,7 +239,7 @@ class StepSender:
     async def _post(self, step: Step) -> dict[str, Any] | None:
         channel, group = step.item.channel, step.group_key
         state = await self._store.get_group(channel, group)
-        content = await self._shown(step)
+        content = await self._shown(step, _message(step.payload))
         if state is not None and state.ts is not None:
             # Slack already has this message (we died after posting): edit it, never post a second one.
             channel_id = self._where.channel_id(channel, state.channel_id)

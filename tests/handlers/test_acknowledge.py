@@ -55,13 +55,13 @@ class Clock:
         return self.now
 
 
-def alert_message() -> Message:
+def alert_message(read_at: str = "09:20") -> Message:
     value = ref_value()
     return Message(
         "FIRING: ResourceProxyNoHealthyPeers on platform/crd-store",
         (
             section("*ResourceProxyNoHealthyPeers* on `platform/crd-store`"),
-            context(["live read 09:20 UTC"]),
+            context([f"live read {read_at} UTC"]),
             actions([ack_button(value)], ACTIONS_BLOCK_ID),
         ),
     )
@@ -174,6 +174,37 @@ async def eventually_done(store: Store, key: str) -> None:
     deadline = time.monotonic() + 20
     while (item := await store.outbox_item(key)) is None or item.state is not OutboxState.DONE:
         assert time.monotonic() < deadline, f"gave up waiting for {key} to be sent"
+        await asyncio.sleep(0.02)
+
+
+async def test_an_edit_queued_while_a_press_is_handled_is_not_undone_by_the_acknowledgement(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    """The alert side queues newer content between the press and its edit (another replica, the pipeline
+    meanwhile): the acknowledgement's edit shows the message as it is when sent, never older content."""
+    async with running(tmp_path, fake, store, Clock()) as (http, delivery):
+        await fire(store, delivery)
+        message = await eventually(lambda: posted(fake), "the alert's message")
+        enqueue = store.enqueue
+
+        async def meanwhile(key: str, *args: Any, **kwargs: Any) -> Any:
+            if ":ack:" in key:  # the acknowledgement's edit: the alert side's newer content goes first
+                await delivery.update("#alerts", GROUP_KEY, alert_message("09:22"), "newer")
+            return await enqueue(key, *args, **kwargs)
+
+        store.enqueue = meanwhile  # type: ignore[method-assign]
+        await press(http, on(message, ACTION_ACK, fake.response_url("a1")))
+        await eventually(lambda: ack_line(ALICE) in shown(fake), "the acknowledgement on the message")
+        await eventually_done(store, update_key("#alerts", GROUP_KEY, "newer"))
+        await eventually_sent(store)
+    assert "live read 09:22 UTC" in shown(fake), "the newer content stays"
+    assert ack_line(ALICE) in shown(fake)
+
+
+async def eventually_sent(store: Store) -> None:
+    deadline = time.monotonic() + 20
+    while await store.depth():
+        assert time.monotonic() < deadline, "gave up waiting for the outbox to be sent"
         await asyncio.sleep(0.02)
 
 

@@ -9,7 +9,6 @@ from bot.alerts.silences import SilenceWatch, covering, matches, shown
 from bot.clients.alertmanager import Matcher, Silence
 from bot.domain.alerts import AlertStatus
 from bot.errors import UpstreamError
-from bot.render.blocks import Message
 from bot.store.models import AlertGroupState, GroupFacts
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -70,10 +69,7 @@ class Posts:
 class Edits:
     updates: list[tuple[str, str]] = field(default_factory=list)
 
-    async def last_message(self, channel: str, group_key: str) -> Message | None:
-        return Message("FIRING")
-
-    async def update(self, channel: str, group_key: str, message: Message, revision: str) -> None:
+    async def show_again(self, channel: str, group_key: str, revision: str) -> None:
         self.updates.append((group_key, revision))
 
 

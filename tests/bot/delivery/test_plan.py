@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.delivery.plan import DEFERRED, DeliveryPolicy, backoff, plan
+from bot.delivery.plan import DEFERRED, SHOW_AGAIN, DeliveryPolicy, backoff, plan
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 
 
@@ -25,6 +25,24 @@ def test_a_post_not_sent_yet_carries_the_newest_edit() -> None:
     [step] = plan(rows, now=10).steps
     assert (step.item.kind, step.payload["text"]) == (OutboxKind.POST, "newest")
     assert [i.id for i in step.superseded] == [2]
+
+
+def test_a_post_not_sent_yet_keeps_the_newest_content_when_the_newest_edit_only_shows_it_again() -> None:
+    show_again = OutboxItem(
+        3,
+        "k3",
+        "C1",
+        OutboxKind.UPDATE,
+        {"group_key": "g1", SHOW_AGAIN: True},
+        OutboxState.PENDING,
+        0,
+        0.0,
+        0.0,
+    )
+    rows = [row(1, OutboxKind.POST, text="first"), row(2, OutboxKind.UPDATE, text="newest"), show_again]
+    [step] = plan(rows, now=10).steps
+    assert (step.item.kind, step.payload["text"]) == (OutboxKind.POST, "newest")
+    assert [i.id for i in step.superseded] == [2, 3]
 
 
 def test_a_row_waiting_for_retry_holds_only_its_own_message() -> None:
