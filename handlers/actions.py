@@ -26,14 +26,14 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.alerts.incident import members_of
 from bot.alerts.silences import SilenceWatch, covering
-from bot.clients.alertmanager import Matcher, group_labels_from_key, matchers_for
+from bot.clients.alertmanager import Matcher, Silence, group_labels_from_key, matchers_for
 from bot.clients.slack import SlackError, SlackRejected
 from bot.domain.messages import ActionRef, group_id
 from bot.errors import InputError, Refused
 from bot.render.acknowledge import mention
 from bot.render.blocks import Message, code, context, message, section, text_message
 from bot.render.silence_modal import CALLBACK_ID as SILENCE_FORM
-from bot.render.silence_modal import open_failed, silence_modal, silenced_reply
+from bot.render.silence_modal import broader_left, open_failed, silence_modal, silenced_reply
 from bot.render.slack import (
     ACTION_ACK,
     ACTION_EXPIRE_SILENCE,
@@ -270,27 +270,31 @@ async def _silence_from_form(
 
 def _expire_listener(deps: ActionDeps) -> Callable[..., Awaitable[None]]:
     async def expire_silence(body: dict[str, Any], respond: AsyncRespond) -> None:
-        await _answering(respond, "expiry", lambda pressed: _expire(deps, pressed), body)
+        await _answering(respond, "expiry", lambda pressed: _expire(deps, pressed, respond), body)
 
     return expire_silence
 
 
-async def _expire(deps: ActionDeps, pressed: Pressed) -> None:
-    """*Expire silence*: expire the active silences covering the message's groups, wherever made."""
+async def _expire(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond) -> None:
+    """*Expire silence*: expire the active silences that are the message's groups' own (the one proxybot
+    makes for a group, or one naming its target exactly); a broader one that also covers them (a whole
+    cluster's, made in Alertmanager's UI) is left alone, and named to the person who pressed."""
     cluster = _silence_allowed(deps, pressed)
     if deps.silencer is None:
         raise Refused("proxybot cannot expire silences: `alertmanager.url` is not set in its configuration.")
     known = await deps.groups.groups()
     group = _find_group(known, pressed.ref.group)
     listed = await deps.silencer.silences()
-    found = {
-        s.id: s
-        for one, _ in _every_silence(known, group, pressed.ref, cluster)
-        for s in covering(listed, one.facts.firing_labels)
-        if s.state == "active"
-    }
+    found: dict[str, Silence] = {}
+    broader: dict[str, Silence] = {}
+    for one, matchers in _every_silence(known, group, pressed.ref, cluster):
+        for s in covering(listed, one.facts.firing_labels):
+            if s.state == "active":
+                (found if _own(s, one, matchers, pressed.ref) else broader)[s.id] = s
+    broader = {k: v for k, v in broader.items() if k not in found}
     if not found:
-        raise Refused("No active silence covers this alert any more: nothing to expire.")
+        nothing = "No active silence covers this alert any more: nothing to expire."
+        raise Refused(broader_left(broader.values()) if broader else nothing)
     for silence in found:
         await deps.silencer.expire_silence(silence)
     log.info("silences %s expired by %s for group %s", sorted(found), pressed.who.user, pressed.ref.group)
@@ -299,6 +303,19 @@ async def _expire(deps: ActionDeps, pressed: Pressed) -> None:
     ids = ", ".join(code(s) for s in sorted(found))
     line = text_message(f"🔔 {mention(pressed.who.user)} expired the silence of this alert ({ids}).")
     await _thread_line(deps, group, line, f"expire:{pressed.who.user}:{pressed.press}")
+    if broader:
+        await _ephemeral(respond, f"Expired {ids}. " + broader_left(broader.values()))
+
+
+def _own(silence: Silence, group: AlertGroupState, matchers: tuple[Matcher, ...], ref: ActionRef) -> bool:
+    """Whether a silence is the group's own: the matchers proxybot makes for it, or its target named
+    exactly (`target="..."`, as `/proxy silence` and most hand-made ones do)."""
+    if set(silence.matchers) == set(matchers):
+        return True
+    targets = {labels["target"] for labels in group.facts.firing_labels if "target" in labels}
+    if not targets and ref.target is not None:
+        targets = {ref.target}
+    return any(Matcher("target", target) in silence.matchers for target in targets)
 
 
 async def _thread_line(deps: ActionDeps, group: AlertGroupState, line: Message, revision: str) -> None:

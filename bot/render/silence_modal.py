@@ -3,10 +3,11 @@ words of its answers (field errors shown in the modal, the thread line once the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.clients.alertmanager import Silence
 from bot.render.acknowledge import mention
 from bot.render.blocks import Message, clean, code, esc, fmt_span, one_line, text_message, truncate
 
@@ -113,4 +114,16 @@ def open_failed(error_code: str) -> str:
         return "The silence form could not open in time (Slack allows 3 s): press *Silence…* again."
     return (
         f"The silence form could not be opened (Slack answered {code(error_code)}): press *Silence…* again."
+    )
+
+
+def broader_left(silences: Iterable[Silence]) -> str:
+    """What *Expire silence* says of the broader silences covering the alert that it left alone."""
+    named = "; ".join(
+        f"{code(s.id)} ({', '.join(code(m) for m in s.matchers)}, by {esc(s.created_by)})"
+        for s in sorted(silences, key=lambda s: s.id)
+    )
+    return (
+        f"Left alone, broader than this alert (it silences other alerts too): {named}. "
+        "Expire it in Alertmanager if that is meant."
     )

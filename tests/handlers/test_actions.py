@@ -571,6 +571,44 @@ async def test_expire_silence_expires_the_active_silences_covering_the_message_a
     assert fake.responses == []
 
 
+async def test_expire_silence_leaves_a_broader_silence_alone_and_names_it(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    own = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store"}
+    await save_group(store, GroupFacts(firing_labels=(own,)))
+    mine, whole = "11111111-1111-4111-8111-111111111111", "55555555-5555-4555-8555-555555555555"
+    at = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    cluster_wide = Silence(
+        whole,
+        "active",
+        (Matcher("target", "platform/.*", is_regex=True),),
+        at,
+        at + timedelta(hours=4),
+        "ops <script>",
+        "cluster upgrade",
+    )
+    silencer = FakeSilencer(listed=[listed(mine, "platform/crd-store"), cluster_wide])
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k1")))
+        [reply] = await eventually(lambda: thread_replies(fake), "the thread line")
+        [told] = await eventually(lambda: fake.responses, "the note on the broader silence")
+    assert silencer.expired == [mine], "only the alert's own silence"
+    assert mine in reply.text
+    assert whole not in reply.text
+    assert told["response_type"] == "ephemeral"
+    assert f"Left alone, broader than this alert (it silences other alerts too): `{whole}`" in told["text"]
+    assert 'target=~"platform/.*"' in told["text"]
+    assert "ops &lt;script&gt;" in told["text"], "escaped"
+
+    silencer.listed, silencer.expired, fake.responses[:] = [cluster_wide], [], []
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        await press(http, button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k2")))
+        [refused] = await eventually(lambda: fake.responses, "the refusal")
+    assert silencer.expired == [], "a broader silence alone is never expired from the alert"
+    assert "Left alone, broader than this alert" in refused["text"]
+    assert len(thread_replies(fake)) == 1
+
+
 async def test_expire_silence_refusals(tmp_path: Path, fake: FakeSlack, store: Store) -> None:
     own = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store"}
     await save_group(store, GroupFacts(firing_labels=(own,)))
