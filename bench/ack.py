@@ -1,6 +1,9 @@
-"""Benchmark: `/proxy` ack latency while a 1 000-alert storm is processed and a probed cluster hangs.
+"""Benchmark: `/proxy` ack latency while a 1 000-alert storm is processed and a probed cluster hangs; the
+alert buttons' press -> message edited, and the *Silence…* modal's `views.open` with the leader busy.
 
-Run from the repository root: `.venv/bin/python bench/ack.py`. The bot runs as its own process: the
+Run from the repository root: `.venv/bin/python bench/ack.py [--only commands|buttons] [--presses N]`.
+
+Part `commands`. The bot runs as its own process: the
 `serve` app (`open_bot`: real alert pipeline, outbox, live-state warming) with the `/proxy` command
 registered on its Slack route, against the simulator and the fake Slack. Its config adds a second client
 cluster, `hung`, whose API server accepts connections and never answers; half the commands sent under
@@ -9,12 +12,23 @@ load probe a target of it, so their checks hang for the probe's 15 s timeout.
 Measured: seconds from POSTing a signed `/proxy` request to its HTTP response (the ack), first with no
 load (the baseline), then during the storm (webhooks to `/alertmanager` for 2 s, and on while the bot
 processes them). Every request goes out from load generator processes of their own (bench/loadgen.py),
-prepared and signed here, so their work is not counted as the bot's. The last line is `ack_p99_ms: <n>`
+prepared and signed here, so their work is not counted as the bot's. Its last line is `ack_p99_ms: <n>`
 (under load; target <= 100).
+
+Part `buttons`. The same bot process (one cluster, Alice may silence), one alert group posted: seconds
+from a signed *Acknowledge* / *Unacknowledge* press (alternating, each after the message's edit spacing,
+`DeliveryPolicy.edit_interval`) to the fake Slack holding the edited message, beside the same run's
+`GET /healthz` answers taken between the presses (the baseline); then seconds from a *Silence…* press to
+the fake Slack's `views.open`, quiet and while a 1 000-alert storm keeps the leader busy. Its last lines
+are `edit_p99_ms: <n>` (target <= 1000) and `views_open_max_ms: <n>` (target <= 1500, half of the 3 s
+Slack gives a trigger id).
+
+The exit status is 0 when every part asked holds.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import socket
@@ -22,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,15 +45,32 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import httpx
 import yaml
 
 from bench import loadgen
 from bench.loadgen import LoadRun, Outcome, Plan, Planned
+from bot.delivery.plan import DeliveryPolicy
+from bot.render.slack import ACTION_ACK, ACTION_SILENCE, ACTION_UNACK
 from sim.server import SimServer
-from sim.slack_api import FakeSlack
-from tests.e2e.stack import BOT_TOKEN, CHANNEL, SIGNING_SECRET, BotProcess, StoreView, write_bot_config
+from sim.slack_api import FakeSlack, Message
+from tests.e2e.stack import (
+    ALICE,
+    BOT_TOKEN,
+    CHANNEL,
+    SIGNING_SECRET,
+    BotProcess,
+    StoreView,
+    alert_entry,
+    auth,
+    buttons,
+    notification,
+    now,
+    proxy_alert,
+    write_bot_config,
+)
 from tests.e2e.storm_load import percentile, split, storm_bodies, storm_plan
-from tests.fakes.slack_requests import command_body, signed
+from tests.fakes.slack_requests import button_body, command_body, signed
 
 BASELINE_COMMANDS = 200
 LOAD_INTERVAL = 0.05  # a command every 50 ms while the storm runs (far beyond people typing)
@@ -198,7 +229,7 @@ def ms(values: list[float], q: float) -> float:
     return 1000 * percentile(values, q)
 
 
-def run(workdir: Path) -> int:
+def run_commands(workdir: Path) -> bool:
     with (
         SimServer(scenario="healthy", speed=20) as sim,
         FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as slack,
@@ -207,8 +238,7 @@ def run(workdir: Path) -> int:
         slack.add_channel(OPS, name="#ops")
         config = write_bot_config(sim, workdir, slack.api_url)
         add_hung_cluster(config, hung_port)
-        command = [sys.executable, str(Path(__file__).resolve()), "--as-bot"]
-        with BotProcess(config, workdir / "bot.log", command=command) as bot:
+        with BotProcess(config, workdir / "bot.log", command=bot_command()) as bot:
             store = StoreView(workdir / "bot.db")
             quiet = baseline(bot.url, slack)
             load = under_storm(bot.url, slack, store)
@@ -226,7 +256,163 @@ def run(workdir: Path) -> int:
     print(f"GET /healthz alongside, during the storm (how responsive the server is at all): {healthz}")
     print(f"storm webhooks not answered 2xx: {load.refused}; notifications unprocessed at the end: {left}")
     print(f"ack_p99_ms: {ms(loaded, 99):.1f}")
-    return 0 if ms(loaded, 99) <= 100 else 1
+    return ms(loaded, 99) <= 100
+
+
+def bot_command() -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--as-bot"]
+
+
+# -- the buttons -------------------------------------------------------------------------------------------
+
+EDIT_P99_MS = 1000.0
+VIEWS_OPEN_MAX_MS = 1500.0
+WAIT = 30.0
+HEALTHZ_PER_PRESS = 5
+ACK_LINE = f"Acknowledged by <@{ALICE}>"
+
+
+def until(check: Callable[[], object], what: str, timeout: float = WAIT) -> float:
+    """Poll `check` every millisecond; the monotonic time it first held."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.001)
+    return time.monotonic()
+
+
+def shown(message: Message) -> str:
+    return "\n".join([message.text, *(str(b) for b in message.blocks)])
+
+
+def press(http: httpx.Client, slack: FakeSlack, message: Message, action_id: str, trigger: str) -> float:
+    """A signed press of a button on `message` by Alice; the monotonic time it was sent."""
+    # Either acknowledge button carries the message's reference; the one shown is the one pressed.
+    wanted = (ACTION_ACK, ACTION_UNACK) if action_id in (ACTION_ACK, ACTION_UNACK) else (action_id,)
+    button = next(b for b in buttons(message) if b["action_id"] in wanted)
+    body = button_body(
+        action_id,
+        button["value"],
+        slack.response_url(f"p{next(_keys)}"),
+        user=ALICE,
+        user_name="alice",
+        channel=message.channel,
+        channel_name=CHANNEL.removeprefix("#"),
+        message_ts=message.ts,
+        trigger_id=trigger,
+    )
+    sent = time.monotonic()
+    answer = http.post("/slack/events", content=body, headers=signed(body, secret=SIGNING_SECRET))
+    if answer.status_code != 200:
+        raise RuntimeError(f"a press was answered {answer.status_code}: {answer.text[:200]}")
+    return sent
+
+
+def healthz_seconds(http: httpx.Client, times: int) -> list[float]:
+    found = []
+    for _ in range(times):
+        start = time.monotonic()
+        http.get("/healthz").raise_for_status()
+        found.append(time.monotonic() - start)
+    return found
+
+
+def edits(
+    http: httpx.Client, slack: FakeSlack, message: Message, presses: int
+) -> tuple[list[float], list[float]]:
+    """(press -> edited seconds, /healthz seconds) over `presses` alternating Acknowledge / Unacknowledge."""
+    edited: list[float] = []
+    healthz: list[float] = []
+    for i in range(presses):
+        time.sleep(DeliveryPolicy().edit_interval)  # the message's previous edit's spacing has passed
+        healthz += healthz_seconds(http, HEALTHZ_PER_PRESS)
+        edited.append(edit_once(http, slack, message, acking=i % 2 == 0))
+    return edited, healthz
+
+
+def edit_once(http: httpx.Client, slack: FakeSlack, message: Message, *, acking: bool) -> float:
+    versions = len(message.versions)
+    action = ACTION_ACK if acking else ACTION_UNACK
+    sent = press(http, slack, message, action, slack.views.issue_trigger())
+    done = until(
+        lambda: len(message.versions) > versions and (ACK_LINE in shown(message)) == acking,
+        "the message edited",
+    )
+    return done - sent
+
+
+def modal_opens(
+    http: httpx.Client, slack: FakeSlack, message: Message, presses: int, gap: float
+) -> list[float]:
+    """Seconds from a *Silence…* press to the fake Slack's views.open, `presses` times `gap` apart."""
+    found = []
+    for _ in range(presses):
+        found.append(open_once(http, slack, message))
+        time.sleep(gap)
+    return found
+
+
+def open_once(http: httpx.Client, slack: FakeSlack, message: Message) -> float:
+    opened = len(slack.views.opened)
+    sent = press(http, slack, message, ACTION_SILENCE, slack.views.issue_trigger())
+    return until(lambda: len(slack.views.opened) > opened, "views.open") - sent
+
+
+def run_buttons(workdir: Path, presses: int) -> bool:
+    with (
+        SimServer(scenario="healthy", speed=20) as sim,
+        FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as slack,
+    ):
+        config = write_bot_config(sim, workdir, slack.api_url)
+        doc = yaml.safe_load(config.read_text())
+        doc["access"] = {**(doc.get("access") or {}), "silencers": [ALICE]}
+        config.write_text(yaml.safe_dump(doc, sort_keys=False))
+        with (
+            BotProcess(config, workdir / "bot.log", command=bot_command()) as bot,
+            httpx.Client(base_url=bot.url, timeout=WAIT) as http,
+        ):
+            body = notification([alert_entry(proxy_alert(), now())])
+            http.post("/alertmanager", json=body, headers=auth()).raise_for_status()
+            until(lambda: slack.top_level(CHANNEL), "the alert's message")
+            [message] = slack.top_level(CHANNEL)
+            edited, healthz = edits(http, slack, message, presses)
+            quiet = modal_opens(http, slack, message, max(3, presses // 2), gap=0.2)
+            store = StoreView(workdir / "bot.db")
+            storm_load = storm_plan(bot.url, storm_bodies(500), seconds=2.0, probe_path=None, timeout=60.0)
+            with LoadRun(storm_load) as storm:
+                storm.started()
+                stormy = modal_opens(http, slack, message, max(3, presses // 2), gap=0.2)
+                busy = store.unprocessed()
+                while not storm.done():
+                    time.sleep(0.05)
+    print(
+        f"GET /healthz between the presses (the baseline): {len(healthz)} answers, "
+        f"p50 {ms(healthz, 50):.1f} ms, p99 {ms(healthz, 99):.1f} ms"
+    )
+    print(
+        f"press -> message edited (Acknowledge / Unacknowledge): {len(edited)} presses, "
+        f"p50 {ms(edited, 50):.1f} ms, p99 {ms(edited, 99):.1f} ms, max {1000 * max(edited):.1f} ms"
+    )
+    print(
+        f"ratio press -> edited / healthz: p50 {ms(edited, 50) / ms(healthz, 50):.1f}, "
+        f"p99 {ms(edited, 99) / ms(healthz, 99):.1f}"
+    )
+    print(
+        f"Silence… press -> views.open, quiet: {len(quiet)} presses, p50 {ms(quiet, 50):.1f} ms, "
+        f"max {1000 * max(quiet):.1f} ms"
+    )
+    print(
+        f"Silence… press -> views.open, during a 1000-alert storm ({busy} notifications queued at the "
+        f"last press): {len(stormy)} presses, p50 {ms(stormy, 50):.1f} ms, max {1000 * max(stormy):.1f} ms"
+    )
+    print(f"ratio views.open storm/quiet (p50): {ms(stormy, 50) / ms(quiet, 50):.2f}")
+    print(f"edit_p99_ms: {ms(edited, 99):.1f}")
+    print(f"views_open_max_ms: {1000 * max([*quiet, *stormy]):.1f}")
+    return ms(edited, 99) <= EDIT_P99_MS and 1000 * max([*quiet, *stormy]) <= VIEWS_OPEN_MAX_MS
+
+
+PARTS = ("commands", "buttons")
 
 
 def main() -> int:
@@ -235,8 +421,21 @@ def main() -> int:
         args = sys.argv[2:]
         serve_with_commands(Path(args[args.index("--config") + 1]), int(args[args.index("--port") + 1]))
         return 0
-    with tempfile.TemporaryDirectory(prefix="proxybot-bench-ack-") as workdir:
-        return run(Path(workdir))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--only", choices=PARTS, action="append", help="run this part only (repeatable)")
+    parser.add_argument("--presses", type=int, default=20, help="button presses measured (default 20)")
+    options = parser.parse_args()
+    held = []
+    for part in options.only or PARTS:
+        with tempfile.TemporaryDirectory(prefix=f"proxybot-bench-{part}-") as workdir:
+            ok = (
+                run_commands(Path(workdir))
+                if part == "commands"
+                else run_buttons(Path(workdir), options.presses)
+            )
+        print(f"ack_{part}_ok: {'yes' if ok else 'no'}")
+        held.append(ok)
+    return 0 if all(held) else 1
 
 
 if __name__ == "__main__":

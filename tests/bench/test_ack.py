@@ -1,0 +1,59 @@
+"""bench/ack.py's buttons part as an operator runs it, small: every figure printed beside its baseline.
+
+Its time bars are the benchmark's to judge, not a test's: what is asserted here holds whatever the
+machine's speed: each press was measured (the press -> edited and views.open rows count them), the
+ratios are the figures' own, and the part's verdict line is there.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def figure(out: str, pattern: str) -> list[float]:
+    found = re.search(pattern, out)
+    assert found is not None, f"{pattern!r} not in:\n{out}"
+    return [float(g) for g in found.groups()]
+
+
+def test_the_buttons_part_prints_press_to_edit_against_healthz_and_views_open_under_a_storm() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/ack.py", "--only", "buttons", "--presses", "4"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    count, h50, h99 = figure(
+        out,
+        r"GET /healthz between the presses \(the baseline\): (\d+) answers, p50 ([\d.]+) ms, p99 ([\d.]+) ms",
+    )
+    assert count == 20
+    presses, e50, e99, _ = figure(
+        out, r"press -> message edited .*: (\d+) presses, p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms"
+    )
+    assert presses == 4
+    r50, r99 = figure(out, r"ratio press -> edited / healthz: p50 ([\d.]+), p99 ([\d.]+)")
+    assert r50 == pytest.approx(e50 / h50, rel=0.05, abs=0.1)
+    assert r99 == pytest.approx(e99 / h99, rel=0.05, abs=0.1)
+    quiet, _, _ = figure(out, r"views.open, quiet: (\d+) presses, p50 ([\d.]+) ms, max ([\d.]+) ms")
+    stormy, _, storm_max = figure(
+        out, r"views.open, during a 1000-alert storm .*: (\d+) presses, p50 ([\d.]+) ms, max ([\d.]+) ms"
+    )
+    assert (quiet, stormy) == (3, 3)
+    assert figure(out, r"views_open_max_ms: ([\d.]+)")[0] >= storm_max
+    assert figure(out, r"edit_p99_ms: ([\d.]+)") == [e99]
+    assert out.splitlines()[-1] in ("ack_buttons_ok: yes", "ack_buttons_ok: no")
