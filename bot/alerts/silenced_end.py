@@ -54,6 +54,8 @@ class SilencedEnds:
     every: float
     leading: Callable[[], bool] = lambda: True  # whether this replica holds the leader lease
     _asked: dict[tuple[str, str], float] = field(default_factory=dict)
+    # The group's last notification when its end was stored: until the worker applied that, not again.
+    _stored: dict[tuple[str, str], int | None] = field(default_factory=dict)
 
     async def check(self, silences: Iterable[Silence]) -> None:
         """Ask about each firing group a silence covers (the leader only, each once per `every`)."""
@@ -65,6 +67,8 @@ class SilencedEnds:
             where = (group.channel, group.group_key)
             if now - self._asked.get(where, float("-inf")) < self.every or not _silenced(group, listed):
                 continue
+            if where in self._stored and self._stored[where] == group.facts.last_notification_id:
+                continue  # the end stored last time is not applied yet (the worker is busy)
             self._asked[where] = now
             await self._check(group, now)
         self._asked = {k: v for k, v in self._asked.items() if now - v < 2 * self.every}
@@ -86,6 +90,7 @@ class SilencedEnds:
             return
         raw, webhook = ended
         accepted = await self.store.accept(raw, webhook, now)
+        self._stored[(group.channel, group.group_key)] = last
         log.info(
             "silenced group %s in %s: alerts no longer listed by Alertmanager, resolved (notification %d)",
             group_id(group.group_key),
@@ -111,7 +116,9 @@ def resolved_copy(
     for alert in doc["alerts"]:
         if alert.get("fingerprint") in gone:
             alert["status"], alert["endsAt"] = AlertStatus.RESOLVED.value, at.isoformat()
-    firing = any(a.get("status") == AlertStatus.FIRING.value for a in doc["alerts"])
+    # Alerts left out of a truncated notification may still fire: the group resolves once none is listed.
+    truncated = bool(doc.get("truncatedAlerts")) and bool(listed)
+    firing = truncated or any(a.get("status") == AlertStatus.FIRING.value for a in doc["alerts"])
     doc["status"] = (AlertStatus.FIRING if firing else AlertStatus.RESOLVED).value
     raw = json.dumps(doc).encode()
     return raw, parse_webhook(raw)

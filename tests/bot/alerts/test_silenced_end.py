@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -57,12 +57,10 @@ class Store:
         return [self.group] if status in (None, self.group.status) else []
 
     async def notification(self, notification_id: int) -> StoredNotification | None:
+        if notification_id not in (1, 2):
+            return None
         webhook = parse_webhook(samples.FIRING)
-        return (
-            StoredNotification(1, webhook.identity(), 0.0, samples.FIRING, webhook)
-            if notification_id == 1
-            else None
-        )
+        return StoredNotification(notification_id, webhook.identity(), 0.0, samples.FIRING, webhook)
 
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
         assert parse_webhook(raw) == webhook, "stored as the webhook it is"
@@ -145,3 +143,17 @@ async def test_only_the_leader_asks() -> None:
     watch = SilencedEnds(am, store, lambda: None, Clock(), 15.0, leading=lambda: False)
     await watch.check([silence(TARGET)])
     assert (am.asked, store.accepted) == ([], [])
+
+
+async def test_an_end_not_applied_yet_is_not_stored_again() -> None:
+    am, store, clock = Alertmanager(), Store(firing_group()), Clock()
+    woken: list[int] = []
+    watch = ends(am, store, clock, woken)
+    await watch.check([silence(TARGET)])
+    clock.now += 15.0
+    await watch.check([silence(TARGET)])
+    assert len(store.accepted) == 1, "the worker has not applied it: the group still names the same one"
+    store.group = replace(store.group, facts=replace(store.group.facts, last_notification_id=2))
+    clock.now += 15.0
+    await watch.check([silence(TARGET)])
+    assert len(am.asked) == 2
