@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.render.slack import ACTION_PATH, ACTION_PROBE
+from bot.render.acknowledge import ACK_BLOCK_ID
+from bot.render.slack import ACTION_ACK, ACTION_PATH, ACTION_PROBE
 from sim.scenarios import SCENARIOS, STORM_TARGETS
 from sim.slack_api import FakeSlack, Message, iter_texts
 from sim.slack_page import SlackPage
@@ -138,6 +139,9 @@ async def _probe_and_path(run: StopRun) -> None:
         before = _answers(run, alert, check)
         await run.press(alert, action_id, label)
         await run.until(_answered(run, alert, check, before))
+    # "I have it": the message edited in place with who, the terminal printing the edit.
+    await run.press(alert, ACTION_ACK, "*Acknowledge*")
+    await run.until(lambda: any(b.get("block_id") == ACK_BLOCK_ID for b in alert.blocks))
 
 
 PRESSES = ((ACTION_PROBE, "*Probe now*", "Probe"), (ACTION_PATH, "*Path check*", "Path"))
@@ -182,8 +186,9 @@ TOUR: tuple[tuple[str, str, float, float, str, Play, str], ...] = (
     # (scenario, channel, speed, most seconds, title, play, goal)
     ("target-rolling-restart", "#tour-restart", 40.0, 150.0, "a target restart that heals", _heals,
      "the alert resolves in place"),
-    ("target-down", "#tour-target-down", 40.0, 150.0, "a target down: Probe now and Path check pressed",
-     _probe_and_path, "both answers are in the alert's thread"),
+    ("target-down", "#tour-target-down", 40.0, 150.0,
+     "a target down: Probe now, Path check and Acknowledge pressed", _probe_and_path,
+     "both answers are in the alert's thread and it shows who has it"),
     ("peer-watch-dropped", "#tour-incident", 40.0, 150.0, "a dropped peer watch, one incident",
      _one_incident, "its alerts are one incident's message"),
     ("flapping", "#tour-flapping", 60.0, 150.0, "a flapping target", _flaps,

@@ -95,6 +95,8 @@ def test_the_tour_announces_every_stop_and_reaches_each_goal(tour: Tour) -> None
         assert re.search(rf"══ tour {i}/6: [^\n]*{title}", out), title
     assert "are up before" not in out
     assert "── pressed *Probe now* on the page" in out
+    assert "── pressed *Acknowledge* on the page" in out
+    assert "👀 Acknowledged by" in out, "the acknowledged message, printed as edited"
     assert "── typed `/proxy digest` in the page's command box" in out
 
 
@@ -108,6 +110,7 @@ def test_the_page_shows_the_alert_its_edit_thread_buttons_table_and_chart(tour: 
     assert re.search(r'<button type="button" class="btn" data-action="[^"]*proxy_probe[^"]*"', first)
     assert "Probe platform/crd-store:" in first  # the button's answer, in the thread
     assert "Path platform/crd-store:" in first
+    assert "👀 Acknowledged by" in first
     # The other stops as the page's script gets them (one browser run less each).
     assert "RESOLVED: ResourceProxyTargetUnavailable" in tour.state("tour-restart")
     assert "one cause:" in tour.state("tour-incident")
