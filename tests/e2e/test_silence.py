@@ -3,7 +3,9 @@ delivers its alerts; *Silence…* pressed and the modal submitted as Slack sends
 Slack's `views.open`.
 
 The silence exists in Alertmanager with the comment and the Slack user; the message shows it with *Expire
-silence*; expiring it with `amtool` (outside the bot) is shown on the message within a minute.
+silence*; expiring it with `amtool` (outside the bot) is shown on the message within a minute. *Expire
+silence* expires the alert's own silence and leaves a cluster-wide one alone. A silenced group whose alert
+ends in Alertmanager (which then notifies nobody) resolves its message at the bot's next look.
 """
 
 from __future__ import annotations
@@ -201,3 +203,51 @@ def test_a_silenced_group_whose_alerts_end_in_alertmanager_resolves_its_message(
     listed = httpx.get(f"{am.url}/api/v2/silences", timeout=10).json()
     [silence] = [s for s in listed if s["status"]["state"] == "active"]
     assert silence["createdBy"] == "ops", "the silence itself is left alone"
+
+
+def test_expire_silence_expires_the_alerts_own_silence_and_leaves_a_cluster_wide_one_alone(
+    sim: SimServer, slack: FakeSlack, stack: tuple[BotProcess, Alertmanager]
+) -> None:
+    bot, am = stack
+    labels = proxy_alert(pod=sim.pods("team-a")[0], group_version="example.com/v1")
+    am.post_alerts(
+        [{"labels": labels, "annotations": {"summary": summary_of(labels)}, "startsAt": rfc3339(now())}]
+    )
+    wait_until(lambda: slack.top_level(CHANNEL), TIMEOUT, "the group's message")
+    [message] = slack.top_level(CHANNEL)
+    own = amtool(am, "silence", "add", f"target={labels['target']}", "--author=ops", "--comment=drain")
+    whole = amtool(
+        am, "silence", "add", f"cluster={labels['cluster']}", "--author=ui", "--comment=cluster upgrade"
+    )
+    wait_until(
+        lambda: ACTION_EXPIRE_SILENCE in {b["action_id"] for b in buttons(message)},
+        SHOWN_WITHIN,
+        "the button",
+    )
+
+    [button] = [b for b in buttons(message) if b["action_id"] == ACTION_EXPIRE_SILENCE]
+    body = button_body(
+        ACTION_EXPIRE_SILENCE,
+        button["value"],
+        slack.response_url("expire"),
+        user=ALICE,
+        user_name="alice",
+        channel=message.channel,
+        channel_name=CHANNEL.removeprefix("#"),
+        message_ts=message.ts,
+    )
+    assert post(bot, body).status_code == 200
+    wait_until(lambda: [r for r in slack.responses if r["key"] == "expire"], TIMEOUT, "the note")
+    [told] = [r for r in slack.responses if r["key"] == "expire"]
+    states = {
+        s["id"]: s["status"]["state"] for s in httpx.get(f"{am.url}/api/v2/silences", timeout=10).json()
+    }
+    assert states == {own.strip(): "expired", whole.strip(): "active"}
+    assert told["response_type"] == "ephemeral"
+    assert (
+        f"Left alone, broader than this alert (it silences other alerts too): `{whole.strip()}`"
+        in told["text"]
+    )
+    wait_until(
+        lambda: "🔕 Silenced by ui until" in text_of(message), SHOWN_WITHIN, "the broader silence shown"
+    )
