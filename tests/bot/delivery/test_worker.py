@@ -202,6 +202,45 @@ async def test_due_edits_of_one_message_become_one_chat_update(fake: FakeSlack, 
     assert older.result == {"superseded_by": (await _id(store, f"update:{ALERTS}:grp:n4"))}
 
 
+async def test_a_show_again_edit_sends_the_newest_content_when_it_goes_out(
+    fake: FakeSlack, store: Store
+) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    async with running(delivery):
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+    await delivery.show_again(ALERTS, "grp", "ack:U1:1")  # queued first, sent after the content edit
+    await delivery.update(ALERTS, "grp", msg("2 alerts firing"), revision="n2")
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)):
+        await drained(store)
+    [top] = fake.top_level()
+    assert top.text == "2 alerts firing"
+    await delivery.show_again(ALERTS, "grp", "ack:U1:2")
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)):
+        await drained(store)
+    assert [c.params["text"] for c in fake.calls_to("chat.update")][-1] == "2 alerts firing"
+    assert top.text == "2 alerts firing", "shown again: the newest content, not the post's"
+
+
+async def test_a_show_again_edit_with_no_content_kept_is_completed_without_a_call(
+    fake: FakeSlack, store: Store
+) -> None:
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    async with running(delivery):
+        await delivery.post(ALERTS, "grp", msg("firing"))
+        await drained(store)
+    assert await store.prune(before=float("inf")) > 0  # the post's row is gone (pruned), its ts kept
+    edits = len(fake.calls_to("chat.update"))
+    await delivery.show_again(ALERTS, "grp", "ack:U1:1")
+    async with running(Delivery(store, slack_at(fake.api_url), policy=FAST)):
+        await drained(store)
+    assert len(fake.calls_to("chat.update")) == edits
+    done = await store.outbox_item(f"show:{ALERTS}:grp:ack:U1:1")
+    assert done is not None
+    assert done.state is OutboxState.DONE
+    assert done.result == {"skipped": "no content of the message is kept to show again"}
+
+
 async def _id(store: Store, key: str) -> int:
     item = await store.outbox_item(key)
     assert item is not None
