@@ -20,16 +20,17 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 from bot.alerts.incident import members_of
+from bot.alerts.outbox import Outbox
 from bot.clients.alertmanager import group_labels_from_key
 from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import group_id
 from bot.errors import Refused
 from bot.render.acknowledge import acked_reply, taken_already, unacked_reply
-from bot.render.blocks import Message, code
+from bot.render.blocks import code
+from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState
 from config.settings import Requester, Settings
 
@@ -38,34 +39,12 @@ log = logging.getLogger(__name__)
 NOT_TRACKED = "This alert is no longer tracked by proxybot (it was cleaned up): nothing to acknowledge."
 
 
-class AckStore(Protocol):
-    """The store's side of acknowledging (`bot.store.Store` is one)."""
-
-    async def groups(
-        self, channel: str | None = None, status: AlertStatus | None = None
-    ) -> list[AlertGroupState]: ...
-
-    async def acknowledge(self, ack: Acknowledgement) -> Acknowledgement: ...
-
-    async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None: ...
-
-    async def unacknowledge(self, channel: str, group_key: str, episode: float) -> bool: ...
-
-
-class AckOutbox(Protocol):
-    """The outbox's side (`bot.delivery.worker.Delivery` is one)."""
-
-    async def show_again(self, channel: str, group_key: str, revision: str) -> object: ...
-
-    async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> object: ...
-
-
 @dataclass(frozen=True)
 class Acknowledger:
     """Acknowledges and unacknowledges the message carrying a group, and says so in Slack."""
 
-    store: AckStore
-    outbox: AckOutbox
+    store: GroupStore
+    outbox: Outbox
     clock: Callable[[], float] = time.time
 
     async def acknowledge(self, carrier: AlertGroupState, user: str, name: str, press: str) -> str:

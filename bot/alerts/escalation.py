@@ -22,18 +22,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bot.alerts.outbox import Outbox
 from bot.delivery.send import ShownSilences, Sleep
-from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome, deadline, escalates, outcome_at_deadline
 from bot.domain.messages import group_id
 from bot.lease import Lease
 from bot.ports import Clock
-from bot.render.blocks import Message
 from bot.render.escalation import escalation_reply
-from bot.store.base import EscalationStore
+from bot.store.base import EscalationStore, GroupStore
 from bot.store.errors import StoreError
-from bot.store.models import AlertGroupState, Enqueued, StormRecord
+from bot.store.models import AlertGroupState, StormRecord
 from config.escalation import EscalationSettings
 from config.settings import Settings
 
@@ -42,32 +41,14 @@ log = logging.getLogger(__name__)
 TICK = 1.0  # seconds between looks: a deadline is kept to within about this
 
 
-class EscalationReads(EscalationStore, Protocol):
-    """The store's side (`bot.store.Store` is one)."""
-
-    async def firing_messages(self) -> list[AlertGroupState]: ...
-
-    async def get_group(self, channel: str, group_key: str) -> AlertGroupState | None: ...
-
-    async def groups(
-        self, channel: str | None = None, status: AlertStatus | None = None
-    ) -> list[AlertGroupState]: ...
-
-    async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None: ...
+class EscalationReads(GroupStore, EscalationStore, Protocol):
+    """The store's side (`bot.store.Store` is one): the groups, their acknowledgements, the deadlines."""
 
 
 class Silences(ShownSilences, Protocol):
     """Alertmanager's silences as last read, and a fresh read (`bot.alerts.silences.SilenceWatch`)."""
 
     async def refresh(self) -> None: ...
-
-
-class Replies(Protocol):
-    """The outbox's side (`bot.delivery.worker.Delivery` is one)."""
-
-    async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued: ...
-
-    async def reply_queued(self, channel: str, group_key: str, revision: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -116,7 +97,7 @@ class EscalationWatch:
 
     settings: Settings
     store: EscalationReads
-    outbox: Replies
+    outbox: Outbox
     clock: Clock
     silences: Silences | None = None
     lease: Lease | None = None

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from bot.alerts.silences import covering, shown
 from bot.alerts.stale_check import ActiveAlerts
@@ -26,21 +26,10 @@ from bot.clients.alertmanager import Matcher, Silence, group_labels_from_key
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus, parse_webhook
 from bot.domain.messages import group_id
 from bot.errors import InputError, UpstreamError
-from bot.store.models import Accepted, AlertGroupState, StoredNotification
+from bot.store.base import AlertStore
+from bot.store.models import AlertGroupState, StoredNotification
 
 log = logging.getLogger(__name__)
-
-
-class EndStore(Protocol):
-    """The store's side (`bot.store.Store` is one)."""
-
-    async def groups(
-        self, channel: str | None = None, status: AlertStatus | None = None
-    ) -> list[AlertGroupState]: ...
-
-    async def notification(self, notification_id: int) -> StoredNotification | None: ...
-
-    async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted: ...
 
 
 @dataclass
@@ -48,7 +37,7 @@ class SilencedEnds:
     """Resolves the messages of silenced groups whose alerts Alertmanager no longer lists."""
 
     alertmanager: ActiveAlerts  # asked within `bot.clients.alertmanager.ACTIVE_TIMEOUT` (2 s) per group
-    store: EndStore
+    store: AlertStore
     wake: Callable[[], None]  # the alert worker's (`Deps.wake.set`)
     clock: Callable[[], float]
     every: float

@@ -19,8 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bot.alerts.outbox import Outbox
 from bot.clients.alertmanager import Matcher, Silence
 from bot.errors import UpstreamError
+from bot.store.base import GroupStore
 from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 
@@ -67,25 +69,13 @@ class SilenceSource(Protocol):
     async def silences(self) -> list[Silence]: ...
 
 
-class FiringPosts(Protocol):
-    """The store's firing messages (`bot.store.Store` is one)."""
-
-    async def firing_posts(self) -> list[AlertGroupState]: ...
-
-
-class Edits(Protocol):
-    """The outbox's side (`bot.delivery.worker.Delivery` is one)."""
-
-    async def show_again(self, channel: str, group_key: str, revision: str) -> object: ...
-
-
 @dataclass
 class SilenceWatch:
     """Alertmanager's silences, kept fresh; firing messages edited when their silences change."""
 
     source: SilenceSource
-    store: FiringPosts
-    edits: Edits
+    store: GroupStore
+    edits: Outbox
     every: float
     ends: SilencedGroups | None = None
     silences: tuple[Silence, ...] = ()

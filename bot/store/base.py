@@ -98,11 +98,6 @@ class GroupStore(Protocol):
         """Drop the acknowledgement of the group's `episode`; whether there was one."""
         ...
 
-    async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
-        """The payload of the newest outbox row of `channel` keyed `key` or starting with `prefix` (a
-        message's post and its edits: `bot.delivery.keys`), or None."""
-        ...
-
     async def channel_id_of(self, channel: str) -> str | None:
         """The Slack ID of a configured channel, as some group's post in it answered; None if unknown."""
         ...
@@ -158,6 +153,10 @@ class OutboxStore(Protocol):
         ...
 
     async def outbox_item(self, key: str) -> OutboxItem | None: ...
+    async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
+        """The payload of the newest outbox row of `channel` keyed `key` or starting with `prefix` (a
+        message's post and its edits: `bot.delivery.keys`), or None."""
+        ...
 
     async def next_attempt_at(self) -> float | None:
         """When the earliest pending operation becomes due (None when nothing is pending)."""
