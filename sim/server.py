@@ -66,7 +66,10 @@ class SimServer:
     """Serve a scenario's clusters over HTTPS on one port; use as a context manager.
 
     `with SimServer(scenario="target-down", speed=20) as srv:` then `srv.base_url`, `srv.token`,
-    `srv.cluster_url("team-a")`, `srv.ca_path`, `srv.write_config(path)`.
+    `srv.cluster_url("team-a")`, `srv.ca_path`, `srv.write_config(path)`. With `hold_at` the simulated clock
+    stops at that second (`held` once there): the clusters keep answering with that moment's state and the
+    alerting model sees no time pass, so what follows no longer depends on how fast the machine is (the
+    demo's tour holds a stop once what it shows has happened, for the README's pictures).
     """
 
     def __init__(
@@ -77,9 +80,11 @@ class SimServer:
         host: str = "127.0.0.1",
         port: int = 0,
         clients: int = 1,
+        hold_at: float | None = None,
     ) -> None:
         self.scenario = scenario
         self.speed = speed
+        self.hold_at = hold_at
         self.host = host
         self.world: World = build_world(scenario, seed=seed, epoch=time.time(), speed=speed, clients=clients)
         self.lock = threading.Lock()
@@ -232,7 +237,17 @@ class SimServer:
 
     def catch_up(self) -> None:
         with self.lock:
-            self.world.advance_to(max(self.world.now(), self._clock.now()))
+            self.world.advance_to(self._target())
+
+    def _target(self) -> float:
+        """The simulated second to catch up with: (scaled) wall time, or the hold when it is reached."""
+        chased = self._clock.now() if self.hold_at is None else min(self._clock.now(), self.hold_at)
+        return max(self.world.now(), chased)
+
+    @property
+    def held(self) -> bool:
+        """The simulated clock has reached `hold_at` and stays there."""
+        return self.hold_at is not None and self.world.now() >= self.hold_at
 
     # -- HTTP ----------------------------------------------------------------------------------
 
@@ -316,7 +331,7 @@ class SimServer:
 
     def _locked(self, work: Callable[[], T]) -> T:
         with self.lock:
-            self.world.advance_to(max(self.world.now(), self._clock.now()))
+            self.world.advance_to(self._target())
             return work()
 
     def _route(self, path: str, bound: str | None) -> tuple[ClusterView | None, str]:

@@ -10,11 +10,18 @@ Served by the fake Slack itself (`FakeSlack.extra_routes`), on its port:
     GET  /page/files/{id}       a shared file's bytes (PNG charts as images, tables as text)
     POST /page/action           a control pressed: {channel, ts, block_id, action_id, option?}
     POST /page/command          the command box: {channel, text}
+    POST /page/view/submit      the open modal's Submit: {view_id, values: {block_id: typed or chosen}}
+    POST /page/view/close       its Cancel: {view_id}
 
 An action or a command is sent to the bot as Slack sends it: a signed `block_actions` payload or slash
 command form to the bot's `/slack/events`, with a `response_url` of the fake's, whose answers the page shows.
 The signing secret stays here, server-side: the browser names what was pressed, never what is signed, and
 a button's value is read from the message the fake holds, not taken from the browser.
+
+A modal the bot opens with a press's trigger (`views.open`) is the page's person's (the trigger was issued
+for them) and is drawn over the channel (`sim.slack_page_modal`); Submit posts the signed `view_submission`
+Slack would (the view as the fake holds it, the typed values as Slack formats them) and shows the bot's
+answer as Slack does: nothing or `clear` closes it, `errors` shows each beside its field, `update` redraws.
 """
 
 from __future__ import annotations
@@ -40,13 +47,17 @@ from starlette.routing import BaseRoute, Route
 
 from sim.slack_api import FakeSlack
 from sim.slack_mrkdwn import escape
+from sim.slack_page_modal import ModalInputError, OpenModal, modal_html, named_errors, submitted_values
 from sim.slack_page_view import PNG_MAGIC, Answer, ChannelSnapshot, channel_html
+from sim.slack_views import view_problem
 from sim.slack_workspace import TEAM_ID, Channel, Message
 
 USER_ID, USER_NAME = "U0DEMO001", "you"
 APP_ID = "ADEMO"
 COMMAND = "/proxy"
 SEND_TIMEOUT = 10.0
+VIEW_ANSWER_WITHIN = 3.0  # Slack gives an app 3 s to answer a view_submission, then shows an error
+TROUBLE = "We had some trouble connecting. Try again?"  # what Slack's modal then says
 MAX_COMMAND = 2000
 STATIC = ("page.css", "page.js")
 _TYPES = {"css": "text/css", "js": "text/javascript"}
@@ -86,6 +97,9 @@ class SlackPage:
         self._seen = 0
         self._presses = itertools.count(1)
         self._wall_offset = time.time() - time.monotonic()  # the files' clock is monotonic
+        self._modals: dict[str, OpenModal] = {}  # view ID -> how it is shown
+        self._closed: set[str] = set()
+        self._modal_changes = 0
         slack.extra_routes.extend(self.routes())
 
     def connect(self, events_url: str, signing_secret: str) -> None:
@@ -105,13 +119,28 @@ class SlackPage:
             Route("/page/static/{name}", self._static, methods=["GET"]),
             Route("/page/action", self._action, methods=["POST"]),
             Route("/page/command", self._command, methods=["POST"]),
+            Route("/page/view/submit", self._view_submit, methods=["POST"]),
+            Route("/page/view/close", self._view_close, methods=["POST"]),
         ]
 
     # -- what the page shows --------------------------------------------------------------------------
 
     def version(self) -> int:
-        """Grows with every call the fake Slack answers and every answer it receives."""
-        return len(self.slack.calls) + len(self.slack.responses)
+        """Grows with every call the fake Slack answers, every answer it receives, every modal change."""
+        return len(self.slack.calls) + len(self.slack.responses) + self._modal_changes
+
+    def modal(self) -> OpenModal | None:
+        """The modal open for the page's person: the last view opened for them and not closed."""
+        opened = [v for v in self.slack.views.opened_by(USER_ID) if v["id"] not in self._closed]
+        if not opened:
+            return None
+        view = opened[-1]
+        with self._lock:
+            return self._modals.setdefault(view["id"], OpenModal(dict(view)))
+
+    def _modal_state(self) -> dict[str, str] | None:
+        modal = self.modal()
+        return None if modal is None else {"key": modal.key, "html": modal_html(modal)}
 
     def channels(self) -> list[Channel]:
         return [c for c in list(self.slack.workspace.channels.values()) if c.member]
@@ -168,12 +197,15 @@ class SlackPage:
         messages = channel_html(snap) if snap is not None else '<div class="empty">No channel yet.</div>'
         sidebar = "".join(_channel_link(c, c.id == channel) for c in known.values())
         name = known[channel].name if channel is not None else ""
+        modal = self._modal_state() if focus is None else None  # a picture of a message shows no modal
         template = Template(_asset("index.html"))
         return template.substitute(
             channel_id=escape(channel or ""),
             channel_name=escape(name),
             sidebar=sidebar,
             messages=messages,
+            modal=modal["html"] if modal else "",
+            modal_key=escape(modal["key"]) if modal else "",
             version=self.version(),
             mode="focus" if focus is not None else "live",
         )
@@ -188,7 +220,7 @@ class SlackPage:
             return JSONResponse({"ok": True, "version": version})
         opened = frozenset(t for t in (query.get("open") or "").split(",") if t)
         html = channel_html(self.snapshot(channel, open_threads=opened))
-        return JSONResponse({"ok": True, "version": version, "html": html})
+        return JSONResponse({"ok": True, "version": version, "html": html, "modal": self._modal_state()})
 
     async def _file(self, request: Request) -> Response:
         file_id = request.path_params["file_id"]
@@ -234,7 +266,7 @@ class SlackPage:
             raise PageInputError("action_id", why)
         action = action_of(element, block_id, option)
         key = self._response_key(channel)
-        trigger = self.slack.views.issue_trigger()  # a modal may be opened with it, within 3 s
+        trigger = self.slack.views.issue_trigger(USER_ID)  # a modal may be opened with it, within 3 s
         payload = block_actions(msg, self._channel(channel), action, self.slack.response_url(key), trigger)
         return await self._send({"payload": json.dumps(payload)})
 
@@ -245,9 +277,99 @@ class SlackPage:
         found = self._channel(channel)
         key = self._response_key(channel)
         form = slash_command(
-            found, text.strip(), self.slack.response_url(key), self.slack.views.issue_trigger()
+            found, text.strip(), self.slack.response_url(key), self.slack.views.issue_trigger(USER_ID)
         )
         return await self._send(form)
+
+    async def _view_submit(self, request: Request) -> Response:
+        try:
+            body = await _json_object(request)
+            answer = await self.submit(_string(body, "view_id"), _typed(body.get("values")))
+        except PageInputError as err:
+            return JSONResponse({"ok": False, "error": str(err)}, status_code=err.status)
+        return JSONResponse({"ok": True, **answer})
+
+    async def _view_close(self, request: Request) -> Response:
+        try:
+            self.close(_string(await _json_object(request), "view_id"))
+        except PageInputError as err:
+            return JSONResponse({"ok": False, "error": str(err)}, status_code=err.status)
+        return JSONResponse({"ok": True, "closed": True})
+
+    def _open_modal(self, view_id: str) -> OpenModal:
+        modal = self.modal()
+        if modal is None or modal.id != view_id:
+            raise PageInputError("view_id", f"no modal {view_id!r} is open for {USER_NAME}", 404)
+        return modal
+
+    def close(self, view_id: str) -> None:
+        """Cancel: the modal closes (Slack tells the app only when the view asks, `notify_on_close`)."""
+        self._open_modal(view_id)
+        self._close(view_id)
+
+    def _close(self, *view_ids: str) -> None:
+        with self._lock:
+            self._closed.update(view_ids)
+            self._modal_changes += 1
+
+    async def submit(self, view_id: str, typed: Mapping[str, str | None]) -> dict[str, Any]:
+        """Submit the open modal with `typed` (block ID -> text, or the chosen option's value), as Slack:
+        what its client refuses is shown and not sent; else the signed view_submission, and its answer."""
+        modal = self._open_modal(view_id)
+        try:
+            values, refused = submitted_values(modal.view, typed)
+        except ModalInputError as err:
+            raise PageInputError(err.field, str(err)) from None
+        modal.typed, modal.errors, modal.problem = dict(typed), refused, ""
+        if not refused:
+            payload = self.slack.views.submission(view_id, values, user=USER_ID, user_name=USER_NAME)
+            payload |= {
+                "user": _who(),
+                "team": {"id": TEAM_ID, "domain": "proxybot-sim"},
+                "api_app_id": APP_ID,
+            }
+            payload["view"] = {**modal.view, "state": {"values": values}}
+            try:
+                sent = await self._send({"payload": json.dumps(payload)}, timeout=VIEW_ANSWER_WITHIN)
+            except PageInputError as err:  # no bot, or no answer in time: the modal stays, saying so
+                modal.problem = f"{TROUBLE} ({err})"
+            else:
+                self._answered(modal, sent)
+        modal.revision += 1
+        with self._lock:
+            self._modal_changes += 1
+            closed = modal.id in self._closed
+        return {"closed": closed, "errors": modal.errors, "problem": modal.problem}
+
+    def _answered(self, modal: OpenModal, sent: Sent) -> None:
+        """The bot's answer to a submission, shown as Slack shows it."""
+        if not 200 <= sent.status < 300:
+            modal.problem = f"{TROUBLE} (the bot answered HTTP {sent.status})"
+            return
+        if not sent.body.strip():
+            self._close(modal.id)
+            return
+        try:
+            answer = json.loads(sent.body)
+        except ValueError:
+            answer = None
+        action = answer.get("response_action") if isinstance(answer, dict) else None
+        if not isinstance(answer, dict):
+            modal.problem = f"{TROUBLE} (the bot's answer is not JSON)"
+        elif action == "errors":
+            modal.errors, modal.problem = named_errors(modal.view, answer.get("errors"))
+        elif action == "clear":
+            self._close(*(v["id"] for v in self.slack.views.opened_by(USER_ID)))
+        elif action == "update" and isinstance(answer.get("view"), dict) and not view_problem(answer["view"]):
+            modal.view = {
+                **answer["view"],
+                "id": modal.id,
+                "state": {"values": {}},
+                "hash": modal.view.get("hash"),
+            }
+            modal.typed, modal.errors = {}, {}
+        else:
+            modal.problem = f"{TROUBLE} (the page does not show the answer {str(action)[:40]!r})"
 
     def _message(self, channel: str, ts: str) -> Message:
         self._channel(channel)
@@ -270,19 +392,19 @@ class SlackPage:
             self._keys[key] = channel
         return key
 
-    async def _send(self, form: Mapping[str, str]) -> Sent:
+    async def _send(self, form: Mapping[str, str], timeout: float = SEND_TIMEOUT) -> Sent:
         with self._lock:
             url, secret = self.events_url, self._secret
         if url is None or secret is None:
             raise PageInputError("bot", "no bot is running to send it to", 503)
         body = urlencode(form).encode()
         headers = signed_headers(secret, body, time.time())
-        async with httpx.AsyncClient(timeout=SEND_TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=timeout) as client:
             try:
                 answer = await client.post(url, content=body, headers=headers)
             except httpx.HTTPError as err:
                 raise PageInputError("bot", f"the bot did not answer: {type(err).__name__}", 502) from err
-        return Sent(answer.status_code, answer.text[:2000])
+        return Sent(answer.status_code, answer.text)
 
 
 def signed_headers(secret: str, body: bytes, now: float) -> dict[str, str]:
@@ -431,6 +553,16 @@ def _string(body: Mapping[str, Any], field: str) -> str:
     if not isinstance(value, str) or not value:
         raise PageInputError(field, "missing, or not a string")
     return value
+
+
+def _typed(values: object) -> dict[str, str | None]:
+    """The modal's fields as the page's script sends them: block ID -> a string (or null: nothing)."""
+    if not isinstance(values, dict):
+        raise PageInputError("values", "missing, or not a JSON object")
+    for block_id, value in values.items():
+        if value is not None and not isinstance(value, str):
+            raise PageInputError("values", f"{str(block_id)[:60]!r}: not a string")
+    return {str(k): v for k, v in values.items()}
 
 
 def _press_fields(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ in the press it sends) and refuses the same way; it checks the view as Slack doe
 most 24 characters, at most 100 blocks, `private_metadata` at most 3 000 characters, a submit button when
 there are inputs) and keeps each opened view, from which `submission` builds the payload Slack posts when
 the person presses Submit, carrying the view as opened (its `private_metadata`, which a forger may change
-in the payload) and the values typed.
+in the payload) and the values typed. A trigger issued for a user (`issue_trigger(user=...)`, as the demo
+page does for its person) makes the view opened with it that user's (`opened_by`): only they see it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Trigger:
 
     issued_at: float
     used: bool = False
+    user: str | None = None  # who pressed, when the issuer says (the demo page's person)
 
 
 @dataclass
@@ -47,16 +49,22 @@ class Views:
     clock: Callable[[], float]
     opened: list[dict[str, Any]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    owners: dict[str, str | None] = field(default_factory=dict)  # view ID -> its trigger's user
     _triggers: dict[str, Trigger] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def issue_trigger(self) -> str:
-        """A new trigger id, valid for 3 s from now (as Slack stamps a button press)."""
+    def issue_trigger(self, user: str | None = None) -> str:
+        """A new trigger id, valid for 3 s from now (as Slack stamps a button press by `user`)."""
         with self._lock:
             trigger = f"{next(self._ids)}.{int(self.clock() * 1000)}.a1b2c3d4e5f6"
-            self._triggers[trigger] = Trigger(self.clock())
+            self._triggers[trigger] = Trigger(self.clock(), user=user)
         return trigger
+
+    def opened_by(self, user: str) -> list[dict[str, Any]]:
+        """The views opened with triggers issued for `user`, oldest first."""
+        with self._lock:
+            return [v for v in self.opened if self.owners.get(v["id"]) == user]
 
     def handler(self, method: str) -> Callable[[Any, dict[str, Any]], Answer] | None:
         """The hook for `FakeSlack`'s method table: views.open, else None."""
@@ -75,6 +83,7 @@ class Views:
             self._triggers[trigger].used = True
             shown = {**view, "id": f"V{next(self._ids):010d}", "state": {"values": {}}, "hash": "1.abc"}
             self.opened.append(shown)
+            self.owners[shown["id"]] = self._triggers[trigger].user
         return {"ok": True, "view": shown}
 
     def _trigger_refusal(self, trigger_id: str) -> str | None:
@@ -143,10 +152,11 @@ def _view(raw: Any) -> tuple[dict[str, Any], str | None]:
             return {}, "invalid_arguments"
     if not isinstance(raw, dict):
         return {}, "invalid_arguments"
-    return raw, _view_problem(raw)
+    return raw, view_problem(raw)
 
 
-def _view_problem(view: Mapping[str, Any]) -> str | None:
+def view_problem(view: Mapping[str, Any]) -> str | None:
+    """Slack's error for a view it refuses (`invalid_arguments`), None for one it shows."""
     blocks = view.get("blocks")
     problems = [
         view.get("type") != "modal",

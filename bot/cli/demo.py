@@ -121,6 +121,12 @@ class AlertFeed(threading.Thread):
         self._srv, self._url, self._token, self._sink = srv, url, token, sink
         self._alerts = AlertSimulator(srv.world, deliver=self._deliver)
         self._logged = 0
+        self.quiet = False  # the simulation is held and its last tick had nothing to send
+
+    def _tick(self) -> None:
+        held = self._srv.held  # read before the tick: a tick at the held moment sends what was due at it
+        sent = self._alerts.tick()
+        self.quiet = held and not sent and not self._alerts.undelivered
 
     def _deliver(self, body: bytes) -> None:
         post_webhook(self._url, self._token, body, timeout=5.0)
@@ -132,7 +138,7 @@ class AlertFeed(threading.Thread):
             with self._srv.lock:
                 self._narrate()
                 try:
-                    self._alerts.tick()
+                    self._tick()
                 except WebhookDeliveryError as err:  # resent, in order, on the next tick
                     self._sink.say(f"  (webhook delivery failed, will retry: {err})")
 
@@ -174,7 +180,13 @@ async def _run_bot(
             await asyncio.sleep(0.05)
         demo.page.connect(f"http://127.0.0.1:{sock.getsockname()[1]}/slack/events", demo.signing_secret)
         feed.start()
-        run = StopRun(demo.slack, demo.page, demo.slack.channel_id(stop.channel), demo.sink)
+
+        async def settled() -> bool:
+            store = bot.clients.store
+            return feed.quiet and await store.pending_count() == 0 and await store.depth() == 0
+
+        where = demo.slack.channel_id(stop.channel)
+        run = StopRun(demo.slack, demo.page, where, demo.sink, settled if stop.hold_at is not None else None)
         try:
             await asyncio.wait_for(stop.play(run), stop.seconds)
         except TimeoutError:
@@ -195,7 +207,7 @@ def _run_stop(demo: Demo, stop: Stop, last: bool) -> int:
     """One scenario through a bot of its own (its own store), into the stop's channel; webhooks sent."""
     with (
         tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp,
-        SimServer(scenario=stop.scenario, speed=stop.speed) as srv,
+        SimServer(scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at) as srv,
     ):
         config = srv.write_config(Path(tmp) / "proxybot.yaml")
         settings = demo_settings(config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret)

@@ -8,6 +8,7 @@
   let version = body.dataset.version;
   const messages = document.getElementById("messages");
   const errorBox = document.getElementById("error");
+  const modalRoot = document.getElementById("modal-root");
   body.dataset.script = "running";  // the tests read it in the DOM: the script loaded, the CSP let it run
 
   function showError(text) {
@@ -27,6 +28,7 @@
       const state = await answer.json();
       if (!state.ok) { showError(state.error || "the page could not be updated"); return; }
       if (state.html !== undefined) {
+        showModal(state.modal);
         const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
         messages.innerHTML = state.html;  // server-rendered, every outside text escaped there
         if (atBottom) window.scrollTo(0, document.body.scrollHeight);
@@ -38,6 +40,35 @@
       errorBox.dataset.kind = "poll";
     }
   }
+
+  // A modal the bot opened for this page's person: redrawn only when it changed (an answer, errors), so
+  // what is being typed stays; server-rendered like the messages.
+  function showModal(modal) {
+    const key = modal ? modal.key : "";
+    if (modalRoot.dataset.key === key) return;
+    modalRoot.innerHTML = modal ? modal.html : "";
+    modalRoot.dataset.key = key;
+  }
+
+  function typedValues(form) {
+    const values = {};
+    form.querySelectorAll("[data-block]").forEach((field) => {
+      const control = field.querySelector("select, input, textarea");
+      if (control) values[field.dataset.block] = control.value;
+    });
+    return values;
+  }
+
+  modalRoot.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const form = event.target.closest("form.modal");
+    if (form) send("/page/view/submit", { view_id: form.dataset.view, values: typedValues(form) });
+  });
+  modalRoot.addEventListener("click", (event) => {
+    const close = event.target.closest("[data-modal=close]");
+    const form = event.target.closest("form.modal");
+    if (close && form) send("/page/view/close", { view_id: form.dataset.view });
+  });
 
   async function send(path, payload) {
     try {

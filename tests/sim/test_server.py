@@ -209,3 +209,18 @@ def test_ownership_masked_named_get_is_404() -> None:
         resp = h.get(url, headers={"Authorization": f"Bearer {srv.token}"})
     assert resp.status_code == 404
     assert resp.json()["kind"] == "Status"
+
+
+def test_a_held_simulation_stops_at_its_second_and_answers_from_it() -> None:
+    # target-down at 100x: the target hangs at t=60 (0.6 s in); held at t=30, it never does.
+    with SimServer(scenario="target-down", speed=100, hold_at=30.0) as held:
+        deadline = time.monotonic() + 10
+        while not held.held:
+            assert time.monotonic() < deadline, "the simulated clock never reached its hold"
+            time.sleep(0.05)
+        wall = time.monotonic()
+        while time.monotonic() - wall < 1.0:  # more than 60 simulated seconds of wall time pass
+            held.catch_up()
+            assert held.world.now() == 30.0
+            time.sleep(0.05)
+        assert not any("stops answering" in what for _, what in held.world.log)

@@ -19,6 +19,7 @@ from sim.slack_api import FakeSlack
 from sim.slack_mrkdwn import mrkdwn_html
 from sim.slack_page import USER_ID, SlackPage
 from sim.slack_page_blocks import blocks_html
+from sim.slack_page_modal import REQUIRED, OpenModal, modal_html
 from tests.fakes.http_server import LocalServer, Request
 
 SECRET = "page-test-signing-secret-5b1e"
@@ -157,6 +158,7 @@ class Bot:
     def __init__(self) -> None:
         self.verifier = SignatureVerifier(SECRET)
         self.received: list[dict[str, list[str]]] = []
+        self.view_answer: Any = b""  # what a view_submission is answered (b"": the modal closes)
 
     def __call__(self, request: Request) -> tuple[int, Any]:
         body = request.body.decode()
@@ -164,6 +166,8 @@ class Bot:
             return 401, {"error": "invalid signature"}
         form = parse_qs(body)
         self.received.append(form)
+        if "payload" in form and json.loads(form["payload"][0])["type"] == "view_submission":
+            return 200, self.view_answer
         if "payload" in form:
             response_url = json.loads(form["payload"][0])["response_url"]
         else:
@@ -339,3 +343,139 @@ def test_only_the_page_itself_may_press(page: Any, headers: dict[str, str], stat
     assert bot.received == []
     same = {"Content-Type": "application/json", "Origin": served.url.rstrip("/")}
     assert httpx.post(served.url + "page/action", content=press, headers=same, timeout=10).json()["ok"]
+
+
+# -- modals -------------------------------------------------------------------------------------------------
+
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def modal_view(text: str = "Silence it") -> dict[str, Any]:
+    return {
+        "type": "modal",
+        "callback_id": "form",
+        "title": plain(text[:24]),
+        "submit": plain("Silence"),
+        "close": plain("Cancel"),
+        "private_metadata": "signed-by-the-bot",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": text.replace("<", "&lt;")}},
+            {
+                "type": "input",
+                "block_id": "how_long",
+                "label": plain(text),
+                "element": {
+                    "type": "static_select",
+                    "action_id": "value",
+                    "options": [
+                        {"text": plain(text), "value": '1h"><b>'},
+                        {"text": plain("4h"), "value": "4h"},
+                    ],
+                },
+            },
+            {
+                "type": "input",
+                "block_id": "why",
+                "label": plain("Why"),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": "value",
+                    "multiline": True,
+                    "max_length": 9,
+                },
+            },
+            {
+                "type": "input",
+                "block_id": "note",
+                "optional": True,
+                "label": plain("Note"),
+                "element": {"type": "plain_text_input", "action_id": "value", "placeholder": plain(text)},
+            },
+        ],
+    }
+
+
+def test_a_modal_is_drawn_with_every_outside_text_as_text() -> None:
+    view = {**modal_view(HOSTILE), "id": "V1"}
+    modal = OpenModal(view, typed={"why": HOSTILE}, errors={"why": HOSTILE}, problem=HOSTILE)
+    markup = Markup(modal_html(modal))
+    allowed = TAGS | {"form", "label", "textarea", "input"}
+    for tag, attrs in markup.tags:
+        assert tag in allowed
+        assert not any(name.startswith("on") for name in attrs)
+    assert "b" not in {tag for tag, _ in markup.tags}
+    assert markup.shown.count(HOSTILE) >= 4  # the section, the label, the option, the typed text, the error
+    assert ("option", {"value": '1h"><b>'}) in markup.tags
+
+
+def open_for(slack: FakeSlack, trigger: str) -> str:
+    answer = httpx.post(
+        slack.api_url + "views.open",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        json={"trigger_id": trigger, "view": modal_view()},
+        timeout=5,
+    ).json()
+    assert answer["ok"], answer
+    return str(answer["view"]["id"])
+
+
+def submit(served: SlackPage, view_id: str, values: Any) -> httpx.Response:
+    return httpx.post(
+        served.url + "page/view/submit", json={"view_id": view_id, "values": values}, timeout=10
+    )
+
+
+def test_a_modal_is_the_page_person_s_and_its_submission_is_slack_s(page: Any) -> None:
+    slack, served, bot = page
+    open_for(slack, slack.views.issue_trigger("U0SOMEONE"))  # someone else's modal: not on this page
+    assert httpx.get(served.url + "page/state", params={"channel": "C1"}, timeout=5).json()["modal"] is None
+    view_id = open_for(slack, slack.views.issue_trigger(USER_ID))
+    modal = httpx.get(served.url + "page/state", params={"channel": "C1"}, timeout=5).json()["modal"]
+    assert f'data-view="{view_id}"' in modal["html"]
+    assert f'data-view="{view_id}"' in httpx.get(served.url, params={"channel": "C1"}, timeout=5).text
+
+    # What Slack's client refuses is shown, and never sent.
+    refused = submit(served, view_id, {"how_long": "4h", "why": "0123456789", "note": None}).json()
+    assert refused["errors"] == {"why": "Please use 9 characters or fewer."}
+    assert submit(served, view_id, {"how_long": "", "why": ""}).json()["errors"] == {
+        "how_long": REQUIRED,
+        "why": REQUIRED,
+    }
+    assert bot.received == []
+
+    # The bot's errors beside their fields; one naming no input of the view is Slack's trouble message.
+    bot.view_answer = {"response_action": "errors", "errors": {"why": "Say why."}}
+    answer = submit(served, view_id, {"how_long": "4h", "why": "drain"}).json()
+    assert (answer["closed"], answer["errors"]) == (False, {"why": "Say why."})
+    [form] = bot.received
+    payload = json.loads(form["payload"][0])
+    assert payload["type"] == "view_submission"
+    assert payload["user"]["id"] == USER_ID
+    assert payload["view"]["id"] == view_id
+    assert payload["view"]["private_metadata"] == "signed-by-the-bot"
+    assert payload["view"]["state"]["values"] == {
+        "how_long": {
+            "value": {"type": "static_select", "selected_option": {"text": plain("4h"), "value": "4h"}}
+        },
+        "why": {"value": {"type": "plain_text_input", "value": "drain"}},
+        "note": {"value": {"type": "plain_text_input", "value": None}},
+    }
+    bot.view_answer = {"response_action": "errors", "errors": {"nope": "x"}}
+    assert (
+        "not an input of this modal"
+        in submit(served, view_id, {"how_long": "4h", "why": "d"}).json()["problem"]
+    )
+
+    # Nothing sent but a value of the view's own.
+    for values, why in (
+        ({"how_long": "1y", "why": "d"}, "not an option"),
+        ({"elsewhere": "x"}, "not an input"),
+    ):
+        answer_4xx = submit(served, view_id, values)
+        assert answer_4xx.status_code == 400
+        assert why in answer_4xx.json()["error"]
+    assert submit(served, "V-unknown", {}).status_code == 404
+
+    bot.view_answer = b""
+    assert submit(served, view_id, {"how_long": "4h", "why": "d"}).json()["closed"] is True
+    assert httpx.get(served.url + "page/state", params={"channel": "C1"}, timeout=5).json()["modal"] is None
