@@ -21,11 +21,14 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bot.clients.slack import DEFAULT_TIMEOUT as SLACK_CALL_TIMEOUT
+from bot.clients.slack_timeouts import DEFAULT_TIMEOUT as SLACK_CALL_TIMEOUT
 from bot.errors import ConfigError
-from bot.store.base import LeaseStore
 from config.settings import Settings
+
+if TYPE_CHECKING:  # the store's modules are not needed to judge a TTL (`check-config`)
+    from bot.store.base import LeaseStore
 
 log = logging.getLogger(__name__)
 
@@ -89,19 +92,32 @@ def fencing_floor(enrichment_seconds: float, slack_timeout: float = SLACK_CALL_T
     return max(send_work(slack_timeout) / SEND_MARGIN, process_work(enrichment_seconds) / PROCESS_MARGIN)
 
 
-def lease_timings(settings: Settings) -> LeaseTimings:
-    """The leader lease's timings from `store.lease_seconds`; refused when fencing needs a longer TTL."""
+def short_ttl(settings: Settings) -> str | None:
+    """Why `store.lease_seconds` is too short for fencing, or None when it is long enough."""
     ttl = settings.store.lease_seconds
     floor = fencing_floor(settings.enrichment.timeout_seconds)
-    if ttl < floor:
-        raise ConfigError(
-            [
-                f"store.lease_seconds: {ttl:g} s is shorter than fencing needs ({floor:.1f} s: a Slack "
-                f"call's {SLACK_CALL_TIMEOUT:g} s timeout and enrichment.timeout_seconds "
-                f"{settings.enrichment.timeout_seconds:g} s must end before the lease could pass on)"
-            ]
-        )
-    return LeaseTimings(ttl)
+    if ttl >= floor:
+        return None
+    return (
+        f"store.lease_seconds: {ttl:g} s is shorter than fencing needs ({floor:.1f} s: a Slack "
+        f"call's {SLACK_CALL_TIMEOUT:g} s timeout and enrichment.timeout_seconds "
+        f"{settings.enrichment.timeout_seconds:g} s must end before the lease could pass on)"
+    )
+
+
+def lease_problems(settings: Settings) -> list[str]:
+    """What `serve` refuses of the lease: a TTL too short for fencing on a store replicas share (SQLite
+    takes no lease); `check-config` asks the same."""
+    problem = short_ttl(settings) if settings.store.shared else None
+    return [] if problem is None else [problem]
+
+
+def lease_timings(settings: Settings) -> LeaseTimings:
+    """The leader lease's timings from `store.lease_seconds`; refused when fencing needs a longer TTL."""
+    problem = short_ttl(settings)
+    if problem is not None:
+        raise ConfigError([problem])
+    return LeaseTimings(settings.store.lease_seconds)
 
 
 class Lease:

@@ -123,6 +123,11 @@ class StoreSettings(StrictModel):
     lease_seconds: float = Field(default=10.0, ge=1.0, le=300.0)
 
     @property
+    def shared(self) -> bool:
+        """Several replicas may share it (PostgreSQL): the leader lease applies. SQLite is one process's."""
+        return not self.url.get_secret_value().startswith("sqlite:")
+
+    @property
     def sqlite_path(self) -> Path | None:
         """The database file for a SQLite store, None for Postgres or in-memory."""
         url = self.url.get_secret_value()

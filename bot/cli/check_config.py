@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 
 from bot.cli.console import Console, Subcommand
 from bot.cli.output import EXIT_OK, EXIT_USAGE, add_common_arguments
 from bot.errors import ConfigError
+from bot.lease import lease_problems
 from bot.render.words import counted
 from config.loader import config_path, load_config
 
@@ -33,14 +35,13 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
     try:
         loaded = load_config(path, env=console.env, purpose="serve" if args.serve else "check")
     except ConfigError as exc:
-        if args.json:
-            console.say(json.dumps({"ok": False, "config": str(path), "problems": exc.problems}))
-        else:
-            for problem in exc.problems:
-                console.warn(problem)
-        return EXIT_USAGE
+        return _refused(console, args, path, exc.problems)
     settings = loaded.settings
     warnings = list(loaded.warnings)
+    # What `serve` refuses beyond the settings models: a lease too short for its fencing.
+    problems = lease_problems(settings)
+    if problems:
+        return _refused(console, args, path, problems)
     if args.serve:
         # Imported here: only --serve talks to the store and Slack.
         from bot.cli.check_live import live_checks
@@ -48,12 +49,7 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
         live = asyncio.run(live_checks(settings))
         warnings += live.warnings
         if live.problems:
-            if args.json:
-                console.say(json.dumps({"ok": False, "config": str(path), "problems": live.problems}))
-            else:
-                for problem in live.problems:
-                    console.warn(problem)
-            return EXIT_USAGE
+            return _refused(console, args, path, live.problems)
     if args.json:
         report = {
             "ok": True,
@@ -70,6 +66,15 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
     clusters = counted(len(settings.clusters), "cluster")
     console.say(f"ok: {clusters}, {counted(settings.target_count(), 'target')} ({path})")
     return EXIT_OK
+
+
+def _refused(console: Console, args: argparse.Namespace, path: Path, problems: list[str]) -> int:
+    if args.json:
+        console.say(json.dumps({"ok": False, "config": str(path), "problems": problems}))
+    else:
+        for problem in problems:
+            console.warn(problem)
+    return EXIT_USAGE
 
 
 SUBCOMMANDS: tuple[Subcommand, ...] = (Subcommand("check-config", _arguments, check_config),)

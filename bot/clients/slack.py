@@ -29,6 +29,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot.clients.slack_timeouts import DEFAULT_TIMEOUT
 from bot.errors import ConfigError, UpstreamError
 from config.settings import SlackSettings
 
@@ -49,9 +50,6 @@ class Message(Protocol):
     def as_kwargs(self) -> dict[str, Any]: ...
 
 
-# Slack answers in well under a second; a call that takes longer is retried (a post found by its mark
-# first). The leader lease must outlast it (`bot.lease.fencing_floor`).
-DEFAULT_TIMEOUT = 5.0
 # views.open must reach Slack within the trigger's 3 s: what is left of them once the press arrived.
 VIEW_TIMEOUT = 2.5
 # The `event_type` of the metadata every post carries: which outbox row made it (`find_marked`).

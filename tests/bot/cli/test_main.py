@@ -11,6 +11,9 @@ import pytest
 import yaml
 
 from bot.cli.main import build_parser, console_subcommands, main
+from bot.errors import ConfigError
+from bot.lease import lease_timings
+from config.loader import load_config
 from tests.fakes.config_data import KUBECONFIG
 
 ROOT = Path(__file__).parents[3]
@@ -218,3 +221,40 @@ def test_check_config_warns_about_proxybot_variables_that_mean_nothing(
     [warning] = json.loads(out)["warnings"]
     assert warning.startswith("PROXYBOT_SLACK_TOKEN: set, but proxybot reads no such variable")
     assert warning.endswith("did you mean PROXYBOT_SLACK_BOT_TOKEN?")
+
+
+def test_a_lease_shorter_than_fencing_needs_is_refused_as_serve_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The floor `serve` applies on a shared store (`bot.lease.lease_timings`), named by its key."""
+    store = "store: {url: 'postgresql://proxybot@db.example.internal/proxybot', lease_seconds: 5}\n"
+    path = write(tmp_path, VALID + store)
+    status, out, err = run(capsys, "check-config", "--config", str(path))
+    assert (status, out) == (2, "")
+    (line,) = err.splitlines()
+    assert line.startswith("store.lease_seconds: 5 s is shorter than fencing needs (9.4 s: ")
+    with pytest.raises(ConfigError) as refused:
+        lease_timings(load_config(path, env={}, purpose="check").settings)
+    assert refused.value.problems == [line]
+    status, out, _ = run(capsys, "check-config", "--json", "--config", str(path))
+    assert status == 2
+    assert json.loads(out)["problems"] == [line]
+
+
+def test_the_lease_floor_follows_the_enrichment_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = "store: {url: 'postgresql://proxybot@db.example.internal/proxybot', lease_seconds: 10}\n"
+    path = write(tmp_path, VALID + store)
+    assert run(capsys, "check-config", "--config", str(path))[0] == 0
+    path.write_text(VALID + store + "enrichment: {timeout_seconds: 20}\n", encoding="utf-8")
+    status, _, err = run(capsys, "check-config", "--config", str(path))
+    assert status == 2
+    assert err.startswith("store.lease_seconds: 10 s is shorter than fencing needs (27.1 s: ")
+
+
+def test_a_short_lease_on_sqlite_is_not_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One replica's SQLite store takes no lease (`bot/compose.py`), so `serve` does not refuse it either."""
+    path = write(tmp_path, VALID + "store: {lease_seconds: 2}\n")
+    ok = (0, f"ok: 1 cluster, 2 targets ({path})\n", "")
+    assert run(capsys, "check-config", "--config", str(path)) == ok
