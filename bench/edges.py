@@ -1,6 +1,7 @@
 """Benchmark: the edges around the alert path, each figure beside a baseline measured in the same run.
 
-Run from the repository root: `.venv/bin/python bench/edges.py [--only PART] [--runs N]`. Parts:
+Run from the repository root: `.venv/bin/python bench/edges.py [--only PART] [--runs N]` (`--pattern P`
+runs only those of the storm part). Parts:
 
 - cli: `proxybot --version`, `--help`, `check-config` on the example config and `status TARGET --json`
   against the simulator, in a fresh process each, beside a bare `python -c pass` (and, as references when
@@ -555,14 +556,17 @@ def repeated(pattern: str, targets: int, runs: int, sim: SimServer, workdir: Pat
     return median_run(done)
 
 
-def storm_part(runs: int, workdir: Path, targets: int = STORM_TARGETS) -> bool:
+STORM_PATTERNS = ("alertmanager", "trickle-2s", "trickle-20s")
+
+
+def storm_part(
+    runs: int, workdir: Path, targets: int = STORM_TARGETS, patterns: Sequence[str] = STORM_PATTERNS
+) -> bool:
     print(
         f"== storm: {2 * targets} alerts over {targets} targets by arrival pattern; the batch is the baseline"
     )
     with SimServer(scenario="healthy", speed=20) as sim:
-        found = [
-            repeated(p, targets, runs, sim, workdir) for p in ("alertmanager", "trickle-2s", "trickle-20s")
-        ]
+        found = [repeated(p, targets, runs, sim, workdir) for p in patterns]
     table(STORM_HEADS, storm_rows(found))
     ok = all(
         r.lost == 0 and within(r.whole_after_last, STORM_WHOLE_S) and r.posting_calls <= POSTING_CALLS
@@ -610,6 +614,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--storm-runs", type=int, default=1, help="runs per storm and fleet figure (default 1)"
     )
+    parser.add_argument(
+        "--pattern",
+        choices=STORM_PATTERNS,
+        action="append",
+        help="the storm part's arrival patterns (repeatable; default all three)",
+    )
     args = parser.parse_args(argv)
     parts = args.only or list(PARTS)
     print(f"load before: {load()}; {os.cpu_count()} CPUs")
@@ -620,7 +630,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cli": lambda: cli_part(args.runs, workdir / "cli"),
             "serve": lambda: serve_part(args.runs, workdir / "serve"),
             "failover": lambda: failover_part(args.runs, workdir / "failover"),
-            "storm": lambda: storm_part(args.storm_runs, workdir / "storm"),
+            "storm": lambda: storm_part(
+                args.storm_runs, workdir / "storm", patterns=args.pattern or STORM_PATTERNS
+            ),
             "fleet": lambda: fleet_part(args.storm_runs, workdir / "fleet"),
         }
         for part in PARTS:

@@ -10,7 +10,9 @@ is compared with the group's stored state:
     new group, same cause    -> an "also firing" line on the open incident's message, and its own
       as an open incident       details reply in its thread (`bot/alerts/incident.py`,
                                 `bot/alerts/incident.py`); its later notifications edit both
-    later notification       -> edit both in place, plus a thread reply when alerts were added
+    later notification       -> edit both in place, plus a thread reply when alerts were added (a group
+                                posted before the storm it counts in: only when its status changes,
+                                while the storm lasts; the summary carries the rest)
     everything resolved      -> edit both to the resolved form, plus a reply; never a new top-level post
     firing again             -> edit both back, plus a reply
     flapping (fired again    -> the message shows the count; no reply per change, one note an hour
@@ -287,7 +289,12 @@ class AlertPipeline:
         else:
             # A group that started a storm has its own message, and its alerts still count in the storm.
             counted = self._storms.recount(channel, view)
-            if not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
+            # While that storm lasts its summary carries the group's changes: its own message and thread
+            # are edited only when its status changes (resolved, firing again).
+            folded = counted is not None and not _status_changed(prev, view)
+            if not folded and not (
+                prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED
+            ):
                 flaps = await self._edit(identity, group, view, prev, members, flaps)
             if refired(prev, view) and not flaps.flapping(self._clock()):
                 await self._chart(identity, channel, view, prom)  # firing again: a new episode, a new chart
@@ -374,6 +381,11 @@ class AlertPipeline:
 
     def _now(self) -> datetime:
         return from_epoch(self._clock())
+
+
+def _status_changed(prev: AlertGroupState, view: AlertGroupView) -> bool:
+    """The group resolved, or fires again: its own message must say so, storm or not."""
+    return (prev.status is AlertStatus.FIRING) != (view.status is GroupStatus.FIRING)
 
 
 def _flat(anchors: dict[str, list[Anchor]]) -> list[Anchor]:

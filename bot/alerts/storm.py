@@ -2,7 +2,9 @@
 
 When a channel gets more than `groups` new alert groups within `window_seconds`, further new groups are
 not posted on their own, and the groups that brought the channel over the threshold join the storm too
-when their own posts have not gone out yet (their queued posts are folded). Once the storm's changes
+when their own posts have not gone out yet (their queued posts are folded; one that went out keeps its
+message, edited only when the group resolves or fires again while the storm lasts: the summary counts its
+other changes). Once the storm's changes
 pause (`gather_seconds` without a new group or a changed count, and at most `first_within_seconds` after
 it started) one summary is posted: every target's live state grouped per client cluster, the common
 cause with its evidence, counts per alert. Every target with its state now goes into the summary's thread

@@ -333,7 +333,10 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     await harness.run(two)
     await harness.settle(policy.first_within_seconds)
     items = await harness.items()
-    assert group in [e.payload["group_key"] for e in items if e.kind is OutboxKind.UPDATE]  # its own message
+    # Its own message and thread are not edited for a change the storm's summary shows: what is queued
+    # for it is its details reply only (no edit, no "alerts added" reply).
+    [details] = [e for e in items if e.payload["group_key"] == group]
+    assert (details.kind, details.key) == (OutboxKind.REPLY, f"reply:{CHANNEL}:{group}:details")
     [summary] = storm_items(items, OutboxKind.POST)
     assert "5 alerts" in summary.payload["text"]
     assert "team-0/db  ResourceProxyNoHealthyPeers x2" in table(storm_items(items, OutboxKind.UPLOAD)[0])
@@ -342,6 +345,27 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     assert state.facts.storm_thread is None  # it keeps its own message
     assert state.facts.storm_share is not None
     assert len(state.facts.storm_share.entries) == 2
+    assert state.firing_fingerprints == {"s0", "s0b"}
+
+
+async def test_a_group_posted_before_the_storm_shows_its_resolution_on_its_own_message(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.run(storm_webhook(0))
+    posted = await harness.store.outbox_item(f'post:{CHANNEL}:{{}}:{{target="team-0/db"}}')
+    assert posted is not None
+    await harness.store.complete(posted.id, {"ts": "1.0"})
+    for i in range(1, 4):
+        await harness.run(storm_webhook(i))
+    await harness.run(storm_webhook(0, resolved=True))
+    await harness.settle(policy.first_within_seconds)
+    items = await harness.items()
+    group = '{}:{target="team-0/db"}'
+    [edit] = [e for e in items if e.kind is OutboxKind.UPDATE and e.payload["group_key"] == group]
+    assert "resolved" in shown(edit).lower()
+    assert "4 alerts in 4 groups" in storm_items(items, OutboxKind.POST)[0].payload["text"]
 
 
 async def test_a_storm_survives_a_restart_and_its_next_table_replaces_the_old(harness: Harness) -> None:
