@@ -149,6 +149,12 @@ class ProxySnapshot:
     _merged: dict[tuple[str, tuple[tuple[str, str], ...]], Histogram | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # The index's keys per target (a question naming one target reads its keys only, not every target's:
+    # a storm across a client's thousands of targets asks once per alert) and `targets()`, remembered.
+    _by_target: dict[str, dict[str | None, list[tuple[str | None, str | None]]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _targets: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "samples", _freeze_samples(self.samples))
@@ -172,10 +178,9 @@ class ProxySnapshot:
     def _find(self, name: str, match: dict[str, str]) -> dict[Labels, float]:
         index = self._indexed(name)
         target, gv = match.pop("target", None), match.pop("group_version", None)
+        keys = index.keys() if target is None else self._by_target[name].get(target, [])
         buckets = [
-            rows
-            for (t, g), rows in index.items()
-            if (target is None or t == target) and (gv is None or g == gv)
+            index[(t, g)] for t, g in keys if (target is None or t == target) and (gv is None or g == gv)
         ]
         return {
             labels: value
@@ -194,7 +199,10 @@ class ProxySnapshot:
                 named = dict(labels)
                 key = (named.get("target"), named.get("group_version"))
                 index.setdefault(key, []).append((labels, named, value))
-            self._index[name] = index
+            by_target: dict[str | None, list[tuple[str | None, str | None]]] = {}
+            for key in index:
+                by_target.setdefault(key[0], []).append(key)
+            self._index[name], self._by_target[name] = index, by_target
         return index
 
     def value(self, name: str, **match: str) -> float:
@@ -223,14 +231,16 @@ class ProxySnapshot:
     # -- the domain view --------------------------------------------------------------------------
 
     def targets(self) -> list[str]:
-        """Every target named by any series, sorted."""
-        found: set[str] = set()
-        for family in (*self.samples.values(), *self.histograms.values()):
-            for labels in family:
-                t = label(labels, "target")
-                if t is not None:
-                    found.add(t)
-        return sorted(found)
+        """Every target named by any series, sorted (a new list: callers may keep it)."""
+        if not self._targets:
+            found: set[str] = set()
+            for family in (*self.samples.values(), *self.histograms.values()):
+                for labels in family:
+                    t = label(labels, "target")
+                    if t is not None:
+                        found.add(t)
+            self._targets.extend(sorted(found))
+        return list(self._targets)
 
     def group_versions(self, target: str) -> list[str]:
         """The group/versions the proxy keeps a peer cache for, for one target."""
