@@ -8,7 +8,8 @@ runs only those of the storm part). Parts:
   installed, `amtool --version` and `kubectl version --client`). Holds when `--version` and `--help` take
   at most 0.25 s beyond the baseline, `check-config` at most 0.6 s and `status` at most 1.2 s.
 - serve: `proxybot serve` from its process start to `/healthz` 200 (the baseline) and to `/readyz` 200, on
-  SQLite and on PostgreSQL (a fresh database each run: its migrations included). Holds at `/readyz` <= 3 s.
+  SQLite and on PostgreSQL (a fresh database each run: its migrations included), then again with one CPU
+  kept busy by a spinning process (a node under load). Holds at `/readyz` <= 3 s.
 - failover: two replicas on PostgreSQL, a webhook every 0.25 s to the one that is not the leader, the
   leader kill -9'd: seconds from the kill to the survivor's first Slack post, beside a webhook's post while
   the leader lives (the baseline) and the lease's bound (`bot.lease.LeaseTimings.takeover`). Holds <= 12 s.
@@ -250,6 +251,20 @@ def start_to_ready(config: Path, workdir: Path, n: int) -> tuple[float, float | 
         return healthy, (time.monotonic() - started) if ready else None
 
 
+@contextmanager
+def busy_cpu(busy: bool) -> Iterator[None]:
+    """With `busy`, one process spinning on a CPU meanwhile (a node whose other pods are busy)."""
+    if not busy:
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait(timeout=10)
+
+
 def serve_part(runs: int, workdir: Path) -> bool:
     print(f"== serve: process start -> /healthz 200 (baseline) and -> /readyz 200, median of {runs}")
     rows, ok = [], True
@@ -258,20 +273,22 @@ def serve_part(runs: int, workdir: Path) -> bool:
         FakeSlack(bot_token=BOT_TOKEN, channels=[CHANNEL]) as slack,
         start_postgres() as postgres,
     ):
-        for store in ("sqlite", "postgresql"):
+        for store, busy in (("sqlite", False), ("postgresql", False), ("sqlite", True), ("postgresql", True)):
             figures = []
             for n in range(runs):
-                where = workdir / f"serve-{store}-{n}"
+                where = workdir / f"serve-{store}-{'busy-' if busy else ''}{n}"
                 where.mkdir()
                 config = write_bot_config(sim, where, slack.api_url)
                 if store == "postgresql":
                     url = asyncio.run(postgres.new_database())  # a fresh one: its migrations run at start
                     config = replica_config(sim, where, slack.api_url, url)
-                figures.append(start_to_ready(config, where, n))
+                with busy_cpu(busy):
+                    figures.append(start_to_ready(config, where, n))
             healthy, ready = median([h for h, _ in figures]), median([r for _, r in figures])
             holds = within(ready, READY_S)
             ok = ok and holds
-            rows.append([store, cell(healthy), cell(ready), f"<= {READY_S:g}", "yes" if holds else "no"])
+            name = f"{store}, a CPU busy" if busy else store
+            rows.append([name, cell(healthy), cell(ready), f"<= {READY_S:g}", "yes" if holds else "no"])
     table(["store", "healthz_s", "readyz_s", "bar_s", "ok"], rows)
     return verdict("serve", ok)
 

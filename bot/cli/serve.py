@@ -60,6 +60,8 @@ async def serve(bot: Bot, host: str, port: int) -> None:
         log_level="info",
         lifespan="on",
         access_log=False,
+        # httptools (a dependency), not uvicorn's pure-Python h11: a storm's intake is CPU-bound.
+        http="httptools",
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
     )
     try:
