@@ -215,7 +215,7 @@ class FaultStore(StoreView):
 
 def shown_per_target(slack: FakeSlack, channel: str = CHANNEL) -> dict[str, list[int]]:
     """Per storm target, the alert counts Slack showed it with, in the order Slack got them: its own
-    message's versions, or its rows in the storm's tables (files in the summary's thread, each upload in
+    message's versions, then its rows in the storm's tables (files in the summary's thread, each upload in
     turn, a replaced one too: it was shown until then)."""
     own: dict[str, list[int]] = {}
     tabled: dict[str, list[int]] = {}
@@ -228,8 +228,9 @@ def shown_per_target(slack: FakeSlack, channel: str = CHANNEL) -> dict[str, list
         elif found := TARGET_IN_TITLE.search(top.text):
             own.setdefault(found.group(1), []).extend(_versions(top))
     # A group posted before the storm was recognised keeps its own message, and is a row of the table too:
-    # its message is where its changes show in order.
-    return tabled | own
+    # while the storm lasts its changes show in the table (its message is edited only when its status
+    # changes), so its message's versions come first, then its rows.
+    return {t: own.get(t, []) + tabled.get(t, []) for t in {*tabled, *own}}
 
 
 def _table_rows(table: str) -> list[tuple[str, int]]:
