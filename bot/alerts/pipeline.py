@@ -26,7 +26,8 @@ of: new alerts, the group resolved, the group firing again (an alert of several 
 edits, not as a reply).
 
 Crash safety: operations are enqueued first, then the group state is saved (recording the notification's
-identity), then the notification is closed. Re-running a notification after a crash at any step finds
+identity), then the notification is closed (with the last group's save, in one transaction, when no storm
+row holds it open). Re-running a notification after a crash at any step finds
 either its identity in the group state (nothing to do) or the same outbox keys (duplicates change nothing).
 """
 
@@ -178,13 +179,19 @@ class AlertPipeline:
             channel = anchor.state.channel
             return build(anchor.webhook, channel, list(anchor.routed), readings, prom, logs, pods).view
 
+        # Closed with the last group's save (one store call), unless the storm rows may hold it open.
+        closed, last = False, next(reversed(routes), None)
         for channel, routed in routes.items():
             group = verdicts[channel].on(build(webhook, channel, routed, readings, prom, logs, pods))
-            await self._apply(notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom)
+            closing = notification.id if channel == last and not settle else None
+            closed = await self._apply(
+                notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom, closing
+            )
         if not await self._storms.flush(settle=settle) and settle:
             self._held.add(notification.id)
             return False
-        await self._store.mark_processed(notification.id)
+        if not closed:
+            await self._store.mark_processed(notification.id)
         return True
 
     async def expire_storms(self) -> list[str]:
@@ -261,7 +268,9 @@ class AlertPipeline:
         anchors: list[Anchor],
         rebuild: Callable[[Anchor], AlertGroupView],
         prom: PromRound,
-    ) -> None:
+        closing: int | None = None,
+    ) -> bool:
+        """Apply one channel's share; True when it closed `closing` with the group's save."""
         identity = notification.identity
         view, channel = group.view, group.channel
         view = with_history(view, prev)
@@ -272,7 +281,7 @@ class AlertPipeline:
                 identity, group, view, prev, flaps, anchors, rebuild, notification.id
             )
             if placed is Placement.MEMBER:
-                return  # the incident's message carries it
+                return False  # the incident's message carries it
             if placed is Placement.ORPHANED:
                 prev = None  # its incident's message is gone: it gets its own
         members = await self._incidents.members(prev)
@@ -310,8 +319,12 @@ class AlertPipeline:
         )
         state = self._incidents.opening(replace(state, facts=replace(state.facts, flaps=flaps)), view, group)
         # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
-        await self._store.save_group(state)
+        if closing is None:
+            await self._store.save_group(state)
+        else:
+            await self._store.save_group_closing(state, closing)
         self._incidents.track(state, members)
+        return closing is not None
 
     async def _edit(
         self,

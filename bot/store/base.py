@@ -124,6 +124,11 @@ class EscalationStore(Protocol):
 class AlertStore(NotificationStore, GroupStore, Protocol):
     """What the alert worker and its pipeline need: the notifications and the groups."""
 
+    async def save_group_closing(self, state: AlertGroupState, notification_id: int) -> AlertGroupState:
+        """`save_group`, and the notification closed in the same transaction (one store call where a
+        storm's notifications made two; the group's state is never saved without the close, nor after)."""
+        ...
+
 
 class OutboxStore(Protocol):
     """The Slack outbox's rows (`bot/delivery/` is their only user)."""

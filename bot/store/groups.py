@@ -25,6 +25,7 @@ from bot.domain.incident import Cause, CauseKey, Flaps
 from bot.domain.stale import Ended, SeenResolved
 from bot.domain.storm import StormEntry
 from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
+from bot.store.notifications import MARK_PROCESSED
 from bot.store.transaction import immediate
 
 COLUMNS = (
@@ -83,12 +84,17 @@ def get(conn: sqlite3.Connection, channel: str, group_key: str) -> AlertGroupSta
     return None if row is None else group_from_row(row)
 
 
-def save(conn: sqlite3.Connection, state: AlertGroupState, now: float) -> AlertGroupState:
-    """Upsert a group. A message `ts` (and channel ID) once stored is kept when `state.ts` is None: the
-    pipeline may save a state it read before the delivery worker stored the ts of the post it just made."""
+def save(
+    conn: sqlite3.Connection, state: AlertGroupState, now: float, *, closing: int | None = None
+) -> AlertGroupState:
+    """Upsert a group (and, with `closing`, close that notification in the same transaction). A message
+    `ts` (and channel ID) once stored is kept when `state.ts` is None: the pipeline may save a state it
+    read before the delivery worker stored the ts of the post it just made."""
     saved = stamped(state, now)
     with immediate(conn):
         conn.execute(UPSERT, group_row(saved, now))
+        if closing is not None:
+            conn.execute(MARK_PROCESSED, (now, closing))
     return saved
 
 

@@ -175,6 +175,17 @@ class PostgresStore:
         await self._change(group_sql.UPSERT, group_sql.group_row(saved, now))
         return saved
 
+    async def save_group_closing(self, state: AlertGroupState, notification_id: int) -> AlertGroupState:
+        now = self._clock()
+        saved = group_sql.stamped(state, now)
+
+        async def work(conn: AsyncConnection) -> None:
+            await conn.execute(pg(group_sql.UPSERT), group_sql.group_row(saved, now))
+            await conn.execute(pg(notification_sql.MARK_PROCESSED), (now, notification_id))
+
+        await self._run(work)
+        return saved
+
     async def record_post(self, channel: str, group_key: str, ts: str, channel_id: str) -> None:
         await self._change(group_sql.RECORD_POST, (channel, group_key, ts, self._clock(), channel_id))
 

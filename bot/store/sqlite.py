@@ -100,6 +100,10 @@ class SqliteStore:
         now = self._clock()
         return await self._thread.run(lambda conn: group_sql.save(conn, state, now))
 
+    async def save_group_closing(self, state: AlertGroupState, notification_id: int) -> AlertGroupState:
+        now = self._clock()
+        return await self._thread.run(lambda conn: group_sql.save(conn, state, now, closing=notification_id))
+
     async def record_post(self, channel: str, group_key: str, ts: str, channel_id: str) -> None:
         """Store where the group's message is in Slack (the delivery side's part of the group's row)."""
         now = self._clock()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from bot.domain.alerts import parse_webhook
-from bot.store import Store, open_store
+from bot.domain.alerts import AlertStatus, parse_webhook
+from bot.store import AlertGroupState, Store, open_store
 from tests.bot.domain import alertmanager_samples as samples
 from tests.bot.store.conftest import FakeClock, Raw
 
@@ -121,3 +122,22 @@ async def test_a_notification_is_read_by_id_processed_or_not(store: Store) -> No
     assert (found.id, found.raw) == (first_id, samples.FIRING)
     assert found.webhook == parse_webhook(samples.FIRING)
     assert await store.notification(first_id + 1000) is None
+
+
+async def test_a_group_saved_closing_its_notification_does_both_in_one_call(
+    store: Store, clock: FakeClock
+) -> None:
+    first, _ = await accept(store, samples.FIRING)
+    second, _ = await accept(store, samples.ONE_RESOLVED)
+    state = AlertGroupState(
+        channel="C0ALERTS", group_key=samples.GROUP_KEY, status=AlertStatus.FIRING, first_firing_at=50.0
+    )
+    saved = await store.save_group_closing(state, first)
+    assert saved == replace(state, updated_at=clock.now)
+    assert await store.get_group("C0ALERTS", samples.GROUP_KEY) == saved
+    assert [stored.id for stored in await store.pending()] == [second]
+    # Closing one already closed (a re-run after a crash) still saves the group and closes nothing else.
+    again = await store.save_group_closing(replace(state, status=AlertStatus.RESOLVED), first)
+    assert again.status is AlertStatus.RESOLVED
+    assert [stored.id for stored in await store.pending()] == [second]
+    assert not await store.mark_processed(first)
