@@ -41,7 +41,7 @@ from bot.ports import Clock
 from bot.render.acknowledge import shown_with
 from bot.render.blocks import Message
 from bot.render.refit import smaller, text_only
-from bot.render.silence_line import ShownSilence, shown_silenced
+from bot.render.silence_line import ShownSilence, shown_silenced, silenceable
 from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 from config.validation import SLACK_CHANNEL_ID
@@ -230,7 +230,12 @@ class StepSender:
         message = shown_with(content, ack)
         if self.silences is None:
             return message
-        group = await self._store.get_group(step.item.channel, step.group_key)
+        # Only a firing message offers Silence… (a resolved one shows no silence), and the content says
+        # which it is: the group's row may still say firing while its resolved edit goes out (the pipeline
+        # queues its operations before it saves the row).
+        group = (
+            await self._store.get_group(step.item.channel, step.group_key) if silenceable(content) else None
+        )
         firing = group is not None and group.status is AlertStatus.FIRING
         found = self.silences.shown_for(group.facts.firing_labels) if group is not None and firing else None
         silence = None if found is None else ShownSilence(found.created_by, found.ends_at, found.comment)

@@ -58,6 +58,17 @@ def shown_silenced(message: Message, silence: ShownSilence | None, now: datetime
     return Message(message.text, tuple(blocks))
 
 
+def silenceable(message: Message) -> bool:
+    """Whether `message` offers Silence… or Expire silence (a firing alert message does; a resolved one
+    does not), so a silence line belongs on it."""
+    return any(
+        element.get("action_id") in (ACTION_SILENCE, ACTION_EXPIRE_SILENCE)
+        for block in message.blocks
+        if block.get("block_id") == ACTIONS_BLOCK_ID
+        for element in block.get("elements") or []
+    )
+
+
 def _turned(block: Block, silenced: bool) -> Block:
     action, label = (ACTION_EXPIRE_SILENCE, EXPIRE_LABEL) if silenced else (ACTION_SILENCE, SILENCE_LABEL)
     elements: list[dict[str, Any]] = []

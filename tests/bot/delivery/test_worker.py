@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, cast
 
+from bot.clients.alertmanager import Matcher, Silence
 from bot.clients.slack import Posted, SlackClient
 from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
-from bot.render.blocks import Message, section
+from bot.render.blocks import Button, Message, actions, section
+from bot.render.slack import ACTION_PROBE, ACTION_SILENCE, ACTIONS_BLOCK_ID
 from bot.store import AlertGroupState, OutboxItem, OutboxState, Store, open_store
-from bot.store.models import Withdrawal
+from bot.store.models import GroupFacts, Withdrawal
 from config.settings import SlackSettings
 from tests.fakes.slack_api import FakeSlack
 
@@ -587,3 +591,41 @@ async def test_a_details_reply_given_up_or_withdrawn_gets_no_edits(fake: FakeSla
         again = await delivery.reply_in_place(ALERTS, group, msg("details 2"), reply="details", revision="n2")
         assert (again.id, again.duplicate) == (first.id, True)
         assert await store.outbox_item(f"reply-edit:{ALERTS}:{group}:details:n2") is None
+
+
+# -- the silence laid over a message ---------------------------------------------------------------------
+
+
+@dataclass
+class EverySilenced:
+    """Alertmanager's last listing, as the delivery reads it: one silence covering every message."""
+
+    def shown_for(self, label_sets: Sequence[Mapping[str, str]]) -> Silence | None:
+        ends = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
+        return Silence("s1", "active", (Matcher("target", "t"),), ends, ends, "ops", "node drain")
+
+
+def alert_message(text: str, *, firing: bool) -> Message:
+    buttons = [Button("Silence…", ACTION_SILENCE, "v")] if firing else []
+    probe = Button("Probe now", ACTION_PROBE, "v")
+    return Message(text, (section(text), actions([probe, *buttons], ACTIONS_BLOCK_ID)))
+
+
+async def test_a_resolved_edit_shows_no_silence_though_the_groups_row_still_says_firing(
+    fake: FakeSlack, store: Store
+) -> None:
+    # The pipeline queues a group's operations before it saves its row: its resolved edit can go out
+    # while the row still says firing. The content (no Silence… on a resolved message) decides.
+    facts = GroupFacts(firing_labels=({"alertname": "A", "target": "t"},))
+    await store.save_group(AlertGroupState(ALERTS, "grp", AlertStatus.FIRING, facts=facts))
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST)
+    delivery.show_silences(EverySilenced())
+    async with running(delivery):
+        await delivery.post(ALERTS, "grp", alert_message("FIRING", firing=True))
+        await drained(store)
+        [top] = fake.top_level()
+        assert "Silenced by ops" in str(top.blocks)
+        await delivery.update(ALERTS, "grp", alert_message("RESOLVED", firing=False), revision="r1")
+        await drained(store)
+    assert top.text == "RESOLVED"
+    assert "Silenced by" not in str(top.blocks)
