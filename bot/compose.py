@@ -208,11 +208,13 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
     ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
     logs = ControlPlaneLogReader(ctx)
     try:
-        alert_worker = _alert_worker(settings, clients, deps, delivery, live, enricher, lease, logs, ctx)
-        digests = _digests(settings, clients, delivery, ctx, live, pool)
+        watch = _silence_watch(settings, clients, delivery, deps, lease)
+        alert_worker = _alert_worker(
+            settings, clients, deps, delivery, live, enricher, lease, logs, ctx, watch
+        )
+        digests = _digests(settings, clients, delivery, ctx, live, pool, watch)
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
         acks = Acknowledger(clients.store, delivery, clock=clients.clock)
-        watch = _silence_watch(settings, clients, delivery, deps, lease)
         escalations = EscalationWatch(
             settings,
             clients.store,
@@ -294,6 +296,7 @@ def _alert_worker(
     lease: Lease | None,
     logs: ControlPlaneLogReader,
     ctx: CheckContext,
+    watch: SilenceWatch | None,
 ) -> alerts.AlertWorker:
     shared = clients.store.backend != "sqlite"
     return alerts.register(
@@ -313,6 +316,7 @@ def _alert_worker(
         pods=SharedTargetPods(ctx),  # the verdict: each alert's target's control-plane pods
         observe_wait=lambda part, seconds: deps.metrics.enrichment_wait_seconds.labels(part).observe(seconds),
         alertmanager=clients.active_alerts,
+        silences=watch,  # the silences a resolution summary lists
     )
 
 
@@ -323,6 +327,7 @@ def _digests(
     ctx: CheckContext,
     live: LiveState,
     pool: ProcessPoolExecutor,
+    watch: SilenceWatch | None,
 ) -> digest.DigestScheduler:
     return digest.register(
         settings,
@@ -335,6 +340,7 @@ def _digests(
         executor=pool,
         triage=ContextTriage(ctx),
         workspace=clients.slack.workspace_url,
+        silences=watch,
     )
 
 

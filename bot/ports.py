@@ -1,14 +1,26 @@
-"""The seams the bot's parts share, in one place: the clock they are given and the long-running worker the
-app runs. A part that needs one of these imports it from here, never declares its own.
+"""The seams the bot's parts share, in one place: the clock they are given, the long-running worker the
+app runs, and Alertmanager's silences as last read. A part that needs one of these imports it from here,
+never declares its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from bot.clients.alertmanager import Silence
 
 # A source of seconds: `time.time` for wall time, `time.monotonic` for intervals; tests pass their own.
 Clock = Callable[[], float]
 
 # A long-running task of the app (pipeline, delivery, scheduler, Socket Mode); it returns when cancelled.
 Worker = Callable[[], Coroutine[Any, Any, None]]
+
+
+class SilenceList(Protocol):
+    """Alertmanager's silences as last read, every state (`bot.alerts.silences.SilenceWatch` is one): read by
+    the resolution summaries and the digest, never waited for."""
+
+    @property
+    def silences(self) -> tuple[Silence, ...]: ...

@@ -22,6 +22,7 @@ from bot.domain.snapshot import (
     DIAL_DURATION,
     DIAL_FAILURES,
     DISCOVERY_FALLBACKS,
+    PEER_CACHE_SYNCED,
     PEERS,
     QUARANTINES,
     RECOVERIES,
@@ -57,6 +58,10 @@ CHART_RATE = 300
 HEALTHY = 'state="healthy"'
 # `upstream` is the default outcome (usually the target answered): other reasons are proxy failures.
 NOT_UPSTREAM = 'reason!="upstream"'
+# The resolution summary's failed requests: every status from 400 up (`bot.domain.impact.FAILED_FROM`).
+FAILED_CODES = 'code=~"[4-9][0-9][0-9]"'
+QUARANTINED = 'state="quarantined"'
+IMPACT_STEP = "15s"  # the peak subqueries' resolution: a usual scrape interval
 
 
 # -- PromQL ------------------------------------------------------------------------------------------
@@ -113,6 +118,33 @@ def chart_query(ask: WindowAsk, kind: ChartKind) -> str:
     if kind is ChartKind.WATCH_EVENTS:
         return f"sum(rate({selector(WATCH_EVENTS, sel)}[{rate}]))"
     return f"sum by (reason) (rate({selector(REQUESTS, sel, extra=NOT_UPSTREAM)}[{rate}]))"
+
+
+def impact_queries(labels: Mapping[str, str], seconds: float) -> tuple[str, str, str]:
+    """A resolved window's failed requests by code and reason (`increase()`, which counts resets as
+    Prometheus does), and its peaks of quarantined peers and of unsynced peer caches (a subquery)."""
+    window, sel = duration(seconds), dict(labels)
+    failed = f"sum by (code, reason) (increase({selector(REQUESTS, sel, extra=FAILED_CODES)}[{window}]))"
+    peers = selector(PEERS, sel, extra=QUARANTINED)
+    quarantined = f"max_over_time(sum({peers})[{window}:{IMPACT_STEP}])"
+    unsynced = f"max_over_time(count({selector(PEER_CACHE_SYNCED, sel)} != 1)[{window}:{IMPACT_STEP}])"
+    return failed, quarantined, unsynced
+
+
+def impact_failed(found: list[Sample]) -> dict[tuple[str, str], float]:
+    """The failed-requests query's answer as (code, reason) -> requests (whole: `increase()`
+    extrapolates to the window's edges)."""
+    counted: dict[tuple[str, str], float] = {}
+    for s in found:
+        if math.isfinite(s.value) and round(s.value) > 0:
+            key = (s.labels.get("code", ""), s.labels.get("reason", ""))
+            counted[key] = counted.get(key, 0.0) + round(s.value)
+    return counted
+
+
+def peak(found: list[Sample]) -> float:
+    """A peak query's answer (no series: nothing was quarantined or unsynced, zero)."""
+    return max((s.value for s in found if math.isfinite(s.value)), default=0.0)
 
 
 # -- decoding ----------------------------------------------------------------------------------------

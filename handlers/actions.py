@@ -29,9 +29,10 @@ from bot.alerts.silences import SilenceWatch, covering
 from bot.clients.alertmanager import Matcher, Silence, group_labels_from_key, matchers_for
 from bot.clients.slack import SlackError, SlackRejected
 from bot.domain.messages import ActionRef, group_id
+from bot.domain.resolution import EventKind, OncallEvent
 from bot.errors import InputError, Refused
 from bot.render.acknowledge import mention
-from bot.render.blocks import Message, code, context, message, section, text_message
+from bot.render.blocks import Message, code, context, message, one_line, section, text_message, truncate
 from bot.render.silence_modal import CALLBACK_ID as SILENCE_FORM
 from bot.render.silence_modal import broader_left, open_failed, silence_modal, silenced_reply
 from bot.render.slack import (
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 # The labels that say which alert a silence is about; a cluster's `match` labels are added to them.
 IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
 PROBE_LABELS = ("namespace", "cronjob")
+# How much of a check's answer its on-call record keeps (the resolution summary's line for it).
+CHECK_OUTCOME_CHARS = 200
 
 # A button's check: runs against one configured target of one cluster, returns the answer to post.
 Check = Callable[[ClusterSettings, TargetSettings], Awaitable[Message]]
@@ -115,12 +118,12 @@ def register(app: AsyncApp, deps: ActionDeps) -> None:
     if deps.acks is not None:
         for action_id, take in ((ACTION_ACK, True), (ACTION_UNACK, False)):
             app.action(action_id)(ack=_ack, lazy=[_ack_listener(deps, deps.acks, take=take)])
-    for action_id, verb, check in (
-        (ACTION_PROBE, "Probing", deps.checks.probe),
-        (ACTION_PATH, "Checking the path to", deps.checks.path),
+    for action_id, verb, check, kind in (
+        (ACTION_PROBE, "Probing", deps.checks.probe, EventKind.PROBE),
+        (ACTION_PATH, "Checking the path to", deps.checks.path, EventKind.PATH_CHECK),
     ):
         if check is not None:
-            app.action(action_id)(ack=_ack, lazy=[_check_listener(deps, verb, check)])
+            app.action(action_id)(ack=_ack, lazy=[_check_listener(deps, verb, check, kind)])
 
 
 async def _ack(ack: AsyncAck) -> None:
@@ -409,7 +412,9 @@ def _ack_listener(deps: ActionDeps, acks: Acknowledger, *, take: bool) -> Callab
 # -- Probe now / Path check ----------------------------------------------------------------------------
 
 
-def _check_listener(deps: ActionDeps, verb: str, check: Check) -> Callable[..., Awaitable[None]]:
+def _check_listener(
+    deps: ActionDeps, verb: str, check: Check, kind: EventKind
+) -> Callable[..., Awaitable[None]]:
     async def run_button_check(body: dict[str, Any], respond: AsyncRespond) -> None:
         async def run(pressed: Pressed) -> None:
             cluster, target = _check_allowed(deps.settings, pressed)
@@ -417,10 +422,38 @@ def _check_listener(deps: ActionDeps, verb: str, check: Check) -> Callable[..., 
             answer = await check(cluster, target)
             group = await _group_of(deps.groups, pressed.ref.group)
             await _in_thread(deps, respond, pressed, group, answer)
+            if group is not None:
+                await _record_check(deps, pressed, group, kind, answer)
 
         await _answering(respond, "check", run, body)
 
     return run_button_check
+
+
+async def _record_check(
+    deps: ActionDeps, pressed: Pressed, group: AlertGroupState, kind: EventKind, answer: Message
+) -> None:
+    """The check and its outcome (the answer's one-line text) in the episode's on-call events, for its
+    resolution summary; a redelivered press records nothing twice. A store failure loses only the record."""
+    if group.first_firing_at is None:
+        return
+    outcome = truncate(one_line(answer.text), CHECK_OUTCOME_CHARS)
+    event = OncallEvent(
+        f"check:{group.channel}:{pressed.revision}",
+        group.channel,
+        group.group_key,
+        group.first_firing_at,
+        kind,
+        deps.now().timestamp(),
+        pressed.who.user,
+        outcome,
+    )
+    try:
+        await deps.groups.record_event(event)
+    except StoreError as err:
+        log.warning(
+            "the %s pressed on %s was not recorded for its summary: %s", kind.value, group.group_key, err
+        )
 
 
 def _check_allowed(settings: Settings, pressed: Pressed) -> tuple[ClusterSettings, TargetSettings]:

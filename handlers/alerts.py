@@ -30,7 +30,7 @@ from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
 from bot.lease import Lease
-from bot.ports import Clock
+from bot.ports import Clock, SilenceList
 from bot.store.base import AlertStore, NotificationStore
 from bot.store.errors import StoreError
 from bot.store.models import StoredNotification
@@ -238,6 +238,7 @@ def register(
     pods: TargetPodsSource | None = None,
     observe_wait: ObserveWait | None = None,
     alertmanager: ActiveAlerts | None = None,
+    silences: SilenceList | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -249,7 +250,8 @@ def register(
     is configured also show the log reference's lines from its pods. With `pods`, each alert's target gets the
     quick-triage verdict (its control-plane pods read within the enrichment budget). `observe_wait` is
     told each notification's wait for its reads, per part (the bot's metric). `alertmanager` is asked
-    before a suspected stale copy is skipped (without it, none is).
+    before a suspected stale copy is skipped (without it, none is). `silences` (the silence watch) are
+    listed in the resolution summaries.
     """
     pipeline = AlertPipeline(
         settings,
@@ -263,6 +265,7 @@ def register(
         pods=pods,
         observe_wait=observe_wait or (lambda part, seconds: None),
         alertmanager=alertmanager,
+        silences=silences,
     )
     return AlertWorker(
         store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll

@@ -34,7 +34,7 @@ from bot.digest.fleet import CronJobSource, ReadCluster, TriageSource
 from bot.digest.history import RangeQueries
 from bot.digest.runner import DigestRunner, DigestSources, OutboxPoster
 from bot.live import MetricsSource
-from bot.ports import Clock
+from bot.ports import Clock, SilenceList
 from bot.store import Store
 from config.settings import CATCH_UP_DEFAULT_MINUTES, Settings
 
@@ -181,15 +181,17 @@ def register(
     executor: Executor | None = None,
     triage: TriageSource | None = None,
     workspace: WorkspaceUrl | None = None,
+    silences: SilenceList | None = None,
 ) -> DigestScheduler:
     """The digest for `serve`: `.run` is the app worker, `.runner.post_now()` answers `/proxy digest`.
 
     With `pages` (each client cluster's metrics reader) and `executor` (a `bot.digest.pool` pool), pages are
     parsed and judged in worker processes, so a big fleet is not judged on the bot's one interpreter lock.
     With `triage`, each target gets its quick-triage verdict and the digest the proxy objects and versions.
-    With `workspace` (Slack's workspace URL), the alerts firing now link to their messages.
+    With `workspace` (Slack's workspace URL), the alerts firing now link to their messages; with `silences`
+    (the silence watch), the on-call figures list the silences active now.
     """
-    sources = DigestSources(read, cronjobs, prometheus, pages, executor, triage, workspace)
+    sources = DigestSources(read, cronjobs, prometheus, pages, executor, triage, workspace, silences)
     runner = DigestRunner(settings, store, sources, OutboxPoster(delivery))
     zone = ZoneInfo(settings.digest.timezone)
     return DigestScheduler(

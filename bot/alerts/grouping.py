@@ -25,6 +25,7 @@ from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis import AlertDiagnosis, diagnose_alert
 from bot.domain.diagnosis_readings import Readings
 from bot.domain.enrichment import Unavailable
+from bot.domain.impact import ImpactSample, sample
 from bot.domain.log_reference import LogEvidence
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot
@@ -138,7 +139,22 @@ def build(
         firing=frozenset(r.alert.fingerprint for r in routed if r.alert.firing),
         resolved=frozenset(r.alert.fingerprint for r in routed if not r.alert.firing),
         by_fingerprint=views,
+        impact=_impact_samples(routed, readings),
     )
+
+
+def _impact_samples(routed: list[Routed], readings: Mapping[str, Reading]) -> tuple[ImpactSample, ...]:
+    """Each source read for the share: its failed-request counters and peers of the share's targets."""
+    targets: dict[str, set[str]] = {}
+    for r in routed:
+        if r.source is not None and (target := r.alert.labels.get("target")):
+            targets.setdefault(r.source, set()).add(target)
+    found = []
+    for source, names in sorted(targets.items()):
+        read = readings[source]
+        if read.snapshot is not None and read.live.read_at is not None:
+            found.append(sample(source, read.live.read_at.timestamp(), read.snapshot, names))
+    return tuple(found)
 
 
 def _diagnosis(

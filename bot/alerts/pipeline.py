@@ -13,7 +13,8 @@ is compared with the group's stored state:
     later notification       -> edit both in place, plus a thread reply when alerts were added (a group
                                 posted before the storm it counts in: only when its status changes,
                                 while the storm lasts; the summary carries the rest)
-    everything resolved      -> edit both to the resolved form, plus a reply; never a new top-level post
+    everything resolved      -> edit both to the resolved form (with the resolution summary's line), plus
+                                the summary as its reply (`bot.alerts.resolution`); never a new post
     firing again             -> edit both back, plus a reply
     flapping (fired again    -> the message shows the count; no reply per change, one note an hour
       twice within an hour)
@@ -47,6 +48,7 @@ from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
 from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
 from bot.alerts.prom_enrich import PromEnricher, PromRound, chart_subject
+from bot.alerts.resolution import ResolutionDesk, tally
 from bot.alerts.stale_check import ActiveAlerts, StaleCheck
 from bot.alerts.state import (
     ChannelGroup,
@@ -63,13 +65,15 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
+from bot.domain.resolution import Resolution
 from bot.domain.verdict import TargetPods
 from bot.live import ClusterRead
-from bot.ports import Clock
+from bot.ports import Clock, SilenceList
 from bot.render.alert_details import details_reply
 from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Message
 from bot.render.incident import flapping_reply
+from bot.render.resolution import with_summary_line
 from bot.render.slack import change_reply
 from bot.store.base import AlertStore
 from bot.store.models import AlertGroupState, StoredNotification
@@ -112,8 +116,12 @@ class AlertPipeline:
         pods: TargetPodsSource | None = None,
         observe_wait: ObserveWait = lambda part, seconds: None,
         alertmanager: ActiveAlerts | None = None,
+        silences: SilenceList | None = None,
     ) -> None:
         self._settings = settings
+        # The summary of each resolved episode of a group's own message (`bot.alerts.resolution`).
+        client = None if prometheus is None else prometheus.client
+        self._resolutions = ResolutionDesk(settings, store, outbox, client, silences)
         # Asked before a share judged a stale copy is skipped (`bot.alerts.stale_check`).
         self._stale = StaleCheck(settings, alertmanager, clock)
         # Each notification's wait for its upstream reads, per part (`proxybot_enrichment_wait_seconds`).
@@ -274,6 +282,7 @@ class AlertPipeline:
         identity = notification.identity
         view, channel = group.view, group.channel
         view = with_history(view, prev)
+        readings = tally(prev, group)
         in_storm = None if prev is None else prev.facts.storm_thread
         flaps = flaps_of(prev, view, self._clock())
         if in_storm is None:
@@ -301,10 +310,13 @@ class AlertPipeline:
             # While that storm lasts its summary carries the group's changes: its own message and thread
             # are edited only when its status changes (resolved, firing again).
             folded = counted is not None and not _status_changed(prev, view)
+            ended = None
+            if _ends_episode(prev, view, members):
+                ended = await self._resolutions.resolve(prev, view, readings)
             if not folded and not (
                 prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED
             ):
-                flaps = await self._edit(identity, group, view, prev, members, flaps)
+                flaps = await self._edit(identity, group, view, prev, members, flaps, ended)
             if refired(prev, view) and not flaps.flapping(self._clock()):
                 await self._chart(identity, channel, view, prom)  # firing again: a new episode, a new chart
         state = next_state(
@@ -317,7 +329,8 @@ class AlertPipeline:
             now=self._clock(),
             notification_id=notification.id,
         )
-        state = self._incidents.opening(replace(state, facts=replace(state.facts, flaps=flaps)), view, group)
+        facts = replace(state.facts, flaps=flaps, impact=readings)
+        state = self._incidents.opening(replace(state, facts=facts), view, group)
         # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
         if closing is None:
             await self._store.save_group(state)
@@ -334,14 +347,19 @@ class AlertPipeline:
         prev: AlertGroupState,
         members: list[AlertGroupState],
         flaps: Flaps,
+        ended: Resolution | None = None,
     ) -> Flaps:
-        """Edit the message and its details; reply with what changed, or, while it flaps, a note at most
-        once an hour. The flaps as they are to be saved."""
+        """Edit the message (with the resolution summary's line once `ended`) and its details; reply with
+        what changed, or, while it flaps, a note at most once an hour. The flaps as they are to be saved."""
         message = self._render(view, prev, members, flaps)
+        if ended is not None:
+            message = with_summary_line(message, ended)
         await self._outbox.update(group.channel, view.group_key, message, identity)
         await self._details(identity, group.channel, view)
         now = self._clock()
         if flaps.flapping(now):
+            if ended is not None:
+                await self._resolutions.record(ended)  # its line on the message; no reply per flap
             if not flaps.note_due(now):
                 return flaps
             note = flapping_reply(view, flaps.count(now))
@@ -350,7 +368,9 @@ class AlertPipeline:
         change = change_since(group, view, prev, self._now())
         if members and any(m.status is AlertStatus.FIRING for m in members):
             change = replace(change, group_status=GroupStatus.FIRING)  # the incident fires on
-        if worth_a_reply(change, prev):
+        if ended is not None:  # the summary is the resolved reply
+            await self._resolutions.post(ended, self._now(), change_reply(change, self._now()))
+        elif worth_a_reply(change, prev):
             await self._outbox.reply(
                 group.channel, view.group_key, change_reply(change, self._now()), identity
             )
@@ -399,6 +419,13 @@ class AlertPipeline:
 def _status_changed(prev: AlertGroupState, view: AlertGroupView) -> bool:
     """The group resolved, or fires again: its own message must say so, storm or not."""
     return (prev.status is AlertStatus.FIRING) != (view.status is GroupStatus.FIRING)
+
+
+def _ends_episode(prev: AlertGroupState, view: AlertGroupView, members: list[AlertGroupState]) -> bool:
+    """Whether this notification resolves the message's firing episode (an incident's members included)."""
+    if prev.status is not AlertStatus.FIRING or view.status is not GroupStatus.RESOLVED:
+        return False
+    return not any(m.status is AlertStatus.FIRING for m in members)
 
 
 def _flat(anchors: dict[str, list[Anchor]]) -> list[Anchor]:

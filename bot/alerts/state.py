@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from bot.alerts.storm import entries_of
 from bot.domain.alerts import AlertStatus
+from bot.domain.impact import ImpactSample
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, AlertView, GroupChange, GroupStatus
 from bot.domain.stale import Ended, SeenResolved
@@ -31,6 +32,8 @@ class ChannelGroup:
     firing: frozenset[str]  # fingerprints firing in this notification
     resolved: frozenset[str]  # fingerprints reported resolved in this notification
     by_fingerprint: Mapping[str, AlertView]
+    # This notification's live readings of the share's targets (the resolution summary's own counts).
+    impact: tuple[ImpactSample, ...] = ()
 
 
 def status_of(alerts: tuple[AlertView, ...]) -> tuple[GroupStatus, datetime | None]:

@@ -33,10 +33,11 @@ from bot.digest.fleet import (
 )
 from bot.digest.history import RangeQueries, digest_charts
 from bot.digest.judge import assemble_digest, judge_reads, with_triage
+from bot.digest.oncall import oncall_figures
 from bot.digest.pool import judge_fleet, judge_fleet_in_pool
 from bot.domain.digest import Digest, TargetDigest
 from bot.live import MetricsSource
-from bot.ports import Clock
+from bot.ports import Clock, SilenceList
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng, chart_pngs, digest_message
 from bot.store import DigestClaim, Store, StoreError
@@ -128,6 +129,8 @@ class DigestSources:
     triage: TriageSource | None = None
     # Slack's workspace URL (auth.test), for links to the alerts' messages (None: mentioned unlinked).
     workspace: WorkspaceUrl | None = None
+    # Alertmanager's silences as the silence watch last read them, for the on-call figures.
+    silences: SilenceList | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,11 @@ class DigestRunner:
             triage_findings=triage_findings,
             versions=versions,
         )
-        return replace(digest, firing=await firing_alerts(self._store, self._sources.workspace))
+        since = now - DEFAULT_SPAN if previous_at is None else previous_at
+        oncall = await oncall_figures(self._store, self._sources.silences, since=since, now=now)
+        return replace(
+            digest, firing=await firing_alerts(self._store, self._sources.workspace), oncall=oncall
+        )
 
     async def _judge_fleet(self) -> tuple[list[TargetDigest], dict[str, float]]:
         """Every configured target judged (in configuration order), and the seconds each cluster cost."""

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.findings import Finding, Severity, finding_dict, worst
+from bot.domain.oncall_figures import OncallFigures
 from bot.domain.verdict import MetricsSignal, TargetVerdict, verdict_dict
 from bot.domain.versions import TenantVersion
 
@@ -108,6 +109,8 @@ class Digest:
     versions: tuple[TenantVersion, ...] = ()
     # The alert groups firing now with a message of their own, worst then oldest first.
     firing: tuple[FiringAlert, ...] = ()
+    # The period's on-call figures (None: not read, as in the CLI's digest without a store of alerts).
+    oncall: OncallFigures | None = None
 
     def count(self, health: Health) -> int:
         return sum(1 for t in self.targets if t.health is health)
@@ -174,7 +177,28 @@ class Digest:
             ],
             "triage_findings": [finding_dict(f) for f in self.triage_findings],
             "versions": [v.as_dict() for v in self.versions],
+            "oncall": None if self.oncall is None else _oncall_dict(self.oncall),
         }
+
+
+def _oncall_dict(o: OncallFigures) -> dict[str, Any]:
+    return {
+        "incidents": o.incidents,
+        "resolved": o.resolved,
+        "open": o.open,
+        "tta_median": o.tta_median,
+        "tta_p90": o.tta_p90,
+        "ttr_median": o.ttr_median,
+        "ttr_p90": o.ttr_p90,
+        "never_acknowledged": o.never_acknowledged,
+        "escalated": o.escalated,
+        "noisiest": [{"target": t, "firing_seconds": s} for t, s in o.noisiest],
+        "silences": [
+            {"created_by": s.created_by, "ends_at": s.ends_at.isoformat(), "comment": s.comment}
+            | {"matchers": list(s.matchers)}
+            for s in o.silences
+        ],
+    }
 
 
 def _target_dict(t: TargetDigest) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from bot.render.blocks import (
     section_lines,
 )
 from bot.render.chart import Chart, draw
+from bot.render.digest_oncall import oncall_blocks
 from bot.render.slack import SEVERITY_MARK
 from bot.render.verdict import VERDICT_MARK, verdict_short
 from bot.render.words import counted
@@ -200,8 +201,10 @@ def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
     """The digest for Slack: worst first; a quiet digest is only its header and a context line."""
     title = f"{_mark(d)} {headline(d)}"
     if d.quiet:
-        return message(title, [header(title), *_firing_blocks(d)], [_context(d, notes)])
-    body: list[Block] = [header(title), *_verdict_tally(d), *_firing_blocks(d)]
+        return message(
+            title, [header(title), *_firing_blocks(d), *oncall_blocks(d.oncall)], [_context(d, notes)]
+        )
+    body: list[Block] = [header(title), *_verdict_tally(d), *_firing_blocks(d), *oncall_blocks(d.oncall)]
     body += _degraded_blocks(d.of(Health.DEGRADED))
     body += _unreachable_blocks(d.of(Health.UNREACHABLE))
     body += _changes_blocks(d)

@@ -19,6 +19,7 @@ from typing import Any, Protocol, Self
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome
+from bot.domain.resolution import EventKind, OncallEvent
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.models import (
     Accepted,
@@ -96,6 +97,18 @@ class GroupStore(Protocol):
 
     async def unacknowledge(self, channel: str, group_key: str, episode: float) -> bool:
         """Drop the acknowledgement of the group's `episode`; whether there was one."""
+        ...
+
+    async def record_event(self, event: OncallEvent) -> bool:
+        """Record an on-call event once per its `key`; False when that key was recorded before."""
+        ...
+
+    async def episode_events(self, channel: str, group_key: str, episode: float) -> list[OncallEvent]:
+        """The events of one firing episode of a group, oldest first."""
+        ...
+
+    async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]:
+        """Every event of `kind` at or after `since`, oldest first (the digest's on-call figures)."""
         ...
 
     async def channel_id_of(self, channel: str) -> str | None:

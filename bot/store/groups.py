@@ -3,7 +3,9 @@
 A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
 always written there (group: `last_notification`, `last_id`, `storm`, `storm_count`, `alert_labels`, `worst`,
 and since incidents `cause`, `incident`, `members`, `alerts`, `flaps`, then `resolved_seen` as
-`[[fingerprint, startsAt, endsAt, seen_at], ...]` the least recently seen first; storm row: `kind: "storm"`,
+`[[fingerprint, startsAt, endsAt, seen_at], ...]` the least recently seen first, then `impact` (the
+episode's own readings: `last`, `sources`, `failed` as `[[code, reason, count], ...]`, `resets`, `peak_q`,
+`peak_u`, `readings`); storm row: `kind: "storm"`,
 `started_at`, `last_new_at`, `ended_at`, `posted`, `entries`, later `table` and `refreshed_at`; an entry
 `[name, severity, target, cluster]`, later with `since` and `ended`), so a store kept across an upgrade loads
 as it was. Both backends share these codecs: a new fact is a new JSON key, never a schema migration.
@@ -21,6 +23,7 @@ from typing import Any
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertStatus
 from bot.domain.findings import Severity
+from bot.domain.impact import ImpactTally
 from bot.domain.incident import Cause, CauseKey, Flaps
 from bot.domain.stale import Ended, SeenResolved
 from bot.domain.storm import StormEntry
@@ -211,7 +214,38 @@ def _incident_json(facts: GroupFacts) -> dict[str, Any]:
             [fp, e.starts_at.isoformat(), None if e.ends_at is None else e.ends_at.isoformat(), e.seen_at]
             for fp, e in facts.seen_resolved.alerts.items()
         ]
+    if facts.impact is not None:
+        found["impact"] = _impact_json(facts.impact)
     return found
+
+
+def _impact_json(tally: ImpactTally) -> dict[str, Any]:
+    return {
+        "last": dict(tally.last),
+        "sources": sorted(tally.sources),
+        "failed": [[code, reason, n] for (code, reason), n in sorted(tally.failed.items())],
+        "resets": tally.resets,
+        "peak_q": tally.peak_quarantined,
+        "peak_u": tally.peak_unsynced,
+        "readings": tally.readings,
+    }
+
+
+def _impact(raw: Any) -> ImpactTally | None:
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return ImpactTally(
+            last={str(k): float(v) for k, v in dict(raw.get("last") or {}).items()},
+            sources=frozenset(str(s) for s in raw.get("sources") or ()),
+            failed={(str(c), str(r)): float(n) for c, r, n in raw.get("failed") or ()},
+            resets=int(raw.get("resets") or 0),
+            peak_quarantined=float(raw.get("peak_q") or 0.0),
+            peak_unsynced=int(raw.get("peak_u") or 0),
+            readings=int(raw.get("readings") or 0),
+        )
+    except (TypeError, ValueError):
+        return None  # written by a proxybot that kept it otherwise: the episode's tally starts again
 
 
 def _storm_json(storm: StormRecord) -> dict[str, Any]:
@@ -242,6 +276,7 @@ def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
         alerts=_dicts(details.get("alerts")),
         flaps=_flaps(details.get("flaps")),
         seen_resolved=_seen_resolved(details.get("resolved_seen")),
+        impact=_impact(details.get("impact")),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from bot.domain.acknowledgement import Acknowledgement as Acknowledgement  # handed out by the store
 from bot.domain.alert_summary import WorstSeen
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.impact import ImpactTally
 from bot.domain.incident import CauseKey, Flaps
 from bot.domain.stale import SeenResolved
 from bot.domain.storm import StormEntry
@@ -73,6 +74,9 @@ class GroupFacts:
     # The alerts seen resolved, by fingerprint (bounded): a copy still showing them firing with the same
     # startsAt, from a lagging Alertmanager replica, is older than what the message shows.
     seen_resolved: SeenResolved = field(default_factory=SeenResolved)
+    # The firing episode's own readings of its targets' failed requests and peers (the resolution
+    # summary's impact without Prometheus); started afresh with each episode.
+    impact: ImpactTally | None = None
 
 
 @dataclass(frozen=True, slots=True)

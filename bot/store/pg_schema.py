@@ -119,6 +119,21 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX escalations_due ON escalations (due_at) WHERE outcome IS NULL",
     ),
+    # 5: the SQLite schema's migration 8, the on-call events of a group's firing episodes.
+    (
+        """CREATE TABLE oncall_events (
+            key TEXT PRIMARY KEY,
+            channel TEXT NOT NULL,
+            group_key TEXT NOT NULL,
+            episode DOUBLE PRECISION NOT NULL,
+            kind TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            actor TEXT NOT NULL,
+            detail TEXT NOT NULL
+        )""",
+        "CREATE INDEX oncall_events_episode ON oncall_events (channel, group_key, episode)",
+        "CREATE INDEX oncall_events_kind ON oncall_events (kind, at)",
+    ),
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 

@@ -27,6 +27,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome
+from bot.domain.resolution import EventKind, OncallEvent
 from bot.ports import Clock
 from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
@@ -34,6 +35,7 @@ from bot.store import escalations as escalation_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
+from bot.store import oncall as oncall_sql
 from bot.store import outbox as outbox_sql
 from bot.store import write_probe as probe_sql
 from bot.store.digests import DigestRun, FleetSample
@@ -241,6 +243,18 @@ class PostgresStore:
     async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None:
         row = await self._one(escalation_sql.GET, (channel, group_key, episode))
         return None if row is None else escalation_sql.from_row(row)
+
+    # -- on-call events ------------------------------------------------------------------------------
+    async def record_event(self, event: OncallEvent) -> bool:
+        return await self._change(oncall_sql.INSERT, oncall_sql.params(event)) == 1
+
+    async def episode_events(self, channel: str, group_key: str, episode: float) -> list[OncallEvent]:
+        rows = await self._all(oncall_sql.OF_EPISODE, (channel, group_key, episode))
+        return [oncall_sql.from_row(row) for row in rows]
+
+    async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]:
+        rows = await self._all(oncall_sql.OF_KIND, (kind.value, since))
+        return [oncall_sql.from_row(row) for row in rows]
 
     async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
         row = await self._one(outbox_sql.LAST_PAYLOAD, outbox_sql.last_payload_params(channel, key, prefix))

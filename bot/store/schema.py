@@ -133,6 +133,22 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX escalations_due ON escalations (due_at) WHERE outcome IS NULL;
     """,
+    # 8: the on-call events of a group's firing episodes (a check run from its thread, the episode's
+    # record once it resolved), keyed once.
+    """
+    CREATE TABLE oncall_events (
+        key TEXT PRIMARY KEY,
+        channel TEXT NOT NULL,
+        group_key TEXT NOT NULL,
+        episode REAL NOT NULL,
+        kind TEXT NOT NULL,
+        at REAL NOT NULL,
+        actor TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX oncall_events_episode ON oncall_events (channel, group_key, episode);
+    CREATE INDEX oncall_events_kind ON oncall_events (kind, at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

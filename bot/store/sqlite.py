@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome
+from bot.domain.resolution import EventKind, OncallEvent
 from bot.ports import Clock
 from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
@@ -29,6 +30,7 @@ from bot.store import escalations as escalation_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
+from bot.store import oncall as oncall_sql
 from bot.store import outbox as outbox_sql
 from bot.store import write_probe as probe_sql
 from bot.store.arrivals import ArrivalQueue
@@ -147,6 +149,16 @@ class SqliteStore:
     async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None:
         wanted = Escalation(channel, group_key, episode, 0.0)
         return await self._thread.run(lambda conn: escalation_sql.get(conn, wanted))
+
+    # -- on-call events ------------------------------------------------------------------------------
+    async def record_event(self, event: OncallEvent) -> bool:
+        return await self._thread.run(lambda conn: oncall_sql.record(conn, event))
+
+    async def episode_events(self, channel: str, group_key: str, episode: float) -> list[OncallEvent]:
+        return await self._thread.run(lambda conn: oncall_sql.of_episode(conn, channel, group_key, episode))
+
+    async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]:
+        return await self._thread.run(lambda conn: oncall_sql.of_kind(conn, kind, since))
 
     async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
         return await self._thread.run(lambda conn: outbox_sql.last_payload(conn, channel, key, prefix))

@@ -1,0 +1,57 @@
+"""The digest's on-call figures: the episodes that resolved in the period (their records in
+`oncall_events`), the groups firing now, and the silences active now (from the silence watch's copy of
+Alertmanager's list, never a read on the digest's way)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from typing import Protocol
+
+from bot.clients.alertmanager import Silence
+from bot.domain.oncall_figures import ActiveSilence, OncallFigures, OpenEpisode, figures
+from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
+from bot.ports import SilenceList
+from bot.store.models import AlertGroupState
+
+log = logging.getLogger(__name__)
+
+
+class OncallReads(Protocol):
+    """What the figures read in the store (`bot.store.Store` is one)."""
+
+    async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]: ...
+
+    async def firing_posts(self) -> list[AlertGroupState]: ...
+
+
+async def oncall_figures(
+    store: OncallReads, silences: SilenceList | None, *, since: float, now: float
+) -> OncallFigures:
+    """The period's figures, from `since` to `now`."""
+    records = [r for e in await store.events_since(EventKind.RESOLVED, since) if (r := _record(e))]
+    firing = [_open(g) for g in await store.firing_posts() if g.facts.incident is None]
+    active = [] if silences is None else _active(silences.silences)
+    return figures(records, firing, active, since=since, now=now)
+
+
+def _record(event: OncallEvent) -> EpisodeRecord | None:
+    try:
+        return EpisodeRecord.from_json(json.loads(event.detail))
+    except (ValueError, TypeError, AttributeError) as error:
+        log.warning("on-call record %s not read: %s", event.key, error)
+        return None
+
+
+def _open(group: AlertGroupState) -> OpenEpisode:
+    targets = tuple(sorted({t for labels in group.facts.firing_labels if (t := labels.get("target"))}))
+    return OpenEpisode(targets, group.first_firing_at or 0.0)
+
+
+def _active(silences: Iterable[Silence]) -> list[ActiveSilence]:
+    return [
+        ActiveSilence(s.created_by, s.ends_at, s.comment, tuple(str(m) for m in s.matchers))
+        for s in silences
+        if s.state == "active"
+    ]
