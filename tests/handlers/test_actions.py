@@ -26,6 +26,7 @@ from bot.compose import slack_endpoints
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
+from bot.domain.resolution import EventKind
 from bot.errors import ClusterError, UpstreamError
 from bot.render.blocks import Message, section
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
@@ -793,3 +794,30 @@ async def test_a_failing_check_is_a_clear_answer(tmp_path: Path, fake: FakeSlack
         await eventually(lambda: len(fake.responses) == 2, "the progress line and the failure")
     assert fake.responses[1]["text"] == "The check failed: cluster team-a: connection refused"
     assert thread_replies(fake) == []
+
+
+@pytest.mark.parametrize(
+    ("action", "kind"), [(ACTION_PROBE, EventKind.PROBE), (ACTION_PATH, EventKind.PATH_CHECK)]
+)
+async def test_a_check_run_from_the_message_is_recorded_once_for_its_resolution_summary(
+    tmp_path: Path, fake: FakeSlack, store: Store, action: str, kind: EventKind
+) -> None:
+    episode = 1_700_000_000.0
+    await store.save_group(
+        AlertGroupState("#alerts", GROUP_KEY, AlertStatus.FIRING, ts=MESSAGE_TS, first_firing_at=episode)
+    )
+    checks = FakeChecks()
+    body = button_body(action, ref_value(), fake.response_url("k1"))
+    async with serving(await app_for(tmp_path, fake, store, FakeSilencer(), checks.buttons())) as http:
+        await press(http, body)
+        await press(http, body)  # redelivered: recorded once
+        await eventually(lambda: len(checks.asked) == 2, "both presses ran")
+        await eventually(lambda: thread_replies(fake), "the thread reply")
+        deadline = time.monotonic() + 20
+        while not (events := await store.episode_events("#alerts", GROUP_KEY, episode)):
+            assert time.monotonic() < deadline, "gave up waiting for the check's record"
+            await asyncio.sleep(0.02)
+    [event] = events
+    assert event.kind is kind
+    assert event.actor == ALICE
+    assert event.detail == f"{kind.value.split('_')[0]} of platform/crd-store: healthy"
