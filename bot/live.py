@@ -30,6 +30,8 @@ from bot.errors import ClusterError, MetricsParseError
 from bot.ports import Clock
 from bot.shared_reads import SharedReads
 
+# How long a read serves every caller of its source (seconds).
+TTL = 5.0
 # How long a caller waits for a new read of a source whose last read failed.
 RETRY_WAIT = 1.0
 # Snapshots kept per window: one each tenth of it (see `LiveState._remember`).
@@ -71,7 +73,7 @@ class LiveState:
         readers: Mapping[str, MetricsSource],
         *,
         observe: Callable[[float], None] = lambda seconds: None,
-        ttl: float = 5.0,
+        ttl: float = TTL,
         timeout: float = 5.0,
         window: float = 300.0,
         monotonic: Clock = time.monotonic,
