@@ -61,7 +61,6 @@ NOT_UPSTREAM = 'reason!="upstream"'
 # The resolution summary's failed requests: every status from 400 up (`bot.domain.impact.FAILED_FROM`).
 FAILED_CODES = 'code=~"[4-9][0-9][0-9]"'
 QUARANTINED = 'state="quarantined"'
-IMPACT_STEP = "15s"  # the peak subqueries' resolution: a usual scrape interval
 
 
 # -- PromQL ------------------------------------------------------------------------------------------
@@ -122,12 +121,13 @@ def chart_query(ask: WindowAsk, kind: ChartKind) -> str:
 
 def impact_queries(labels: Mapping[str, str], seconds: float) -> tuple[str, str, str]:
     """A resolved window's failed requests by code and reason (`increase()`, which counts resets as
-    Prometheus does), and its peaks of quarantined peers and of unsynced peer caches (a subquery)."""
+    Prometheus does); the peak of quarantined peers, each replica's and group/version's peak summed (every
+    scraped sample counts: a subquery's steps would miss a 20 s quarantine); and the peer caches that were
+    unsynced at some point of the window."""
     window, sel = duration(seconds), dict(labels)
     failed = f"sum by (code, reason) (increase({selector(REQUESTS, sel, extra=FAILED_CODES)}[{window}]))"
-    peers = selector(PEERS, sel, extra=QUARANTINED)
-    quarantined = f"max_over_time(sum({peers})[{window}:{IMPACT_STEP}])"
-    unsynced = f"max_over_time(count({selector(PEER_CACHE_SYNCED, sel)} != 1)[{window}:{IMPACT_STEP}])"
+    quarantined = f"sum(max_over_time({selector(PEERS, sel, extra=QUARANTINED)}[{window}]))"
+    unsynced = f"count(min_over_time({selector(PEER_CACHE_SYNCED, sel)}[{window}]) < 1)"
     return failed, quarantined, unsynced
 
 
