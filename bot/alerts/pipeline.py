@@ -135,7 +135,9 @@ class AlertPipeline:
         self._live = live
         self._clock = clock
         self._budget = settings.enrichment.timeout_seconds
-        self._storms = StormDesk(store, outbox, storm or StormPolicy(), clock, live)
+        self._storms = StormDesk(
+            store, outbox, storm or StormPolicy(), clock, live, self._resolutions.storm_resolved
+        )
         self._incidents = IncidentDesk(settings, store, outbox, clock)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
         self._late: set[asyncio.Task[ClusterRead]] = set()

@@ -24,6 +24,7 @@ from bot.alerts.prom_enrich import PromQueries
 from bot.alerts.silences import covering
 from bot.alerts.state import ChannelGroup
 from bot.domain.acknowledgement import Acknowledgement
+from bot.domain.alerts import AlertStatus
 from bot.domain.impact import Impact, ImpactSource, ImpactTally
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.resolution import EventKind, OncallEvent, Resolution, SilenceNote, of_kinds
@@ -37,6 +38,8 @@ from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
+STORM_READINGS = "a storm's targets are counted from the readings taken with their alerts"
+
 
 class EpisodeFacts(Protocol):
     """What the summary reads and writes in the store (`bot.store.Store` is one)."""
@@ -46,6 +49,10 @@ class EpisodeFacts(Protocol):
     async def episode_events(self, channel: str, group_key: str, episode: float) -> list[OncallEvent]: ...
 
     async def record_event(self, event: OncallEvent) -> bool: ...
+
+    async def groups(
+        self, channel: str | None = None, status: AlertStatus | None = None
+    ) -> list[AlertGroupState]: ...
 
 
 def tally(prev: AlertGroupState | None, group: ChannelGroup) -> ImpactTally:
@@ -123,6 +130,34 @@ class ResolutionDesk:
         )
         await self.store.record_event(event)
 
+    async def storm_resolved(self, channel: str, key: str, started_at: float, ended_at: float) -> None:
+        """A storm's summary resolved: its reply, from its groups' own readings (each group's tally; a
+        storm's hundreds of targets are not asked of Prometheus one by one)."""
+        groups = [
+            (g, share)
+            for g in await self.store.groups(channel=channel)
+            if (share := g.facts.storm_share) is not None and share.storm == key
+        ]
+        tallies = [t for g, _ in groups if (t := g.facts.impact) is not None and t.readings]
+        why = None if self.prometheus is None else STORM_READINGS
+        started = datetime.fromtimestamp(started_at, UTC)
+        resolved = max(started, datetime.fromtimestamp(ended_at, UTC))
+        events = await self.store.episode_events(channel, key, started_at)
+        labels = [dict(labels) for g, _ in groups for labels in g.facts.firing_labels]
+        resolution = Resolution(
+            channel=channel,
+            group_key=key,
+            targets=tuple(sorted({name for _, share in groups for e in share.entries if (name := e.target)})),
+            started_at=started,
+            resolved_at=resolved,
+            ack=await self.store.acknowledgement(channel, key),
+            silences=self._silences(labels, started, resolved),
+            escalations=of_kinds(events, EventKind.ESCALATED),
+            checks=of_kinds(events, EventKind.PROBE, EventKind.PATH_CHECK),
+            impact=summed(tallies, why) if tallies else None,
+        )
+        await self.post(resolution, resolved)
+
     def _silences(
         self, label_sets: Sequence[Mapping[str, str]], started: datetime, resolved: datetime
     ) -> tuple[SilenceNote, ...]:
@@ -156,6 +191,23 @@ class ResolutionDesk:
             why = "it did not answer in time" if isinstance(error, TimeoutError) else str(error)
             log.warning("resolution summary: Prometheus not used: %s", why)
             return readings.impact(fallback=why)
+
+
+def summed(tallies: Sequence[ImpactTally], fallback: str | None) -> Impact:
+    """Several groups' readings as one impact (a storm's): counts and peaks added up."""
+    failed: dict[tuple[str, str], float] = {}
+    for t in tallies:
+        for k, n in t.failed.items():
+            failed[k] = failed.get(k, 0.0) + n
+    return Impact(
+        ImpactSource.READINGS,
+        failed,
+        sum(t.peak_quarantined for t in tallies),
+        sum(t.peak_unsynced for t in tallies),
+        sum(t.resets for t in tallies),
+        sum(t.readings for t in tallies),
+        fallback,
+    )
 
 
 async def prometheus_impact(

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -247,6 +247,10 @@ def entries_of(view: AlertGroupView) -> tuple[StormEntry, ...]:
     )
 
 
+# A storm whose alerts have all resolved: (channel, storm key, started at, resolved at).
+StormResolved = Callable[[str, str, float, float], Awaitable[None]]
+
+
 class StormDesk:
     """Decides which new groups go into a storm and keeps each channel's storm summary and table."""
 
@@ -257,7 +261,10 @@ class StormDesk:
         policy: StormPolicy,
         clock: Clock,
         live: LiveReader | None = None,
+        resolved: StormResolved | None = None,
     ) -> None:
+        # Told when a storm's alerts have all resolved: its resolution summary (`bot.alerts.resolution`).
+        self._resolved = resolved
         self._store = store
         self._outbox = outbox
         self._policy = policy
@@ -441,6 +448,8 @@ class StormDesk:
         del self._active[storm.channel]
         self._arrivals.pop(storm.channel, None)
         await self._publish(storm, now, "resolved" if resolved else "ended")
+        if resolved and self._resolved is not None:
+            await self._resolved(storm.channel, storm.key, storm.started_at, now)
 
     async def _report_to_ended(self, channel: str, key: str, view: AlertGroupView) -> None:
         """A group of a storm that is over: its summary still counts the change."""
@@ -459,6 +468,8 @@ class StormDesk:
             storm.ended_at = now
         # Its table is replaced once more when the last alert resolves, not on every change.
         await self._publish(storm, now, f"late:{int(now * 1000)}", table=resolved_now)
+        if resolved_now and self._resolved is not None:
+            await self._resolved(channel, key, storm.started_at, now)
 
     async def _recount_from_groups(self, storm: Storm) -> None:
         for group in await self._store.groups(channel=storm.channel):

@@ -9,6 +9,7 @@ import json
 from datetime import UTC, datetime
 
 from bot.alerts.resolution import ResolutionDesk
+from bot.alerts.storm import StormPolicy
 from bot.clients.alertmanager import Matcher, Silence
 from bot.clients.prometheus import Sample
 from bot.domain.impact import ImpactTally, sample
@@ -195,3 +196,39 @@ async def test_a_failing_prometheus_falls_back_to_the_readings_and_says_why(harn
     assert "1 failed requests" in text
     assert "proxybot's own readings" in text
     assert "Prometheus was not used: Prometheus at http://prometheus: connection refused" in text
+
+
+def storm_page(no_peer: float) -> str:
+    """Four targets, each with `no_peer` failed requests."""
+    lines = ["# TYPE vcluster_proxy_request_total counter"]
+    for i in range(4):
+        where = f'target="team-{i}/db",group_version="example.com/v1"'
+        lines.append(
+            f'vcluster_proxy_request_total{{{where},verb="get",code="503",reason="no_peer"}} {no_peer}'
+        )
+    return "\n".join(lines) + "\n"
+
+
+def storm_webhook(i: int, *, resolved: bool = False) -> bytes:
+    one = alert(f"s{i}", target=f"team-{i}/db", resolved=resolved)
+    return webhook([one], group=f'{{}}:{{target="team-{i}/db"}}')
+
+
+async def test_a_storm_that_resolved_gets_one_summary_of_its_groups_readings(harness: Harness) -> None:
+    harness.pipeline = harness.make_pipeline(settings(), StormPolicy(groups=2))
+    harness.live.snapshot = parse_syncer(storm_page(10))
+    for i in range(4):
+        await harness.run(storm_webhook(i))
+    await harness.settle(StormPolicy().first_within_seconds)
+    harness.clock.now += 60
+    harness.live.snapshot = parse_syncer(storm_page(15))
+    for i in range(4):
+        await harness.run(storm_webhook(i, resolved=True))
+    await harness.settle()
+    items = await harness.items()
+    [summary] = summaries(items)
+    assert summary.payload["group_key"].startswith(f"storm:{CHANNEL}:")
+    text = shown(summary)
+    assert "20 failed requests" in text  # 5 more on each of the four targets
+    assert "never acknowledged" in text
+    assert "proxybot's own readings" in text
