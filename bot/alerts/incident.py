@@ -46,10 +46,12 @@ from typing import Any
 
 from bot.alerts.grouping import Routed, route
 from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
+from bot.alerts.resolution import ResolutionDesk
 from bot.alerts.state import ChannelGroup, change_since, next_state, with_history, worth_a_reply
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.alerts_catalog import PROBE_FAILING
 from bot.domain.findings import Severity
+from bot.domain.impact import ImpactTally
 from bot.domain.incident import (
     MAX_MEMBERS,
     Cause,
@@ -64,10 +66,12 @@ from bot.domain.incident import (
 )
 from bot.domain.messages import AlertGroupView, GroupStatus, group_id
 from bot.domain.moments import from_epoch
+from bot.domain.resolution import Resolution
 from bot.ports import Clock
 from bot.render.alert_details import member_details_reply
 from bot.render.alert_message import alert_group_message
 from bot.render.incident import flapping_reply
+from bot.render.resolution import with_summary_line
 from bot.render.slack import change_reply
 from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState
@@ -282,8 +286,17 @@ def shown(
 class IncidentDesk:
     """Decides which new groups join an open incident, and keeps incidents' messages and threads."""
 
-    def __init__(self, settings: Settings, store: GroupStore, outbox: Outbox, clock: Clock) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: GroupStore,
+        outbox: Outbox,
+        clock: Clock,
+        resolutions: ResolutionDesk | None = None,
+    ) -> None:
         self._settings = settings
+        # The incident's resolution summary when a member's resolve ends it (`bot.alerts.resolution`).
+        self._resolutions = resolutions
         self._store = store
         self._outbox = outbox
         self._clock = clock
@@ -371,6 +384,7 @@ class IncidentDesk:
         anchors: Sequence[Anchor],
         rebuild: Rebuild,
         notification_id: int | None = None,
+        readings: ImpactTally | None = None,
     ) -> Placement:
         """Apply the group to the incident it belongs to or joins now, if any (the notification's stored
         id is kept on a member's row, as on any group's: an older one replayed later is not applied)."""
@@ -378,14 +392,14 @@ class IncidentDesk:
             anchor = next((a for a in anchors if a.state.group_key == prev.facts.incident), None)
             if anchor is None:
                 return Placement.ORPHANED
-            await self._member(identity, group, view, prev, flaps, anchor, rebuild, notification_id)
+            await self._member(identity, group, view, prev, flaps, anchor, rebuild, notification_id, readings)
             return Placement.MEMBER
         if prev is not None:
             return Placement.OWN
         anchor = self._joins(view, anchors)
         if anchor is None:
             return Placement.OWN
-        await self._member(identity, group, view, None, flaps, anchor, rebuild, notification_id)
+        await self._member(identity, group, view, None, flaps, anchor, rebuild, notification_id, readings)
         return Placement.MEMBER
 
     def _joins(self, view: AlertGroupView, anchors: Sequence[Anchor]) -> Anchor | None:
@@ -415,6 +429,7 @@ class IncidentDesk:
         anchor: Anchor,
         rebuild: Rebuild,
         notification_id: int | None,
+        readings: ImpactTally | None = None,
     ) -> None:
         channel, first = group.channel, anchor.state
         now = self._clock()
@@ -428,23 +443,49 @@ class IncidentDesk:
             notification_id=notification_id,
             now=now,
         )
-        facts = replace(state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps)
+        facts = replace(
+            state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps, impact=readings
+        )
         state = replace(state, facts=facts)
         keys = tuple(dict.fromkeys([*first.facts.members, view.group_key]))
         first = replace(first, ts=None, facts=replace(first.facts, members=keys))
         members = await self._members(first, {view.group_key: state})
         incident = shown(with_history(rebuild(anchor), first), first, members, first.facts.flaps, now)
         message = alert_group_message(incident, from_epoch(now))
+        ended = await self._ended(first, prev, incident, members)
+        if ended is not None:
+            message = with_summary_line(message, ended)
         await self._outbox.update(channel, first.group_key, message, f"member:{identity}")
         cause = None if first.facts.cause is None else first.facts.cause.cause
         await self._thread.details(identity, channel, first.group_key, view, cause)
-        if prev is not None:
+        if ended is not None and prev is not None and self._resolutions is not None:
+            change = change_since(group, view, prev, from_epoch(now))
+            change = replace(change, group_status=incident.status, started_at=incident.started_at)
+            await self._resolutions.post(ended, from_epoch(now), change_reply(change, from_epoch(now)))
+        elif prev is not None:
             noted = await self._thread.changes(identity, group, view, prev, flaps, incident)
             state = replace(state, facts=replace(state.facts, flaps=noted))
         # The first group's row before the member's: the member's records the notification as applied.
         await self._store.save_group(first)
         await self._store.save_group(state)
         self.track(first, members)
+
+    async def _ended(
+        self,
+        first: AlertGroupState,
+        prev: AlertGroupState | None,
+        incident: AlertGroupView,
+        members: list[AlertGroupState],
+    ) -> Resolution | None:
+        """The incident's resolution when this member's resolve ends it (its first group resolved before),
+        from the first group's and every member's readings."""
+        ends = (
+            prev is not None and prev.status is AlertStatus.FIRING and incident.status is GroupStatus.RESOLVED
+        )
+        if self._resolutions is None or not ends:
+            return None
+        tallies = [t for g in (first, *members) if (t := g.facts.impact) is not None and t.readings]
+        return await self._resolutions.resolve(first, incident, ImpactTally(), extra=tallies)
 
     async def members(self, state: AlertGroupState | None) -> list[AlertGroupState]:
         """The member groups of an incident's first group (those whose rows still point back to it)."""

@@ -138,7 +138,7 @@ class AlertPipeline:
         self._storms = StormDesk(
             store, outbox, storm or StormPolicy(), clock, live, self._resolutions.storm_resolved
         )
-        self._incidents = IncidentDesk(settings, store, outbox, clock)
+        self._incidents = IncidentDesk(settings, store, outbox, clock, self._resolutions)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
         self._late: set[asyncio.Task[ClusterRead]] = set()
         self._late_pods: set[asyncio.Task[TargetPods]] = set()
@@ -289,7 +289,7 @@ class AlertPipeline:
         flaps = flaps_of(prev, view, self._clock())
         if in_storm is None:
             placed = await self._incidents.take(
-                identity, group, view, prev, flaps, anchors, rebuild, notification.id
+                identity, group, view, prev, flaps, anchors, rebuild, notification.id, readings
             )
             if placed is Placement.MEMBER:
                 return False  # the incident's message carries it
@@ -314,7 +314,8 @@ class AlertPipeline:
             folded = counted is not None and not _status_changed(prev, view)
             ended = None
             if _ends_episode(prev, view, members):
-                ended = await self._resolutions.resolve(prev, view, readings)
+                joined = [t for m in members if (t := m.facts.impact) is not None and t.readings]
+                ended = await self._resolutions.resolve(prev, view, readings, extra=joined)
             if not folded and not (
                 prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED
             ):

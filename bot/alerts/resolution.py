@@ -38,6 +38,7 @@ from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
+INCIDENT_READINGS = "an incident's groups are counted from the readings taken with their alerts"
 STORM_READINGS = "a storm's targets are counted from the readings taken with their alerts"
 
 
@@ -80,9 +81,15 @@ class ResolutionDesk:
     silences: SilenceList | None = None
 
     async def resolve(
-        self, prev: AlertGroupState, view: AlertGroupView, readings: ImpactTally
+        self,
+        prev: AlertGroupState,
+        view: AlertGroupView,
+        readings: ImpactTally,
+        *,
+        extra: Sequence[ImpactTally] = (),
     ) -> Resolution | None:
-        """The episode's resolution (None when the group's start is not known)."""
+        """The episode's resolution (None when the group's start is not known); `extra`: other groups'
+        readings counted with it (an incident's members)."""
         if prev.first_firing_at is None:
             return None
         episode = prev.first_firing_at
@@ -99,7 +106,7 @@ class ResolutionDesk:
             silences=self._silences(prev.facts.firing_labels, started, resolved),
             escalations=of_kinds(events, EventKind.ESCALATED),
             checks=of_kinds(events, EventKind.PROBE, EventKind.PATH_CHECK),
-            impact=await self._impact(view, started, resolved, readings),
+            impact=await self._impact(view, started, resolved, readings, extra),
             severity=next((a.labels.get("severity") for a in view.alerts if a.labels.get("severity")), None),
         )
 
@@ -171,12 +178,19 @@ class ResolutionDesk:
         )
 
     async def _impact(
-        self, view: AlertGroupView, started: datetime, resolved: datetime, readings: ImpactTally
+        self,
+        view: AlertGroupView,
+        started: datetime,
+        resolved: datetime,
+        readings: ImpactTally,
+        extra: Sequence[ImpactTally] = (),
     ) -> Impact | None:
         cluster = None if view.cluster is None else self.settings.cluster(view.cluster)
         targets = targets_of(view)
-        if self.prometheus is None or cluster is None or not targets:
-            return readings.impact() if readings.readings else None
+        counted = [t for t in (readings, *extra) if t.readings]
+        if self.prometheus is None or cluster is None or not targets or extra:
+            why = None if self.prometheus is None or not extra else INCIDENT_READINGS
+            return summed(counted, why) if counted else None
         try:
             async with asyncio.timeout(self.settings.enrichment.timeout_seconds):
                 return await prometheus_impact(
@@ -190,7 +204,7 @@ class ResolutionDesk:
         except (UpstreamError, TimeoutError) as error:
             why = "it did not answer in time" if isinstance(error, TimeoutError) else str(error)
             log.warning("resolution summary: Prometheus not used: %s", why)
-            return readings.impact(fallback=why)
+            return summed(counted, why) if counted else readings.impact(fallback=why)
 
 
 def summed(tallies: Sequence[ImpactTally], fallback: str | None) -> Impact:

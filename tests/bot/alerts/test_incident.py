@@ -18,6 +18,7 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.incident import Cause, CauseKey
 from bot.domain.messages import group_id
 from bot.domain.parser import parse_syncer
+from bot.domain.resolution import EventKind
 from bot.store import OutboxItem, OutboxKind, Store
 from tests.fakes.alert_pipeline import PAGE, Harness, alert, settings, webhook
 
@@ -173,6 +174,12 @@ async def test_each_alert_resolves_on_its_line_and_the_message_with_the_last_one
     assert f"*Details:* ✅ RESOLVED: {UNAVAILABLE}" in text_of(edit)  # its own details reply
     assert f"Resolved: *{UNAVAILABLE}*" in text_of(reply)
     assert "All resolved after" in text_of(reply)
+    # The reply is the incident's resolution summary, and the message carries its line.
+    assert "Resolution summary" in text_of(reply)
+    assert "never acknowledged" in text_of(reply)
+    assert "Fired 12 min, never acknowledged" in text_of(update)
+    [record] = await harness.store.events_since(EventKind.RESOLVED, 0.0)
+    assert record.group_key == group_of(NO_HEALTHY)
     assert posts(await harness.items()) == [group_of(NO_HEALTHY)]
 
 
