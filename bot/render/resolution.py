@@ -99,7 +99,7 @@ def summary_reply(r: Resolution, now: datetime, change: Message | None = None) -
     head = [
         f"🧾 *Resolution summary*: fired {fmt_span(r.fired_seconds)}, from {_clock(r.started_at)} to "
         f"{_clock(r.resolved_at)}.",
-        f"*Acknowledged:* {ack_words(r)}.",
+        f"{ack_words(r)[0].upper()}{ack_words(r)[1:]}.",
     ]
     silences = [
         f"• by {esc(one_line(s.created_by))} from {_clock(s.starts_at)} until {_clock(s.ends_at)}: "

@@ -232,3 +232,19 @@ async def test_a_storm_that_resolved_gets_one_summary_of_its_groups_readings(har
     assert "20 failed requests" in text  # 5 more on each of the four targets
     assert "never acknowledged" in text
     assert "proxybot's own readings" in text
+
+
+async def test_a_group_firing_again_starts_a_new_episode_with_its_own_summary(harness: Harness) -> None:
+    await fire_then_resolve(harness, page(40), page(50))
+    harness.clock.now += 600
+    again = {**alert("a1"), "startsAt": "2023-11-14T23:00:00Z"}
+    harness.live.snapshot = parse_syncer(page(70))  # the new episode's baseline
+    await harness.run(webhook([again]))
+    harness.live.snapshot = parse_syncer(page(73))
+    ended = {**again, "status": "resolved", "endsAt": "2023-11-14T23:05:00Z"}
+    await harness.run(webhook([ended]))
+    first, second = summaries(await harness.items())
+    assert "10 failed requests" in shown(first)
+    assert "3 failed requests" in shown(second)  # nothing of the first episode, nor of the gap
+    assert "Fired 5 min" in shown(second)
+    assert len(await harness.store.events_since(EventKind.RESOLVED, 0.0)) == 2
