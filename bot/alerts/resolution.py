@@ -25,6 +25,7 @@ from bot.alerts.silences import covering
 from bot.alerts.state import ChannelGroup
 from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
+from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.impact import Impact, ImpactSource, ImpactTally
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.resolution import EventKind, OncallEvent, Resolution, SilenceNote, of_kinds
@@ -50,6 +51,8 @@ class EpisodeFacts(Protocol):
     async def episode_events(self, channel: str, group_key: str, episode: float) -> list[OncallEvent]: ...
 
     async def record_event(self, event: OncallEvent) -> bool: ...
+
+    async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None: ...
 
     async def groups(
         self, channel: str | None = None, status: AlertStatus | None = None
@@ -96,6 +99,7 @@ class ResolutionDesk:
         started = datetime.fromtimestamp(episode, UTC)
         resolved = view.resolved_at or started
         events = await self.store.episode_events(prev.channel, prev.group_key, episode)
+        paged = await self._escalations(prev.channel, prev.group_key, episode, view.cluster)
         return Resolution(
             channel=prev.channel,
             group_key=prev.group_key,
@@ -104,7 +108,7 @@ class ResolutionDesk:
             resolved_at=max(resolved, started),
             ack=await self.store.acknowledgement(prev.channel, prev.group_key),
             silences=self._silences(prev.facts.firing_labels, started, resolved),
-            escalations=of_kinds(events, EventKind.ESCALATED),
+            escalations=paged,
             checks=of_kinds(events, EventKind.PROBE, EventKind.PATH_CHECK),
             impact=await self._impact(view, started, resolved, readings, extra),
             severity=next((a.labels.get("severity") for a in view.alerts if a.labels.get("severity")), None),
@@ -150,6 +154,7 @@ class ResolutionDesk:
         started = datetime.fromtimestamp(started_at, UTC)
         resolved = max(started, datetime.fromtimestamp(ended_at, UTC))
         events = await self.store.episode_events(channel, key, started_at)
+        paged = await self._escalations(channel, key, started_at, None)
         labels = [dict(labels) for g, _ in groups for labels in g.facts.firing_labels]
         resolution = Resolution(
             channel=channel,
@@ -159,11 +164,23 @@ class ResolutionDesk:
             resolved_at=resolved,
             ack=await self.store.acknowledgement(channel, key),
             silences=self._silences(labels, started, resolved),
-            escalations=of_kinds(events, EventKind.ESCALATED),
+            escalations=paged,
             checks=of_kinds(events, EventKind.PROBE, EventKind.PATH_CHECK),
             impact=summed(tallies, why) if tallies else None,
         )
         await self.post(resolution, resolved)
+
+    async def _escalations(
+        self, channel: str, group_key: str, episode: float, cluster: str | None
+    ) -> tuple[OncallEvent, ...]:
+        """The episode's escalation when it was sent (the escalation side's row), as an on-call event."""
+        found = await self.store.escalation(channel, group_key, episode)
+        if found is None or found.outcome is not EscalationOutcome.SENT:
+            return ()
+        at = found.due_at if found.closed_at is None else found.closed_at
+        mention = self.settings.escalation_for(cluster).mention
+        key = f"escalated:{channel}:{group_key}:{episode!r}"
+        return (OncallEvent(key, channel, group_key, episode, EventKind.ESCALATED, at, mention, ""),)
 
     def _silences(
         self, label_sets: Sequence[Mapping[str, str]], started: datetime, resolved: datetime

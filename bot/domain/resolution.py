@@ -1,8 +1,9 @@
 """The record of a firing episode once it resolved: how long, who took it, what was done, what it cost.
 
-The on-call loop's events of an episode (an escalation posted, a check run from its thread) are kept in the
-store's `oncall_events` table, keyed once each; the episode's own record (`EventKind.RESOLVED`, its figures
-in `detail`) is written there with its summary, and the digest's on-call figures are read from those.
+The on-call loop's events of an episode (a check run from its thread) are kept in the store's `oncall_events`
+table, keyed once each; the episode's own record (`EventKind.RESOLVED`, its figures in `detail`) is written
+there with its summary, and the digest's on-call figures are read from those. An escalation is the
+escalation side's row (`escalations`), shown as an event of kind `ESCALATED`, never stored as one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from bot.domain.impact import Impact
 class EventKind(StrEnum):
     """What an on-call event records."""
 
-    ESCALATED = "escalated"  # the escalation reply was posted (written by the escalation side)
+    ESCALATED = "escalated"  # the escalation reply was sent (read from the `escalations` table)
     PROBE = "probe"  # *Probe now* pressed in the message; `detail` is its outcome
     PATH_CHECK = "path_check"  # *Path check* pressed in the message; `detail` is its outcome
     RESOLVED = "resolved"  # the episode resolved; `detail` is its record (`EpisodeRecord`) as JSON

@@ -117,7 +117,8 @@ class GroupStore(Protocol):
 
 
 class EscalationStore(Protocol):
-    """Escalation deadlines of firing episodes (`bot.alerts.escalation` is their one user)."""
+    """Escalation deadlines of firing episodes (`bot.alerts.escalation` is their one writer; the resolution
+    summary reads whether an episode's was sent)."""
 
     async def schedule_escalation(self, escalation: Escalation) -> Escalation:
         """Store the episode's escalation unless it has one already; the stored one (its first deadline)."""
@@ -134,8 +135,9 @@ class EscalationStore(Protocol):
     async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None: ...
 
 
-class AlertStore(NotificationStore, GroupStore, Protocol):
-    """What the alert worker and its pipeline need: the notifications and the groups."""
+class AlertStore(NotificationStore, GroupStore, EscalationStore, Protocol):
+    """What the alert worker and its pipeline need: the notifications, the groups, and the escalations
+    (a resolution summary says whether its episode's was sent)."""
 
     async def save_group_closing(self, state: AlertGroupState, notification_id: int) -> AlertGroupState:
         """`save_group`, and the notification closed in the same transaction (one store call where a

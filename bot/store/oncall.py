@@ -2,8 +2,8 @@
 
 One row per event, keyed once (`key`): a redelivered press, a re-run notification or two replicas
 recording the same thing insert one row. Statements are written once with `?` parameters; the PostgreSQL
-backend runs the same text (`bot.store.postgres.pg`). The escalation side records `escalated` rows here;
-the buttons record the checks run from a message; the resolution summary records the episode's record.
+backend runs the same text (`bot.store.postgres.pg`). The buttons record the checks run from a message;
+the resolution summary records the episode's record.
 """
 
 from __future__ import annotations

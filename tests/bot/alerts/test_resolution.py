@@ -12,12 +12,14 @@ from bot.alerts.resolution import ResolutionDesk
 from bot.alerts.storm import StormPolicy
 from bot.clients.alertmanager import Matcher, Silence
 from bot.clients.prometheus import Sample
+from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.impact import ImpactTally, sample
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.parser import parse_syncer
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
 from bot.errors import UpstreamError
 from bot.store.models import Acknowledgement, OutboxItem, OutboxKind
+from config.escalation import EscalationSettings
 from tests.fakes.alert_pipeline import Harness, alert, settings, webhook
 
 CHANNEL = "#alpha-alerts"
@@ -89,16 +91,22 @@ async def test_a_replayed_resolve_adds_no_second_summary(harness: Harness) -> No
 
 
 async def test_who_acknowledged_and_what_was_run_and_escalated_in_the_episode(harness: Harness) -> None:
+    paging = EscalationSettings(after=600, mention="<!subteam^S1ONCALL>")
+    harness.pipeline = harness.make_pipeline(settings().model_copy(update={"escalation": paging}))
     harness.live.snapshot = parse_syncer(page(40))
     await harness.run(webhook([alert("a1")]))
     key = str((await harness.items())[0].payload["group_key"])
+    # The escalation side's row: scheduled, then sent at its deadline (closed on the store's clock).
+    due = await harness.store.schedule_escalation(Escalation(CHANNEL, key, EPISODE, EPISODE + 600))
+    now, harness.clock.now = harness.clock.now, EPISODE + 601
+    assert await harness.store.close_escalation(due, EscalationOutcome.SENT)
+    harness.clock.now = now
     ack = Acknowledgement(CHANNEL, key, EPISODE, "U0ALICE", "alice", EPISODE + 180)
     await harness.store.acknowledge(ack)
     for e in (
         OncallEvent(
             "c1", CHANNEL, key, EPISODE, EventKind.PROBE, EPISODE + 200, "U0ALICE", "Probe x: failed"
         ),
-        OncallEvent("e1", CHANNEL, key, EPISODE, EventKind.ESCALATED, EPISODE + 600, "<!subteam^S1>", ""),
         OncallEvent("old", CHANNEL, key, EPISODE - 9000, EventKind.PROBE, EPISODE - 8000, "U0BOB", "earlier"),
     ):
         await harness.store.record_event(e)
@@ -108,7 +116,7 @@ async def test_who_acknowledged_and_what_was_run_and_escalated_in_the_episode(ha
     assert "acknowledged by <@U0ALICE> 3 min after it fired" in text
     assert "Probe now by <@U0ALICE> at 22:03 UTC: Probe x: failed" in text
     assert "earlier" not in text  # another episode's check
-    assert "22:10 UTC to &lt;!subteam^S1&gt;" in text
+    assert "22:10 UTC to &lt;!subteam^S1ONCALL&gt;" in text  # named, never a second page
     [record] = await harness.store.events_since(EventKind.RESOLVED, 0.0)
     found = EpisodeRecord.from_json(json.loads(record.detail))
     assert (found.acked_after, found.acked_by, found.escalated) == (180.0, "U0ALICE", True)
