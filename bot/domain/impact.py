@@ -49,12 +49,14 @@ class ImpactSample:
 
 def sample(source: str, at: float, snapshot: ProxySnapshot, targets: Iterable[str]) -> ImpactSample:
     """The failed-request counters and peer gauges of `targets` in one snapshot."""
-    wanted = set(targets)
+    wanted = sorted(set(targets))
     counters: dict[str, float] = {}
-    for labels, value in snapshot.series(REQUESTS).items():
-        parts = [label(labels, name) or "" for name in SERIES_LABELS]
-        if parts[0] in wanted and failed(parts[3]):
-            counters[SEP.join(parts)] = value
+    # By target: the snapshot's lookups are indexed and remembered (a storm asks of one page per group).
+    for target in wanted:
+        for labels, value in snapshot.series(REQUESTS, target=target).items():
+            parts = [label(labels, name) or "" for name in SERIES_LABELS]
+            if failed(parts[3]):
+                counters[SEP.join(parts)] = value
     quarantined = sum(
         v for t in wanted for v in snapshot.series(PEERS, target=t, state=PeerState.QUARANTINED).values()
     )
