@@ -17,15 +17,12 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
 from bot.alerts.outbox import Outbox
 from bot.alerts.prom_enrich import PromQueries
 from bot.alerts.silences import covering
 from bot.alerts.state import ChannelGroup
-from bot.domain.acknowledgement import Acknowledgement
-from bot.domain.alerts import AlertStatus
-from bot.domain.escalation import Escalation, EscalationOutcome
+from bot.domain.escalation import EscalationOutcome
 from bot.domain.impact import Impact, ImpactSource, ImpactTally
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.resolution import EventKind, OncallEvent, Resolution, SilenceNote, of_kinds
@@ -34,6 +31,7 @@ from bot.ports import SilenceList
 from bot.prom_queries import impact_failed, impact_queries, peak
 from bot.render.blocks import Message
 from bot.render.resolution import summary_reply
+from bot.store.base import AlertStore
 from bot.store.models import AlertGroupState
 from config.settings import Settings
 
@@ -41,22 +39,6 @@ log = logging.getLogger(__name__)
 
 INCIDENT_READINGS = "an incident's groups are counted from the readings taken with their alerts"
 STORM_READINGS = "a storm's targets are counted from the readings taken with their alerts"
-
-
-class EpisodeFacts(Protocol):
-    """What the summary reads and writes in the store (`bot.store.Store` is one)."""
-
-    async def acknowledgement(self, channel: str, group_key: str) -> Acknowledgement | None: ...
-
-    async def episode_events(self, channel: str, group_key: str, episode: float) -> list[OncallEvent]: ...
-
-    async def record_event(self, event: OncallEvent) -> bool: ...
-
-    async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None: ...
-
-    async def groups(
-        self, channel: str | None = None, status: AlertStatus | None = None
-    ) -> list[AlertGroupState]: ...
 
 
 def tally(prev: AlertGroupState | None, group: ChannelGroup) -> ImpactTally:
@@ -78,7 +60,7 @@ class ResolutionDesk:
     """Builds and queues the summary of each resolved episode of a group's own message."""
 
     settings: Settings
-    store: EpisodeFacts
+    store: AlertStore  # the groups' rows, their acknowledgements, escalations and on-call events
     outbox: Outbox
     prometheus: PromQueries | None = None
     silences: SilenceList | None = None

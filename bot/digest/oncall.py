@@ -7,27 +7,19 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from typing import Protocol
 
 from bot.clients.alertmanager import Silence
 from bot.domain.oncall_figures import ActiveSilence, OncallFigures, OpenEpisode, figures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
 from bot.ports import SilenceList
+from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState
 
 log = logging.getLogger(__name__)
 
 
-class OncallReads(Protocol):
-    """What the figures read in the store (`bot.store.Store` is one)."""
-
-    async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]: ...
-
-    async def firing_posts(self) -> list[AlertGroupState]: ...
-
-
 async def oncall_figures(
-    store: OncallReads, silences: SilenceList | None, *, since: float, now: float
+    store: GroupStore, silences: SilenceList | None, *, since: float, now: float
 ) -> OncallFigures:
     """The period's figures, from `since` to `now`."""
     records = [r for e in await store.events_since(EventKind.RESOLVED, since) if (r := _record(e))]
