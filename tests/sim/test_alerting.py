@@ -353,3 +353,23 @@ def test_post_webhook_sends_the_body_with_the_bearer_token(receiver: str) -> Non
     with pytest.raises(WebhookDeliveryError, match="503"):
         post_webhook(receiver, None, samples.FIRING, timeout=5)
     assert _Receiver.seen[1][0] == ""
+
+
+def test_silenced_alerts_are_not_notified_their_resolution_included() -> None:
+    # Alertmanager's mute stage: a silenced alert leaves the notification, firing or resolved.
+    def target_alerts(bodies: list[Body]) -> list[str]:
+        return [a["status"] for b in bodies for a in b["alerts"] if a["labels"]["alertname"] == UNAVAILABLE]
+
+    def others(bodies: list[Body]) -> list[Body]:
+        return [b for b in bodies if b["groupLabels"]["alertname"] != UNAVAILABLE]
+
+    loud = run(build_world("target-rolling-restart"), 1200)
+    assert {"firing", "resolved"} <= set(target_alerts(loud))
+    quiet = run(
+        build_world("target-rolling-restart"), 1200, muted=lambda labels: labels["alertname"] == UNAVAILABLE
+    )
+    assert target_alerts(quiet) == []
+    assert others(quiet) == others(loud)
+
+
+UNAVAILABLE = "ResourceProxyTargetUnavailable"
