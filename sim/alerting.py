@@ -15,7 +15,9 @@ new alert fires, when an alert resolves (with `send_resolved`), or when `repeat_
 the last notification; resolved alerts leave the group after each flush. Fingerprints are Alertmanager's
 (FNV-1a 64 of the sorted label set), `groupKey` is `{}:{name="value", ...}`, firing alerts end at Go's
 zero time. A rule that aggregates a label away (DiscoveryDegraded keeps only target and group_version)
-yields alerts without it, exactly as the shipped rule does.
+yields alerts without it, exactly as the shipped rule does. Given `muted` (the active silences' ids for
+an alert, `sim.alertmanager_api.AlertmanagerApi.silenced_by`), silenced alerts are left out of every
+notification, their resolution included, and a group with only silenced alerts sends nothing.
 """
 
 from __future__ import annotations
