@@ -15,7 +15,9 @@ new alert fires, when an alert resolves (with `send_resolved`), or when `repeat_
 the last notification; resolved alerts leave the group after each flush. Fingerprints are Alertmanager's
 (FNV-1a 64 of the sorted label set), `groupKey` is `{}:{name="value", ...}`, firing alerts end at Go's
 zero time. A rule that aggregates a label away (DiscoveryDegraded keeps only target and group_version)
-yields alerts without it, exactly as the shipped rule does.
+yields alerts without it, exactly as the shipped rule does. Given `muted` (the active silences' ids for
+an alert, `sim.alertmanager_api.AlertmanagerApi.silenced_by`), silenced alerts are left out of every
+notification, their resolution included, and a group with only silenced alerts sends nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ _FNV_OFFSET = 14695981039346656037
 _FNV_PRIME = 1099511628211
 _MASK = (1 << 64) - 1
 Deliver = Callable[[bytes], None]
+# The active silences' ids that silence an alert with these labels (`sim.alertmanager_api`'s silenced_by).
+Muted = Callable[[LabelMap], object]
 
 
 class WebhookDeliveryError(RuntimeError):
@@ -155,9 +159,10 @@ class AlertGroup:
 class Notifier:
     """Alertmanager's dispatcher, dedup stage and webhook integration for one route."""
 
-    def __init__(self, route: Route, scale: float) -> None:
+    def __init__(self, route: Route, scale: float, muted: Muted | None = None) -> None:
         self.route = route
         self.scale = scale
+        self.muted = muted
         self.groups: dict[tuple[tuple[str, str], ...], AlertGroup] = {}
 
     def receive(self, alert: RuleAlert, generator_url: str, now: float) -> None:
@@ -183,6 +188,10 @@ class Notifier:
         else:
             held.annotations = alert.annotations
 
+    def held(self) -> list[ManagedAlert]:
+        """Every alert the groups hold now (resolved ones until their group's next flush)."""
+        return [alert for group in self.groups.values() for alert in group.alerts.values()]
+
     def next_due(self) -> float | None:
         return min((g.next_flush for g in self.groups.values()), default=None)
 
@@ -203,12 +212,17 @@ class Notifier:
         return bodies
 
     def _flush_group(self, group: AlertGroup, now: float) -> bytes | None:
-        firing = frozenset(fp for fp, a in group.alerts.items() if a.ends_at is None)
-        resolved = frozenset(group.alerts) - firing
+        # The mute stage: silenced alerts (resolved ones too) leave the notification; with none left the
+        # pipeline stops before the dedup stage, so nothing is sent and the log is not written.
+        alerts = {fp: a for fp, a in group.alerts.items() if self.muted is None or not self.muted(a.labels)}
+        if not alerts:
+            return None
+        firing = frozenset(fp for fp, a in alerts.items() if a.ends_at is None)
+        resolved = frozenset(alerts) - firing
         if not self._needs_update(group, firing, resolved, now):
             return None
         group.sent_firing, group.sent_resolved, group.sent_at = firing, resolved, now
-        shown = [a for a in group.alerts.values() if a.ends_at is None or self.route.send_resolved]
+        shown = [a for a in alerts.values() if a.ends_at is None or self.route.send_resolved]
         return self._payload(group, shown) if shown else None
 
     def _needs_update(
@@ -265,6 +279,7 @@ class AlertSimulator:
         deliver: Deliver | None = None,
         rules: list[RuleSpec] | None = None,
         prometheus_url: str = PROMETHEUS_URL,
+        muted: Muted | None = None,
     ) -> None:
         self.world = world
         self.scale = world.speed if time_scale is None else time_scale
@@ -273,7 +288,7 @@ class AlertSimulator:
         self.interval = interval / self.scale
         self.store = SeriesStore(horizon=3600.0 / self.scale + 2 * self.interval)
         self.evaluator = RuleEvaluator(rules if rules is not None else load_rules(), self.scale)
-        self.notifier = Notifier(route or Route(), self.scale)
+        self.notifier = Notifier(route or Route(), self.scale, muted)
         self.deliver = deliver
         self.prometheus_url = prometheus_url
         self.next_scrape: float | None = None

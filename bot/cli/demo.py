@@ -1,7 +1,9 @@
 """`proxybot demo`: the whole alert flow on one machine, with no Slack, cluster or Prometheus.
 
 The simulator serves a scenario's tenant clusters over HTTPS; its alerting model sends the webhooks a real
-Prometheus + Alertmanager would send for the shipped rules; the real bot (`open_bot`, the same one
+Prometheus + Alertmanager would send for the shipped rules, and its Alertmanager's API (silences, the
+alerts it holds: `sim.alertmanager_api`) is the bot's `alertmanager.url`, so *Silence…* makes a silence
+there and silenced alerts notify nothing, as Alertmanager's do; the real bot (`open_bot`, the same one
 `serve` runs) receives them on its `/alertmanager` endpoint, reads live state from the simulated clusters
 and posts to a Slack-compatible fake server, which prints every message (and every edit) in the terminal
 and shows them on its page (`sim.slack_page`, the URL on the demo's second line), whose buttons and
@@ -35,7 +37,8 @@ from bot.compose import open_bot
 from bot.render.terminal import Style, show_message
 from config.loader import parse_config
 from config.settings import Settings
-from sim.alerting import AlertSimulator, WebhookDeliveryError, post_webhook
+from sim.alerting import AlertSimulator, ManagedAlert, WebhookDeliveryError, post_webhook
+from sim.alertmanager_api import AlertmanagerApi
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message
 from sim.slack_page import USER_ID as PAGE_USER
@@ -91,10 +94,16 @@ class TerminalSlack:
 
 
 def demo_settings(
-    sim_config: Path, slack: FakeSlack, webhook_token: str, workdir: Path, stop: Stop, signing_secret: str
+    sim_config: Path,
+    slack: FakeSlack,
+    webhook_token: str,
+    workdir: Path,
+    stop: Stop,
+    signing_secret: str,
+    alertmanager_url: str,
 ) -> Settings:
-    """The simulator's config plus a Slack pointing at the fake (posting to the stop's channel), a webhook
-    token and a scratch store; the page's asker may silence."""
+    """The simulator's config plus a Slack pointing at the fake (posting to the stop's channel), the
+    simulator's Alertmanager, a webhook token and a scratch store; the page's asker may silence."""
     data = yaml.safe_load(sim_config.read_text())
     data["slack"] = {
         "bot_token": slack.bot_token,
@@ -103,7 +112,8 @@ def demo_settings(
         "api_url": slack.api_url,
         "default_channel": stop.channel,
     }
-    data["alertmanager"] = {"url": "http://127.0.0.1:9/", "webhook_token": webhook_token}
+    # Silences read every 2 s: a silence made or expired shows at once, a silenced end within seconds.
+    data["alertmanager"] = {"url": alertmanager_url, "webhook_token": webhook_token, "poll_interval": "2s"}
     data["store"] = {"url": f"sqlite:///{workdir / 'demo.db'}"}
     data["access"] = {"silencers": [PAGE_USER]}
     # A digest only on demand (`/proxy digest`, as the tour types it): never a scheduled or caught-up one.
@@ -112,14 +122,16 @@ def demo_settings(
 
 
 class AlertFeed(threading.Thread):
-    """Ticks the simulated Prometheus + Alertmanager and posts each webhook to the bot, in order."""
+    """Ticks the simulated Prometheus + Alertmanager and posts each webhook to the bot, in order; the
+    alerts it holds and its silences are `alertmanager`'s API (silenced alerts are not notified)."""
 
     def __init__(self, srv: SimServer, url: str, token: str, sink: TerminalSlack) -> None:
         super().__init__(name="demo-alerts", daemon=True)
         self.stop = threading.Event()
         self.sent = 0
         self._srv, self._url, self._token, self._sink = srv, url, token, sink
-        self._alerts = AlertSimulator(srv.world, deliver=self._deliver)
+        self.alertmanager = AlertmanagerApi(self._held)
+        self._alerts = AlertSimulator(srv.world, deliver=self._deliver, muted=self.alertmanager.silenced_by)
         self._logged = 0
         self.quiet = False  # the simulation is held and its last tick had nothing to send
 
@@ -127,6 +139,10 @@ class AlertFeed(threading.Thread):
         held = self._srv.held  # read before the tick: a tick at the held moment sends what was due at it
         sent = self._alerts.tick()
         self.quiet = held and not sent and not self._alerts.undelivered
+
+    def _held(self) -> list[ManagedAlert]:
+        with self._srv.lock:
+            return self._alerts.notifier.held()
 
     def _deliver(self, body: bytes) -> None:
         post_webhook(self._url, self._token, body, timeout=5.0)
@@ -186,7 +202,8 @@ async def _run_bot(
             return feed.quiet and await store.pending_count() == 0 and await store.depth() == 0
 
         where = demo.slack.channel_id(stop.channel)
-        run = StopRun(demo.slack, demo.page, where, demo.sink, settled if stop.hold_at is not None else None)
+        settle = settled if stop.hold_at is not None else None
+        run = StopRun(demo.slack, demo.page, where, demo.sink, feed.alertmanager, settle)
         try:
             await asyncio.wait_for(stop.play(run), stop.seconds)
         except TimeoutError:
@@ -209,16 +226,19 @@ def _run_stop(demo: Demo, stop: Stop, last: bool) -> int:
         tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp,
         SimServer(scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at) as srv,
     ):
-        config = srv.write_config(Path(tmp) / "proxybot.yaml")
-        settings = demo_settings(config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret)
         sock = _free_socket()
         bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         feed = AlertFeed(srv, f"{bot_url}/alertmanager", demo.webhook_token, demo.sink)
-        demo.sink.say(
-            f"simulated clusters on {srv.base_url}; bot on {bot_url}; "
-            f"Slack rendered below (channel {stop.channel})\n"
-        )
-        asyncio.run(_run_bot(demo, stop, settings, sock, feed, last))
+        with feed.alertmanager as am:
+            config = srv.write_config(Path(tmp) / "proxybot.yaml")
+            settings = demo_settings(
+                config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret, am.url
+            )
+            demo.sink.say(
+                f"simulated clusters on {srv.base_url}; Alertmanager on {am.url}; bot on {bot_url}; "
+                f"Slack rendered below (channel {stop.channel})\n"
+            )
+            asyncio.run(_run_bot(demo, stop, settings, sock, feed, last))
         return feed.sent
 
 

@@ -10,12 +10,14 @@ then settle on the same content however fast the machine is (the README's pictur
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.render.acknowledge import ACK_BLOCK_ID
-from bot.render.slack import ACTION_ACK, ACTION_PATH, ACTION_PROBE
+from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM_BLOCK, DURATION_BLOCK
+from bot.render.slack import ACTION_ACK, ACTION_PATH, ACTION_PROBE, ACTION_SILENCE
+from sim.alertmanager_api import AlertmanagerApi
 from sim.scenarios import SCENARIOS, STORM_TARGETS
 from sim.slack_api import FakeSlack, Message, iter_texts
 from sim.slack_page import SlackPage
@@ -23,6 +25,8 @@ from sim.slack_page_view import PNG_MAGIC
 
 DEFAULT_SPEED = 20.0
 POLL = 0.2
+SILENCE_FOR = "4h"
+SILENCE_COMMENT = "crd-store is being rebuilt: back by 14:00 (tour)"
 
 
 class Say(Protocol):
@@ -37,6 +41,7 @@ class StopRun:
     page: SlackPage
     channel: str  # the stop's channel ID
     sink: Say
+    alertmanager: AlertmanagerApi  # the stop's simulated Alertmanager (its silences)
     # True once the held simulation has nothing more to send and the bot has applied and delivered it all.
     settled: Callable[[], Awaitable[bool]] | None = None
 
@@ -68,6 +73,13 @@ class StopRun:
         block_id = button_block(msg, action_id)
         self.sink.say(f"── pressed {label} on the page (a signed block_actions to the bot)")
         await self.page.press(self.channel, msg.ts, block_id, action_id)
+
+    async def submit(self, typed: Mapping[str, str | None]) -> dict[str, Any]:
+        """Fill in the modal open on the page with `typed` (block ID -> text or option) and press Submit:
+        the page sends the signed view_submission; its answer (whether the modal closed)."""
+        modal = await self.until(self.page.modal)
+        self.sink.say("── submitted the modal on the page (a signed view_submission to the bot)")
+        return await self.page.submit(modal.id, typed)
 
     async def type_command(self, text: str) -> None:
         self.sink.say(f"── typed `/proxy {text}` in the page's command box (a signed slash command)")
@@ -152,6 +164,25 @@ async def _probe_and_path(run: StopRun) -> None:
     # "I have it": the message edited in place with who, the terminal printing the edit.
     await run.press(alert, ACTION_ACK, "*Acknowledge*")
     await run.until(lambda: any(b.get("block_id") == ACK_BLOCK_ID for b in alert.blocks))
+    await _silence(run, alert)
+
+
+async def _silence(run: StopRun, alert: Message) -> None:
+    """*Silence…* pressed, its modal submitted on the page with a duration and a reason: the silence is
+    made in the stop's Alertmanager and the message shows it (the terminal prints the edit)."""
+    await run.press(alert, ACTION_SILENCE, "*Silence…*")
+    typed = {DURATION_BLOCK: SILENCE_FOR, CUSTOM_BLOCK: "", COMMENT_BLOCK: SILENCE_COMMENT}
+    answer = await run.submit(typed)
+    if not answer.get("closed"):
+        run.sink.say(f"── the modal stayed open: {answer}")
+        return
+    await run.until(lambda: "🔕 Silenced by" in texts(alert) and SILENCE_COMMENT in texts(alert))
+    for silence in run.alertmanager.silences():
+        matchers = ", ".join(f"{m.name}{'=~' if m.is_regex else '='}{m.value}" for m in silence.matchers)
+        run.sink.say(
+            f"── Alertmanager lists silence {silence.id} ({matchers}) by {silence.created_by}: "
+            f"{silence.comment}"
+        )
 
 
 PRESSES = ((ACTION_PROBE, "*Probe now*", "Probe"), (ACTION_PATH, "*Path check*", "Path"))
@@ -209,8 +240,8 @@ TOUR: tuple[tuple[str, str, float, float, str, Play, str, float | None], ...] = 
     ("target-rolling-restart", "#tour-restart", 40.0, 150.0, "a target restart that heals", _heals,
      "the alert resolves in place", None),
     ("target-down", "#tour-target-down", 40.0, 150.0,
-     "a target down: Probe now, Path check and Acknowledge pressed", _probe_and_path,
-     "both answers are in the alert's thread and it shows who has it", None),
+     "a target down: Probe now, Path check, Acknowledge and Silence… pressed", _probe_and_path,
+     "both answers are in the alert's thread, it shows who has it and the silence", None),
     ("peer-watch-dropped", "#tour-incident", 40.0, 150.0, "a dropped peer watch, one incident",
      _one_incident, "its alerts are one incident's message", None),
     ("flapping", "#tour-flapping", 60.0, 150.0, "a flapping target", _flaps,

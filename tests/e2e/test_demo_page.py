@@ -22,6 +22,7 @@ import httpx
 import pytest
 from PIL import Image
 
+from bot.cli.demo_tour import SILENCE_COMMENT
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from sim.slack_page import SlackPage
@@ -97,6 +98,13 @@ def test_the_tour_announces_every_stop_and_reaches_each_goal(tour: Tour) -> None
     assert "── pressed *Probe now* on the page" in out
     assert "── pressed *Acknowledge* on the page" in out
     assert "👀 Acknowledged by" in out, "the acknowledged message, printed as edited"
+    assert "── pressed *Silence…* on the page" in out
+    assert "── submitted the modal on the page (a signed view_submission to the bot)" in out
+    shown = " ".join(out.split())  # the terminal wraps long lines
+    assert re.search(rf"🔕 Silenced by \S+ until \d\d:\d\d UTC: {re.escape(SILENCE_COMMENT)}", shown)
+    # The silence as the stop's Alertmanager (the stand-in) lists it: the page's user, the comment.
+    listed = r"── Alertmanager lists silence [0-9a-f-]{36} \([^)]*target=platform/crd-store[^)]*\)"
+    assert re.search(rf"{listed} by you \(Slack U0DEMO001\): {re.escape(SILENCE_COMMENT)}", shown)
     assert "── typed `/proxy digest` in the page's command box" in out
 
 
@@ -111,6 +119,8 @@ def test_the_page_shows_the_alert_its_edit_thread_buttons_table_and_chart(tour: 
     assert "Probe platform/crd-store:" in first  # the button's answer, in the thread
     assert "Path platform/crd-store:" in first
     assert "👀 Acknowledged by" in first
+    assert "🔕 Silenced by" in first
+    assert "Expire silence" in first
     # The other stops as the page's script gets them (one browser run less each).
     assert "RESOLVED: ResourceProxyTargetUnavailable" in tour.state("tour-restart")
     assert "one cause:" in tour.state("tour-incident")

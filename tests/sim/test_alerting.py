@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-from datetime import datetime
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 import pytest
 
 from bot.domain.alerts import parse_webhook
@@ -24,6 +26,7 @@ from sim.alerting import (
     post_webhook,
 )
 from sim.alerting_rules import RULES_PATH, RuleMismatchError, extrapolated_increase, load_rules
+from sim.alertmanager_api import AlertmanagerApi
 from sim.defaults import CLIENT, PRIMARY_GV, SECONDARY_GV, TARGET, TARGET_LABEL
 from sim.scenarios import build_world
 from sim.world import World
@@ -353,3 +356,47 @@ def test_post_webhook_sends_the_body_with_the_bearer_token(receiver: str) -> Non
     with pytest.raises(WebhookDeliveryError, match="503"):
         post_webhook(receiver, None, samples.FIRING, timeout=5)
     assert _Receiver.seen[1][0] == ""
+
+
+def test_silenced_alerts_are_not_notified_their_resolution_included() -> None:
+    # Alertmanager's mute stage: a silenced alert leaves the notification, firing or resolved.
+    def statuses(bodies: list[Body]) -> list[str]:
+        return [a["status"] for b in bodies for a in b["alerts"] if a["labels"]["alertname"] == UNAVAILABLE]
+
+    def silencing(name: str) -> Callable[[dict[str, str]], list[str]]:
+        return lambda labels: ["s1"] if labels["alertname"] == name else []
+
+    loud = run(build_world("target-rolling-restart"), 1200)
+    assert statuses(loud) == ["firing", "resolved"]
+    assert run(build_world("target-rolling-restart"), 1200, muted=silencing("SomethingElse")) == loud
+    assert run(build_world("target-rolling-restart"), 1200, muted=silencing(UNAVAILABLE)) == []
+
+
+UNAVAILABLE = "ResourceProxyTargetUnavailable"
+
+
+def test_a_silenced_alert_is_listed_suppressed_until_it_ends_and_nothing_of_it_is_notified() -> None:
+    # What the bot's silenced-end logic relies on: the stand-in lists the alert while it fires (silenced),
+    # then no longer, and no webhook ever told of it.
+    world = build_world("target-rolling-restart")
+    holder: list[AlertSimulator] = []
+    with AlertmanagerApi(lambda: holder[0].notifier.held()) as api:
+        holder.append(AlertSimulator(world, muted=api.silenced_by))
+        body = {
+            "matchers": [{"name": "alertname", "value": UNAVAILABLE, "isRegex": False}],
+            "startsAt": datetime.now(UTC).isoformat(),
+            "endsAt": datetime.fromtimestamp(time.time() + 3600, UTC).isoformat(),
+            "createdBy": "you",
+            "comment": "rebuilding",
+        }
+        made = httpx.post(f"{api.url}/api/v2/silences", json=body, timeout=10).json()["silenceID"]
+        bodies: list[bytes] = []
+        seen: list[list[tuple[str, list[str]]]] = []
+        for t in range(15, 1215, 15):
+            bodies += holder[0].run_until(t)
+            params = {"filter": f'alertname="{UNAVAILABLE}"'}
+            listed = httpx.get(f"{api.url}/api/v2/alerts", params=params, timeout=10).json()
+            seen.append([(a["status"]["state"], a["status"]["silencedBy"]) for a in listed])
+    assert bodies == [], "neither its firing nor its end is notified"
+    assert ("suppressed", [made]) in [one for listing in seen for one in listing]
+    assert seen[-1] == [], "once it ended, Alertmanager lists it no more"

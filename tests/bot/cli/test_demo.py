@@ -38,6 +38,7 @@ def test_demo_shows_an_alert_fire_and_resolve_in_place() -> None:
     # The page's URL within the first lines (the page itself: tests/e2e/test_demo_page.py).
     assert re.search(r"^page: http://127\.0\.0\.1:\d+/ ", "\n".join(out.splitlines()[:3]), re.MULTILINE)
     assert "simulator t=  240s: target pod restarts" in out
+    assert re.search(r"; Alertmanager on http://127\.0\.0\.1:\d+; bot on", out)  # the stand-in
     firing = out.index("FIRING: ResourceProxyTargetUnavailable · platform/crd-store")
     resolved = out.index("RESOLVED: ResourceProxyTargetUnavailable · platform/crd-store")
     assert firing < resolved
