@@ -11,10 +11,10 @@ cause with its evidence, counts per alert. Every target with its state now goes 
 as one file (cluster, target, alerts, state now, since), with the summary or, when the storm still
 changes at its latest, once the changes pause (at most `table_within_seconds` after the start; the
 summary is edited with it). Meanwhile the summary's count is edited as the storm grows, `grow_seconds`
-after the post, then each edit twice as long after the one before: however the alerts arrive (one
-Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack `gather_seconds` after
-its last change, in a handful of calls. A storm of 500 targets arriving together costs one post and one
-upload.
+after the post, then each edit `grow_factor` times as long after the one before: however the alerts
+arrive (one Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack
+`gather_seconds` after its last change, in a handful of calls. A storm of 500 targets arriving together
+costs one post and one upload.
 
 Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
 table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what
@@ -215,8 +215,9 @@ class StormPolicy:
     gather_seconds: float = 0.5  # the first summary and the table wait for the storm's changes to pause
     first_within_seconds: float = 1.5  # ... the summary at most this long after the storm started ...
     table_within_seconds: float = 60.0  # ... and the table at most this long, while the storm still changes
-    grow_seconds: float = 3.0  # until the table, the summary's count is edited this long after the post,
-    # then each edit twice as long after the one before
+    grow_seconds: float = 4.0  # until the table, the summary's count is edited this long after the post,
+    grow_factor: float = 4.0  # then each edit this many times as long after the one before: a 20 s
+    # trickle gets one growth edit (its table, with the last edit, follows once it pauses)
     refresh_seconds: float = 30.0  # later changes edit the summary and replace the table at most this often
     # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.
     settle_seconds: float = 0.25
@@ -393,8 +394,9 @@ class StormDesk:
         return min(gathered, storm.started_at + self._policy.table_within_seconds)
 
     def _grow_due(self, storm: Storm) -> float:
-        """The next edit of a growing storm's count: `grow_seconds` after the last, doubling each time."""
-        return storm.refreshed_at + self._policy.grow_seconds * 2.0**storm.grown
+        """The next edit of a growing storm's count: `grow_seconds` after the last, `grow_factor` times
+        longer each time."""
+        return storm.refreshed_at + self._policy.grow_seconds * self._policy.grow_factor**storm.grown
 
     def _table_now(self, storm: Storm, now: float, settle: bool) -> bool:
         """Whether the table goes now: the changes paused with nothing left to apply (`settle`: a pause

@@ -143,12 +143,12 @@ def second_alert_webhook(i: int) -> bytes:
 
 
 async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(harness: Harness) -> None:
-    """New groups every 0.3 s for 12 s, then each group's update for 6 s: the summary's count is edited
-    as it grows (each edit twice as long after the one before), the table waits for the changes to
+    """New groups every 0.3 s for 12 s, then each group's update for 12 s: the summary's count is edited
+    as it grows (each edit four times as long after the one before), the table waits for the changes to
     pause, then one edit and one table name every target with every alert."""
     policy = StormPolicy(groups=2)
     harness.pipeline = harness.make_pipeline(settings(), policy)
-    for body in [storm_webhook(i) for i in range(40)] + [second_alert_webhook(i) for i in range(0, 40, 2)]:
+    for body in [storm_webhook(i) for i in range(40)] + [second_alert_webhook(i) for i in range(40)]:
         await harness.run(body)
         await harness.pipeline.expire_storms()
         harness.clock.now += 0.3
@@ -157,8 +157,8 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
     assert storm_items(items, OutboxKind.UPLOAD) == []  # the storm kept changing: no table yet
     [summary] = storm_items(items, OutboxKind.POST)
     growing = storm_items(items, OutboxKind.UPDATE)
-    # Edits 3 s after the post, then 6 s after that (looked at every 0.3 s); the next would be 12 s later.
-    assert [round(e.created_at - summary.created_at, 1) for e in growing] == [3.3, 9.6]
+    # Edits 4 s after the post, then 16 s after that (looked at every 0.3 s); the next would be 64 s later.
+    assert [round(e.created_at - summary.created_at, 1) for e in growing] == [4.2, 20.4]
     assert harness.pipeline.next_deadline() == pytest.approx(last_change + policy.gather_seconds)
     harness.clock.now = last_change + policy.gather_seconds
     await harness.pipeline.expire_storms()
@@ -166,7 +166,7 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
     [upload] = storm_items(items, OutboxKind.UPLOAD)
     assert all(target(i) in table(upload) for i in range(40))
     final = storm_items(items, OutboxKind.UPDATE)[-1]
-    assert "60 alerts" in final.payload["text"]
+    assert "80 alerts" in final.payload["text"]
     calls = [i for i in items if i.payload["group_key"].startswith("storm:")]
     assert len(calls) == 1 + len(growing) + 2  # the post, the growing edits, the last edit, the table
 
