@@ -4,7 +4,7 @@ When a channel gets more than `groups` new alert groups within `window_seconds`,
 not posted on their own, and the groups that brought the channel over the threshold join the storm too
 when their own posts have not gone out yet (their queued posts are folded; one that went out keeps its
 message, edited only when the group resolves or fires again while the storm lasts: the summary counts its
-other changes). Once the storm's changes
+other changes, and its message is brought up to date once when the storm ends). Once the storm's changes
 pause (`gather_seconds` without a new group or a changed count, and at most `first_within_seconds` after
 it started) one summary is posted: every target's live state grouped per client cluster, the common
 cause with its evidence, counts per alert. Every target with its state now goes into the summary's thread
@@ -449,9 +449,22 @@ class StormDesk:
         storm.ended_at = now if resolved else storm.last_new_at
         del self._active[storm.channel]
         self._arrivals.pop(storm.channel, None)
+        await self._send_held(storm)
         await self._publish(storm, now, "resolved" if resolved else "ended")
         if resolved and self._resolved is not None:
             await self._resolved(storm.channel, storm.key, storm.started_at, now)
+
+    async def _send_held(self, storm: Storm) -> None:
+        """Each group posted before the storm whose own message was held back while it lasted: brought up
+        to date now, once (the edit is keyed by the storm; a re-run after a kill queues nothing new)."""
+        for group in await self._store.groups(channel=storm.channel):
+            facts, share = group.facts, group.facts.storm_share
+            if facts.held_message is None or share is None or share.storm != storm.key:
+                continue
+            held = facts.held_message
+            message = Message(text=str(held.get("text", "")), blocks=tuple(held.get("blocks") or ()))
+            await self._outbox.update(storm.channel, group.group_key, message, f"after:{storm.key}")
+            await self._store.save_group(replace(group, facts=replace(facts, held_message=None)))
 
     async def _report_to_ended(self, channel: str, key: str, view: AlertGroupView) -> None:
         """A group of a storm that is over: its summary still counts the change."""

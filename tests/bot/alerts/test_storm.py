@@ -348,6 +348,67 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     assert state.firing_fingerprints == {"s0", "s0b"}
 
 
+async def test_a_group_posted_before_the_storm_has_its_message_brought_up_to_date_once_when_it_ends(
+    harness: Harness,
+) -> None:
+    """Its second alert shows in the summary while the storm lasts; when the storm ends its own message
+    is edited once to show both, and a restart after that (its row reloaded) queues nothing more."""
+    policy = StormPolicy(groups=2, quiet_seconds=120)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.run(storm_webhook(0))
+    group = '{}:{target="team-0/db"}'
+    posted = await harness.store.outbox_item(f"post:{CHANNEL}:{group}")
+    assert posted is not None
+    await harness.store.complete(posted.id, {"ts": "1.0"})  # it went out before the storm
+    for i in range(1, 4):
+        await harness.run(storm_webhook(i))
+    await harness.run(
+        webhook([alert("s0", target="team-0/db"), alert("s0b", target="team-0/db")], group=group)
+    )
+    await harness.settle(policy.first_within_seconds)
+
+    def own_edits(items: list[OutboxItem]) -> list[OutboxItem]:
+        return [e for e in items if e.kind is OutboxKind.UPDATE and e.payload["group_key"] == group]
+
+    assert own_edits(await harness.items()) == []  # held back while the storm lasts
+    state = await harness.store.get_group(CHANNEL, group)
+    assert state is not None
+    assert state.facts.held_message is not None
+    harness.clock.now += policy.quiet_seconds
+    [storm_key] = await harness.pipeline.expire_storms()
+    [edit] = own_edits(await harness.items())
+    assert edit.key == f"update:{CHANNEL}:{group}:after:{storm_key}"
+    assert "1 alert firing" in shown(posted)
+    assert "2 alerts firing" in shown(edit)
+    state = await harness.store.get_group(CHANNEL, group)
+    assert state is not None
+    assert state.facts.held_message is None
+    # Another storm's end, or a restart, finds nothing held: no second edit.
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.pipeline.restore()
+    await harness.pipeline.expire_storms()
+    assert len(own_edits(await harness.items())) == 1
+
+
+async def test_a_group_posted_before_the_storm_with_no_later_change_is_not_edited_when_it_ends(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2, quiet_seconds=120)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.run(storm_webhook(0))
+    group = '{}:{target="team-0/db"}'
+    posted = await harness.store.outbox_item(f"post:{CHANNEL}:{group}")
+    assert posted is not None
+    await harness.store.complete(posted.id, {"ts": "1.0"})
+    for i in range(1, 4):
+        await harness.run(storm_webhook(i))
+    await harness.settle(policy.first_within_seconds)
+    harness.clock.now += policy.quiet_seconds
+    assert len(await harness.pipeline.expire_storms()) == 1
+    items = await harness.items()
+    assert [e for e in items if e.kind is OutboxKind.UPDATE and e.payload["group_key"] == group] == []
+
+
 async def test_a_group_posted_before_the_storm_shows_its_resolution_on_its_own_message(
     harness: Harness,
 ) -> None:
