@@ -12,7 +12,8 @@ is compared with the group's stored state:
                                 `bot/alerts/incident.py`); its later notifications edit both
     later notification       -> edit both in place, plus a thread reply when alerts were added (a group
                                 posted before the storm it counts in: only when its status changes,
-                                while the storm lasts; the summary carries the rest)
+                                while the storm lasts, the summary carrying the rest; once more, to
+                                its newest content, when the storm ends)
     everything resolved      -> edit both to the resolved form (with the resolution summary's line), plus
                                 the summary as its reply (`bot.alerts.resolution`); never a new post
     firing again             -> edit both back, plus a reply
@@ -40,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.alerts.budget import ObserveWait, Waits
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
@@ -297,6 +298,7 @@ class AlertPipeline:
                 prev = None  # its incident's message is gone: it gets its own
         members = await self._incidents.members(prev)
         counted: str | None = None  # the storm this group is counted in, if any
+        held_message: dict[str, Any] | None = None  # its message's content, held back while its storm lasts
         if prev is None:
             in_storm = counted = await self._storms.place(channel, view)
             if in_storm is None:
@@ -316,9 +318,9 @@ class AlertPipeline:
             if _ends_episode(prev, view, members):
                 joined = [t for m in members if (t := m.facts.impact) is not None and t.readings]
                 ended = await self._resolutions.resolve(prev, view, readings, extra=joined)
-            if not folded and not (
-                prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED
-            ):
+            if folded:  # what its message would show now, sent once the storm ends (`StormDesk`)
+                held_message = self._render(view, prev, members, flaps).as_kwargs()
+            elif not (prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.RESOLVED):
                 flaps = await self._edit(identity, group, view, prev, members, flaps, ended)
             if refired(prev, view) and not flaps.flapping(self._clock()):
                 await self._chart(identity, channel, view, prom)  # firing again: a new episode, a new chart
@@ -332,7 +334,7 @@ class AlertPipeline:
             now=self._clock(),
             notification_id=notification.id,
         )
-        facts = replace(state.facts, flaps=flaps, impact=readings)
+        facts = replace(state.facts, flaps=flaps, impact=readings, held_message=held_message)
         state = self._incidents.opening(replace(state, facts=facts), view, group)
         # No re-read for the `ts` the delivery worker may have written meanwhile: saving None keeps it.
         if closing is None:

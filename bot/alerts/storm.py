@@ -4,17 +4,17 @@ When a channel gets more than `groups` new alert groups within `window_seconds`,
 not posted on their own, and the groups that brought the channel over the threshold join the storm too
 when their own posts have not gone out yet (their queued posts are folded; one that went out keeps its
 message, edited only when the group resolves or fires again while the storm lasts: the summary counts its
-other changes). Once the storm's changes
+other changes, and its message is brought up to date once when the storm ends). Once the storm's changes
 pause (`gather_seconds` without a new group or a changed count, and at most `first_within_seconds` after
 it started) one summary is posted: every target's live state grouped per client cluster, the common
 cause with its evidence, counts per alert. Every target with its state now goes into the summary's thread
 as one file (cluster, target, alerts, state now, since), with the summary or, when the storm still
 changes at its latest, once the changes pause (at most `table_within_seconds` after the start; the
 summary is edited with it). Meanwhile the summary's count is edited as the storm grows, `grow_seconds`
-after the post, then each edit twice as long after the one before: however the alerts arrive (one
-Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack `gather_seconds` after
-its last change, in a handful of calls. A storm of 500 targets arriving together costs one post and one
-upload.
+after the post, then each edit `grow_factor` times as long after the one before: however the alerts
+arrive (one Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack
+`gather_seconds` after its last change, in a handful of calls. A storm of 500 targets arriving together
+costs one post and one upload.
 
 Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
 table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what
@@ -215,8 +215,9 @@ class StormPolicy:
     gather_seconds: float = 0.5  # the first summary and the table wait for the storm's changes to pause
     first_within_seconds: float = 1.5  # ... the summary at most this long after the storm started ...
     table_within_seconds: float = 60.0  # ... and the table at most this long, while the storm still changes
-    grow_seconds: float = 3.0  # until the table, the summary's count is edited this long after the post,
-    # then each edit twice as long after the one before
+    grow_seconds: float = 4.0  # until the table, the summary's count is edited this long after the post,
+    grow_factor: float = 4.0  # then each edit this many times as long after the one before: a 20 s
+    # trickle gets one growth edit (its table, with the last edit, follows once it pauses)
     refresh_seconds: float = 30.0  # later changes edit the summary and replace the table at most this often
     # When the alert queue runs empty, the storm's row (every entry) is saved at most this often.
     settle_seconds: float = 0.25
@@ -393,8 +394,9 @@ class StormDesk:
         return min(gathered, storm.started_at + self._policy.table_within_seconds)
 
     def _grow_due(self, storm: Storm) -> float:
-        """The next edit of a growing storm's count: `grow_seconds` after the last, doubling each time."""
-        return storm.refreshed_at + self._policy.grow_seconds * 2.0**storm.grown
+        """The next edit of a growing storm's count: `grow_seconds` after the last, `grow_factor` times
+        longer each time."""
+        return storm.refreshed_at + self._policy.grow_seconds * self._policy.grow_factor**storm.grown
 
     def _table_now(self, storm: Storm, now: float, settle: bool) -> bool:
         """Whether the table goes now: the changes paused with nothing left to apply (`settle`: a pause
@@ -447,9 +449,22 @@ class StormDesk:
         storm.ended_at = now if resolved else storm.last_new_at
         del self._active[storm.channel]
         self._arrivals.pop(storm.channel, None)
+        await self._send_held(storm)
         await self._publish(storm, now, "resolved" if resolved else "ended")
         if resolved and self._resolved is not None:
             await self._resolved(storm.channel, storm.key, storm.started_at, now)
+
+    async def _send_held(self, storm: Storm) -> None:
+        """Each group posted before the storm whose own message was held back while it lasted: brought up
+        to date now, once (the edit is keyed by the storm; a re-run after a kill queues nothing new)."""
+        for group in await self._store.groups(channel=storm.channel):
+            facts, share = group.facts, group.facts.storm_share
+            if facts.held_message is None or share is None or share.storm != storm.key:
+                continue
+            held = facts.held_message
+            message = Message(text=str(held.get("text", "")), blocks=tuple(held.get("blocks") or ()))
+            await self._outbox.update(storm.channel, group.group_key, message, f"after:{storm.key}")
+            await self._store.save_group(replace(group, facts=replace(facts, held_message=None)))
 
     async def _report_to_ended(self, channel: str, key: str, view: AlertGroupView) -> None:
         """A group of a storm that is over: its summary still counts the change."""

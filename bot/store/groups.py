@@ -193,6 +193,8 @@ def _details(state: AlertGroupState) -> dict[str, Any]:
         found["alert_labels"] = [dict(labels) for labels in facts.firing_labels]
     if facts.worst_seen is not None:
         found["worst"] = [int(facts.worst_seen.severity), facts.worst_seen.what]
+    if facts.held_message is not None:
+        found["held_message"] = dict(facts.held_message)
     return found | _incident_json(facts)
 
 
@@ -277,6 +279,7 @@ def _facts(details: Mapping[str, Any], group_key: str) -> GroupFacts:
         flaps=_flaps(details.get("flaps")),
         seen_resolved=_seen_resolved(details.get("resolved_seen")),
         impact=_impact(details.get("impact")),
+        held_message=held if isinstance(held := details.get("held_message"), dict) else None,
     )
 
 

@@ -77,6 +77,9 @@ class GroupFacts:
     # The firing episode's own readings of its targets' failed requests and peers (the resolution
     # summary's impact without Prometheus); started afresh with each episode.
     impact: ImpactTally | None = None
+    # A group posted before the storm that counts it: what its own message would show now (`text`,
+    # `blocks`), held back while the storm's summary carries its changes, and sent once the storm ends.
+    held_message: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,12 +143,12 @@ def second_alert_webhook(i: int) -> bytes:
 
 
 async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(harness: Harness) -> None:
-    """New groups every 0.3 s for 12 s, then each group's update for 6 s: the summary's count is edited
-    as it grows (each edit twice as long after the one before), the table waits for the changes to
+    """New groups every 0.3 s for 12 s, then each group's update for 12 s: the summary's count is edited
+    as it grows (each edit four times as long after the one before), the table waits for the changes to
     pause, then one edit and one table name every target with every alert."""
     policy = StormPolicy(groups=2)
     harness.pipeline = harness.make_pipeline(settings(), policy)
-    for body in [storm_webhook(i) for i in range(40)] + [second_alert_webhook(i) for i in range(0, 40, 2)]:
+    for body in [storm_webhook(i) for i in range(40)] + [second_alert_webhook(i) for i in range(40)]:
         await harness.run(body)
         await harness.pipeline.expire_storms()
         harness.clock.now += 0.3
@@ -157,8 +157,8 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
     assert storm_items(items, OutboxKind.UPLOAD) == []  # the storm kept changing: no table yet
     [summary] = storm_items(items, OutboxKind.POST)
     growing = storm_items(items, OutboxKind.UPDATE)
-    # Edits 3 s after the post, then 6 s after that (looked at every 0.3 s); the next would be 12 s later.
-    assert [round(e.created_at - summary.created_at, 1) for e in growing] == [3.3, 9.6]
+    # Edits 4 s after the post, then 16 s after that (looked at every 0.3 s); the next would be 64 s later.
+    assert [round(e.created_at - summary.created_at, 1) for e in growing] == [4.2, 20.4]
     assert harness.pipeline.next_deadline() == pytest.approx(last_change + policy.gather_seconds)
     harness.clock.now = last_change + policy.gather_seconds
     await harness.pipeline.expire_storms()
@@ -166,7 +166,7 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
     [upload] = storm_items(items, OutboxKind.UPLOAD)
     assert all(target(i) in table(upload) for i in range(40))
     final = storm_items(items, OutboxKind.UPDATE)[-1]
-    assert "60 alerts" in final.payload["text"]
+    assert "80 alerts" in final.payload["text"]
     calls = [i for i in items if i.payload["group_key"].startswith("storm:")]
     assert len(calls) == 1 + len(growing) + 2  # the post, the growing edits, the last edit, the table
 
@@ -346,6 +346,67 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     assert state.facts.storm_share is not None
     assert len(state.facts.storm_share.entries) == 2
     assert state.firing_fingerprints == {"s0", "s0b"}
+
+
+async def test_a_group_posted_before_the_storm_has_its_message_brought_up_to_date_once_when_it_ends(
+    harness: Harness,
+) -> None:
+    """Its second alert shows in the summary while the storm lasts; when the storm ends its own message
+    is edited once to show both, and a restart after that (its row reloaded) queues nothing more."""
+    policy = StormPolicy(groups=2, quiet_seconds=120)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.run(storm_webhook(0))
+    group = '{}:{target="team-0/db"}'
+    posted = await harness.store.outbox_item(f"post:{CHANNEL}:{group}")
+    assert posted is not None
+    await harness.store.complete(posted.id, {"ts": "1.0"})  # it went out before the storm
+    for i in range(1, 4):
+        await harness.run(storm_webhook(i))
+    await harness.run(
+        webhook([alert("s0", target="team-0/db"), alert("s0b", target="team-0/db")], group=group)
+    )
+    await harness.settle(policy.first_within_seconds)
+
+    def own_edits(items: list[OutboxItem]) -> list[OutboxItem]:
+        return [e for e in items if e.kind is OutboxKind.UPDATE and e.payload["group_key"] == group]
+
+    assert own_edits(await harness.items()) == []  # held back while the storm lasts
+    state = await harness.store.get_group(CHANNEL, group)
+    assert state is not None
+    assert state.facts.held_message is not None
+    harness.clock.now += policy.quiet_seconds
+    [storm_key] = await harness.pipeline.expire_storms()
+    [edit] = own_edits(await harness.items())
+    assert edit.key == f"update:{CHANNEL}:{group}:after:{storm_key}"
+    assert "1 alert firing" in shown(posted)
+    assert "2 alerts firing" in shown(edit)
+    state = await harness.store.get_group(CHANNEL, group)
+    assert state is not None
+    assert state.facts.held_message is None
+    # Another storm's end, or a restart, finds nothing held: no second edit.
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.pipeline.restore()
+    await harness.pipeline.expire_storms()
+    assert len(own_edits(await harness.items())) == 1
+
+
+async def test_a_group_posted_before_the_storm_with_no_later_change_is_not_edited_when_it_ends(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2, quiet_seconds=120)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    await harness.run(storm_webhook(0))
+    group = '{}:{target="team-0/db"}'
+    posted = await harness.store.outbox_item(f"post:{CHANNEL}:{group}")
+    assert posted is not None
+    await harness.store.complete(posted.id, {"ts": "1.0"})
+    for i in range(1, 4):
+        await harness.run(storm_webhook(i))
+    await harness.settle(policy.first_within_seconds)
+    harness.clock.now += policy.quiet_seconds
+    assert len(await harness.pipeline.expire_storms()) == 1
+    items = await harness.items()
+    assert [e for e in items if e.kind is OutboxKind.UPDATE and e.payload["group_key"] == group] == []
 
 
 async def test_a_group_posted_before_the_storm_shows_its_resolution_on_its_own_message(
