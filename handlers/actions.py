@@ -445,7 +445,7 @@ async def _record_check(
         group.first_firing_at,
         kind,
         deps.now().timestamp(),
-        pressed.who.user,
+        pressed.user_name,  # named in the summary, never mentioned (a mention there would notify)
         outcome,
     )
     try:

@@ -66,8 +66,19 @@ class Carrier:
 
 
 def carries_itself(group: AlertGroupState) -> bool:
-    """Whether a posted firing row is a message's: not a member shown by an incident's or a storm's."""
-    return group.first_firing_at is not None and not (group.facts.incident or group.facts.storm_thread)
+    """Whether a posted firing row escalates as its own message: not a member shown by an incident's or a
+    storm's, nor a group posted before its storm was recognised (its alerts count in the storm, whose
+    summary escalates once for all of them: one page per outage, not one per early group)."""
+    facts = group.facts
+    return group.first_firing_at is not None and not (
+        facts.incident or facts.storm_thread or facts.storm_share
+    )
+
+
+def in_storm(group: AlertGroupState, storm_key: str) -> bool:
+    """Whether the storm's summary carries the group: folded into it, or posted before it was recognised."""
+    share = group.facts.storm_share
+    return group.facts.storm_thread == storm_key or (share is not None and share.storm == storm_key)
 
 
 def storm_alerts(storm: StormRecord) -> tuple[Mapping[str, str], ...]:
@@ -161,7 +172,7 @@ class EscalationWatch:
         members: list[AlertGroupState] = []
         if row.storm is not None:
             listed = await self.store.groups(row.channel, AlertStatus.FIRING)
-            members = [g for g in listed if g.facts.storm_thread == row.group_key]
+            members = [g for g in listed if in_storm(g, row.group_key)]
         for key in row.facts.members:
             member = await self.store.get_group(row.channel, key)
             if member is not None and member.facts.incident == row.group_key:

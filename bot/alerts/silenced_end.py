@@ -2,7 +2,9 @@
 
 So for every firing group that a silence covers (as `bot.alerts.silences.SilenceWatch` last read them),
 Alertmanager is asked which of its alerts it still lists (`GET /api/v2/alerts`, filtered by the group's
-labels, silenced ones included). The alerts it no longer lists have resolved: the group's last applied
+labels, silenced ones included). The alerts it has not listed for `GONE_POLLS` looks in a row have
+resolved (an Alertmanager just restarted lists no alert until Prometheus sends them again, within its resend
+delay, 1 min by default: one answer without them proves nothing): the group's last applied
 notification is stored again with those alerts resolved, as the webhook Alertmanager would have sent, and
 the alert worker applies it like any other (the same resolved message, reply and later logic).
 
@@ -31,6 +33,11 @@ from bot.store.models import AlertGroupState, StoredNotification
 
 log = logging.getLogger(__name__)
 
+# Looks (each `every` seconds apart, 15 s by default) an alert must be missing from before it counts as
+# ended: 90 s at the default, past Prometheus' resend delay (1 min) and an evaluation interval, so an
+# Alertmanager that restarted meanwhile has been sent its firing alerts again.
+GONE_POLLS = 6
+
 
 @dataclass
 class SilencedEnds:
@@ -44,7 +51,9 @@ class SilencedEnds:
     leading: Callable[[], bool] = lambda: True  # whether this replica holds the leader lease
     _asked: dict[tuple[str, str], float] = field(default_factory=dict)
     # The group's last notification when its end was stored: until the worker applied that, not again.
-    _stored: dict[tuple[str, str], int | None] = field(default_factory=dict)
+    _stored: dict[tuple[str, str], tuple[int | None, float]] = field(default_factory=dict)
+    # When each of a group's alerts was first found missing (channel, group key, fingerprint).
+    _missing_since: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     async def check(self, silences: Iterable[Silence]) -> None:
         """Ask about each firing group a silence covers (the leader only, each once per `every`)."""
@@ -56,11 +65,19 @@ class SilencedEnds:
             where = (group.channel, group.group_key)
             if now - self._asked.get(where, float("-inf")) < self.every or not _silenced(group, listed):
                 continue
-            if where in self._stored and self._stored[where] == group.facts.last_notification_id:
+            stored = self._stored.get(where)
+            if (
+                stored is not None
+                and stored[0] == group.facts.last_notification_id
+                and now - stored[1] < 10 * self.every
+            ):
                 continue  # the end stored last time is not applied yet (the worker is busy)
             self._asked[where] = now
             await self._check(group, now)
         self._asked = {k: v for k, v in self._asked.items() if now - v < 2 * self.every}
+        self._stored = {k: v for k, v in self._stored.items() if now - v[1] < 10 * self.every}
+        asked = set(self._asked)
+        self._missing_since = {k: v for k, v in self._missing_since.items() if k[:2] in asked}
 
     async def _check(self, group: AlertGroupState, now: float) -> None:
         last = group.facts.last_notification_id
@@ -74,12 +91,22 @@ class SilencedEnds:
         except (InputError, UpstreamError) as err:
             log.warning("silenced group %s not checked for its end: %s", group_id(group.group_key), err)
             return
-        ended = resolved_copy(notification, still, datetime.fromtimestamp(now, UTC))
+        where = (group.channel, group.group_key)
+        for fp in still:
+            self._missing_since.pop((*where, fp), None)
+        missing = {a.fingerprint for a in notification.webhook.firing()} - still
+        for fp in missing:
+            self._missing_since.setdefault((*where, fp), now)
+        grace = (GONE_POLLS - 1) * self.every
+        unsure = {fp for fp in missing if now - self._missing_since[(*where, fp)] < grace}
+        ended = resolved_copy(notification, still | unsure, datetime.fromtimestamp(now, UTC))
         if ended is None:
+            return
+        if not self.leading():  # the lease may have passed on while Alertmanager was asked
             return
         raw, webhook = ended
         accepted = await self.store.accept(raw, webhook, now)
-        self._stored[(group.channel, group.group_key)] = last
+        self._stored[where] = (last, now)
         log.info(
             "silenced group %s in %s: alerts no longer listed by Alertmanager, resolved (notification %d)",
             group_id(group.group_key),

@@ -37,7 +37,7 @@ class OncallEvent:
     episode: float
     kind: EventKind
     at: float
-    actor: str  # a Slack user ID, a mention, or "" when the bot did it
+    actor: str  # who pressed (their Slack name), the escalation's mention, or "" when the bot did it
     detail: str
 
 

@@ -1,6 +1,7 @@
 """The resolution summary as Slack shows it: one thread reply, and one line in the resolved message.
 
-Text from outside (a silence's author and comment, a check's outcome) is escaped; users are mentions.
+Text from outside (a silence's author and comment, a check's outcome) is escaped. People are named, never
+mentioned: the reply is a new post, often at night, and a mention in it would notify them again.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from datetime import UTC, datetime
 
 from bot.domain.impact import Impact, ImpactSource
 from bot.domain.resolution import EventKind, OncallEvent, Resolution
-from bot.render.acknowledge import line_at, mention
+from bot.render.acknowledge import line_at
 from bot.render.blocks import Block, Message, context, esc, fmt_span, message, one_line, section_lines
 
 SUMMARY_BLOCK_ID = "proxy_resolution_line"
@@ -29,7 +30,7 @@ def _count(n: float) -> str:
 def ack_words(r: Resolution) -> str:
     if r.ack is None or r.acked_after is None:
         return "never acknowledged"
-    return f"acknowledged by {mention(r.ack.user)} {fmt_span(r.acked_after)} after it fired"
+    return f"acknowledged by {esc(r.ack.user_name)} {fmt_span(r.acked_after)} after it fired"
 
 
 def failed_words(impact: Impact | None) -> str:
@@ -87,7 +88,7 @@ def impact_lines(impact: Impact | None) -> list[str]:
 
 
 def _check_line(e: OncallEvent) -> str:
-    who = f" by {mention(e.actor)}" if e.actor else ""
+    who = f" by {esc(e.actor)}" if e.actor else ""
     at = _clock(datetime.fromtimestamp(e.at, UTC))
     # The outcome is the check's own answer line, escaped by its renderer already.
     return f"• {CHECK_NAMES.get(e.kind, e.kind.value)}{who} at {at}: {one_line(e.detail)}"

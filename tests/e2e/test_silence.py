@@ -20,6 +20,7 @@ import httpx
 import pytest
 import yaml
 
+from bot.alerts.silenced_end import GONE_POLLS
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
 from bot.render.slack import ACTION_EXPIRE_SILENCE, ACTION_SILENCE
 from sim.server import SimServer
@@ -191,7 +192,9 @@ def test_a_silenced_group_whose_alerts_end_in_alertmanager_resolves_its_message(
     # being silenced, notifies nobody; the bot finds it gone at its next look.
     am.post_alerts([{**alert, "endsAt": rfc3339(now() - timedelta(seconds=1))}])
     wait_until(lambda: not am.alerts(), TIMEOUT, "Alertmanager to list the alert no more")
-    wait_until(lambda: "RESOLVED" in message.text, 5 * POLL + TIMEOUT / 3, "the message resolved")
+    wait_until(
+        lambda: "RESOLVED" in message.text, (GONE_POLLS + 4) * POLL + TIMEOUT / 3, "the message resolved"
+    )
     wait_until(
         lambda: any("All resolved" in text_of(r) for r in slack.thread(CHANNEL, message.ts)),
         TIMEOUT,

@@ -20,7 +20,7 @@ from bot.domain.findings import Severity
 from bot.domain.storm import StormEntry
 from bot.render.escalation import escalation_reply
 from bot.store import Store, open_store
-from bot.store.models import AlertGroupState, GroupFacts, OutboxItem, OutboxKind, StormRecord
+from bot.store.models import AlertGroupState, GroupFacts, OutboxItem, OutboxKind, StormRecord, StormShare
 from config.settings import Settings
 from tests.bot.alerts.test_silences import silence
 from tests.fakes.config_data import cluster, config
@@ -249,6 +249,22 @@ async def test_an_incident_or_storm_escalates_by_the_alerts_it_carries(rig: Rig)
     assert await rig.store.escalation(CHANNEL, STORM, T0) is not None
     assert await rig.store.escalation(CHANNEL, "member", T0) is None, "its message is the incident's"
     assert await rig.store.escalation(CHANNEL, "in-storm", T0) is None, "its message is the storm's"
+
+
+async def test_a_group_posted_before_its_storm_leaves_the_page_to_the_storm(rig: Rig) -> None:
+    # Posted on its own before the storm was recognised, its alerts count in the storm: the storm's summary
+    # pages once for the outage, the early groups do not each page as well.
+    entry = StormEntry("ResourceProxyNoHealthyPeers", Severity.CRITICAL, "early", target="prod/ledger")
+    record = StormRecord(started_at=T0, last_new_at=T0, posted=True, entries={"early": (entry,)})
+    await rig.store.save_group(replace(group(STORM, labels={}), storm=record))
+    await rig.store.save_group(group("early", storm_share=StormShare(STORM, (entry,))))
+    watch = rig.watch()
+    await watch.tick()
+    rig.clock.now = T0 + AFTER
+    await watch.tick()
+    assert await rig.store.escalation(CHANNEL, "early", T0) is None
+    replies = await rig.replies()
+    assert [r.payload["group_key"] for r in replies] == [STORM], "one page, the storm's"
 
 
 async def test_a_storm_is_silenced_when_a_silence_covers_its_groups(rig: Rig) -> None:

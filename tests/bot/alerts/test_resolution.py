@@ -104,17 +104,15 @@ async def test_who_acknowledged_and_what_was_run_and_escalated_in_the_episode(ha
     ack = Acknowledgement(CHANNEL, key, EPISODE, "U0ALICE", "alice", EPISODE + 180)
     await harness.store.acknowledge(ack)
     for e in (
-        OncallEvent(
-            "c1", CHANNEL, key, EPISODE, EventKind.PROBE, EPISODE + 200, "U0ALICE", "Probe x: failed"
-        ),
-        OncallEvent("old", CHANNEL, key, EPISODE - 9000, EventKind.PROBE, EPISODE - 8000, "U0BOB", "earlier"),
+        OncallEvent("c1", CHANNEL, key, EPISODE, EventKind.PROBE, EPISODE + 200, "alice", "Probe x: failed"),
+        OncallEvent("old", CHANNEL, key, EPISODE - 9000, EventKind.PROBE, EPISODE - 8000, "bob", "earlier"),
     ):
         await harness.store.record_event(e)
     await harness.run(webhook([alert("a1", resolved=True)]))
     [summary] = summaries(await harness.items())
     text = shown(summary)
-    assert "acknowledged by <@U0ALICE> 3 min after it fired" in text
-    assert "Probe now by <@U0ALICE> at 22:03 UTC: Probe x: failed" in text
+    assert "acknowledged by alice 3 min after it fired" in text
+    assert "Probe now by alice at 22:03 UTC: Probe x: failed" in text
     assert "earlier" not in text  # another episode's check
     assert "22:10 UTC to &lt;!subteam^S1ONCALL&gt;" in text  # named, never a second page
     [record] = await harness.store.events_since(EventKind.RESOLVED, 0.0)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.alerts.silenced_end import SilencedEnds
+from bot.alerts.silenced_end import GONE_POLLS, SilencedEnds
 from bot.clients.alertmanager import Matcher, Silence
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus, parse_webhook
 from bot.errors import UpstreamError
@@ -80,16 +80,26 @@ def ends(am: Alertmanager, store: Store, clock: Clock, woken: list[int]) -> Sile
     return SilencedEnds(am, store, lambda: woken.append(1), clock, every=15.0)
 
 
+async def looks_until_gone(watch: SilencedEnds, clock: Clock, silences: list[Silence]) -> None:
+    """`GONE_POLLS` looks, one every 15 s: an alert missing from each of them counts as ended at the last."""
+    for _ in range(GONE_POLLS - 1):
+        await watch.check(silences)
+        clock.now += 15.0
+    await watch.check(silences)
+
+
 async def test_a_silenced_group_whose_alerts_are_gone_is_stored_resolved_and_the_worker_woken() -> None:
-    am, store = Alertmanager(), Store(firing_group())
+    am, store, clock = Alertmanager(), Store(firing_group()), Clock()
     woken: list[int] = []
-    await ends(am, store, Clock(), woken).check([silence(TARGET)])
-    assert am.asked == [(Matcher("alertname", "ResourceProxyNoHealthyPeers"), TARGET)], "the group's labels"
+    await looks_until_gone(ends(am, store, clock, woken), clock, [silence(TARGET)])
+    assert am.asked[0] == (Matcher("alertname", "ResourceProxyNoHealthyPeers"), TARGET), "the group's labels"
+    assert len(am.asked) == GONE_POLLS
     [webhook] = store.accepted
     assert webhook.status is AlertStatus.RESOLVED
+    at = NOW + timedelta(seconds=15.0 * (GONE_POLLS - 1))
     assert [(a.fingerprint, a.status, a.ends_at) for a in webhook.alerts] == [
-        (samples.FINGERPRINT_A, AlertStatus.RESOLVED, NOW),
-        (samples.FINGERPRINT_B, AlertStatus.RESOLVED, NOW),
+        (samples.FINGERPRINT_A, AlertStatus.RESOLVED, at),
+        (samples.FINGERPRINT_B, AlertStatus.RESOLVED, at),
     ]
     assert webhook.group_key == samples.GROUP_KEY
     assert woken == [1]
@@ -99,7 +109,7 @@ async def test_an_alert_still_listed_keeps_firing_and_nothing_listed_gone_change
     am, store, clock = Alertmanager([samples.FINGERPRINT_B]), Store(firing_group()), Clock()
     woken: list[int] = []
     watch = ends(am, store, clock, woken)
-    await watch.check([silence(TARGET)])
+    await looks_until_gone(watch, clock, [silence(TARGET)])
     [webhook] = store.accepted
     assert webhook.status is AlertStatus.FIRING
     assert [a.fingerprint for a in webhook.firing()] == [samples.FINGERPRINT_B]
@@ -149,11 +159,36 @@ async def test_an_end_not_applied_yet_is_not_stored_again() -> None:
     am, store, clock = Alertmanager(), Store(firing_group()), Clock()
     woken: list[int] = []
     watch = ends(am, store, clock, woken)
-    await watch.check([silence(TARGET)])
+    await looks_until_gone(watch, clock, [silence(TARGET)])
     clock.now += 15.0
     await watch.check([silence(TARGET)])
     assert len(store.accepted) == 1, "the worker has not applied it: the group still names the same one"
     store.group = replace(store.group, facts=replace(store.group.facts, last_notification_id=2))
     clock.now += 15.0
     await watch.check([silence(TARGET)])
-    assert len(am.asked) == 2
+    assert len(am.asked) == GONE_POLLS + 1
+
+
+async def test_one_answer_without_the_alerts_resolves_nothing_an_alertmanager_just_restarted_lists_none() -> (
+    None
+):
+    # Alertmanager keeps alerts in memory: restarted, it lists none until Prometheus sends them again (within
+    # its resend delay), while the silences, kept on disk, still mute them.
+    am, store, clock = Alertmanager(), Store(firing_group()), Clock()
+    woken: list[int] = []
+    watch = ends(am, store, clock, woken)
+    for _ in range(GONE_POLLS - 1):
+        await watch.check([silence(TARGET)])
+        clock.now += 15.0
+    assert (store.accepted, woken) == ([], []), "missing from fewer looks than GONE_POLLS: not ended"
+    am.listed = [samples.FINGERPRINT_A, samples.FINGERPRINT_B]  # Prometheus sent them again
+    await watch.check([silence(TARGET)])
+    am.listed = []
+    for _ in range(GONE_POLLS - 1):
+        clock.now += 15.0
+        await watch.check([silence(TARGET)])
+    assert store.accepted == [], "listed again in between: missing counts from the next look"
+    clock.now += 15.0
+    await watch.check([silence(TARGET)])
+    [webhook] = store.accepted
+    assert webhook.status is AlertStatus.RESOLVED

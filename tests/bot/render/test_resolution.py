@@ -74,17 +74,18 @@ def test_who_acknowledged_silences_escalations_and_checks() -> None:
         "e", "#a", "g", 0.0, EventKind.ESCALATED, START.timestamp() + 600, "<!subteam^S1>", ""
     )
     probe = OncallEvent(
-        "p", "#a", "g", 0.0, EventKind.PROBE, START.timestamp() + 60, "U0BOB", "Probe team-a/db: failed — 503"
+        "p", "#a", "g", 0.0, EventKind.PROBE, START.timestamp() + 60, "bob", "Probe team-a/db: failed — 503"
     )
     r = resolution(ack=ack, silences=(silence,), escalations=(escalation,), checks=(probe,))
     reply = text(summary_reply(r, START))
-    assert "acknowledged by <@U0ALICE> 2 min after it fired" in reply
+    assert "acknowledged by alice 2 min after it fired" in reply
+    assert "<@" not in reply, "people are named, not mentioned: the reply would notify them"
     assert "&lt;!channel&gt;" in reply
     assert "<!channel>" not in reply
     assert "&lt;!subteam^S1&gt;" in reply  # the escalation's mention is named, not sent again
-    assert "Probe now by <@U0BOB> at 22:01 UTC: Probe team-a/db: failed — 503" in reply
+    assert "Probe now by bob at 22:01 UTC: Probe team-a/db: failed — 503" in reply
     line = summary_line(r)
-    assert line.startswith("🧾 Fired 12 min, acknowledged by <@U0ALICE>")
+    assert line.startswith("🧾 Fired 12 min, acknowledged by alice")
     assert "escalated 1 time(s)" in line
     assert "silenced 1 time(s)" in line
 
