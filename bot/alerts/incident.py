@@ -4,34 +4,24 @@ An incident is opened by a group posted on its own whose alerts name a cause (`b
 `GroupFacts.cause` is the key (client cluster, target, cause) and its message is the incident's. A later
 new group in the same channel whose diagnosis names the same key (a failing probe: the incident of its
 cluster) is not posted: it becomes a member (`GroupFacts.incident`), shown on the incident's message as an
-"also firing" line, with a details reply of its own in its thread (`MemberThread`, below); each of
-its later notifications edits that message and that reply, and replies there only when a group's own
-thread would get a reply (alerts added, the incident resolved, firing again). Membership is for good: a
-member firing again later goes to the same message. The message is firing while any of its groups fires.
+"also firing" line. Membership is for good: a member firing again later goes to the same message. The
+message is firing while any of its groups fires; it is re-rendered when a member changes from its first
+group's stored alerts (`GroupFacts.alerts`), read live in the member's round (`Anchor`, `companions`).
 
-The incident's message is re-rendered when a member changes from its first group's stored alerts
-(`GroupFacts.alerts`), read live in the member's round (`Anchor`, `companions`): the pipeline reads them
-with the member's own alerts.
+A member has no message of its own, so its share of the incident's thread (`MemberThread`) is one details
+reply (`member_details_reply`: what joined and the shared cause, then every finding, the reason counts with
+their meanings, the per-replica readings and the quantiles), named after the member (`member_reply`):
+posted when it joins, edited in place by each later notification of the member, its header turning
+resolved when the member resolves. Besides it, the thread gets only what a group's own thread would
+(`worth_a_reply`): alerts added, the incident resolved with the member's last alert, the member firing
+again; while it flaps, one note an hour instead.
 
-Crash safety as the pipeline's: operations first (keys made from the notification and the member, so a
-re-run queues nothing new), then the first group's row (its member list), then the member's row (which
-records the notification), then the notification is closed. Which incidents are open is kept in memory
-per leadership term (`restore()` reads it back from the store), so deciding costs no store scan.
-
-A member's share of its incident's thread (`MemberThread`): one details reply of its own, edited in place,
-and only the other replies a group's own thread would get. A group that joined an incident has no message of
-its own, so its details reply (`member_details_reply`: what joined and the shared cause, then every finding,
-the reason counts with their meanings, the per-replica readings and the quantiles) goes into the incident
-message's thread, named after the member (`member_reply`): posted when it joins, edited in place by each
-later notification of the member (never a new reply per update), its header turning resolved when the member
-resolves. Besides it, the thread gets what a group's own thread would (`worth_a_reply`): alerts added, the
-incident resolved with the member's last alert, the member firing again; while it flaps, one note an hour
-instead.
-
-Crash safety: the reply's outbox key is one per incident message and member, its edits one per
-notification (`bot.delivery.keys`), so a re-run after a crash queues nothing new; a reply whose post Slack
-took but whose answer was lost is found in the thread by its metadata (`bot/delivery/send.py`), not posted
-again.
+Crash safety as the pipeline's: operations first (their outbox keys made from the notification and the
+member, so a re-run queues nothing new), then the first group's row (its member list), then the member's
+row (which records the notification), then the notification is closed; a reply whose post Slack took but
+whose answer was lost is found in the thread by its metadata (`bot/delivery/send.py`), not posted again.
+Which incidents are open is kept in memory per leadership term (`restore()` reads it back from the store),
+so deciding costs no store scan.
 """
 
 from __future__ import annotations

@@ -12,21 +12,16 @@ Lines, per configured client cluster unless noted:
   suspended, was scheduled within three intervals and succeeded within 900 s (Kubernetes API).
 - `probe-series`: `kube_cronjob_created` for that CronJob is visible in Prometheus.
 - `syncer`: `/metrics/syncer` is readable with the bot's own credentials and carries `vcluster_proxy_peers`.
-- `apiservices`, `versions`: the proxy's APIServices and their Services (orphans fail it), and the
-  vCluster versions of the client and its targets (below).
-
-A line that cannot be checked (no `prometheus.url`, no `control_plane`) is *not checked*, never a pass:
-monitoring that was not verified is not verified, so the overall result passes only when every line passes
-(the CLI exits 1 otherwise, and says which lines were skipped and why). A line and the result are
-`bot.checks.verify_lines`; the two CronJob lines are `bot.checks.verify_cronjob`.
-
-The lines about the proxy's own objects and versions, per client cluster:
-
 - `apiservices`: every configured group/version's APIService exists and is Available, the Service its
   `spec.service` names exists, and no protected APIService is left over for a group/version the config
   does not name (an orphan: its removal steps are the fix).
 - `versions`: the client runs vCluster v0.37 or later (else /metrics/syncer does not exist) and the same
   minor version as each target; tenants behind the newest version seen are named, without failing.
+
+A line that cannot be checked (no `prometheus.url`, no `control_plane`) is *not checked*, never a pass:
+monitoring that was not verified is not verified, so the overall result passes only when every line passes
+(the CLI exits 1 otherwise, and says which lines were skipped and why). A line and the result are
+`bot.checks.verify_lines`; the two CronJob lines are `bot.checks.verify_cronjob`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
-"""A storm as the summary and the table read it: its rows, its common cause, its summary.
+"""A storm as its summary and its table say it: a row per target with its live state, the common cause,
+and the summary's counts.
 
-Every target of a storm with its live state: one row each, as the storm's table and summary show them.
+Rows. A storm spans hundreds of targets of one cluster, so a cluster's state is read for every target in one
+pass over its snapshot (`live_by_target`): the snapshot's own lookups answer one target at a time and scan
+the series for each question. A target's state is its worst group/version's peers, whether every peer cache
+is synced, and the p99 of its peer dials (over the window when there is one, else since the proxy started),
+judged with the guide's constants: 3 failed dials quarantine a peer, dials time out at 5 s.
 
-A storm spans hundreds of targets of one cluster, so a cluster's state is read for every target in one
-pass over its snapshot (`live_by_target`): the snapshot's own lookups answer one target at a time and
-scan the series for each question. A target's state is its worst group/version's peers, whether every
-peer cache is synced, and the p99 of its peer dials (over the window when there is one, else since the
-proxy started), judged with the guide's constants: 3 failed dials quarantine a peer, dials time out at 5 s.
-
-The common cause, with its evidence when the live state shows one.
-
-Read from the storm's rows (every target with its live state), failing targets only (firing, not healthy
-now); a target the proxy reports nothing for, or whose cluster was not read, proves nothing and is only
-counted. A cause is stated when every judged failing target shows it and those make up most of the
-failing ones:
+The common cause, with its evidence when the live state shows one, is read from the storm's rows (every
+target with its live state), failing targets only (firing, not healthy now); a target the proxy reports
+nothing for, or whose cluster was not read, proves nothing and is only counted. A cause is stated when every
+judged failing target shows it and those make up most of the failing ones:
 
     one target failing from several clients            -> the target
     one client, every failing target's cache unsynced  -> that client's peer feed (peer_cache_synced 0)
@@ -23,8 +20,8 @@ failing ones:
 Without such evidence the storm's shape gives a suspicion only (`evidence` False): many targets of several
 clients -> the shared platform path; of one client -> that client; one target -> that target.
 
-The summary: the alerts counted in it, their running counts, every target's live state grouped per
-client cluster (the rows above), and the common cause.
+The summary holds the alerts counted in it, their running counts (`StormCounts`, kept entry by entry),
+every target's live state grouped per client cluster (the rows), and the common cause.
 """
 
 from __future__ import annotations

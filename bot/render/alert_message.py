@@ -8,10 +8,8 @@ the buttons with the Prometheus graph and Alertmanager's silence page as link bu
 `MAX_LINES` lines as the terminal shows them nor `MAX_VISIBLE` characters of text: findings that do not
 fit are counted in "+N more". Everything else is in the details reply (`bot.render.alert_details`).
 
-Fitting text into it: its lines counted as the terminal shows them, outside
-text clipped at a word, and a few names shown or counted.
-
-Values from outside are clipped before they are escaped (`esc`/`code`), so an escape is never cut.
+To fit, its lines are counted as the terminal shows them, outside text is clipped at a word (before it is
+escaped with `esc`/`code`, so an escape is never cut), and a few names are shown or counted.
 
 The "now" line says how bad the group is now: the lead alert's standing (and verdict when it fits), then
 the peers per state per group/version, folded to one segment when every cache agrees, the caches of each
