@@ -46,6 +46,9 @@ def test_demo_shows_an_alert_fire_and_resolve_in_place() -> None:
     assert out.count("· posted") == 1
     assert "(edited)" in out[firing:]
     assert "thread reply" in out[resolved:]
+    # The resolve reply is the resolution summary: how long it fired, who had it, what it cost.
+    assert re.search(r"🧾 \*?Resolution summary\*?: fired ", out[resolved:]), out[resolved:][:3000]
+    assert "Impact:" in out[resolved:]
     assert "[Silence…]" in out[:resolved]
     assert "\x1b[" not in out  # NO_COLOR
     assert "Traceback" not in result.stderr
