@@ -76,24 +76,43 @@ def chromium() -> str:
     return found
 
 
-def _browser(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[bytes]:
+def _browser(
+    *args: str, done: Callable[[bytes], bool], timeout: float = 60.0
+) -> subprocess.CompletedProcess[bytes]:
+    """Chromium run with `args`; `done(stdout)` says whether what it was asked for is complete, for a
+    Chromium that wrote it and then did not exit within `timeout` (seen on a loaded machine): it is
+    killed and what it wrote is used."""
     argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
     argv += ["--force-device-scale-factor=1", "--font-render-hinting=none", "--no-first-run"]
     with tempfile.TemporaryDirectory(prefix="proxybot-chromium-") as profile:
         argv += [f"--user-data-dir={profile}", *args]
-        return subprocess.run(argv, capture_output=True, timeout=timeout, check=True)
+        try:
+            return subprocess.run(argv, capture_output=True, timeout=timeout, check=True)
+        except subprocess.TimeoutExpired as late:  # run() killed it
+            out = late.output or b""
+            if not done(out):
+                raise
+            return subprocess.CompletedProcess(argv, 0, out, late.stderr or b"")
 
 
 def dump_dom(url: str) -> str:
     """The page's DOM after its scripts ran, as Chromium serialises it."""
-    return _browser("--virtual-time-budget=1000", "--dump-dom", url).stdout.decode()
+
+    def whole(out: bytes) -> bool:
+        return out.rstrip().endswith(b"</html>")
+
+    return _browser("--virtual-time-budget=1000", "--dump-dom", url, done=whole).stdout.decode()
 
 
 def screenshot(url: str, width: int = WIDTH, height: int = HEIGHT) -> Image.Image:
     """The page at `url` in a `width` by `height` window."""
     with tempfile.TemporaryDirectory(prefix="proxybot-shot-") as tmp:
         path = Path(tmp) / "shot.png"
-        _browser(f"--window-size={width},{height}", f"--screenshot={path}", url)
+
+        def written(_: bytes) -> bool:  # a whole PNG ends with its IEND chunk
+            return path.exists() and path.read_bytes().endswith(b"IEND\xaeB`\x82")
+
+        _browser(f"--window-size={width},{height}", f"--screenshot={path}", url, done=written)
         with Image.open(path) as shot:
             return shot.convert("RGB")
 

@@ -183,6 +183,12 @@ class StoreQueries(ABC):
     def notifications(self) -> int:
         return self._one("SELECT count(*) FROM notifications")
 
+    def processing_span(self) -> float:
+        """Seconds from the first notification processed to the last (0 before two were)."""
+        rows = self._rows("SELECT min(processed_at), max(processed_at) FROM notifications")
+        first, last = rows[0] if rows else (None, None)
+        return 0.0 if first is None or last is None else float(last) - float(first)
+
     def unprocessed(self) -> int:
         return self._one("SELECT count(*) FROM notifications WHERE processed_at IS NULL")
 

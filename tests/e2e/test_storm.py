@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bot.alerts.storm import StormPolicy
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
 from tests.e2e.stack import CHANNEL, WEBHOOK_TOKEN, StoreView, auth, text_of, wait_until
@@ -120,7 +121,15 @@ async def test_through_alertmanager_every_target_is_named_in_slack_in_at_most_fi
         )
     assert coverage.covered_at is not None
     made = posting_calls(slack.calls, coverage.covered_at)
-    assert len(made) <= 5, by_method(made)
+    # Five when the batch is in within the summary's first wait (StormPolicy.first_within_seconds): the
+    # summary, the one group posted before the storm, the table's three upload steps. A machine too loaded
+    # to process Alertmanager's batch in that time posts the summary before the last groups and edits its
+    # count once with the table: one call more, decided by when the batch was processed, not a guess.
+    late = store.processing_span() > StormPolicy().first_within_seconds
+    assert len(made) <= (6 if late else 5), (
+        by_method(made),
+        f"processed over {store.processing_span():.2f} s",
+    )
     assert store.notifications() == TARGETS  # one notification per group, both alerts in it
     [summary] = [m for m in slack.top_level(CHANNEL) if m.text.startswith(STORM_TITLE)]
     assert f"{TARGETS} targets" in text_of(summary)

@@ -109,7 +109,9 @@ def test_memory_and_open_files_stay_flat_under_steady_traffic(
     samples: list[Sample] = []
     started = time.monotonic()
     next_sample = next_command = next_scrape = 0.0
-    with httpx.Client(base_url=bot.url, timeout=10.0) as http:
+    # What this test measures is memory and open files, not latency (bench/ measures that): a webhook
+    # answered late on a loaded machine (10 s was crossed once with a CPU kept busy) is waited for.
+    with httpx.Client(base_url=bot.url, timeout=30.0) as http:
         tick = 0
         while (elapsed := time.monotonic() - started) < DURATION:
             for episode, stage in ((tick, 0), (tick - 2, 1), (tick - 4, 2)):
