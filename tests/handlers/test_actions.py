@@ -572,6 +572,14 @@ async def test_expire_silence_expires_the_active_silences_covering_the_message_a
     assert fake.responses == []
 
 
+async def drained(store: Store, timeout: float = 20.0) -> None:
+    """Until the outbox has no row left to send (every queued Slack operation done)."""
+    deadline = time.monotonic() + timeout
+    while await store.depth() > 0:
+        assert time.monotonic() < deadline, "gave up waiting for the outbox to drain"
+        await asyncio.sleep(0.02)
+
+
 async def test_expire_silence_leaves_a_broader_silence_alone_and_names_it(
     tmp_path: Path, fake: FakeSlack, store: Store
 ) -> None:
@@ -593,6 +601,7 @@ async def test_expire_silence_leaves_a_broader_silence_alone_and_names_it(
         await press(http, button_body(ACTION_EXPIRE_SILENCE, ref_value(), fake.response_url("k1")))
         [reply] = await eventually(lambda: thread_replies(fake), "the thread line")
         [told] = await eventually(lambda: fake.responses, "the note on the broader silence")
+        await drained(store)  # the thread line's row done before this app stops (the next one would send it)
     assert silencer.expired == [mine], "only the alert's own silence"
     assert mine in reply.text
     assert whole not in reply.text
