@@ -121,15 +121,13 @@ async def test_through_alertmanager_every_target_is_named_in_slack_in_at_most_fi
         )
     assert coverage.covered_at is not None
     made = posting_calls(slack.calls, coverage.covered_at)
-    # Five when the batch is in within the summary's first wait (StormPolicy.first_within_seconds): the
-    # summary, the one group posted before the storm, the table's three upload steps. A machine too loaded
-    # to process Alertmanager's batch in that time posts the summary before the last groups and edits its
-    # count once with the table: one call more, decided by when the batch was processed, not a guess.
-    late = store.processing_span() > StormPolicy().first_within_seconds
-    assert len(made) <= (6 if late else 5), (
-        by_method(made),
-        f"processed over {store.processing_span():.2f} s",
-    )
+    # Five when the batch is processed within the summary's first wait (StormPolicy.first_within_seconds):
+    # the summary, the one group posted before the storm, the table's three upload steps. A batch a loaded
+    # machine processes over longer is a trickle as far as the bot can tell, and a trickle's bar holds
+    # (bench/edges.py: at most 8); which one applies is read from the store, not guessed.
+    span = store.processing_span()
+    bar = 8 if span > StormPolicy().first_within_seconds else 5
+    assert len(made) <= bar, (by_method(made), f"the batch processed over {span:.2f} s")
     assert store.notifications() == TARGETS  # one notification per group, both alerts in it
     [summary] = [m for m in slack.top_level(CHANNEL) if m.text.startswith(STORM_TITLE)]
     assert f"{TARGETS} targets" in text_of(summary)
