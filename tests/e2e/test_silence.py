@@ -98,6 +98,17 @@ def open_form(bot: BotProcess, slack: FakeSlack, message: Message) -> dict[str, 
     return dict(slack.views.opened[-1])
 
 
+def fire(sim: SimServer, slack: FakeSlack, am: Alertmanager) -> tuple[dict[str, str], Message]:
+    """An alert of team-a's first pod through Alertmanager, and the group's message once it is in Slack."""
+    labels = proxy_alert(pod=sim.pods("team-a")[0], group_version="example.com/v1")
+    am.post_alerts(
+        [{"labels": labels, "annotations": {"summary": summary_of(labels)}, "startsAt": rfc3339(now())}]
+    )
+    wait_until(lambda: slack.top_level(CHANNEL), TIMEOUT, "the group's message")
+    [message] = slack.top_level(CHANNEL)
+    return labels, message
+
+
 def amtool(am: Alertmanager, *args: str) -> str:
     argv = ["amtool", f"--alertmanager.url={am.url}", *args]
     return subprocess.run(argv, check=True, capture_output=True, text=True, timeout=30).stdout
@@ -107,12 +118,7 @@ def test_a_silence_from_the_modal_is_made_shown_and_its_expiry_in_alertmanager_i
     sim: SimServer, slack: FakeSlack, stack: tuple[BotProcess, Alertmanager]
 ) -> None:
     bot, am = stack
-    labels = proxy_alert(pod=sim.pods("team-a")[0], group_version="example.com/v1")
-    am.post_alerts(
-        [{"labels": labels, "annotations": {"summary": summary_of(labels)}, "startsAt": rfc3339(now())}]
-    )
-    wait_until(lambda: slack.top_level(CHANNEL), TIMEOUT, "the group's message")
-    [message] = slack.top_level(CHANNEL)
+    _, message = fire(sim, slack, am)
 
     view = open_form(bot, slack, message)
     values = {
@@ -151,12 +157,7 @@ def test_a_silence_made_with_amtool_is_shown_on_the_message(
     sim: SimServer, slack: FakeSlack, stack: tuple[BotProcess, Alertmanager]
 ) -> None:
     _, am = stack
-    labels = proxy_alert(pod=sim.pods("team-a")[0], group_version="example.com/v1")
-    am.post_alerts(
-        [{"labels": labels, "annotations": {"summary": summary_of(labels)}, "startsAt": rfc3339(now())}]
-    )
-    wait_until(lambda: slack.top_level(CHANNEL), TIMEOUT, "the group's message")
-    [message] = slack.top_level(CHANNEL)
+    labels, message = fire(sim, slack, am)
     amtool(
         am,
         "silence",
@@ -212,12 +213,7 @@ def test_expire_silence_expires_the_alerts_own_silence_and_leaves_a_cluster_wide
     sim: SimServer, slack: FakeSlack, stack: tuple[BotProcess, Alertmanager]
 ) -> None:
     bot, am = stack
-    labels = proxy_alert(pod=sim.pods("team-a")[0], group_version="example.com/v1")
-    am.post_alerts(
-        [{"labels": labels, "annotations": {"summary": summary_of(labels)}, "startsAt": rfc3339(now())}]
-    )
-    wait_until(lambda: slack.top_level(CHANNEL), TIMEOUT, "the group's message")
-    [message] = slack.top_level(CHANNEL)
+    labels, message = fire(sim, slack, am)
     own = amtool(am, "silence", "add", f"target={labels['target']}", "--author=ops", "--comment=drain")
     whole = amtool(
         am, "silence", "add", f"cluster={labels['cluster']}", "--author=ui", "--comment=cluster upgrade"
