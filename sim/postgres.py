@@ -20,7 +20,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -32,6 +31,8 @@ from typing import IO
 
 import psycopg
 from psycopg import sql
+
+from sim.ports import free_port
 
 ROLE = "proxybot"
 HOST = "127.0.0.1"
@@ -124,14 +125,6 @@ def find_binaries(path: str | None = None, lib_root: Path = LIB_ROOT) -> Binarie
 
 def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago (postgres binds it right after)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class _Launcher:

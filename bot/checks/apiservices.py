@@ -13,10 +13,9 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.checks.context import CheckContext
-from bot.clients.kube import KubeReader
 from bot.domain.apiservices import (
     PROTECTED_SELECTOR,
     ApiService,
@@ -29,6 +28,9 @@ from bot.domain.apiservices import (
 from bot.domain.paths import apiservice_path, labelled_apiservices_path, service_path
 from bot.errors import ClusterError, InputError
 from config.clusters import ClusterSettings, TargetSettings
+
+if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
+    from bot.clients.kube import KubeReader
 
 
 async def read_apiservices(

@@ -17,13 +17,16 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.clients.kube import KubeReader
 from bot.errors import ClusterError, InputError, shown
 from bot.live import LiveState, MetricsSource
 from bot.ports import Clock
 from config.clusters import ClusterSettings, ControlPlaneSettings, KubeAccess, TargetSettings, replica_source
 from config.settings import Settings
+
+if TYPE_CHECKING:  # imported where a reader is opened: the digest's worker processes never open one
+    from bot.clients.kube import KubeReader
 
 # How long one read of a check waits for a cluster or Prometheus.
 CHECK_TIMEOUT = 5.0
@@ -131,6 +134,8 @@ class CheckContext:
             return shared
         opening = self._opening.get(key)
         if opening is None:
+            from bot.clients.kube import KubeReader  # kubernetes' client: on first use
+
             opening = asyncio.create_task(KubeReader.connect(name, kubeconfig, context))
             self._opening[key] = opening
             opening.add_done_callback(lambda done: self._forget_failed(key, done))
@@ -182,5 +187,5 @@ class CheckContext:
         for task in opening:
             task.cancel()
         for outcome in await asyncio.gather(*opening, return_exceptions=True):
-            if isinstance(outcome, KubeReader):
+            if not isinstance(outcome, BaseException):
                 await outcome.close()

@@ -17,10 +17,9 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.checks.context import CheckContext, TargetRef
-from bot.clients.kube import KubeReader
 from bot.domain import durations
 from bot.domain.diagnosis_readings import fmt_duration
 from bot.domain.findings import Severity
@@ -30,6 +29,9 @@ from bot.errors import ClusterError, InputError
 from bot.ports import Clock
 from bot.shared_reads import SharedReads
 from config.clusters import ClusterSettings
+
+if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
+    from bot.clients.kube import KubeReader
 
 CONTAINER = "syncer"  # vCluster's control-plane container
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"

@@ -15,12 +15,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.clients.kube import KubeReader
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError
 from config.validation import dns1123_label
+
+if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
+    from bot.clients.kube import KubeReader
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Control planes on the platform's own cluster reach the platform pods on this TCP port.

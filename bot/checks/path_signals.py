@@ -8,7 +8,7 @@ import asyncio
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.checks.context import CheckContext, TargetRef
 from bot.checks.control_plane import read_statefulset
@@ -23,7 +23,6 @@ from bot.checks.netpol_read import (
     unknown_end,
 )
 from bot.checks.probe import PROBE_TIMEOUT
-from bot.clients.kube import KubeReader
 from bot.domain.delta import delta
 from bot.domain.parser import parse_syncer
 from bot.domain.paths import ApiPath
@@ -31,6 +30,9 @@ from bot.domain.quantile import P50, P99, delta_quantile, quantile_of
 from bot.domain.snapshot import DIAL_DURATION, ProxySnapshot
 from bot.errors import ClusterError, MetricsParseError
 from config.clusters import ControlPlaneSettings
+
+if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
+    from bot.clients.kube import KubeReader
 
 
 @dataclass(frozen=True, slots=True)

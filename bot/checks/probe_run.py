@@ -26,7 +26,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.checks.context import CheckContext
 from bot.checks.probe import (
@@ -38,11 +38,13 @@ from bot.checks.probe import (
     check_repeat,
 )
 from bot.checks.probe_explain import explained
-from bot.clients.kube import RawResponse
 from bot.domain.diagnosis_readings import describe_peers
 from bot.domain.paths import ApiPath, discovery_path
 from bot.errors import ClusterError
 from bot.live import ClusterRead
+
+if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
+    from bot.clients.kube import RawResponse
 
 DISCOVERY_TIMEOUT = 5.0
 

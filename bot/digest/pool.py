@@ -111,6 +111,9 @@ def default_workers(cpu_max: Path = CGROUP_V2_CPU_MAX, cfs: Path = CGROUP_V1_CPU
 
 # What `bot.render.chart` imports when it draws: loaded by the forkserver, so every worker has it.
 CHART_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.dates")
+# Everything the forkserver imports before its first fork: what a worker runs (judging a page, drawing a
+# chart), and nothing a worker does not (kubernetes' client: tests/bot/digest/test_pool.py).
+FORKSERVER_PRELOAD = ("bot.digest.pool", "bot.alerts.prom_enrich", *CHART_MODULES)
 
 
 class DigestPool(ProcessPoolExecutor):
@@ -121,7 +124,7 @@ class DigestPool(ProcessPoolExecutor):
         # the event loop's executors), and a fork copies any lock one of them holds. The forkserver
         # imports the judging and chart code once, so each worker starts with it loaded.
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["bot.digest.pool", "bot.alerts.prom_enrich", *CHART_MODULES])
+        context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
         super().__init__(workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),))
         self.workers = workers
 

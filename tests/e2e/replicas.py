@@ -22,10 +22,11 @@ import httpx
 import psycopg
 import yaml
 
+from sim.ports import free_port
 from sim.server import SimServer
 from tests.e2e.stack import BotProcess, StoreQueries, wait_until, write_bot_config
 from tests.harness.alertmanager import Alertmanager, Route
-from tests.harness.process import HarnessError, free_port
+from tests.harness.process import HarnessError
 
 LEADER = "leader"  # bot.lease.LEADER: the lease whose holder processes alerts and sends to Slack
 PG_CONNECT_TIMEOUT = 10  # seconds, libpq's connect_timeout

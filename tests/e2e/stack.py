@@ -28,10 +28,11 @@ import httpx
 import yaml
 
 from bot.render.slack import ACTION_ACK, ACTION_UNACK, ACTIONS_BLOCK_ID
+from sim.ports import free_port
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.fakes import slack_requests
-from tests.harness.process import HarnessError, find_binary, free_port, wait_for
+from tests.harness.process import HarnessError, find_binary, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 BOT_TOKEN = "xoxb-e2e-bot-token"

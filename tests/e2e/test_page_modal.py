@@ -20,6 +20,7 @@ import yaml
 
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK
 from bot.render.slack import ACTION_ACK, ACTION_SILENCE
+from sim.ports import free_port
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from sim.slack_page import USER_ID, SlackPage
@@ -42,7 +43,6 @@ from tests.e2e.stack import (
 from tests.e2e.test_alertmanager_flow import ROUTE
 from tests.e2e.test_demo_page import shots, top_messages
 from tests.harness.alertmanager import Alertmanager
-from tests.harness.process import free_port
 
 pytestmark = pytest.mark.slow
 

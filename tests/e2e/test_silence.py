@@ -23,6 +23,7 @@ import yaml
 from bot.alerts.silenced_end import GONE_POLLS
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
 from bot.render.slack import ACTION_EXPIRE_SILENCE, ACTION_SILENCE
+from sim.ports import free_port
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message
 from sim.slack_views import form_body, option_value, text_value
@@ -45,7 +46,6 @@ from tests.e2e.stack import (
 )
 from tests.fakes.slack_requests import button_body, signed
 from tests.harness.alertmanager import Alertmanager, Route
-from tests.harness.process import free_port
 
 pytestmark = pytest.mark.slow
 

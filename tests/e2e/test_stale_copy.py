@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from sim.alerting import fingerprint
+from sim.ports import free_port
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
@@ -42,7 +43,6 @@ from tests.e2e.stack import (
     write_bot_config,
 )
 from tests.harness.alertmanager import Alertmanager
-from tests.harness.process import free_port
 
 pytestmark = pytest.mark.slow
 

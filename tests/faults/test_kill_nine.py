@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sim.ports import free_port
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
 from tests.e2e.stack import BotProcess
@@ -30,7 +31,6 @@ from tests.faults.slack_faults import (
     assert_never_crashed,
     duplicate_posts,
 )
-from tests.harness.process import free_port
 
 pytestmark = pytest.mark.slow
 

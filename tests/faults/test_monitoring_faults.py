@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
+from sim.ports import free_port
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from sim.slack_views import option_value, text_value
@@ -32,7 +33,6 @@ from tests.faults.upstream_faults import (
     silence_through_form,
     thread_text,
 )
-from tests.harness.process import free_port
 
 two_clusters = upstream_faults.two_clusters
 fault_slack = upstream_faults.fault_slack

@@ -27,6 +27,7 @@ import pytest
 import yaml
 from psycopg import sql
 
+from sim.ports import free_port
 from sim.postgres import PostgresServer
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
@@ -52,7 +53,6 @@ from tests.faults.upstream_faults import (
     message_about,
     press,
 )
-from tests.harness.process import free_port
 
 two_clusters = upstream_faults.two_clusters
 postgres_server = postgres.postgres_server

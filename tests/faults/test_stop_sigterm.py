@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from sim.ports import free_port
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
 from tests.e2e.stack import (
@@ -38,7 +39,7 @@ from tests.faults.slack_faults import (
     metric,
 )
 from tests.harness.alertmanager import Alertmanager, Route
-from tests.harness.process import HarnessError, free_port
+from tests.harness.process import HarnessError
 
 pytestmark = pytest.mark.slow
 

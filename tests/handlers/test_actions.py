@@ -44,6 +44,7 @@ from bot.store.models import GroupFacts
 from config.clusters import ClusterSettings, TargetSettings
 from handlers.actions import ButtonChecks, ThreadReplies
 from handlers.command_silence import Silences as Silencer
+from sim.ports import free_port
 from sim.slack_views import form_body, option_value, text_value
 from tests.fakes.slack_api import FakeSlack, iter_texts
 from tests.fakes.slack_app import (
@@ -59,7 +60,6 @@ from tests.fakes.slack_app import (
 )
 from tests.fakes.slack_requests import asgi, eventually, signed
 from tests.harness.alertmanager import Alertmanager
-from tests.harness.process import free_port
 
 __all__ = ["fake", "store"]  # fixtures shared with the Slack app tests
 

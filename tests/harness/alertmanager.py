@@ -14,13 +14,13 @@ from typing import Any
 import httpx
 import yaml
 
+from sim.ports import free_port
 from tests.harness.process import (
     HTTP_TIMEOUT,
     HarnessError,
     ManagedServer,
     ServerProcess,
     find_binary,
-    free_port,
 )
 
 Json = dict[str, Any]

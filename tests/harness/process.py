@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -23,14 +22,6 @@ HTTP_TIMEOUT = httpx.Timeout(5.0)
 
 class HarnessError(RuntimeError):
     """A real server used by the tests could not be started, reached or stopped."""
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago (the server binds it right after)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def find_binary(name: str, fallback: str) -> str:

@@ -24,9 +24,9 @@ from bot.clients.alertmanager import (
 )
 from bot.errors import ConfigError, InputError, UpstreamError
 from config.settings import AlertmanagerSettings
+from sim.ports import free_port
 from tests.fakes.http_server import LocalServer, Request
 from tests.harness.alertmanager import Alertmanager
-from tests.harness.process import free_port
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 TARGET = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store", "cluster": "team-a"}
