@@ -281,9 +281,17 @@ def _undelivered(slack: FakeSlack, targets: Sequence[str]) -> bool:
 
 def duplicate_posts(slack: FakeSlack, store: FaultStore) -> int:
     """Top-level messages beyond the first of their outbox post (found by the row id each one carries)."""
+    return sum(len(texts) - 1 for texts in posted_twice(slack, store).values())
+
+
+def posted_twice(slack: FakeSlack, store: FaultStore) -> dict[str, list[str]]:
+    """Outbox key (or "no mark") -> the start of each top-level message made for it, where more than one."""
     keys = store.keys()
-    posts = [keys.get(_row_id(m) or 0, "no mark") for m in slack.top_level()]
-    return len(posts) - len(set(posts))
+    made: dict[str, list[str]] = {}
+    for message in slack.top_level():
+        key = keys.get(_row_id(message) or 0, "no mark")
+        made.setdefault(key, []).append(f"ts {message.ts} mark {_row_id(message)}: {message.text[:80]}")
+    return {key: texts for key, texts in made.items() if len(texts) > 1}
 
 
 def _row_id(message: Message) -> int | None:
