@@ -25,23 +25,20 @@ interpreter lock for 100-200 ms a chart, and in the bot's own process that delay
 out through the delivery worker at that moment. The forkserver imports the chart code and matplotlib
 (which the bot's own process never imports), so no chart pays for matplotlib's import. Workers run at a
 lower priority than the bot (`WORKER_NICENESS`): on a busy CPU, a chart being drawn otherwise still
-delayed the post by taking the core it needed. So does the forkserver, from its start (`warm_up`): its
-imports ran while the bot itself was starting.
+delayed the post by taking the core it needed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import multiprocessing
-import multiprocessing.forkserver as forkserver
 import os
 import select
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,10 +125,7 @@ class DigestPool(ProcessPoolExecutor):
         # imports the judging and chart code once, so each worker starts with it loaded.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-        self.niceness = lowered(os.nice(0))
-        super().__init__(
-            workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(), self.niceness)
-        )
+        super().__init__(workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),))
         self.workers = workers
 
 
@@ -149,31 +143,10 @@ def digest_pool(workers: int | None = None) -> DigestPool:
 WORKER_NICENESS = 10
 
 
-def lowered(niceness: int) -> int:
-    """The niceness of a worker of a bot running at `niceness` (19 is the lowest priority)."""
-    return min(19, niceness + WORKER_NICENESS)
-
-
-def start_worker(maker: int, niceness: int) -> None:
-    """A worker's initializer: run at `niceness` (inherited from the forkserver when `warm_up` lowered it),
-    and `exit_with(maker)`."""
-    now = os.nice(0)
-    if now < niceness:
-        os.nice(niceness - now)
+def start_worker(maker: int) -> None:
+    """A worker's initializer: lower its priority (`WORKER_NICENESS`), and `exit_with(maker)`."""
+    os.nice(WORKER_NICENESS)
     exit_with(maker)
-
-
-def lower_forkserver(niceness: int) -> None:
-    """Start the forkserver now and lower its priority to `niceness` while it imports the preload.
-
-    Its imports (`FORKSERVER_PRELOAD`, over a second of CPU) run while the bot itself starts; on a CPU
-    shared with other pods they took the core the bot needed to be ready. The forkserver's pid is not
-    public: without it, only the workers are lowered (`start_worker`)."""
-    forkserver.ensure_running()  # returns once it is spawned; the imports run in it meanwhile
-    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
-    if isinstance(pid, int):
-        with contextlib.suppress(OSError):  # gone already, or not ours to lower
-            os.setpriority(os.PRIO_PROCESS, pid, max(niceness, os.getpriority(os.PRIO_PROCESS, pid)))
 
 
 def exit_with(maker: int) -> None:
@@ -214,12 +187,7 @@ async def warm_up(pool: DigestPool) -> None:
     Submitted from a thread: a submission that starts a worker waits for the forkserver, which imports the
     judging and chart code first (seconds at start), and on the event loop that wait held everything,
     `/healthz` and `/readyz` too."""
-
-    def start() -> list[Future[int]]:
-        lower_forkserver(pool.niceness)
-        return [pool.submit(_ready) for _ in range(pool.workers)]
-
-    futures = await asyncio.to_thread(start)
+    futures = await asyncio.to_thread(lambda: [pool.submit(_ready) for _ in range(pool.workers)])
     await asyncio.gather(*(asyncio.wrap_future(future) for future in futures))
 
 

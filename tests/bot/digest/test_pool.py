@@ -125,34 +125,6 @@ def test_the_workers_preload_never_imports_the_cluster_client() -> None:
     assert found.stdout.strip() == "[]"
 
 
-# A fresh interpreter: this process's forkserver may be running already (an earlier test's pool).
-FORKSERVER_LOWERED = """
-import asyncio, multiprocessing.forkserver as fs, os
-from bot.digest.pool import digest_pool, lowered, warm_up
-
-async def main() -> None:
-    pool = digest_pool(1)
-    await warm_up(pool)
-    server = os.getpriority(os.PRIO_PROCESS, fs._forkserver._forkserver_pid)
-    worker = pool.submit(os.nice, 0).result(timeout=30)
-    pool.shutdown()
-    print(server, worker, lowered(os.nice(0)))
-
-asyncio.run(main())
-"""
-
-
-def test_warm_up_lowers_the_forkservers_priority_and_the_workers_keep_it() -> None:
-    """The forkserver imports over a second's worth of code while the bot starts: at the workers'
-    niceness, it leaves the bot the CPU it needs to be ready."""
-    found = subprocess.run(
-        [sys.executable, "-c", FORKSERVER_LOWERED], capture_output=True, text=True, timeout=60, check=True
-    )
-    server, worker, expected = map(int, found.stdout.split())
-    assert expected == min(19, os.nice(0) + WORKER_NICENESS)
-    assert server == worker == expected
-
-
 # Run in a fresh interpreter: the forkserver is one per process, and an earlier test's is already running.
 WARM_UP_WHILE_TICKING = """
 import asyncio, time
