@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -125,6 +126,10 @@ class ManagedServer:
         return self._process.log_tail(lines)
 
 
+# How long `run_until` waits for a process to end after its Ctrl-C.
+STOP_TIMEOUT = 30.0
+
+
 def run_until(
     argv: Sequence[str], shows: Callable[[str], None], timeout: float, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -132,6 +137,9 @@ def run_until(
     then stop it with SIGINT as a person presses Ctrl-C, and return what it printed and its exit code."""
     out: list[str] = []
     err: list[str] = []
+    # A process that does not end after Ctrl-C is sent SIGABRT, which Python's fault handler answers by
+    # printing every thread's stack to stderr: where it hung is in the failure, not lost with a SIGKILL.
+    env = {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
     with subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     ) as process:
@@ -149,10 +157,14 @@ def run_until(
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
         try:
-            code = process.wait(timeout=30)
+            code = process.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
-            process.kill()
-            code = process.wait()
+            process.send_signal(signal.SIGABRT)
+            try:
+                code = process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait()
         for reader in readers:
             reader.join(timeout=5)
     return subprocess.CompletedProcess(list(argv), code, "".join(out), "".join(err))
