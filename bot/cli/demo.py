@@ -33,6 +33,7 @@ import uvicorn
 import yaml
 
 from bot.cli.demo_tour import POLL, Stop, StopRun, single_stop, tour_stops
+from bot.cli.serve import SHUTDOWN_SECONDS
 from bot.compose import open_bot
 from bot.render.terminal import Style, show_message
 from config.loader import parse_config
@@ -188,7 +189,11 @@ async def _run_bot(
     demo: Demo, stop: Stop, settings: Settings, sock: socket.socket, feed: AlertFeed, last: bool
 ) -> None:
     bot = await open_bot(settings, warm_interval=2.0)
-    config = uvicorn.Config(bot.app, log_level="warning", lifespan="on")
+    # Bounded as serve's: a Ctrl-C (which uvicorn takes while it serves) waited on the open connections
+    # for as long as they stayed open, and a storm demo stopped that way was still running 30 s later.
+    config = uvicorn.Config(
+        bot.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_SECONDS
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
