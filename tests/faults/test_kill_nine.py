@@ -55,7 +55,7 @@ def kill_and_restart(
 @pytest.fixture
 def one_worker(bot_config: Path, slack: FakeSlack) -> None:
     """One digest worker process (no digest runs here): each of the eleven starts costs less. The channel
-    is configured by its ID, as the docs advise for exactly-once: a post to a channel named `#alerts` whose
+    is configured by its ID (the README's paragraph on channels): a post to a channel named `#alerts` whose
     ID the bot has not learnt yet (no post there was answered) cannot be looked for in its history, and is
     sent again after a crash, with a warning saying so (a kill 0.21 s after the first start did that)."""
     doc = yaml.safe_load(bot_config.read_text())
