@@ -6,7 +6,8 @@ next outgoing connection is given it: the kernel draws both from the same epheme
 An Alertmanager told to gossip on such a port failed with "address already in use" in a whole-suite run.
 So `free_port` chooses below that range, where the kernel never allocates on its own: only another caller
 choosing ports explicitly can take one. Each pytest-xdist worker draws from its own slice, and one process
-walks its slice in order, so two servers started by the suite do not pick the same port either.
+walks its slice in order, so one process never hands out a port twice (two processes of one worker's
+slice start at different offsets, which makes a clash unlikely, not impossible).
 """
 
 from __future__ import annotations
