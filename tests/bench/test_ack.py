@@ -72,7 +72,9 @@ def test_the_buttons_part_prints_press_to_edit_against_healthz_and_views_open_un
 
 
 def test_a_ratio_agrees_with_its_printed_figures_to_their_rounding_and_no_further() -> None:
-    assert agrees(22.5, 14.8, 0.7)  # 14.75 / 0.655: the run that a 5% tolerance failed
+    # A failed run printed 22.5 against figures whose quotient was 21.0: only a denominator printed as
+    # 0.8 or less rounds that far (here 14.74 / 0.655 = 22.5, printed as 14.7 / 0.7 = 21.0).
+    assert agrees(22.5, 14.7, 0.7)
     assert agrees(20.0, 400.0, 20.0)
     assert not agrees(20.2, 400.0, 20.0)  # a 1% error on large figures is an error
-    assert not agrees(25.0, 14.8, 0.7)
+    assert not agrees(25.0, 14.7, 0.7)
