@@ -161,9 +161,7 @@ class AlertWorker:
         while True:
             # Past the ones this drain already saw (they stay pending, oldest first): in a storm's trickle
             # a batch's worth of held ones hid every newer notification until the storm's row was saved.
-            limit = self._batch + len(skipped) + len(held)
-            fetched = await self._queue.pending(limit=limit)
-            batch = [n for n in fetched if n.id not in skipped and n.id not in held]
+            batch = await self._queue.pending(limit=self._batch, besides=skipped | held)
             if not batch:
                 return bool(skipped)
             for notification in batch:
@@ -171,7 +169,7 @@ class AlertWorker:
                     return False  # another replica leads now; what is left stays pending for it
                 # The last of a short batch empties the queue (as far as we know): the pipeline closes it
                 # only once the storm rows count it, so "nothing pending" means they are complete.
-                settle = notification is batch[-1] and len(fetched) < limit
+                settle = notification is batch[-1] and len(batch) < self._batch
                 outcome = await self._process(notification, settle)
                 if outcome is None:
                     skipped.add(notification.id)

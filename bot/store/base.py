@@ -14,6 +14,7 @@ in the store, by the store's `owner` (one per process):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -44,8 +45,11 @@ class NotificationSink(Protocol):
 class NotificationStore(NotificationSink, Protocol):
     """Accepted notifications: the webhook stores them, the alert worker takes and closes them."""
 
-    async def pending(self, limit: int | None = None) -> list[StoredNotification]:
-        """Accepted notifications not yet processed, oldest first."""
+    async def pending(
+        self, limit: int | None = None, *, besides: AbstractSet[int] = frozenset()
+    ) -> list[StoredNotification]:
+        """Accepted notifications not yet processed, oldest first, at most `limit`; those whose id is in
+        `besides` (the caller has them already) are left out, neither counted nor parsed again."""
         ...
 
     async def pending_count(self) -> int: ...

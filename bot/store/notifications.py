@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,14 +80,27 @@ def insert_row(arrival: Arrival) -> tuple[object, ...]:
     )
 
 
-def pending(conn: sqlite3.Connection, limit: int | None, now: float) -> list[StoredNotification]:
+def pending(
+    conn: sqlite3.Connection, limit: int | None, now: float, besides: AbstractSet[int] = frozenset()
+) -> list[StoredNotification]:
     # LIMIT -1 is SQLite for "no limit".
-    rows = conn.execute(PENDING, (-1 if limit is None else limit,)).fetchall()
-    stored, unreadable = parse_rows(rows)
+    fetched = conn.execute(PENDING, (-1 if limit is None else limit + len(besides),)).fetchall()
+    stored, unreadable = parse_rows(left_out(fetched, besides, limit))
     for notification_id, problem in unreadable:
         with immediate(conn):
             conn.execute(SET_ASIDE, (now, problem, notification_id))
     return stored
+
+
+def left_out(
+    rows: list[tuple[Any, ...]], besides: AbstractSet[int], limit: int | None
+) -> list[tuple[Any, ...]]:
+    """The pending rows (id first, oldest first) whose id is not in `besides`, at most `limit`: the rows
+    were fetched `len(besides)` beyond the limit. Those are left unparsed: in a storm the alert worker
+    holds hundreds of applied notifications open (until their storm's row counts them), and parsing each
+    again on every fetch cost more than parsing the new ones."""
+    kept = [row for row in rows if row[0] not in besides]
+    return kept if limit is None else kept[:limit]
 
 
 def parse_rows(rows: list[tuple[Any, ...]]) -> tuple[list[StoredNotification], list[tuple[int, str]]]:

@@ -17,6 +17,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Set as AbstractSet
 from functools import cache
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -142,12 +143,16 @@ class PostgresStore:
         assert row is not None  # INSERT ... ON CONFLICT DO UPDATE ... RETURNING always returns the row
         return Accepted(id=row[0], duplicate=row[1] > 0)
 
-    async def pending(self, limit: int | None = None) -> list[StoredNotification]:
+    async def pending(
+        self, limit: int | None = None, *, besides: AbstractSet[int] = frozenset()
+    ) -> list[StoredNotification]:
         now = self._clock()
+        fetch = None if limit is None else limit + len(besides)  # LIMIT NULL: no limit
 
         async def work(conn: AsyncConnection) -> list[StoredNotification]:
-            cursor = await conn.execute(pg(notification_sql.PENDING), (limit,))  # LIMIT NULL: no limit
-            stored, unreadable = notification_sql.parse_rows(await cursor.fetchall())
+            cursor = await conn.execute(pg(notification_sql.PENDING), (fetch,))
+            rows = notification_sql.left_out(await cursor.fetchall(), besides, limit)
+            stored, unreadable = notification_sql.parse_rows(rows)
             for notification_id, problem in unreadable:
                 await conn.execute(pg(notification_sql.SET_ASIDE), (now, problem, notification_id))
             return stored

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -75,10 +76,12 @@ class SqliteStore:
         """Store a notification durably (committed when this returns); an equal one is kept once."""
         return await self._arrivals.accept(raw, webhook, received_at)
 
-    async def pending(self, limit: int | None = None) -> list[StoredNotification]:
-        """Accepted notifications not yet processed, oldest first."""
+    async def pending(
+        self, limit: int | None = None, *, besides: AbstractSet[int] = frozenset()
+    ) -> list[StoredNotification]:
+        """Accepted notifications not yet processed, oldest first, at most `limit`, none in `besides`."""
         now = self._clock()
-        return await self._thread.run(lambda conn: notification_sql.pending(conn, limit, now))
+        return await self._thread.run(lambda conn: notification_sql.pending(conn, limit, now, besides))
 
     async def pending_count(self) -> int:
         return await self._thread.run(notification_sql.pending_count)

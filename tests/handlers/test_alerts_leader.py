@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from bot.domain.alerts import AlertmanagerWebhook
@@ -90,12 +91,14 @@ async def test_a_store_that_fails_does_not_end_the_worker(tmp_path: Path) -> Non
     broken = {"on": True}
     real_pending = store.pending
 
-    async def pending(limit: int | None = None) -> list[StoredNotification]:
+    async def pending(
+        limit: int | None = None, *, besides: AbstractSet[int] = frozenset()
+    ) -> list[StoredNotification]:
         if broken["on"]:
             from bot.store import StoreError
 
             raise StoreError("sqlite: disk I/O error")
-        return await real_pending(limit)
+        return await real_pending(limit, besides=besides)
 
     store.pending = pending  # type: ignore[method-assign]
     task = asyncio.create_task(worker.run())

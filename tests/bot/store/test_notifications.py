@@ -64,6 +64,23 @@ async def test_pending_is_oldest_first_and_processed_ones_leave(store: Store, cl
     assert [stored.id for stored in await store.pending()] == [ids[0], ids[2]]
 
 
+async def test_pending_besides_leaves_those_out_unparsed_and_the_limit_counts_the_others(
+    store: Store, raw: Raw
+) -> None:
+    other = samples.as_dict(samples.FIRING)
+    other["groupKey"] = '{}:{alertname="ResourceProxyNoHealthyPeers", target="team-b/search"}'
+    bodies = (samples.FIRING, samples.ONE_RESOLVED, samples.ALL_RESOLVED, samples.encode(other))
+    ids = [(await accept(store, body))[0] for body in bodies]
+    held = {ids[0], ids[2]}  # what the alert worker already has (applied, held open for a storm's row)
+    assert [stored.id for stored in await store.pending(besides=held)] == [ids[1], ids[3]]
+    assert [stored.id for stored in await store.pending(limit=1, besides=held)] == [ids[1]]
+    assert [stored.id for stored in await store.pending(limit=2, besides={ids[1]})] == [ids[0], ids[2]]
+    # Left out means not parsed again: a row that would no longer validate is not set aside for it.
+    await raw("UPDATE notifications SET body = ? WHERE id = ?", b'{"version": "4"}', ids[0])
+    assert [stored.id for stored in await store.pending(besides={ids[0]})] == ids[1:]
+    assert await raw("SELECT processed_at FROM notifications WHERE id = ?", ids[0]) == [(None,)]
+
+
 async def test_truncated_alerts_are_recorded(store: Store, raw: Raw) -> None:
     payload = samples.as_dict(samples.FIRING)
     payload["truncatedAlerts"] = 12
