@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -48,17 +48,28 @@ SAMPLE_INTERVAL = 1800.0
 # -- scheduling decisions --------------------------------------------------------------------------------
 
 
+# Times here are aware datetimes in the digest's zone, and Python adds to, subtracts and compares two of
+# them in one zone by their wall clocks, ignoring `fold`: in the hour repeated when clocks go back,
+# 02:00+01:00 would be "equal" to 02:00+02:00 and one second past it would be the first 02:00:01 again
+# (latest_fire looped forever there, freezing the event loop). So every step below is on real instants.
+
+
+def shifted(at: datetime, seconds: float) -> datetime:
+    """`at` moved by `seconds` of real time, shown in `at`'s zone."""
+    return (at.astimezone(UTC) + timedelta(seconds=seconds)).astimezone(at.tzinfo)
+
+
 def next_run(trigger: BaseTrigger, now: datetime) -> datetime | None:
     """When the trigger fires next, strictly after `now` (aware, in the trigger's time zone)."""
-    fire: datetime | None = trigger.get_next_fire_time(None, now + timedelta(microseconds=1))
+    fire: datetime | None = trigger.get_next_fire_time(None, shifted(now, 1e-6))
     return fire
 
 
 def latest_fire(trigger: BaseTrigger, now: datetime, lookback: float) -> datetime | None:
     """The last fire time in `(now - lookback, now]`, or None when the trigger did not fire in it."""
-    fire: datetime | None = trigger.get_next_fire_time(None, now - timedelta(seconds=lookback))
+    fire: datetime | None = trigger.get_next_fire_time(None, shifted(now, -lookback))
     found = None
-    while fire is not None and fire <= now:
+    while fire is not None and fire.timestamp() <= now.timestamp():
         found = fire
         fire = next_run(trigger, fire)
     return found
@@ -66,7 +77,7 @@ def latest_fire(trigger: BaseTrigger, now: datetime, lookback: float) -> datetim
 
 def within_grace(scheduled: datetime, now: datetime, grace: float) -> bool:
     """Whether a run scheduled at `scheduled` still goes out at `now` (APScheduler's misfire rule)."""
-    late = (now - scheduled).total_seconds()
+    late = now.timestamp() - scheduled.timestamp()
     return 0 <= late <= grace
 
 

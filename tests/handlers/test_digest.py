@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -27,6 +29,7 @@ from handlers.digest import DigestScheduler, latest_fire, next_run, period_key, 
 from tests.fakes.alert_pipeline import NoSlack
 
 BERLIN = ZoneInfo("Europe/Berlin")
+T = TypeVar("T")
 GV = "example.com/v1"
 
 
@@ -68,6 +71,57 @@ def test_misfire_grace_is_an_hour_not_a_second() -> None:
     assert within_grace(scheduled, scheduled + timedelta(minutes=59), 3600)
     assert not within_grace(scheduled, scheduled + timedelta(minutes=61), 3600)
     assert not within_grace(scheduled, scheduled - timedelta(seconds=1), 3600)
+
+
+# 2025-10-26 in Berlin: at 01:00 UTC the clocks go back from 03:00+02:00 to 02:00+01:00.
+FALL_BACK = datetime(2025, 10, 26, 0, 0, tzinfo=UTC)
+
+
+def berlin_at(minutes_after_fall_back_midnight_utc: float) -> datetime:
+    return (FALL_BACK + timedelta(minutes=minutes_after_fall_back_midnight_utc)).astimezone(BERLIN)
+
+
+def bounded(call: Callable[[], T], seconds: float = 10.0) -> T:
+    """`call()` on a daemon thread, failing the test when it does not return in `seconds` (a loop that
+    never ends would hang the test instead; the thread is left to spin until the worker exits)."""
+    answer: list[T] = []
+    thread = threading.Thread(target=lambda: answer.append(call()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not answer:
+        pytest.fail(f"no answer in {seconds:g} s")
+    return answer[0]
+
+
+@pytest.mark.parametrize("cron", ["0 * * * *", "30 2 * * *", "*/15 * * * *"])
+def test_the_hour_repeated_when_clocks_go_back_is_two_runs_each_found_in_its_own_hour(cron: str) -> None:
+    trigger = DigestSettings(cron=cron, timezone="Europe/Berlin").cron_trigger()
+    # 02:10+02:00; 02:10+01:00 an hour later; 02:40+01:00. APScheduler fires a cron time in the repeated
+    # hour twice, once in each offset, and each run is a period of its own.
+    times = berlin_at(10), berlin_at(70), berlin_at(100)
+    assert [t.hour for t in times] == [2, 2, 2]
+    expected = {
+        "0 * * * *": ["02:00:00+02:00", "02:00:00+01:00", "02:00:00+01:00"],
+        "30 2 * * *": [None, "02:30:00+02:00", "02:30:00+01:00"],
+        "*/15 * * * *": ["02:00:00+02:00", "02:00:00+01:00", "02:30:00+01:00"],
+    }[cron]
+    found = [bounded(lambda at=at: latest_fire(trigger, at, 3660)) for at in times]
+    keys = [None if f is None else period_key(f) for f in found]
+    assert keys == [None if e is None else f"2025-10-26T{e}" for e in expected]
+
+
+def test_next_run_after_the_first_two_oclock_is_the_second_when_clocks_go_back() -> None:
+    trigger = DigestSettings(cron="0 * * * *", timezone="Europe/Berlin").cron_trigger()
+    fire = next_run(trigger, berlin_at(0))  # 02:00+02:00
+    assert fire is not None
+    assert period_key(fire) == "2025-10-26T02:00:00+01:00"
+    assert fire.timestamp() - berlin_at(0).timestamp() == 3600
+
+
+def test_misfire_grace_counts_real_seconds_across_the_repeated_hour() -> None:
+    scheduled = berlin_at(0)  # 02:00+02:00
+    assert not within_grace(scheduled, berlin_at(65), 3600)  # 02:05+01:00: 65 minutes late, not 5
+    assert within_grace(scheduled, berlin_at(55), 3600)  # 02:55+02:00
 
 
 def test_period_key_is_the_fire_time_in_the_time_zone() -> None:
