@@ -37,7 +37,8 @@ def maker(created_by: str) -> str:
     return mention(found.group(1)) if found else esc(created_by)
 
 
-def _until(at: datetime, now: datetime | None) -> str:
+def until_words(at: datetime, now: datetime | None) -> str:
+    """When a silence ends, as its lines say it: a time of day, dated unless it is `now`'s day (UTC)."""
     at = at.astimezone(UTC)
     same_day = now is not None and at.date() == now.astimezone(UTC).date()
     return at.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC")
@@ -45,7 +46,7 @@ def _until(at: datetime, now: datetime | None) -> str:
 
 def silence_line(silence: ShownSilence, now: datetime | None = None) -> str:
     comment = truncate(esc(silence.comment), MAX_COMMENT_SHOWN)
-    return f"🔕 Silenced by {maker(silence.created_by)} until {_until(silence.ends_at, now)}: {comment}"
+    return f"🔕 Silenced by {maker(silence.created_by)} until {until_words(silence.ends_at, now)}: {comment}"
 
 
 def shown_silenced(message: Message, silence: ShownSilence | None, now: datetime | None = None) -> Message:

@@ -4,12 +4,13 @@ words of its answers (field errors shown in the modal, the thread line once the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.clients.alertmanager import Silence
 from bot.render.acknowledge import mention
 from bot.render.blocks import Message, clean, code, esc, fmt_span, one_line, text_message, truncate
+from bot.render.silence_line import until_words
 
 CALLBACK_ID = "proxy_silence_modal"
 DURATION_BLOCK, CUSTOM_BLOCK, COMMENT_BLOCK = "silence_duration", "silence_custom", "silence_comment"
@@ -95,14 +96,11 @@ def typed(values: Mapping[str, Any], block: str) -> str:
     return str(found or "").strip()
 
 
-def _until(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%H:%M UTC")
-
-
 def silenced_reply(user: str, ends_at: datetime, span: float, comment: str, made: Sequence[str]) -> Message:
     """The thread line once the modal's silences are made (their ids and matchers in `made`)."""
+    until = until_words(ends_at, ends_at - timedelta(seconds=span))  # dated when it ends another day
     text = (
-        f"🔕 {mention(user)} silenced this alert until {_until(ends_at)} ({fmt_span(span)}): {esc(comment)}"
+        f"🔕 {mention(user)} silenced this alert until {until} ({fmt_span(span)}): {esc(comment)}"
         f" · {'; '.join(made)}"
     )
     return text_message(text)
