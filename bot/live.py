@@ -107,6 +107,11 @@ class LiveState:
         why = f"{failed.unavailable} (the last read, {ago:.0f}s ago; reading again)"
         return dataclasses.replace(failed, unavailable=why)
 
+    def ready(self, cluster: str) -> ClusterRead | None:
+        """What `read` would return without waiting (fresh in the cache while the source is not failing),
+        else None."""
+        return None if cluster in self._failed else self._reads.peek(cluster)
+
     async def cancel_pending(self) -> None:
         """Stop the reads still in flight (shutdown)."""
         await self._reads.cancel_pending()

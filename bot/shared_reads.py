@@ -38,15 +38,23 @@ class SharedReads(Generic[K, V]):
 
     async def get(self, key: K, read: Callable[[], Awaitable[V]], *, name: str) -> V:
         """The key's value, at most `ttl` seconds old; `read` runs only when none is cached or in flight."""
-        cached = self._cache.get(key)
-        if cached is not None and self._monotonic() - cached.at < self._ttl:
-            return cached.value
+        found = self.peek(key)
+        if found is not None:
+            return found
         task = self._inflight.get(key)
         if task is None:
             task = asyncio.create_task(_run(read), name=name)
             self._inflight[key] = task
             task.add_done_callback(lambda done: self._settle(key, done))
         return await asyncio.shield(task)
+
+    def peek(self, key: K) -> V | None:
+        """The key's cached value while it is fresh (what `get` returns without waiting), else None (the
+        values read here are never None)."""
+        cached = self._cache.get(key)
+        if cached is not None and self._monotonic() - cached.at < self._ttl:
+            return cached.value
+        return None
 
     async def cancel_pending(self) -> None:
         """Stop the reads still in flight (shutdown)."""

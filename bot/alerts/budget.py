@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from bot.domain.enrichment import Unavailable
@@ -20,7 +20,19 @@ ObserveWait = Callable[[str, float], None]
 ALL_PARTS = "all"
 
 
-def within_budget(task: asyncio.Task[T], budget: float) -> T | Unavailable:
+def in_hand(value: T | None, read: Callable[[], Coroutine[Any, Any, T]], name: str) -> asyncio.Future[T]:
+    """One read of a notification's enrichment as a future: done at once with `value` when its source had
+    the answer in hand (a fresh shared read: no task, no turn of the loop), else a task running `read()`.
+    In a storm of alerts on one client nearly every read is in hand; a task for each cost about a tenth
+    of the pipeline's time."""
+    if value is None:
+        return asyncio.create_task(read(), name=name)
+    done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    done.set_result(value)
+    return done
+
+
+def within_budget(task: asyncio.Future[T], budget: float) -> T | Unavailable:
     """The read's result once the budget of `budget` seconds is over, or why there is none."""
     if not task.done():
         return Unavailable(budget, late=True)
@@ -39,10 +51,10 @@ class Waits:
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._monotonic = monotonic
         self._started = monotonic()
-        self._tasks: dict[str, list[asyncio.Task[Any]]] = {}
-        self._ended: dict[asyncio.Task[Any], float] = {}
+        self._tasks: dict[str, list[asyncio.Future[Any]]] = {}
+        self._ended: dict[asyncio.Future[Any], float] = {}
 
-    def track(self, part: str, tasks: Iterable[asyncio.Task[Any]]) -> None:
+    def track(self, part: str, tasks: Iterable[asyncio.Future[Any]]) -> None:
         for task in tasks:
             self._tasks.setdefault(part, []).append(task)
             if task.done():
@@ -50,7 +62,7 @@ class Waits:
             else:
                 task.add_done_callback(self._end)
 
-    def _end(self, task: asyncio.Task[Any]) -> None:
+    def _end(self, task: asyncio.Future[Any]) -> None:
         self._ended[task] = self._monotonic() - self._started
 
     def report(self, observe: ObserveWait, budget: float) -> None:

@@ -78,7 +78,7 @@ def route(settings: Settings, webhook: AlertmanagerWebhook) -> dict[str, list[Ro
     return routes
 
 
-def reading(task: asyncio.Task[ClusterRead], budget: float) -> Reading:
+def reading(task: asyncio.Future[ClusterRead], budget: float) -> Reading:
     """What one live read brought by the end of the enrichment budget."""
     read = within_budget(task, budget)
     if isinstance(read, Unavailable):
@@ -91,7 +91,7 @@ def reading(task: asyncio.Task[ClusterRead], budget: float) -> Reading:
     return Reading(read.snapshot, read.window, LiveRead.read(at, read.replica))
 
 
-def pods_reading(task: asyncio.Task[TargetPods], budget: float) -> TargetPods:
+def pods_reading(task: asyncio.Future[TargetPods], budget: float) -> TargetPods:
     """What one target-pods read brought by the end of the enrichment budget (late is said so)."""
     read = within_budget(task, budget)
     if isinstance(read, Unavailable):

@@ -9,11 +9,12 @@ matched per alert target in pure code (`bot.checks.logs.evidence_for`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from bot.alerts.budget import within_budget
+from bot.alerts.budget import in_hand, within_budget
 from bot.checks.context import TargetRef
 from bot.checks.logs import ControlPlaneLogs, evidence_for
 from bot.domain.enrichment import Unavailable
@@ -29,6 +30,9 @@ class LogSource(Protocol):
 
     async def read(self, cluster: ClusterSettings) -> ControlPlaneLogs: ...
 
+    def ready(self, cluster: ClusterSettings) -> ControlPlaneLogs | None:
+        """What `read` would return without waiting (a fresh shared read), else None."""
+
     async def cancel_pending(self) -> None: ...
 
 
@@ -39,11 +43,11 @@ class LogRound:
         self._source = source
         self._settings = settings
         self._budget = budget
-        self._tasks: dict[str, asyncio.Task[ControlPlaneLogs]] = {}
+        self._tasks: dict[str, asyncio.Future[ControlPlaneLogs]] = {}
         self._outcomes: dict[str, ControlPlaneLogs | Unavailable] = {}
 
     @property
-    def tasks(self) -> list[asyncio.Task[ControlPlaneLogs]]:
+    def tasks(self) -> list[asyncio.Future[ControlPlaneLogs]]:
         return list(self._tasks.values())
 
     def start(self, clusters: Iterable[str]) -> None:
@@ -54,7 +58,8 @@ class LogRound:
             cluster = self._settings.cluster(name)
             if cluster is None or cluster.control_plane is None or name in self._tasks:
                 continue
-            self._tasks[name] = asyncio.create_task(self._source.read(cluster), name=f"logs-{name}")
+            read = functools.partial(self._source.read, cluster)
+            self._tasks[name] = in_hand(self._source.ready(cluster), read, f"logs-{name}")
 
     def collect(self) -> None:
         """The budget is over: keep what arrived, mark the rest late (the shared read goes on)."""

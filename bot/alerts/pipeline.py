@@ -36,6 +36,7 @@ either its identity in the group state (nothing to do) or the same outbox keys (
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -43,7 +44,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.alerts.budget import ObserveWait, Waits
+from bot.alerts.budget import ObserveWait, Waits, in_hand
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
 from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
 from bot.alerts.log_enrich import LogRound, LogSource
@@ -88,6 +89,9 @@ class LiveStateReader(Protocol):
 
     async def read(self, cluster: str) -> ClusterRead: ...
 
+    def ready(self, cluster: str) -> ClusterRead | None:
+        """What `read` would return without waiting (a fresh shared read), else None."""
+
     async def cancel_pending(self) -> None:
         """Stop reads still in flight (shutdown): shared reads outlive the callers that stop waiting."""
 
@@ -96,6 +100,9 @@ class TargetPodsSource(Protocol):
     """Target control-plane pods by target name (`bot.checks.triage.SharedTargetPods` is one)."""
 
     async def read(self, target: str) -> TargetPods: ...
+
+    def ready(self, target: str) -> TargetPods | None:
+        """What `read` would return without waiting, else None."""
 
     async def cancel_pending(self) -> None: ...
 
@@ -141,8 +148,8 @@ class AlertPipeline:
         )
         self._incidents = IncidentDesk(settings, store, outbox, clock, self._resolutions)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).
-        self._late: set[asyncio.Task[ClusterRead]] = set()
-        self._late_pods: set[asyncio.Task[TargetPods]] = set()
+        self._late: set[asyncio.Future[ClusterRead]] = set()
+        self._late_pods: set[asyncio.Future[TargetPods]] = set()
         # Notifications applied and waiting for their storm's row to be saved before they are closed.
         self._held: set[int] = set()
 
@@ -221,9 +228,10 @@ class AlertPipeline:
 
     async def aclose(self) -> None:
         """Cancel live reads still running past their budget."""
-        for task in [*self._late, *self._late_pods]:
+        late: list[asyncio.Future[Any]] = [*self._late, *self._late_pods]
+        for task in late:
             task.cancel()
-        await asyncio.gather(*self._late, *self._late_pods, return_exceptions=True)
+        await asyncio.gather(*late, return_exceptions=True)
         await self._live.cancel_pending()
         if self._logs is not None:
             await self._logs.cancel_pending()
@@ -246,10 +254,11 @@ class AlertPipeline:
             ("logs", logs.tasks),
         ):
             waits.track(part, started)
-        waiting = [*tasks.values(), *pod_tasks.values(), *prom.tasks, *logs.tasks]
+        waiting: list[asyncio.Future[Any]] = [*tasks.values(), *pod_tasks.values(), *prom.tasks, *logs.tasks]
         if waiting:
-            # asyncio.wait neither raises on the deadline nor cancels what is late.
-            await asyncio.wait(waiting, timeout=self._budget)
+            if not all(read.done() for read in waiting):  # in a storm, most often all are in hand
+                # asyncio.wait neither raises on the deadline nor cancels what is late.
+                await asyncio.wait(waiting, timeout=self._budget)
             waits.report(self._observe_wait, self._budget)
         prom.collect()
         logs.collect()
@@ -258,16 +267,19 @@ class AlertPipeline:
             return readings, None
         return readings, {t: pods_reading(task, self._budget) for t, task in pod_tasks.items()}
 
-    def _start_pods(self, source: TargetPodsSource, target: str) -> asyncio.Task[TargetPods]:
-        task = asyncio.create_task(source.read(target), name=f"pods-read-{target}")
-        self._late_pods.add(task)
-        task.add_done_callback(self._late_pods.discard)
+    def _start_pods(self, source: TargetPodsSource, target: str) -> asyncio.Future[TargetPods]:
+        task = in_hand(source.ready(target), functools.partial(source.read, target), f"pods-read-{target}")
+        if not task.done():
+            self._late_pods.add(task)
+            task.add_done_callback(self._late_pods.discard)
         return task
 
-    def _start_read(self, cluster: str) -> asyncio.Task[ClusterRead]:
-        task = asyncio.create_task(self._live.read(cluster), name=f"live-read-{cluster}")
-        self._late.add(task)
-        task.add_done_callback(_forget(self._late))
+    def _start_read(self, cluster: str) -> asyncio.Future[ClusterRead]:
+        read = functools.partial(self._live.read, cluster)
+        task = in_hand(self._live.ready(cluster), read, f"live-read-{cluster}")
+        if not task.done():
+            self._late.add(task)
+            task.add_done_callback(_forget(self._late))
         return task
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -437,8 +449,8 @@ def _flat(anchors: dict[str, list[Anchor]]) -> list[Anchor]:
     return [a for found in anchors.values() for a in found]
 
 
-def _forget(tasks: set[asyncio.Task[ClusterRead]]) -> Callable[[asyncio.Task[ClusterRead]], None]:
-    def done(task: asyncio.Task[ClusterRead]) -> None:
+def _forget(tasks: set[asyncio.Future[ClusterRead]]) -> Callable[[asyncio.Future[ClusterRead]], None]:
+    def done(task: asyncio.Future[ClusterRead]) -> None:
         tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("a late live read failed: %s", task.exception())

@@ -221,6 +221,10 @@ class ControlPlaneLogReader:
     async def read(self, cluster: ClusterSettings) -> ControlPlaneLogs:
         return await self._reads.get(cluster.name, lambda: self._read(cluster), name=f"logs-{cluster.name}")
 
+    def ready(self, cluster: ClusterSettings) -> ControlPlaneLogs | None:
+        """What `read` would return without waiting, else None."""
+        return self._reads.peek(cluster.name)
+
     async def _read(self, cluster: ClusterSettings) -> ControlPlaneLogs:
         async with self._slots:
             return await read_control_plane(self._ctx, cluster)

@@ -129,11 +129,17 @@ class SharedTargetPods:
     async def read(self, target: str) -> TargetPods:
         found = self._ctx.settings.find_target(target)
         if found is None:
-            return TargetPods.missing("not a configured target")
+            return TargetPods.missing("not a configured target")  # as `ready` says
         settings = found[1]
         return await self._reads.get(
             target, lambda: read_target_pods(self._ctx, settings), name=f"pods-{target}"
         )
+
+    def ready(self, target: str) -> TargetPods | None:
+        """What `read` would return without waiting, else None."""
+        if self._ctx.settings.find_target(target) is None:
+            return TargetPods.missing("not a configured target")
+        return self._reads.peek(target)
 
     async def cancel_pending(self) -> None:
         await self._reads.cancel_pending()

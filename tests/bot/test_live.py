@@ -70,6 +70,21 @@ async def test_cache_expires_after_ttl_and_window_delta_appears() -> None:
     assert second.window.increase.breakdown(REQUESTS, "reason") == {"no_peer": 10.0}
 
 
+async def test_ready_is_the_fresh_read_and_none_while_the_source_fails() -> None:
+    cluster, clock = FakeCluster(), Clock()
+    live = LiveState({"c1": cluster}, ttl=5, monotonic=clock)
+    assert live.ready("c1") is None
+    first = await live.read("c1")
+    assert live.ready("c1") is first
+    clock.now += 5
+    assert live.ready("c1") is None
+    cluster.fail = ClusterError("c1", "timeout", "GET /metrics/syncer timed out after 5s")
+    assert not (await live.read("c1")).ok
+    # A failing source's read is not in hand: `read` says how long ago it failed and reads again.
+    assert live.ready("c1") is None
+    assert cluster.reads == 2
+
+
 async def test_window_forgets_reads_older_than_the_window() -> None:
     cluster, clock = FakeCluster(), Clock()
     live = LiveState({"c1": cluster}, ttl=1, window=60, monotonic=clock)

@@ -49,6 +49,26 @@ async def test_concurrent_callers_share_one_read_and_later_ones_get_it_within_tt
     assert await reads.get("b", source.read, name="read-b") == 3  # another key, another read
 
 
+async def test_peek_is_the_value_get_would_return_at_once_and_none_otherwise() -> None:
+    clock, source = Clock(), Source()
+    reads: SharedReads[str, int] = SharedReads(5.0, clock)
+    assert reads.peek("a") is None  # never read
+    source.gate.clear()
+    waiting = asyncio.create_task(reads.get("a", source.read, name="read-a"))
+    await asyncio.sleep(0)
+    assert reads.peek("a") is None  # in flight: a caller would wait
+    source.gate.set()
+    assert await waiting == 1
+    assert reads.peek("a") == 1
+    clock.now = 5.0
+    assert reads.peek("a") is None  # expired
+    source.error = RuntimeError("refused")
+    with pytest.raises(RuntimeError):
+        await reads.get("a", source.read, name="read-a")
+    assert reads.peek("a") is None  # a failed read is not kept
+    assert source.reads == 2
+
+
 async def test_a_caller_that_stops_waiting_leaves_the_read_to_fill_the_cache() -> None:
     source = Source()
     reads: SharedReads[str, int] = SharedReads(5.0, Clock())

@@ -83,6 +83,10 @@ class FakeLive:
             await self.gate.wait()
         return ClusterRead(cluster, 1_700_000_000.0, self.snapshot, None, None)
 
+    def ready(self, cluster: str) -> ClusterRead | None:
+        """Never in hand: every read here runs (and is counted, and may be gated)."""
+        return None
+
     async def cancel_pending(self) -> None:
         """Nothing outlives a caller here: each read runs in its caller's task."""
 

@@ -146,6 +146,9 @@ class FakeLogs:
         self.gate: asyncio.Event | None = None
         self.fail = fail
 
+    def ready(self, cluster: ClusterSettings) -> ControlPlaneLogs | None:
+        return None  # every read runs (counted, gated)
+
     async def read(self, cluster: ClusterSettings) -> ControlPlaneLogs:
         self.reads.append(cluster.name)
         if self.gate is not None:

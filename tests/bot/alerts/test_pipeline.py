@@ -234,6 +234,20 @@ async def test_a_failed_cluster_read_names_the_reason(harness: Harness) -> None:
     assert "live state unavailable: cluster alpha: 403 forbidden" in text_of((await harness.items())[0])
 
 
+async def test_a_read_in_hand_is_used_without_reading_again(harness: Harness) -> None:
+    class InHand(FakeLive):
+        """Its source had a fresh read: `ready` gives it, so `read` must not be called."""
+
+        def ready(self, cluster: str) -> ClusterRead | None:
+            return ClusterRead(cluster, 1_700_000_000.0, self.snapshot, None, None)
+
+    harness.live = InHand()
+    harness.pipeline = harness.make_pipeline(settings())
+    await harness.run(webhook([alert("a1")]))
+    assert "healthy 0, quarantined 2, half_open 0" in text_of((await harness.items())[0])  # diagnosed live
+    assert harness.live.reads == []
+
+
 # -- crash safety ------------------------------------------------------------------------------------
 
 

@@ -23,6 +23,9 @@ class FakePods:
         self.asked: list[str] = []
         self.cancelled = False
 
+    def ready(self, target: str) -> TargetPods | None:
+        return None  # every read runs (asked, gated)
+
     async def read(self, target: str) -> TargetPods:
         self.asked.append(target)
         if target in self.slow:

@@ -186,7 +186,9 @@ async def test_the_alerts_reader_shares_one_read_per_cluster(tmp_path: Path) -> 
     answers = {PODS: listing(pod("prod-0", "syncer")), f"{PODS}/prod-0/log": (200, STARTED)}
     ctx, ref = context(tmp_path, answers)
     reader = ControlPlaneLogReader(ctx, ttl=60)
+    assert reader.ready(ref.cluster) is None  # nothing read yet: the alert's read is a task
     first, second = await asyncio.gather(reader.read(ref.cluster), reader.read(ref.cluster))
+    assert reader.ready(ref.cluster) is first  # in hand for the next alert, read no more
     third = await reader.read(ref.cluster)
     assert first is second is third
     assert ctx.api is not None
