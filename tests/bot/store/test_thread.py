@@ -1,0 +1,86 @@
+"""The store thread's hand-off: work runs in submission order on one thread, each caller gets its own result
+or error, a cancelled caller's queued work never runs while started work finishes, and a closed thread
+refuses work."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.store.errors import StoreError
+from bot.store.thread import ConnectionThread
+
+
+@pytest.fixture
+async def thread(tmp_path: Path) -> AsyncIterator[ConnectionThread]:
+    found = ConnectionThread(lambda: sqlite3.connect(tmp_path / "t.db", check_same_thread=False))
+    await found.start()
+    yield found
+    await found.close()
+
+
+async def test_many_callers_at_once_each_get_their_own_result_in_submission_order(
+    thread: ConnectionThread,
+) -> None:
+    ran: list[int] = []
+    names: set[str] = set()
+
+    def work(n: int) -> int:
+        ran.append(n)
+        names.add(threading.current_thread().name)
+        return n * n
+
+    results = await asyncio.gather(*(thread.run(lambda conn, n=n: work(n)) for n in range(500)))
+    assert results == [n * n for n in range(500)]
+    assert ran == list(range(500))
+    assert len(names) == 1, "one thread runs it all"
+    assert threading.current_thread().name not in names
+
+
+async def test_an_sqlite_error_is_a_store_error_and_another_error_is_itself(thread: ConnectionThread) -> None:
+    with pytest.raises(StoreError, match=r"^sqlite: no such table: absent$"):
+        await thread.run(lambda conn: conn.execute("SELECT * FROM absent"))
+    with pytest.raises(KeyError):
+        await thread.run(lambda conn: {}["missing"])
+    assert await thread.run(lambda conn: conn.execute("SELECT 1").fetchone()) == (1,)  # still serving
+
+
+async def test_a_cancelled_callers_queued_work_never_runs_and_started_work_finishes(
+    thread: ConnectionThread,
+) -> None:
+    release, started = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def busy(conn: sqlite3.Connection) -> str:
+        started.set()
+        release.wait(5)
+        ran.append("busy")
+        return "busy"
+
+    running = asyncio.create_task(thread.run(busy))
+    await asyncio.to_thread(started.wait, 5)
+    queued = asyncio.create_task(thread.run(lambda conn: ran.append("queued")))
+    await asyncio.sleep(0)
+    running.cancel()
+    queued.cancel()
+    for task in (running, queued):  # both callers stop waiting while the store thread is still busy
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    release.set()
+    assert await thread.run(lambda conn: list(ran)) == ["busy"]
+
+
+async def test_a_closed_thread_refuses_work_and_a_thread_never_started_refuses_it_too(tmp_path: Path) -> None:
+    thread = ConnectionThread(lambda: sqlite3.connect(tmp_path / "t.db", check_same_thread=False))
+    with pytest.raises(StoreError, match="not open"):
+        await thread.run(lambda conn: None)
+    await thread.start()
+    await thread.close()
+    await thread.close()
+    with pytest.raises(StoreError, match="closed"):
+        await thread.run(lambda conn: None)
