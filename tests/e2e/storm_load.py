@@ -116,10 +116,13 @@ class SlackCoverage:
         self._named(bytes(upload.get("content") or b"").decode(errors="replace"))
 
     def _named(self, text: str) -> None:
+        # Stamped as the text is shown, before the search: in a file of 10 000 rows, looking for 5 000
+        # names takes a third of a second, the bench's time, not the bot's.
+        shown_at = time.monotonic()
         with self._lock:
             self._left = {name for name in self._left if name not in text}
             if not self._left and self.covered_at is None:
-                self.covered_at = time.monotonic()
+                self.covered_at = shown_at
 
     @property
     def left(self) -> int:
