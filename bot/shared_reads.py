@@ -3,8 +3,10 @@
 Concurrent callers share the read in flight, and later callers within `ttl` get its result. A read runs
 as a task of its own, shielded from its callers: one that stops waiting (its enrichment budget ran out)
 leaves the read running, and what it brings fills the cache for the next caller. A read that raises is
-not cached: the next caller reads again. Used by `bot.live.LiveState` (cluster pages) and
-`bot.alerts.prom_enrich.PromEnricher` (Prometheus windows).
+not cached: the next caller reads again. Used by `bot.live.LiveState` (cluster pages),
+`bot.alerts.prom_enrich.PromEnricher` (Prometheus windows), `bot.checks.triage.SharedTargetPods` (target
+pods) and `bot.checks.logs.ControlPlaneLogReader` (control-plane logs). `peek` is what a caller would get
+without waiting: the alert pipeline uses a read in hand at once (`bot.alerts.budget.in_hand`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ class SharedReads(Generic[K, V]):
 
     async def get(self, key: K, read: Callable[[], Awaitable[V]], *, name: str) -> V:
         """The key's value, at most `ttl` seconds old; `read` runs only when none is cached or in flight."""
-        found = self.peek(key)
-        if found is not None:
-            return found
+        cached = self._fresh(key)
+        if cached is not None:
+            return cached.value
         task = self._inflight.get(key)
         if task is None:
             task = asyncio.create_task(_run(read), name=name)
@@ -49,12 +51,14 @@ class SharedReads(Generic[K, V]):
         return await asyncio.shield(task)
 
     def peek(self, key: K) -> V | None:
-        """The key's cached value while it is fresh (what `get` returns without waiting), else None (the
-        values read here are never None)."""
+        """The key's cached value while it is fresh (what `get` returns without waiting), else None: for
+        values that are never None (every use here)."""
+        cached = self._fresh(key)
+        return None if cached is None else cached.value
+
+    def _fresh(self, key: K) -> _Cached[V] | None:
         cached = self._cache.get(key)
-        if cached is not None and self._monotonic() - cached.at < self._ttl:
-            return cached.value
-        return None
+        return cached if cached is not None and self._monotonic() - cached.at < self._ttl else None
 
     async def cancel_pending(self) -> None:
         """Stop the reads still in flight (shutdown)."""

@@ -119,6 +119,9 @@ async def read_target_pods(ctx: CheckContext, target: TargetSettings) -> TargetP
     return await read_pods(ctx, target.name, target.control_plane, target.control_plane_namespace)
 
 
+NOT_CONFIGURED = "not a configured target"
+
+
 class SharedTargetPods:
     """Target pods by target name: concurrent and recent callers share one read (single-flight + TTL)."""
 
@@ -129,7 +132,7 @@ class SharedTargetPods:
     async def read(self, target: str) -> TargetPods:
         found = self._ctx.settings.find_target(target)
         if found is None:
-            return TargetPods.missing("not a configured target")  # as `ready` says
+            return TargetPods.missing(NOT_CONFIGURED)
         settings = found[1]
         return await self._reads.get(
             target, lambda: read_target_pods(self._ctx, settings), name=f"pods-{target}"
@@ -137,9 +140,10 @@ class SharedTargetPods:
 
     def ready(self, target: str) -> TargetPods | None:
         """What `read` would return without waiting, else None."""
-        if self._ctx.settings.find_target(target) is None:
-            return TargetPods.missing("not a configured target")
-        return self._reads.peek(target)
+        cached = self._reads.peek(target)  # only configured targets are ever read
+        if cached is not None or self._ctx.settings.find_target(target) is not None:
+            return cached
+        return TargetPods.missing(NOT_CONFIGURED)
 
     async def cancel_pending(self) -> None:
         await self._reads.cancel_pending()

@@ -85,14 +85,14 @@ def pending(
 ) -> list[StoredNotification]:
     # LIMIT -1 is SQLite for "no limit".
     fetched = conn.execute(PENDING, (-1 if limit is None else limit + len(besides),)).fetchall()
-    stored, unreadable = parse_rows(left_out(fetched, besides, limit))
+    stored, unreadable = parse_rows(kept_rows(fetched, besides, limit))
     for notification_id, problem in unreadable:
         with immediate(conn):
             conn.execute(SET_ASIDE, (now, problem, notification_id))
     return stored
 
 
-def left_out(
+def kept_rows(
     rows: list[tuple[Any, ...]], besides: AbstractSet[int], limit: int | None
 ) -> list[tuple[Any, ...]]:
     """The pending rows (id first, oldest first) whose id is not in `besides`, at most `limit`: the rows

@@ -151,7 +151,7 @@ class PostgresStore:
 
         async def work(conn: AsyncConnection) -> list[StoredNotification]:
             cursor = await conn.execute(pg(notification_sql.PENDING), (fetch,))
-            rows = notification_sql.left_out(await cursor.fetchall(), besides, limit)
+            rows = notification_sql.kept_rows(await cursor.fetchall(), besides, limit)
             stored, unreadable = notification_sql.parse_rows(rows)
             for notification_id, problem in unreadable:
                 await conn.execute(pg(notification_sql.SET_ASIDE), (now, problem, notification_id))

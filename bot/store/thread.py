@@ -44,6 +44,8 @@ class ConnectionThread:
         self._closed = False
 
     async def start(self) -> None:
+        if self._thread is not None or self._closed:
+            raise StoreError("the store thread was started already")  # once: one thread keeps the order
         # A daemon: a process that exits without closing the store is not held up by a thread waiting
         # for work. A commit is all or nothing, so one cut short by the exit is a write nobody was told of.
         self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
@@ -90,10 +92,13 @@ class ConnectionThread:
 
     def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
-            if job.dropped:
+            # `dropped` is set once the cancelled caller runs again; a cancelled future says so at once.
+            if job.dropped or job.future.cancelled():
                 continue
             try:
                 outcome: tuple[bool, Any] = (True, _converting_errors(job.call))
+            except StopIteration as error:  # a future refuses it (TypeError): handed over as what it is
+                outcome = (False, RuntimeError(f"store work raised StopIteration: {error!r}"))
             except BaseException as error:  # handed to the caller, raised there
                 outcome = (False, error)
             job.mailbox.post(job, outcome)
@@ -147,10 +152,13 @@ class _Mailbox:
         for job, (ok, value) in ready:
             if job.future.done():  # cancelled meanwhile
                 continue
-            if ok:
-                job.future.set_result(value)
-            else:
-                job.future.set_exception(value)
+            try:
+                if ok:
+                    job.future.set_result(value)
+                else:
+                    job.future.set_exception(value)
+            except Exception as error:  # one result that cannot be handed over strands none of the others
+                job.future.set_exception(StoreError(f"the store's answer could not be handed over: {error}"))
 
 
 def _converting_errors(call: Callable[[], T]) -> T:

@@ -124,6 +124,22 @@ def test_misfire_grace_counts_real_seconds_across_the_repeated_hour() -> None:
     assert within_grace(scheduled, berlin_at(55), 3600)  # 02:55+02:00
 
 
+def test_a_run_in_the_hour_skipped_when_clocks_go_forward_is_found_when_it_is_due_not_before() -> None:
+    # 2025-03-30 in Berlin: at 01:00 UTC the clocks jump from 02:00+01:00 to 03:00+02:00. APScheduler
+    # fires "30 2" at 02:30+01:00 (01:30 UTC, 03:30 on the clocks).
+    trigger = DigestSettings(cron="30 2 * * *", timezone="Europe/Berlin").cron_trigger()
+    spring = datetime(2025, 3, 30, 0, 0, tzinfo=UTC)
+    before, after = [(spring + timedelta(minutes=m)).astimezone(BERLIN) for m in (70, 100)]
+    assert (before.hour, before.minute, after.hour, after.minute) == (3, 10, 3, 40)
+    # At 03:10 it is 20 minutes ahead: a catch-up at start must not post it early.
+    assert bounded(lambda: latest_fire(trigger, before, 3660)) is None
+    fire = bounded(lambda: latest_fire(trigger, after, 3660))
+    assert fire is not None
+    assert period_key(fire) == "2025-03-30T02:30:00+01:00"
+    assert within_grace(fire, after, 3600)  # 10 minutes late
+    assert not within_grace(fire, before, 3600)
+
+
 def test_period_key_is_the_fire_time_in_the_time_zone() -> None:
     assert period_key(datetime(2025, 6, 2, 8, 0, tzinfo=BERLIN)) == "2025-06-02T08:00:00+02:00"
 

@@ -84,3 +84,47 @@ async def test_a_closed_thread_refuses_work_and_a_thread_never_started_refuses_i
     await thread.close()
     with pytest.raises(StoreError, match="closed"):
         await thread.run(lambda conn: None)
+
+
+async def test_work_that_raises_what_a_future_refuses_strands_no_other_caller(
+    thread: ConnectionThread,
+) -> None:
+    release, started = threading.Event(), threading.Event()
+
+    def hold(conn: sqlite3.Connection) -> None:
+        started.set()
+        release.wait(5)
+
+    held = asyncio.create_task(thread.run(hold))
+    await asyncio.to_thread(started.wait, 5)
+    # Queued behind `hold`, so their results are handed back in one wake of the loop.
+    empty = asyncio.create_task(thread.run(lambda conn: next(iter(()))))  # StopIteration
+    after = asyncio.create_task(thread.run(lambda conn: "answered"))
+    await asyncio.sleep(0)
+    release.set()
+    await held
+    # Bounded: a result that was never handed over would leave these waiting for ever.
+    assert await asyncio.wait_for(after, 10) == "answered"
+    with pytest.raises(RuntimeError, match="StopIteration"):
+        await asyncio.wait_for(empty, 10)
+
+
+async def test_close_runs_what_was_queued_first_then_ends_the_thread_and_the_connection(
+    tmp_path: Path,
+) -> None:
+    conns: list[sqlite3.Connection] = []
+
+    def connect() -> sqlite3.Connection:
+        conns.append(sqlite3.connect(tmp_path / "t.db", check_same_thread=False))
+        return conns[-1]
+
+    thread = ConnectionThread(connect)
+    await thread.start()
+    with pytest.raises(StoreError, match="started already"):
+        await thread.start()
+    queued = asyncio.create_task(thread.run(lambda conn: conn.execute("SELECT 2").fetchone()))
+    await asyncio.sleep(0)
+    await thread.close()
+    assert await queued == (2,)
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        conns[0].execute("SELECT 1")
