@@ -83,17 +83,13 @@ class ConnectionThread:
             mailbox = self._mailboxes[loop] = _Mailbox(loop)
         job = _Job(call, loop.create_future(), mailbox)
         self._jobs.put(job)
-        try:
-            result: T = await job.future
-        except asyncio.CancelledError:
-            job.dropped = True
-            raise
+        # A cancelled caller's `Task.cancel()` cancels this future at once: the thread skips the job then.
+        result: T = await job.future
         return result
 
     def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
-            # `dropped` is set once the cancelled caller runs again; a cancelled future says so at once.
-            if job.dropped or job.future.cancelled():
+            if job.future.cancelled():  # its caller stopped waiting before it started: not run
                 continue
             try:
                 outcome: tuple[bool, Any] = (True, _converting_errors(job.call))
@@ -122,7 +118,6 @@ class _Job:
     call: Callable[[], Any]
     future: asyncio.Future[Any]
     mailbox: _Mailbox
-    dropped: bool = False  # its caller was cancelled: not run if it has not started
 
 
 @dataclass(eq=False)
