@@ -205,7 +205,7 @@ class AlertPipeline:
             closed = await self._apply(
                 notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom, closing
             )
-        if not await self._storms.flush(settle=settle) and settle:
+        if not await self._storms.flush(settle=settle, arrived_at=notification.received_at) and settle:
             self._held.add(notification.id)
             return False
         if not closed:

@@ -13,8 +13,9 @@ changes at its latest, once the changes pause (at most `table_within_seconds` af
 summary is edited with it). Meanwhile the summary's count is edited as the storm grows, `grow_seconds`
 after the post, then each edit `grow_factor` times as long after the one before: however the alerts
 arrive (one Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack
-`gather_seconds` after its last change, in a handful of calls. A storm of 500 targets arriving together
-costs one post and one upload.
+`gather_seconds` after its last change, in a handful of calls (when the worker was behind, so that the
+last change arrived that long before it was applied: as soon as the queue is empty). A storm of 500
+targets arriving together costs one post and one upload.
 
 Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
 table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what
@@ -329,19 +330,21 @@ class StormDesk:
         storm.changed_at = self._clock()
         return storm.key
 
-    async def flush(self, *, settle: bool = False) -> bool:
+    async def flush(self, *, settle: bool = False, arrived_at: float | None = None) -> bool:
         """Send the summaries and tables that are due, and end storms whose alerts all resolved; True
         when every storm's row is current. With `settle` (the alert queue ran empty) a row lagging its
         counts is saved, at most once per `settle_seconds`, without a Slack call. A growing storm's count
         is edited only then too: while a burst is still being applied, the table follows as soon as it
-        is, and an edit before it would be one posting call more for nothing."""
+        is, and an edit before it would be one posting call more for nothing. `arrived_at`: when the
+        last notification applied was received (with `settle`, the newest one there is)."""
         now = self._clock()
+        quiet = settle and arrived_at is not None and now - arrived_at >= self._policy.gather_seconds
         for storm in list(self._active.values()):
             if storm.counts.alerts and not storm.counts.firing:
                 await self._end(storm, now, resolved=True)
-            elif not storm.posted and now >= self._first_due(storm):
-                await self._publish(storm, now, "first", table=self._table_now(storm, now, settle))
-            elif storm.posted and storm.table is None and self._table_now(storm, now, settle):
+            elif not storm.posted and (quiet or now >= self._first_due(storm)):
+                await self._publish(storm, now, "first", table=self._table_now(storm, now, settle, quiet))
+            elif storm.posted and storm.table is None and self._table_now(storm, now, settle, quiet):
                 await self._publish(storm, now, "table")
             elif (
                 storm.posted
@@ -398,11 +401,13 @@ class StormDesk:
         longer each time."""
         return storm.refreshed_at + self._policy.grow_seconds * self._policy.grow_factor**storm.grown
 
-    def _table_now(self, storm: Storm, now: float, settle: bool) -> bool:
+    def _table_now(self, storm: Storm, now: float, settle: bool, quiet: bool = False) -> bool:
         """Whether the table goes now: the changes paused with nothing left to apply (`settle`: a pause
-        while the worker was busy rendering the summary is no pause), or it is the latest it may go."""
+        while the worker was busy rendering the summary is no pause), or it is the latest it may go.
+        `quiet`: nothing left to apply, and nothing received for `gather_seconds`: a backlog applied
+        after its senders paused (a fleet's storm the worker caught up with) waits no longer."""
         latest = storm.started_at + self._policy.table_within_seconds
-        return now >= latest or (settle and now >= self._table_due(storm))
+        return now >= latest or quiet or (settle and now >= self._table_due(storm))
 
     def _start(self, channel: str, now: float) -> Storm:
         arrivals = self._arrivals.get(channel, deque())

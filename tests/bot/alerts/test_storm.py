@@ -180,18 +180,42 @@ async def test_the_table_waits_for_the_queue_to_empty_not_only_for_the_count_to_
     harness.pipeline = harness.make_pipeline(settings(), policy)
     for body in [*(storm_webhook(i) for i in range(3)), storm_webhook(90, "beta"), storm_webhook(3)]:
         await harness.accept(body)
-    queued = await harness.store.pending()
+    *queued, last = await harness.store.pending()
     for notification in queued:
-        await harness.pipeline.process(notification, settle=notification is queued[-1])
+        await harness.pipeline.process(notification)
         assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], (
             "a table with targets still queued"
         )
         harness.clock.now += (
             2 * policy.gather_seconds
         )  # alpha's storm does not change while beta's is applied
-    await harness.pipeline.expire_storms()
+    # The queue empties with the last: all arrived long before, so the table goes at once, whole.
+    await harness.pipeline.process(last, settle=True)
     [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
     assert all(target(i) in table(upload) for i in range(4))
+
+
+@pytest.mark.parametrize(("behind", "waits"), [(1.0, False), (0.5, True)], ids=["paused", "recent"])
+async def test_a_backlog_applied_after_its_senders_paused_gets_its_table_when_the_queue_empties(
+    harness: Harness, behind: float, waits: bool
+) -> None:
+    """The worker behind (a fleet's storm): the last webhook arrived `gather_seconds` or more before the
+    queue ran empty, so the storm's changes have paused already and the table does not wait again.
+    While the newest arrival is more recent than that, the table waits for the pause as before."""
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(6):
+        await harness.accept(storm_webhook(i))
+    harness.clock.now += behind * policy.gather_seconds  # the worker gets to them this long after
+    queued = await harness.store.pending()
+    for notification in queued:
+        await harness.pipeline.process(notification, settle=notification is queued[-1])
+    if waits:
+        assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], "a table before the pause"
+        harness.clock.now += policy.gather_seconds
+        await harness.pipeline.expire_storms()
+    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    assert all(target(i) in table(upload) for i in range(6))
 
 
 async def test_later_changes_edit_the_summary_and_replace_the_table_at_most_once_per_refresh(
