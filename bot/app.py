@@ -81,6 +81,14 @@ class RequestActivity:
                 await self._idle.wait()
 
 
+@dataclass
+class Arrivals:
+    """When this process last took in a notification (its clock; None: none since it started), noted
+    before it is stored: the alert worker, its queue empty, knows how long its senders have been quiet."""
+
+    last_at: float | None = None
+
+
 class ActivityMiddleware:
     """Counts in-flight HTTP requests into a `RequestActivity` (pure ASGI: no body buffering)."""
 
@@ -109,6 +117,7 @@ class Deps:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     readiness: list[ReadinessCheck] = field(default_factory=list)
     activity: RequestActivity = field(default_factory=RequestActivity)
+    arrivals: Arrivals = field(default_factory=Arrivals)
     clock: Callable[[], float] = time.time
     stopping: Stopping = field(default_factory=Stopping)
 
@@ -157,8 +166,11 @@ class CountingSink:
 
     store: Store
     metrics: BotMetrics
+    arrivals: Arrivals = field(default_factory=Arrivals)
+    clock: Callable[[], float] = time.time  # the alert worker's
 
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
+        self.arrivals.last_at = self.clock()  # before the worker can find it stored
         accepted = await self.store.accept(raw, webhook, received_at)
         self.metrics.alerts_accepted.labels(duplicate=str(accepted.duplicate).lower()).inc()
         return accepted
@@ -173,7 +185,7 @@ def routes(deps: Deps) -> list[BaseRoute]:
         Route("/readyz", _readyz(deps), methods=["GET"]),
         Route("/metrics", _metrics(deps), methods=["GET"]),
         alertmanager_route(
-            CountingSink(deps.store, deps.metrics),
+            CountingSink(deps.store, deps.metrics, deps.arrivals, deps.clock),
             deps.wake.set,
             auth=auth,
             on_refused=lambda status: deps.metrics.notifications_refused.labels(str(status)).inc(),

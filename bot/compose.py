@@ -286,6 +286,16 @@ async def _released(lease: Lease, delivery: Delivery) -> None:
         log.warning("could not release the %s lease (it expires by itself): %s", lease.name, err)
 
 
+def _arrived(deps: Deps) -> Callable[[], None]:
+    """A silenced group's end stored again: noted as an arrival (`Arrivals`), the alert worker woken."""
+
+    def arrived() -> None:
+        deps.arrivals.last_at = deps.clock()
+        deps.wake.set()
+
+    return arrived
+
+
 def _alert_worker(
     settings: Settings,
     clients: Clients,
@@ -317,6 +327,8 @@ def _alert_worker(
         observe_wait=lambda part, seconds: deps.metrics.enrichment_wait_seconds.labels(part).observe(seconds),
         alertmanager=clients.active_alerts,
         silences=watch,  # the silences a resolution summary lists
+        # On a shared store other replicas take notifications in too: this one cannot know the newest.
+        arrivals=None if shared else (lambda: deps.arrivals.last_at),
     )
 
 
@@ -356,7 +368,7 @@ def _silence_watch(
     if clients.active_alerts is not None:
         leading = (lambda: True) if lease is None else (lambda: lease.held)
         ends = SilencedEnds(
-            clients.active_alerts, clients.store, deps.wake.set, clients.clock, every, leading
+            clients.active_alerts, clients.store, _arrived(deps), clients.clock, every, leading
         )
     watch = SilenceWatch(clients.alertmanager, clients.store, delivery, every, ends)
     delivery.show_silences(watch)

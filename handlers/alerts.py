@@ -237,6 +237,7 @@ def register(
     observe_wait: ObserveWait | None = None,
     alertmanager: ActiveAlerts | None = None,
     silences: SilenceList | None = None,
+    arrivals: Callable[[], float | None] | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -249,7 +250,8 @@ def register(
     quick-triage verdict (its control-plane pods read within the enrichment budget). `observe_wait` is
     told each notification's wait for its reads, per part (the bot's metric). `alertmanager` is asked
     before a suspected stale copy is skipped (without it, none is). `silences` (the silence watch) are
-    listed in the resolution summaries.
+    listed in the resolution summaries. `arrivals`: when this process last took in a notification, when
+    it takes in every one (a storm's table then waits for no pause that is already over).
     """
     pipeline = AlertPipeline(
         settings,
@@ -264,6 +266,7 @@ def register(
         observe_wait=observe_wait or (lambda part, seconds: None),
         alertmanager=alertmanager,
         silences=silences,
+        arrivals=arrivals,
     )
     return AlertWorker(
         store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll

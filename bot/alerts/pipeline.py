@@ -125,8 +125,12 @@ class AlertPipeline:
         observe_wait: ObserveWait = lambda part, seconds: None,
         alertmanager: ActiveAlerts | None = None,
         silences: SilenceList | None = None,
+        arrivals: Callable[[], float | None] | None = None,
     ) -> None:
         self._settings = settings
+        # When this process last took in a notification (None: none since it started), if every
+        # notification comes through it (one replica): a storm's table waits for no pause that is over.
+        self._arrivals = arrivals
         # The summary of each resolved episode of a group's own message (`bot.alerts.resolution`).
         client = None if prometheus is None else prometheus.client
         self._resolutions = ResolutionDesk(settings, store, outbox, client, silences)
@@ -205,12 +209,21 @@ class AlertPipeline:
             closed = await self._apply(
                 notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom, closing
             )
-        if not await self._storms.flush(settle=settle, arrived_at=notification.received_at) and settle:
+        arrived = self._newest_arrival(notification)
+        if not await self._storms.flush(settle=settle, arrived_at=arrived) and settle:
             self._held.add(notification.id)
             return False
         if not closed:
             await self._store.mark_processed(notification.id)
         return True
+
+    def _newest_arrival(self, notification: StoredNotification) -> float | None:
+        """When the newest notification there is arrived, as far as this process can know: None when
+        others take notifications in too (replicas sharing the store)."""
+        if self._arrivals is None:
+            return None
+        last = self._arrivals()
+        return notification.received_at if last is None else max(last, notification.received_at)
 
     async def expire_storms(self) -> list[str]:
         """Send storm summaries and tables that are due and close the notifications held for them; end

@@ -6,16 +6,17 @@ when their own posts have not gone out yet (their queued posts are folded; one t
 message, edited only when the group resolves or fires again while the storm lasts: the summary counts its
 other changes, and its message is brought up to date once when the storm ends). Once the storm's changes
 pause (`gather_seconds` without a new group or a changed count, and at most `first_within_seconds` after
-it started) one summary is posted: every target's live state grouped per client cluster, the common
-cause with its evidence, counts per alert. Every target with its state now goes into the summary's thread
-as one file (cluster, target, alerts, state now, since), with the summary or, when the storm still
-changes at its latest, once the changes pause (at most `table_within_seconds` after the start; the
-summary is edited with it). Meanwhile the summary's count is edited as the storm grows, `grow_seconds`
-after the post, then each edit `grow_factor` times as long after the one before: however the alerts
-arrive (one Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack
-`gather_seconds` after its last change, in a handful of calls (when the worker was behind, so that the
-last change arrived that long before it was applied: as soon as the queue is empty). A storm of 500
-targets arriving together costs one post and one upload.
+it started; or the queue is empty and nothing arrived for `gather_seconds`) one summary is posted: every
+target's live state grouped per client cluster, the common cause with its evidence, counts per alert.
+Every target with its state now goes into the summary's thread as one file (cluster, target, alerts,
+state now, since), with the summary or, when the storm still changes at its latest, once the changes
+pause (at most `table_within_seconds` after the start; the summary is edited with it). Meanwhile the
+summary's count is edited as the storm grows, `grow_seconds` after the post, then each edit `grow_factor`
+times as long after the one before: however the alerts arrive (one Alertmanager batch, a trickle of
+webhooks over 20 s), the storm is whole in Slack `gather_seconds` after its last change, in a handful of
+calls (when the worker was behind and nothing arrived for that long, as soon as the queue is empty; one
+replica knows that, replicas sharing a store do not). A storm of 500 targets arriving together costs one
+post and one upload.
 
 Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
 table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what
@@ -336,7 +337,8 @@ class StormDesk:
         counts is saved, at most once per `settle_seconds`, without a Slack call. A growing storm's count
         is edited only then too: while a burst is still being applied, the table follows as soon as it
         is, and an edit before it would be one posting call more for nothing. `arrived_at`: when the
-        last notification applied was received (with `settle`, the newest one there is)."""
+        newest notification there is arrived (None: not known); with `settle`, `gather_seconds` or more
+        ago, the storm's changes paused before the worker applied them, and its table goes now."""
         now = self._clock()
         quiet = settle and arrived_at is not None and now - arrived_at >= self._policy.gather_seconds
         for storm in list(self._active.values()):
@@ -404,8 +406,8 @@ class StormDesk:
     def _table_now(self, storm: Storm, now: float, settle: bool, quiet: bool = False) -> bool:
         """Whether the table goes now: the changes paused with nothing left to apply (`settle`: a pause
         while the worker was busy rendering the summary is no pause), or it is the latest it may go.
-        `quiet`: nothing left to apply, and nothing received for `gather_seconds`: a backlog applied
-        after its senders paused (a fleet's storm the worker caught up with) waits no longer."""
+        `quiet`: nothing left to apply, and nothing arrived for `gather_seconds`: a backlog applied after
+        its senders paused (a fleet's storm the worker caught up with) waits no longer."""
         latest = storm.started_at + self._policy.table_within_seconds
         return now >= latest or quiet or (settle and now >= self._table_due(storm))
 

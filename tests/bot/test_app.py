@@ -195,3 +195,34 @@ async def test_a_worker_that_ignores_cancellation_does_not_hold_the_stop(
     assert elapsed < 0.9
     await ended.wait()
     assert any("did not stop within 0.2 s" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_webhook_is_noted_as_an_arrival_on_the_workers_clock_before_it_is_stored(
+    tmp_path: Path,
+) -> None:
+    """`Deps.arrivals` (what the alert worker's storm tables wait on) is set before the row can be
+    found, on `Deps.clock`; a refused webhook is no arrival."""
+    now = [5000.0]
+    store = await open_store(str(tmp_path / "arrivals.db"))
+    deps = Deps(settings=settings(tmp_path), store=store, clock=lambda: now[0])
+    seen: list[float | None] = []
+    accept = store.accept
+
+    async def noting(*args: object, **kwargs: object) -> object:
+        seen.append(deps.arrivals.last_at)
+        return await accept(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.accept = noting  # type: ignore[method-assign]
+    headers = {"Authorization": "Bearer s3cret-token-value", "Content-Type": "application/json"}
+    try:
+        async with client(create_app(deps)) as http:
+            refused = await http.post(
+                "/alertmanager", content=FIRING, headers={**headers, "Authorization": "x"}
+            )
+            assert (refused.status_code, deps.arrivals.last_at) == (401, None)
+            accepted = await http.post("/alertmanager", content=FIRING, headers=headers)
+    finally:
+        await store.close()
+    assert accepted.status_code == 202
+    assert seen == [5000.0]
+    assert deps.arrivals.last_at == 5000.0

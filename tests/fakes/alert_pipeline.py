@@ -194,11 +194,18 @@ class Harness:
         self.live = live
         self.outbox = Delivery(store, NoSlack(), clock=clock)
         self.alertmanager = FakeAlertmanager()  # lists nothing active until a test fires an alert there
+        self.last_accepted_at: float | None = None  # as `bot.app.Arrivals` in serve on one replica
         self.pipeline = self.make_pipeline(config)
 
     def make_pipeline(
-        self, config: Settings, policy: StormPolicy | None = None, *, alertmanager: bool = True
+        self,
+        config: Settings,
+        policy: StormPolicy | None = None,
+        *,
+        alertmanager: bool = True,
+        shared_store: bool = False,
     ) -> AlertPipeline:
+        """`shared_store`: as on replicas sharing a store, the pipeline cannot know the newest arrival."""
         return AlertPipeline(
             config,
             self.store,
@@ -207,9 +214,11 @@ class Harness:
             storm=policy,
             clock=self.clock,
             alertmanager=self.alertmanager if alertmanager else None,
+            arrivals=None if shared_store else (lambda: self.last_accepted_at),
         )
 
     async def accept(self, raw: bytes) -> None:
+        self.last_accepted_at = self.clock()
         await self.store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), self.clock())
 
     async def run(self, raw: bytes | None = None) -> None:

@@ -195,15 +195,20 @@ async def test_the_table_waits_for_the_queue_to_empty_not_only_for_the_count_to_
     assert all(target(i) in table(upload) for i in range(4))
 
 
-@pytest.mark.parametrize(("behind", "waits"), [(1.0, False), (0.5, True)], ids=["paused", "recent"])
+@pytest.mark.parametrize(
+    ("behind", "shared_store", "waits"),
+    [(1.0, False, False), (0.5, False, True), (1.0, True, True)],
+    ids=["paused", "recent", "shared-store"],
+)
 async def test_a_backlog_applied_after_its_senders_paused_gets_its_table_when_the_queue_empties(
-    harness: Harness, behind: float, waits: bool
+    harness: Harness, behind: float, shared_store: bool, waits: bool
 ) -> None:
-    """The worker behind (a fleet's storm): the last webhook arrived `gather_seconds` or more before the
-    queue ran empty, so the storm's changes have paused already and the table does not wait again.
-    While the newest arrival is more recent than that, the table waits for the pause as before."""
+    """The worker behind (a fleet's storm): nothing arrived for `gather_seconds` or more when the queue
+    ran empty, so the storm's changes have paused already and the table does not wait again. While the
+    newest arrival is more recent than that, or not known (replicas sharing a store each take
+    notifications in), the table waits for the pause as before."""
     policy = StormPolicy(groups=2)
-    harness.pipeline = harness.make_pipeline(settings(), policy)
+    harness.pipeline = harness.make_pipeline(settings(), policy, shared_store=shared_store)
     for i in range(6):
         await harness.accept(storm_webhook(i))
     harness.clock.now += behind * policy.gather_seconds  # the worker gets to them this long after
@@ -214,6 +219,29 @@ async def test_a_backlog_applied_after_its_senders_paused_gets_its_table_when_th
         assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], "a table before the pause"
         harness.clock.now += policy.gather_seconds
         await harness.pipeline.expire_storms()
+    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    assert all(target(i) in table(upload) for i in range(6))
+
+
+async def test_a_notification_arriving_while_the_last_batch_is_applied_is_no_pause(
+    harness: Harness,
+) -> None:
+    """The batch fetched, then a webhook arrives while it is applied (long after the batch's own
+    arrivals): the queue looked empty, yet the storm still changes, so its table waits for it."""
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(5):
+        await harness.accept(storm_webhook(i))
+    batch = await harness.store.pending()
+    harness.clock.now += 2 * policy.gather_seconds
+    await harness.accept(storm_webhook(5))  # after the fetch: not in the batch
+    for notification in batch:
+        await harness.pipeline.process(notification, settle=notification is batch[-1])
+    assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], "a table without target 5"
+    await harness.run()  # the next drain applies it
+    assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], "a table before the pause"
+    harness.clock.now += policy.gather_seconds
+    await harness.pipeline.expire_storms()
     [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
     assert all(target(i) in table(upload) for i in range(6))
 
