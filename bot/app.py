@@ -83,10 +83,14 @@ class RequestActivity:
 
 @dataclass
 class Arrivals:
-    """When this process last took in a notification (its clock; None: none since it started), noted
-    before it is stored: the alert worker, its queue empty, knows how long its senders have been quiet."""
+    """The newest arrival this process noted (None: none since it started): each webhook's `received_at`
+    before it is stored, a silenced group's end (stored again) once it is. The alert worker, having
+    applied the newest, knows how long its senders have been quiet (`bot.alerts.storm`)."""
 
     last_at: float | None = None
+
+    def note(self, at: float) -> None:
+        self.last_at = at if self.last_at is None else max(self.last_at, at)
 
 
 class ActivityMiddleware:
@@ -167,10 +171,9 @@ class CountingSink:
     store: Store
     metrics: BotMetrics
     arrivals: Arrivals = field(default_factory=Arrivals)
-    clock: Callable[[], float] = time.time  # the alert worker's
 
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
-        self.arrivals.last_at = self.clock()  # before the worker can find it stored
+        self.arrivals.note(received_at)  # before the worker can find it stored
         accepted = await self.store.accept(raw, webhook, received_at)
         self.metrics.alerts_accepted.labels(duplicate=str(accepted.duplicate).lower()).inc()
         return accepted
@@ -185,11 +188,12 @@ def routes(deps: Deps) -> list[BaseRoute]:
         Route("/readyz", _readyz(deps), methods=["GET"]),
         Route("/metrics", _metrics(deps), methods=["GET"]),
         alertmanager_route(
-            CountingSink(deps.store, deps.metrics, deps.arrivals, deps.clock),
+            CountingSink(deps.store, deps.metrics, deps.arrivals),
             deps.wake.set,
             auth=auth,
             on_refused=lambda status: deps.metrics.notifications_refused.labels(str(status)).inc(),
             stopping=lambda: deps.stopping.active,
+            clock=deps.clock,  # received_at on the alert worker's clock
         ),
     ]
 

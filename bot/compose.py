@@ -287,10 +287,11 @@ async def _released(lease: Lease, delivery: Delivery) -> None:
 
 
 def _arrived(deps: Deps) -> Callable[[], None]:
-    """A silenced group's end stored again: noted as an arrival (`Arrivals`), the alert worker woken."""
+    """A silenced group's end stored again: noted as an arrival (`Arrivals`; after its `received_at`, so
+    a storm's table takes no pause for over until a newer one is applied), the alert worker woken."""
 
     def arrived() -> None:
-        deps.arrivals.last_at = deps.clock()
+        deps.arrivals.note(deps.clock())
         deps.wake.set()
 
     return arrived

@@ -128,8 +128,8 @@ class AlertPipeline:
         arrivals: Callable[[], float | None] | None = None,
     ) -> None:
         self._settings = settings
-        # When this process last took in a notification (None: none since it started), if every
-        # notification comes through it (one replica): a storm's table waits for no pause that is over.
+        # The newest arrival this process noted (None: none since it started), if every notification
+        # comes through it (one replica): a storm's table then waits for no pause that is over.
         self._arrivals = arrivals
         # The summary of each resolved episode of a group's own message (`bot.alerts.resolution`).
         client = None if prometheus is None else prometheus.client
@@ -209,21 +209,22 @@ class AlertPipeline:
             closed = await self._apply(
                 notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom, closing
             )
-        arrived = self._newest_arrival(notification)
-        if not await self._storms.flush(settle=settle, arrived_at=arrived) and settle:
+        caught_up = functools.partial(self._caught_up, notification)
+        if not await self._storms.flush(settle=settle, caught_up=caught_up) and settle:
             self._held.add(notification.id)
             return False
         if not closed:
             await self._store.mark_processed(notification.id)
         return True
 
-    def _newest_arrival(self, notification: StoredNotification) -> float | None:
-        """When the newest notification there is arrived, as far as this process can know: None when
-        others take notifications in too (replicas sharing the store)."""
+    def _caught_up(self, notification: StoredNotification) -> float | None:
+        """When `notification` (just applied) arrived, if it is still the newest there is: None once a
+        newer one arrived (stored or being stored), or when others take notifications in too (replicas
+        sharing the store)."""
         if self._arrivals is None:
             return None
         last = self._arrivals()
-        return notification.received_at if last is None else max(last, notification.received_at)
+        return None if last is not None and last > notification.received_at else notification.received_at
 
     async def expire_storms(self) -> list[str]:
         """Send storm summaries and tables that are due and close the notifications held for them; end

@@ -331,22 +331,30 @@ class StormDesk:
         storm.changed_at = self._clock()
         return storm.key
 
-    async def flush(self, *, settle: bool = False, arrived_at: float | None = None) -> bool:
+    async def flush(
+        self, *, settle: bool = False, caught_up: Callable[[], float | None] | None = None
+    ) -> bool:
         """Send the summaries and tables that are due, and end storms whose alerts all resolved; True
         when every storm's row is current. With `settle` (the alert queue ran empty) a row lagging its
         counts is saved, at most once per `settle_seconds`, without a Slack call. A growing storm's count
         is edited only then too: while a burst is still being applied, the table follows as soon as it
-        is, and an edit before it would be one posting call more for nothing. `arrived_at`: when the
-        newest notification there is arrived (None: not known); with `settle`, `gather_seconds` or more
-        ago, the storm's changes paused before the worker applied them, and its table goes now."""
+        is, and an edit before it would be one posting call more for nothing. `caught_up()`: when the
+        newest notification there is arrived, if the worker has applied it (None: a newer one arrived
+        since, or it cannot be known); with `settle`, `gather_seconds` or more ago, the storm's changes
+        paused before the worker applied them, and its table goes now."""
         now = self._clock()
-        quiet = settle and arrived_at is not None and now - arrived_at >= self._policy.gather_seconds
+
+        def quiet() -> bool:  # asked anew for each storm: publishing one awaits reads
+            arrived = None if caught_up is None or not settle else caught_up()
+            return arrived is not None and self._clock() - arrived >= self._policy.gather_seconds
+
         for storm in list(self._active.values()):
             if storm.counts.alerts and not storm.counts.firing:
                 await self._end(storm, now, resolved=True)
-            elif not storm.posted and (quiet or now >= self._first_due(storm)):
-                await self._publish(storm, now, "first", table=self._table_now(storm, now, settle, quiet))
-            elif storm.posted and storm.table is None and self._table_now(storm, now, settle, quiet):
+            elif not storm.posted and (now >= self._first_due(storm) or quiet()):
+                table = self._table_now(storm, now, settle) or quiet()
+                await self._publish(storm, now, "first", table=table)
+            elif storm.posted and storm.table is None and (self._table_now(storm, now, settle) or quiet()):
                 await self._publish(storm, now, "table")
             elif (
                 storm.posted
@@ -403,13 +411,13 @@ class StormDesk:
         longer each time."""
         return storm.refreshed_at + self._policy.grow_seconds * self._policy.grow_factor**storm.grown
 
-    def _table_now(self, storm: Storm, now: float, settle: bool, quiet: bool = False) -> bool:
+    def _table_now(self, storm: Storm, now: float, settle: bool) -> bool:
         """Whether the table goes now: the changes paused with nothing left to apply (`settle`: a pause
         while the worker was busy rendering the summary is no pause), or it is the latest it may go.
-        `quiet`: nothing left to apply, and nothing arrived for `gather_seconds`: a backlog applied after
-        its senders paused (a fleet's storm the worker caught up with) waits no longer."""
+        (Or, in `flush`, the worker caught up with senders quiet for `gather_seconds`: a backlog applied
+        after they paused, a fleet's storm, waits no longer.)"""
         latest = storm.started_at + self._policy.table_within_seconds
-        return now >= latest or quiet or (settle and now >= self._table_due(storm))
+        return now >= latest or (settle and now >= self._table_due(storm))
 
     def _start(self, channel: str, now: float) -> Storm:
         arrivals = self._arrivals.get(channel, deque())
