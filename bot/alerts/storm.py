@@ -14,9 +14,9 @@ pause (at most `table_within_seconds` after the start; the summary is edited wit
 summary's count is edited as the storm grows, `grow_seconds` after the post, then each edit `grow_factor`
 times as long after the one before: however the alerts arrive (one Alertmanager batch, a trickle of
 webhooks over 20 s), the storm is whole in Slack `gather_seconds` after its last change, in a handful of
-calls (when the worker was behind and nothing arrived for that long, as soon as the queue is empty; one
-replica knows that, replicas sharing a store do not). A storm of 500 targets arriving together costs one
-post and one upload.
+calls (when the worker was behind and nothing arrived for that long, as soon as it has applied the
+newest arrival: on SQLite, where one process takes every notification in). A storm of 500 targets
+arriving together costs one post and one upload.
 
 Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
 table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what
