@@ -191,6 +191,48 @@ async def test_a_client_swapped_for_a_fake_reaches_every_consumer(
         await swapped.prometheus.aclose()
 
 
+# -- arrivals: what the storm table's caught-up rule reads -----------------------------------------------
+
+
+async def test_the_alert_worker_and_the_silenced_ends_share_the_intakes_arrivals(
+    settings: Settings, clients: compose.Clients, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given: dict[str, Any] = {}
+    signals: list[Any] = []
+    register, silenced_ends = compose.alerts.register, compose.SilencedEnds
+
+    def registered(*args: Any, **kwargs: Any) -> Any:
+        given.update(kwargs)
+        return register(*args, **kwargs)
+
+    def ends(*args: Any) -> Any:
+        signals.append(args[2])
+        return silenced_ends(*args)
+
+    monkeypatch.setattr(compose.alerts, "register", registered)
+    monkeypatch.setattr(compose, "SilencedEnds", ends)
+    instants = iter(range(1000, 2000))
+    bot = compose.build_bot(settings, replace(clients, clock=lambda: float(next(instants))))
+    try:
+        newest = given["arrivals"]
+        assert newest is not None, "one replica on SQLite knows every arrival"
+        assert newest() is None
+        async with asgi(bot.app) as http:  # no lifespan: the worker does not take it away
+            body = json.dumps(notification([alert_entry(proxy_alert(), now())])).encode()
+            headers = {**auth(), "Content-Type": "application/json"}
+            assert (await http.post("/alertmanager", content=body, headers=headers)).status_code == 202
+        [stored] = await clients.store.pending()
+        assert 1000 <= stored.received_at < 2000, "received on the worker's clock"
+        assert newest() == stored.received_at, "the intake notes each webhook it stores"
+        [arrived] = signals
+        bot.deps.wake.clear()
+        arrived()
+        assert newest() > stored.received_at, "a silenced group's end stored again is an arrival"
+        assert bot.deps.wake.is_set()
+    finally:
+        await bot.close()
+
+
 # -- closing ---------------------------------------------------------------------------------------------
 
 
