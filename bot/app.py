@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -90,7 +91,12 @@ class Arrivals:
     last_at: float | None = None
 
     def note(self, at: float) -> None:
-        self.last_at = at if self.last_at is None else max(self.last_at, at)
+        """Each note moves `last_at` on, even when the clock did not (two webhooks in one tick, a step
+        back): the worker, having applied one of them, then never takes itself for caught up."""
+        if self.last_at is None or at > self.last_at:
+            self.last_at = at
+        else:
+            self.last_at = math.nextafter(self.last_at, math.inf)
 
 
 class ActivityMiddleware:
@@ -170,7 +176,7 @@ class CountingSink:
 
     store: Store
     metrics: BotMetrics
-    arrivals: Arrivals = field(default_factory=Arrivals)
+    arrivals: Arrivals  # `Deps.arrivals`, which the alert worker reads
 
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
         self.arrivals.note(received_at)  # before the worker can find it stored

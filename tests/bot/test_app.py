@@ -14,7 +14,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from bot import app as app_module
-from bot.app import Deps, create_app
+from bot.app import Arrivals, Deps, create_app
 from bot.store import OutboxKind, open_store
 from config.loader import parse_config
 from config.settings import Settings
@@ -226,3 +226,16 @@ async def test_a_webhook_is_noted_as_an_arrival_on_the_workers_clock_before_it_i
     assert accepted.status_code == 202
     assert seen == [5000.0]
     assert deps.arrivals.last_at == 5000.0
+
+
+@pytest.mark.parametrize("second", [5000.0, 4999.0], ids=["same-tick", "clock-stepped-back"])
+def test_a_second_arrival_is_newer_than_the_first_whatever_the_clock_said(second: float) -> None:
+    """The worker, having applied the first, must not take itself for caught up (`_caught_up` compares
+    the newest noted with what it applied)."""
+    arrivals = Arrivals()
+    arrivals.note(5000.0)
+    arrivals.note(second)
+    assert arrivals.last_at is not None
+    assert arrivals.last_at > 5000.0
+    arrivals.note(6000.0)
+    assert arrivals.last_at == 6000.0
