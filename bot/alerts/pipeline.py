@@ -156,6 +156,9 @@ class AlertPipeline:
         self._late_pods: set[asyncio.Future[TargetPods]] = set()
         # Notifications applied and waiting for their storm's row to be saved before they are closed.
         self._held: set[int] = set()
+        # The last one applied: `expire_storms` asks whether it is still the newest arrival (a queue that
+        # empties on a full batch is not settled by `process`; the worker's next look finds it empty).
+        self._applied_last: StoredNotification | None = None
 
     async def restore(self) -> None:
         """Pick up state kept in the store (storms in progress, open incidents) after a restart."""
@@ -209,6 +212,7 @@ class AlertPipeline:
             closed = await self._apply(
                 notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom, closing
             )
+        self._applied_last = notification
         caught_up = functools.partial(self._caught_up, notification)
         if not await self._storms.flush(settle=settle, caught_up=caught_up) and settle:
             self._held.add(notification.id)
@@ -230,7 +234,9 @@ class AlertPipeline:
         """Send storm summaries and tables that are due and close the notifications held for them; end
         storms quiet long enough (their keys)."""
         ended = await self._storms.expire()
-        if await self._storms.flush(settle=True):
+        last = self._applied_last
+        caught_up = None if last is None else functools.partial(self._caught_up, last)
+        if await self._storms.flush(settle=True, caught_up=caught_up):
             for held in sorted(self._held):
                 await self._store.mark_processed(held)
             self._held.clear()
