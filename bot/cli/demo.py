@@ -191,9 +191,9 @@ class StopServer(uvicorn.Server):
     """uvicorn's server without its own SIGINT/SIGTERM handlers: a Ctrl-C reaches `asyncio.run`, which
     cancels the stop (its `finally` stops the feed, this server and the bot, in that order).
 
-    uvicorn takes both signals while it serves and raises them again once it has stopped; a storm demo
-    stopped that way was still running 30 s after its Ctrl-C in whole-suite runs, with the feed never told
-    to stop (the stop's `finally` had not run)."""
+    uvicorn takes both signals while it serves and raises them again only once it has stopped: the feed
+    would go on posting webhooks to a server shutting down. (A Ctrl-C that never arrives is another
+    matter: a process started in the background of a script has SIGINT ignored, and so has the demo.)"""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
