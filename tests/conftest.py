@@ -69,11 +69,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
-    # A suite started in the background of a script (`cmd &`) inherits SIGINT ignored, and so would every
-    # process it starts, since an ignored signal stays ignored across exec: a demo stopped with Ctrl-C
-    # (`tests.harness.process.run_until`) would never see it. A handled one is reset to the default.
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The controller's report of what its workers found, filled as each worker ends.

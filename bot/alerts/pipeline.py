@@ -162,6 +162,7 @@ class AlertPipeline:
 
     async def restore(self) -> None:
         """Pick up state kept in the store (storms in progress, open incidents) after a restart."""
+        self._applied_last = None  # another replica may have applied newer ones since
         await self._storms.restore()
         await self._incidents.restore()
 

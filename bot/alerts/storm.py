@@ -6,7 +6,7 @@ when their own posts have not gone out yet (their queued posts are folded; one t
 message, edited only when the group resolves or fires again while the storm lasts: the summary counts its
 other changes, and its message is brought up to date once when the storm ends). Once the storm's changes
 pause (`gather_seconds` without a new group or a changed count, and at most `first_within_seconds` after
-it started; or the worker has just applied the newest arrival and it came `gather_seconds` ago or more,
+it started; or the worker has applied the newest arrival and it came `gather_seconds` ago or more,
 which only one replica on SQLite can know) one summary is posted: every target's live state grouped per
 client cluster, the common cause with its evidence, counts per alert.
 Every target with its state now goes into the summary's thread as one file (cluster, target, alerts,

@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.storm import StormPolicy
+from bot.app import Arrivals
 from bot.clients.alertmanager import Matcher
 from bot.clients.slack import Posted
 from bot.delivery.worker import Delivery
@@ -194,7 +195,7 @@ class Harness:
         self.live = live
         self.outbox = Delivery(store, NoSlack(), clock=clock)
         self.alertmanager = FakeAlertmanager()  # lists nothing active until a test fires an alert there
-        self.last_accepted_at: float | None = None  # as `bot.app.Arrivals` in serve on one replica
+        self.arrivals = Arrivals()  # as the intake notes them in serve on one replica
         self.pipeline = self.make_pipeline(config)
 
     def make_pipeline(
@@ -214,12 +215,13 @@ class Harness:
             storm=policy,
             clock=self.clock,
             alertmanager=self.alertmanager if alertmanager else None,
-            arrivals=None if shared_store else (lambda: self.last_accepted_at),
+            arrivals=None if shared_store else (lambda: self.arrivals.last_at),
         )
 
     async def accept(self, raw: bytes) -> None:
-        self.last_accepted_at = self.clock()
-        await self.store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), self.clock())
+        received_at = self.clock()
+        self.arrivals.note(received_at)
+        await self.store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), received_at)
 
     async def run(self, raw: bytes | None = None) -> None:
         if raw is not None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self, TypeVar
@@ -140,9 +141,9 @@ def run_until(
     # A process that does not end after Ctrl-C is sent SIGABRT, which Python's fault handler answers by
     # printing every thread's stack to stderr: where it hung is in the failure, not lost with a SIGKILL.
     env = {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
-    with subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    ) as process:
+    with _sigint_as_in_a_terminal():
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    with process:
         assert process.stdout is not None
         assert process.stderr is not None
         readers = [
@@ -168,6 +169,21 @@ def run_until(
         for reader in readers:
             reader.join(timeout=5)
     return subprocess.CompletedProcess(list(argv), code, "".join(out), "".join(err))
+
+
+@contextlib.contextmanager
+def _sigint_as_in_a_terminal() -> Iterator[None]:
+    """While a process is started: a suite started in the background of a script (`cmd &`) has SIGINT
+    ignored, and an ignored signal stays ignored across exec, so the Ctrl-C would never reach it. Handled
+    here for that moment, the signal starts at its default in the process, as in a terminal."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _drain(stream: IO[str], into: list[str]) -> None:

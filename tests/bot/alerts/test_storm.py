@@ -180,6 +180,7 @@ async def test_the_table_waits_for_the_queue_to_empty_not_only_for_the_count_to_
     harness.pipeline = harness.make_pipeline(settings(), policy)
     for body in [*(storm_webhook(i) for i in range(3)), storm_webhook(90, "beta"), storm_webhook(3)]:
         await harness.accept(body)
+        harness.clock.now += 0.001  # webhooks arrive one after another (`Arrivals`: one tick is no pause)
     *queued, last = await harness.store.pending()
     for notification in queued:
         await harness.pipeline.process(notification)
@@ -196,33 +197,39 @@ async def test_the_table_waits_for_the_queue_to_empty_not_only_for_the_count_to_
 
 
 @pytest.mark.parametrize(
-    ("behind", "shared_store", "full_batch", "waits"),
+    ("behind", "shared_store", "full_batch", "newer", "waits"),
     [
-        (1.0, False, False, False),
-        (0.5, False, False, True),
-        (1.0, True, False, True),
-        (1.0, False, True, False),
+        (1.0, False, False, False, False),
+        (0.5, False, False, False, True),
+        (1.0, True, False, False, True),
+        (1.0, False, True, False, False),
+        (1.0, False, True, True, True),
     ],
-    ids=["paused", "recent", "shared-store", "full-batch"],
+    ids=["paused", "recent", "shared-store", "full-batch", "full-batch-newer-queued"],
 )
 async def test_a_backlog_applied_after_its_senders_paused_gets_its_table_when_the_queue_empties(
-    harness: Harness, behind: float, shared_store: bool, full_batch: bool, waits: bool
+    harness: Harness, behind: float, shared_store: bool, full_batch: bool, newer: bool, waits: bool
 ) -> None:
     """The worker behind (a fleet's storm): nothing arrived for `gather_seconds` or more when the queue
-    ran empty, so the storm's changes have paused already and the table does not wait again; also when
-    the queue emptied on a full batch (no settle: the worker finds it empty only at its next look, then
-    ends quiet storms). While the newest arrival is more recent than that, or not known (replicas sharing
-    a store each take notifications in), the table waits for the pause as before."""
+    ran empty, so the storm's changes have paused already and the table does not wait again: with the
+    last notification applied, or, when the queue emptied on a full batch (no settle: the worker finds
+    it empty only at its next look), when the worker then ends quiet storms. While the newest arrival is
+    more recent than that, not applied yet, or not known (replicas sharing a store each take
+    notifications in), the table waits for the pause as before."""
     policy = StormPolicy(groups=2)
     harness.pipeline = harness.make_pipeline(settings(), policy, shared_store=shared_store)
     for i in range(6):
         await harness.accept(storm_webhook(i))
+        harness.clock.now += 0.001  # one after another (`Arrivals`: several in one tick are no pause)
     harness.clock.now += behind * policy.gather_seconds  # the worker gets to them this long after
     queued = await harness.store.pending()
     for notification in queued:
         settle = notification is queued[-1] and not full_batch
         await harness.pipeline.process(notification, settle=settle)
-    await harness.pipeline.expire_storms()  # as the worker does once a drain finds nothing more
+    if full_batch:
+        if newer:
+            await harness.accept(storm_webhook(6))  # after the drain's last look: not applied
+        await harness.pipeline.expire_storms()  # as the worker does once a drain finds nothing more
     if waits:
         assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], "a table before the pause"
         harness.clock.now += policy.gather_seconds
