@@ -67,7 +67,8 @@ def shows_the_whole_storm(out: str) -> None:
     assert "29 peer cache unsynced (peers from a stale list)" in states, states
     others = [s for s in states if s != "29 peer cache unsynced (peers from a stale list)"]
     assert sum(int(s.split()[0]) for s in others) == 2, states
-    assert "Common cause: `team-a`'s peer feed: `peer_cache_synced` is 0 on every one of the 31" in shown
+    cause = "Common cause: `team-a`'s peer feed: `peer_cache_synced` is 0 on every one of the 31"
+    assert cause in shown, shown[:3000]  # the whole summary: which cause it named, or how many it judged
     table = out.index("── file in thread")
     header = out.index("CLUSTER  TARGET", table)
     rows = out[header:].splitlines()[1:4]
