@@ -85,18 +85,35 @@ class RequestActivity:
 @dataclass
 class Arrivals:
     """The newest arrival this process noted (None: none since it started): each webhook's `received_at`
-    before it is stored, a silenced group's end (stored again) once it is. The alert worker, having
-    applied the newest, knows how long its senders have been quiet (`bot.alerts.storm`)."""
+    before it is stored (withdrawn when the store had it already), a silenced group's end (stored again)
+    once it is. The alert worker, having applied the newest, knows how long its senders have been quiet
+    (`bot.alerts.storm`)."""
 
     last_at: float | None = None
 
-    def note(self, at: float) -> None:
+    def note(self, at: float) -> Noted:
         """Each note moves `last_at` on, even when the clock did not (two webhooks in one tick, a step
         back): the worker, having applied one of them, then never takes itself for caught up."""
-        if self.last_at is None or at > self.last_at:
+        before = self.last_at
+        if before is None or at > before:
             self.last_at = at
         else:
-            self.last_at = math.nextafter(self.last_at, math.inf)
+            self.last_at = math.nextafter(before, math.inf)
+        return Noted(before, self.last_at)
+
+    def withdraw(self, noted: Noted) -> None:
+        """A noted webhook that stored nothing (a repeat of one stored, as from an Alertmanager HA pair)
+        is no arrival the worker could apply: forgotten, unless another was noted since."""
+        if self.last_at == noted.at:
+            self.last_at = noted.before
+
+
+@dataclass(frozen=True)
+class Noted:
+    """One `Arrivals.note`: the newest before it, and after."""
+
+    before: float | None
+    at: float
 
 
 class ActivityMiddleware:
@@ -179,8 +196,11 @@ class CountingSink:
     arrivals: Arrivals  # `Deps.arrivals`, which the alert worker reads
 
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
-        self.arrivals.note(received_at)  # before the worker can find it stored
+        noted = self.arrivals.note(received_at)  # before the worker can find it stored
         accepted = await self.store.accept(raw, webhook, received_at)
+        if accepted.duplicate:
+            # Only then: a store call that failed may still have stored it (a commit whose answer was lost).
+            self.arrivals.withdraw(noted)
         self.metrics.alerts_accepted.labels(duplicate=str(accepted.duplicate).lower()).inc()
         return accepted
 

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from bot import app as app_module
 from bot.app import Arrivals, Deps, create_app
-from bot.store import OutboxKind, open_store
+from bot.store import OutboxKind, StoreError, open_store
 from config.loader import parse_config
 from config.settings import Settings
 from tests.bot.domain.alertmanager_samples import FIRING
@@ -228,6 +228,34 @@ async def test_a_webhook_is_noted_as_an_arrival_on_the_workers_clock_before_it_i
     assert deps.arrivals.last_at == 5000.0
 
 
+async def test_a_repeat_that_stored_nothing_is_no_arrival_and_a_failed_store_call_stays_one(
+    tmp_path: Path,
+) -> None:
+    """A webhook the store already has (an Alertmanager HA pair sends each twice) would keep the storm
+    table waiting for an arrival no worker can apply; one whose store call failed may have been stored."""
+    now = [5000.0]
+    store = await open_store(str(tmp_path / "repeats.db"))
+    deps = Deps(settings=settings(tmp_path), store=store, clock=lambda: now[0])
+    headers = {"Authorization": "Bearer s3cret-token-value", "Content-Type": "application/json"}
+    try:
+        async with client(create_app(deps)) as http:
+            assert (await http.post("/alertmanager", content=FIRING, headers=headers)).status_code == 202
+            now[0] = 5001.0
+            assert (await http.post("/alertmanager", content=FIRING, headers=headers)).status_code == 202
+            assert deps.arrivals.last_at == 5000.0, "the repeat withdrawn"
+
+            async def failing(*args: object, **kwargs: object) -> object:
+                raise StoreError("disk I/O error")
+
+            store.accept = failing  # type: ignore[method-assign]
+            now[0] = 5002.0
+            other = FIRING.replace(b"firing", b"resolved", 1)
+            assert (await http.post("/alertmanager", content=other, headers=headers)).status_code == 503
+    finally:
+        await store.close()
+    assert deps.arrivals.last_at == 5002.0, "a failed store call is kept as an arrival"
+
+
 @pytest.mark.parametrize("second", [5000.0, 4999.0], ids=["same-tick", "clock-stepped-back"])
 def test_a_second_arrival_is_newer_than_the_first_whatever_the_clock_said(second: float) -> None:
     """The worker, having applied the first, must not take itself for caught up (`_caught_up` compares
@@ -239,3 +267,7 @@ def test_a_second_arrival_is_newer_than_the_first_whatever_the_clock_said(second
     assert arrivals.last_at > 5000.0
     arrivals.note(6000.0)
     assert arrivals.last_at == 6000.0
+    repeat = arrivals.note(6000.0)
+    arrivals.note(7000.0)
+    arrivals.withdraw(repeat)  # another noted since: kept
+    assert arrivals.last_at == 7000.0
