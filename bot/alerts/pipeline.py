@@ -214,30 +214,28 @@ class AlertPipeline:
                 notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom, closing
             )
         self._applied_last = notification
-        caught_up = functools.partial(self._caught_up, notification)
-        if not await self._storms.flush(settle=settle, caught_up=caught_up) and settle:
+        if not await self._storms.flush(settle=settle, caught_up=self._caught_up) and settle:
             self._held.add(notification.id)
             return False
         if not closed:
             await self._store.mark_processed(notification.id)
         return True
 
-    def _caught_up(self, notification: StoredNotification) -> float | None:
-        """When `notification` (just applied) arrived, if it is still the newest there is: None once a
-        newer one arrived (stored or being stored), or when others take notifications in too (replicas
-        sharing the store)."""
-        if self._arrivals is None:
+    def _caught_up(self) -> float | None:
+        """When the last notification applied arrived, if it is still the newest there is: None once a
+        newer one arrived (stored or being stored), before any was applied, or when others take
+        notifications in too (replicas sharing the store)."""
+        applied = self._applied_last
+        if self._arrivals is None or applied is None:
             return None
         last = self._arrivals()
-        return None if last is not None and last > notification.received_at else notification.received_at
+        return None if last is not None and last > applied.received_at else applied.received_at
 
     async def expire_storms(self) -> list[str]:
         """Send storm summaries and tables that are due and close the notifications held for them; end
         storms quiet long enough (their keys)."""
         ended = await self._storms.expire()
-        last = self._applied_last
-        caught_up = None if last is None else functools.partial(self._caught_up, last)
-        if await self._storms.flush(settle=True, caught_up=caught_up):
+        if await self._storms.flush(settle=True, caught_up=self._caught_up):
             for held in sorted(self._held):
                 await self._store.mark_processed(held)
             self._held.clear()

@@ -8,16 +8,15 @@ other changes, and its message is brought up to date once when the storm ends). 
 pause (`gather_seconds` without a new group or a changed count, and at most `first_within_seconds` after
 it started; or the worker has applied the newest arrival and it came `gather_seconds` ago or more,
 which only one replica on SQLite can know) one summary is posted: every target's live state grouped per
-client cluster, the common cause with its evidence, counts per alert.
-Every target with its state now goes into the summary's thread as one file (cluster, target, alerts,
-state now, since), with the summary or, when the storm still changes at its latest, once the changes
-pause (at most `table_within_seconds` after the start; the summary is edited with it). Meanwhile the
-summary's count is edited as the storm grows, `grow_seconds` after the post, then each edit `grow_factor`
-times as long after the one before: however the alerts arrive (one Alertmanager batch, a trickle of
-webhooks over 20 s), the storm is whole in Slack `gather_seconds` after its last change, in a handful of
-calls (when the worker was behind and nothing arrived for that long, as soon as it has applied the
-newest arrival: on SQLite, where one process takes every notification in). A storm of 500 targets
-arriving together costs one post and one upload.
+client cluster, the common cause with its evidence, counts per alert. Every target with its state now goes
+into the summary's thread as one file (cluster, target, alerts, state now, since), with the summary or,
+when the storm still changes at its latest, once the changes pause (at most `table_within_seconds` after
+the start; the summary is edited with it). Meanwhile the summary's count is edited as the storm grows,
+`grow_seconds` after the post, then each edit `grow_factor` times as long after the one before: however
+the alerts arrive (one Alertmanager batch, a trickle of webhooks over 20 s), the storm is whole in Slack
+`gather_seconds` after its last change, in a handful of calls (when the worker was behind and nothing
+arrived for that long, as soon as it has applied the newest arrival: on SQLite, where one process takes
+every notification in). A storm of 500 targets arriving together costs one post and one upload.
 
 Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
 table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what

@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.storm import StormPolicy
-from bot.app import Arrivals
+from bot.app import Arrivals, CountingSink
 from bot.clients.alertmanager import Matcher
 from bot.clients.slack import Posted
 from bot.delivery.worker import Delivery
@@ -21,6 +21,7 @@ from bot.domain.alerts import AlertmanagerWebhook
 from bot.domain.parser import parse_syncer
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
+from bot.metrics import BotMetrics
 from bot.render.blocks import Message
 from bot.store import OutboxItem, OutboxKind, Store
 from config.settings import Settings
@@ -196,6 +197,7 @@ class Harness:
         self.outbox = Delivery(store, NoSlack(), clock=clock)
         self.alertmanager = FakeAlertmanager()  # lists nothing active until a test fires an alert there
         self.arrivals = Arrivals()  # as the intake notes them in serve on one replica
+        self.intake = CountingSink(store, BotMetrics(), self.arrivals)
         self.pipeline = self.make_pipeline(config)
 
     def make_pipeline(
@@ -219,9 +221,8 @@ class Harness:
         )
 
     async def accept(self, raw: bytes) -> None:
-        received_at = self.clock()
-        self.arrivals.note(received_at)
-        await self.store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), received_at)
+        """As serve's intake takes it in (`CountingSink`: noted as an arrival, then stored)."""
+        await self.intake.accept(raw, AlertmanagerWebhook.model_validate_json(raw), self.clock())
 
     async def run(self, raw: bytes | None = None) -> None:
         if raw is not None:
