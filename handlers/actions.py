@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -189,7 +189,9 @@ async def _open_form(deps: ActionDeps, pressed: Pressed, trigger_id: str) -> Non
     if deps.views is None or not trigger_id:
         raise Refused("proxybot cannot open the silence form here: silence it with `/proxy silence`.")
     known = await deps.groups.groups()
-    every = _every_silence(known, _find_group(known, pressed.ref.group), pressed.ref, cluster)
+    group = _find_group(known, pressed.ref.group, pressed.who)
+    _of_cluster(deps.settings, group, cluster)
+    every = _every_silence(known, group, pressed.ref, cluster)
     ref, who = pressed.ref, pressed.who
     form = SilenceForm(ref.group, cluster.name, ref.target, who.user, who.channel_id, who.channel_name)
     metadata = form.sign(_secret(deps.settings), deps.now().timestamp())
@@ -260,9 +262,13 @@ async def _silence_from_form(
     if deps.silencer is None:
         raise FormErrors.on_comment("proxybot cannot silence: `alertmanager.url` is not set.")
     known = await deps.groups.groups()
-    group = next((g for g in known if group_id(g.group_key) == form.group), None)
+    group = drawn_group(known, form.group, who)
     if group is None:
         raise FormErrors.on_comment("This alert is no longer tracked by proxybot: nothing was silenced.")
+    try:
+        _of_cluster(deps.settings, group, cluster)
+    except Refused as refused:
+        raise FormErrors.on_comment(str(refused)) from None
     every = _every_silence(known, group, ref, cluster)
     ends = now + timedelta(seconds=span)
     made = await create_silences(deps.silencer, every, now, ends, f"{name} (Slack {who_id})", comment)
@@ -286,7 +292,8 @@ async def _expire(deps: ActionDeps, pressed: Pressed, respond: AsyncRespond) -> 
     if deps.silencer is None:
         raise Refused("proxybot cannot expire silences: `alertmanager.url` is not set in its configuration.")
     known = await deps.groups.groups()
-    group = _find_group(known, pressed.ref.group)
+    group = _find_group(known, pressed.ref.group, pressed.who)
+    _of_cluster(deps.settings, group, cluster)
     listed = await deps.silencer.silences()
     found: dict[str, Silence] = {}
     broader: dict[str, Silence] = {}
@@ -345,8 +352,35 @@ def _silence_allowed(deps: ActionDeps, pressed: Pressed) -> ClusterSettings:
     return cluster
 
 
-def _find_group(known: list[AlertGroupState], wanted: str) -> AlertGroupState:
-    found = next((g for g in known if group_id(g.group_key) == wanted), None)
+def drawn_group(known: Iterable[AlertGroupState], wanted: str, where: Requester) -> AlertGroupState | None:
+    """The group a button was drawn for: its id, in the channel the press (or the modal) came from.
+
+    One Alertmanager group key can be routed to several channels (a rule without the `cluster` and
+    `target` labels groups alerts of several clients), each with a row and a message of its own; a group's
+    id alone would find another channel's row, and its alerts would be silenced or acknowledged."""
+    return next((g for g in known if group_id(g.group_key) == wanted and _drawn_in(g, where)), None)
+
+
+def _drawn_in(group: AlertGroupState, where: Requester) -> bool:
+    if group.channel_id is not None:  # the channel Slack posted its message in
+        return group.channel_id == where.channel_id
+    return group.channel in where.channel_refs()  # not posted yet: the channel it was routed to
+
+
+def _of_cluster(settings: Settings, group: AlertGroupState, cluster: ClusterSettings) -> None:
+    """Refused when one of the group's firing alerts belongs to another cluster than the button's (whose
+    access was checked): a silence made from its labels would mute that cluster's alerts too."""
+    for labels in group.facts.firing_labels:
+        owner = settings.cluster_for_alert(labels)
+        if owner is not None and owner.name != cluster.name:
+            raise Refused(
+                f"This alert group also holds alerts of cluster {code(owner.name)}, not only of "
+                f"{code(cluster.name)}: silence it in Alertmanager with narrower matchers."
+            )
+
+
+def _find_group(known: list[AlertGroupState], wanted: str, where: Requester) -> AlertGroupState:
+    found = drawn_group(known, wanted, where)
     if found is None:
         raise Refused(
             "proxybot no longer knows this alert group (it was cleaned up): silence it in Alertmanager."
@@ -354,9 +388,9 @@ def _find_group(known: list[AlertGroupState], wanted: str) -> AlertGroupState:
     return found
 
 
-async def _group_of(groups: GroupStore, wanted: str) -> AlertGroupState | None:
+async def _group_of(groups: GroupStore, wanted: str, where: Requester) -> AlertGroupState | None:
     # Group ids are hashes of group keys, so the store is scanned; it holds one row per live group.
-    return next((g for g in await groups.groups() if group_id(g.group_key) == wanted), None)
+    return drawn_group(await groups.groups(), wanted, where)
 
 
 def silence_matchers(group: AlertGroupState, ref: ActionRef, cluster: ClusterSettings) -> tuple[Matcher, ...]:
@@ -395,9 +429,7 @@ def _ack_listener(deps: ActionDeps, acks: Acknowledger, *, take: bool) -> Callab
         async def run(pressed: Pressed) -> None:
             may_acknowledge(deps.settings, pressed.ref.cluster, pressed.who)
             known = await deps.groups.groups()
-            carrier = firing_carrier(
-                next((g for g in known if group_id(g.group_key) == pressed.ref.group), None), known
-            )
+            carrier = firing_carrier(drawn_group(known, pressed.ref.group, pressed.who), known)
             # The message's edit and its thread line say it; the person who pressed is told only of a refusal.
             if take:
                 await acks.acknowledge(carrier, pressed.who.user, pressed.user_name, pressed.press)
@@ -420,7 +452,7 @@ def _check_listener(
             cluster, target = _check_allowed(deps.settings, pressed)
             await _ephemeral(respond, f"{verb} {code(target.name)}…")
             answer = await check(cluster, target)
-            group = await _group_of(deps.groups, pressed.ref.group)
+            group = await _group_of(deps.groups, pressed.ref.group, pressed.who)
             await _in_thread(deps, respond, pressed, group, answer)
             if group is not None:
                 await _record_check(deps, pressed, group, kind, answer)

@@ -156,9 +156,16 @@ async def app_for(
     checks: ButtonChecks | None = None,
     *,
     replies: ThreadReplies | None = None,
+    second_cluster: str | None = None,
 ) -> Starlette:
-    """The buttons over the bot's delivery outbox (its worker runs in the app's lifespan), or `replies`."""
+    """The buttons over the bot's delivery outbox (its worker runs in the app's lifespan), or `replies`;
+    with `second_cluster`, another client cluster (its alerts matched by `cluster`) shares the channel."""
     settings = make_settings(tmp_path, fake.api_url)
+    if second_cluster is not None:
+        other = settings.clusters[0].model_copy(
+            update={"name": second_cluster, "match": {"cluster": second_cluster}, "targets": []}
+        )
+        settings = settings.model_copy(update={"clusters": [*settings.clusters, other]})
     if silencer is None:  # as when alertmanager.url is not configured
         settings = settings.model_copy(
             update={"alertmanager": settings.alertmanager.model_copy(update={"url": None})}
@@ -507,6 +514,63 @@ async def test_a_group_key_naming_neither_target_nor_cluster_is_not_silenced_fle
         [response] = await eventually(lambda: fake.responses, "the refusal")
     assert "a silence would mute it everywhere" in response["text"]
     assert fake.views.opened == []
+
+
+PROBE_KEY = '{}:{alertname="ResourceProxyProbeFailing"}'
+
+
+def probe_group(channel: str, channel_id: str | None, namespace: str, ts: str) -> AlertGroupState:
+    """A ProbeFailing group (neither `cluster` nor `target` in its key, so the shipped receiver's grouping
+    puts every client's in one key), as routed to one channel."""
+    labels = {"alertname": "ResourceProxyProbeFailing", "namespace": namespace, "cronjob": "proxy-probe"}
+    facts = GroupFacts(firing_labels=(labels,))
+    return AlertGroupState(channel, PROBE_KEY, AlertStatus.FIRING, ts=ts, facts=facts, channel_id=channel_id)
+
+
+async def test_a_press_acts_on_its_own_channels_group_never_on_another_channels_with_the_same_key(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    # The hostile read: one group key posted in two channels; Silence… pressed on the message in #alerts
+    # opened a form for the other channel's row (another client's namespace) and silenced it.
+    await store.save_group(probe_group("#team-b", "C0TEAMB", "vcluster-team-b", "1700000002.000100"))
+    value = ActionRef.for_group("team-a", None, PROBE_KEY).encode()
+    silencer = FakeSilencer()
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        trigger = fake.views.issue_trigger()
+        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k1"), trigger_id=trigger))
+        [response] = await eventually(lambda: fake.responses, "the refusal")
+        assert "no longer knows this alert group" in response["text"]
+        assert fake.views.opened == []
+        await store.save_group(probe_group("#alerts", ALERTS, "vcluster-team-a", MESSAGE_TS))
+        trigger = fake.views.issue_trigger()
+        await press(http, button_body(ACTION_SILENCE, value, fake.response_url("k2"), trigger_id=trigger))
+        [view] = await eventually(lambda: fake.views.opened, "the silence form")
+        shown = "\n".join(iter_texts(view["blocks"]))
+        assert '`namespace="vcluster-team-a"`' in shown
+        assert "team-b" not in shown
+        assert await submit(http, fake, dict(view), TYPED) == {}
+    [created] = silencer.created
+    assert Matcher("namespace", "vcluster-team-a") in created["matchers"]
+
+
+async def test_a_group_holding_another_clusters_alerts_is_not_silenced_from_this_clusters_button(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    # Two clients sharing one channel: one group key holds alerts of both. Access is checked on the
+    # button's cluster, so a silence of the other's alerts is refused.
+    labels = ({"alertname": "ResourceProxyNoHealthyPeers", "cluster": "team-b", "target": "platform/x"},)
+    await save_group(store, GroupFacts(firing_labels=labels))
+    silencer = FakeSilencer()
+    app = await app_for(tmp_path, fake, store, silencer, second_cluster="team-b")
+    async with serving(app) as http:
+        trigger = fake.views.issue_trigger()
+        await press(
+            http, button_body(ACTION_SILENCE, ref_value(), fake.response_url("k1"), trigger_id=trigger)
+        )
+        [response] = await eventually(lambda: fake.responses, "the refusal")
+    assert "also holds alerts of cluster `team-b`" in response["text"]
+    assert fake.views.opened == []
+    assert silencer.created == []
 
 
 async def test_alertmanager_failing_or_unconfigured_is_a_clear_answer(
