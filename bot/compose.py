@@ -90,7 +90,14 @@ class Clients:
     alertmanager: Silences | None = None  # None: `alertmanager.url` is not configured
     # The same Alertmanager, asked before a suspected stale copy is skipped (`bot.alerts.stale_check`).
     active_alerts: ActiveAlerts | None = None
+    # What the bot tells the time by (the times its messages show, its reads stamped) and what it paces
+    # its own work by (the store's stamps and due times, delivery, the lease, a storm's pauses), and the
+    # intervals of its reads (caches, windows, a GET's time). All three are the machine's clocks, except in
+    # the demo: there `clock` and `monotonic` are the simulated world's, which stop while a stop is held,
+    # so what the bot says of a held world is the same on every machine, and `pacing` keeps running.
     clock: Clock = time.time
+    pacing: Clock = time.time
+    monotonic: Clock = time.monotonic
     # Shared by every copy `replace()` makes, so a client swapped out for a fake is still closed.
     opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False, compare=False)
 
@@ -98,14 +105,24 @@ class Clients:
         await self.opened.aclose()
 
 
-async def open_clients(settings: Settings, *, clock: Clock = time.time) -> Clients:
+@dataclass(frozen=True)
+class Clocks:
+    """The three clocks of `Clients` (the machine's by default; the demo's are the simulated world's)."""
+
+    clock: Clock = time.time
+    pacing: Clock = time.time
+    monotonic: Clock = time.monotonic
+
+
+async def open_clients(settings: Settings, *, clocks: Clocks | None = None) -> Clients:
     """The real clients, from the settings: kubeconfigs loaded off the event loop, each once."""
+    clocks = clocks or Clocks()
     slack = SlackClient.from_settings(settings.slack)  # first: a missing token fails before any I/O
     opened = AsyncExitStack()
     try:
-        store = await open_store(settings.store.url.get_secret_value(), clock=clock)
+        store = await open_store(settings.store.url.get_secret_value(), clock=clocks.pacing)
         opened.push_async_callback(store.close)
-        readers, unreadable = await open_readers(settings, opened)
+        readers, unreadable = await open_readers(settings, opened, timer=clocks.monotonic)
         # The checks' own timeout (as /proxy verify and reasons had); enrichment passes its budget per call.
         prometheus = open_prometheus(settings)
         if prometheus is not None:
@@ -114,7 +131,19 @@ async def open_clients(settings: Settings, *, clock: Clock = time.time) -> Clien
     except BaseException:
         await opened.aclose()
         raise
-    return Clients(store, slack, readers, unreadable, prometheus, alertmanager, alertmanager, clock, opened)
+    return Clients(
+        store,
+        slack,
+        readers,
+        unreadable,
+        prometheus,
+        alertmanager,
+        alertmanager,
+        clock=clocks.clock,
+        pacing=clocks.pacing,
+        monotonic=clocks.monotonic,
+        opened=opened,
+    )
 
 
 def _open_alertmanager(settings: Settings, opened: AsyncExitStack) -> AlertmanagerClient | None:
@@ -126,12 +155,12 @@ def _open_alertmanager(settings: Settings, opened: AsyncExitStack) -> Alertmanag
 
 
 async def open_readers(
-    settings: Settings, opened: AsyncExitStack
+    settings: Settings, opened: AsyncExitStack, *, timer: Clock = time.monotonic
 ) -> tuple[dict[str, KubeReader], dict[str, ClusterError]]:
     """One reader per live-state source, opened concurrently and closed with `opened`; a source that
-    fails is logged and kept apart with its error (its reads say why)."""
+    fails is logged and kept apart with its error (its reads say why). `timer` times each GET."""
     sources = live_sources(settings)
-    connecting = (KubeReader.connect(s.name, s.kubeconfig, s.context) for s in sources)
+    connecting = (KubeReader.connect(s.name, s.kubeconfig, s.context, timer=timer) for s in sources)
     outcomes = await asyncio.gather(*connecting, return_exceptions=True)
     for outcome in outcomes:
         if isinstance(outcome, KubeReader):
@@ -176,9 +205,11 @@ class Bot:
                 await self.clients.close()
 
 
-async def open_bot(settings: Settings, *, warm_interval: float = 60.0) -> Bot:
+async def open_bot(
+    settings: Settings, *, warm_interval: float | None = 60.0, clocks: Clocks | None = None
+) -> Bot:
     """`build_bot` over real clients (`serve`, `demo`, the benchmarks); they are closed if it fails."""
-    clients = await open_clients(settings)
+    clients = await open_clients(settings, clocks=clocks)
     try:
         return build_bot(settings, clients, warm_interval=warm_interval)
     except BaseException:
@@ -186,26 +217,29 @@ async def open_bot(settings: Settings, *, warm_interval: float = 60.0) -> Bot:
         raise
 
 
-def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60.0) -> Bot:
+def build_bot(settings: Settings, clients: Clients, *, warm_interval: float | None = 60.0) -> Bot:
     """Everything `serve` runs, wired over `clients`; nothing runs until the app starts.
 
-    `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts.
+    `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts
+    (None: never; the demo's held stops, whose windows would start wherever the machine's speed put them).
     """
     deps = _deps(settings, clients)
     live = shared_live_state(settings, clients, deps.metrics)
     # SQLite is one replica's store (the shipped variant runs one pod, `strategy: Recreate`): no lease, so
     # a restart after a crash starts at once instead of waiting out the dead process's lease.
     shared = clients.store.backend != "sqlite"
-    lease = Lease(clients.store, ttl=lease_timings(settings).ttl, clock=clients.clock) if shared else None
+    lease = Lease(clients.store, ttl=lease_timings(settings).ttl, clock=clients.pacing) if shared else None
     policy = DeliveryPolicy(idle_poll=SHARED_STORE_POLL * 4) if shared else None
-    delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease)
+    delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease, clock=clients.pacing)
     if lease is not None:
         clients.opened.push_async_callback(_released, lease, delivery)  # runs before the store closes
     # The worker processes: the digest's page judging, and the alerts' charts (drawn off this process's
     # interpreter lock, which the posts going out meanwhile need).
     pool = digest_pool(settings.digest.workers)
     enricher = _enricher(settings, clients.prometheus, pool)
-    ctx = CheckContext(settings, wall=clients.clock, shared=clients.readers, live_state=live)
+    ctx = CheckContext(
+        settings, wall=clients.clock, monotonic=clients.monotonic, shared=clients.readers, live_state=live
+    )
     logs = ControlPlaneLogReader(ctx)
     try:
         watch = _silence_watch(settings, clients, delivery, deps, lease)
@@ -219,7 +253,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
             settings,
             clients.store,
             delivery,
-            clients.clock,
+            clients.pacing,
             silences=watch,
             lease=lease,
             observe=lambda outcome: deps.metrics.escalations.labels(outcome.value).inc(),
@@ -245,7 +279,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float = 60
         alert_worker.run,
         delivery.run,
         digests.run,
-        lambda: live.keep_warm(warm_interval),
+        *([] if warm_interval is None else [lambda: live.keep_warm(warm_interval)]),
         *([escalations.run] if configured(settings) else []),
         *([] if watch is None else [watch.run]),
     ]
@@ -270,7 +304,7 @@ def _deps(settings: Settings, clients: Clients) -> Deps:
     clients.slack.refused = lambda method, error: metrics.slack_refusals.labels(method, error).inc()
     readiness = [store_readiness(clients.store)]
     return Deps(
-        settings=settings, store=clients.store, metrics=metrics, readiness=readiness, clock=clients.clock
+        settings=settings, store=clients.store, metrics=metrics, readiness=readiness, clock=clients.pacing
     )
 
 
@@ -318,6 +352,7 @@ def _alert_worker(
         wake=deps.wake,
         storm=storm_policy(settings),
         clock=clients.clock,
+        pacing=clients.pacing,
         prometheus=enricher,
         pause=lambda: deps.activity.quiet(REQUESTS_FIRST_SECONDS),
         lease=lease,
@@ -354,6 +389,8 @@ def _digests(
         triage=ContextTriage(ctx),
         workspace=clients.slack.workspace_url,
         silences=watch,
+        clock=clients.clock,
+        pacing=clients.pacing,
     )
 
 
@@ -369,7 +406,7 @@ def _silence_watch(
     if clients.active_alerts is not None:
         leading = (lambda: True) if lease is None else (lambda: lease.held)
         ends = SilencedEnds(
-            clients.active_alerts, clients.store, _arrived(deps), clients.clock, every, leading
+            clients.active_alerts, clients.store, _arrived(deps), clients.pacing, every, leading
         )
     watch = SilenceWatch(clients.alertmanager, clients.store, delivery, every, ends)
     delivery.show_silences(watch)
@@ -416,6 +453,7 @@ def slack_inbound(
         views=views,
         watch=watch,
         registrations=[lambda app: commands.register(app, command_deps)],
+        now=command_deps.now,  # the silences a button makes are timed as the bot tells the time
     )
 
 
@@ -431,6 +469,7 @@ def slack_endpoints(
     watch: SilenceWatch | None = None,
     client: AsyncWebClient | None = None,
     registrations: Sequence[Registration] = (),
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> tuple[list[BaseRoute], list[Worker]]:
     """The bolt app's route (HTTP mode) or worker (Socket Mode) with the alert buttons registered, then
     `registrations` (the slash commands).
@@ -451,6 +490,7 @@ def slack_endpoints(
         acks=acks,
         views=views,
         watch=watch,
+        now=now,
     )
     buttons: Registration = lambda app: actions.register(app, button_deps)  # noqa: E731
     return slack_routes_and_workers(settings, [buttons, *registrations], client=client)
@@ -467,6 +507,7 @@ def shared_live_state(settings: Settings, clients: Clients, metrics: BotMetrics)
         timeout=max(settings.enrichment.timeout_seconds, CHECK_TIMEOUT),
         observe=metrics.enrichment_seconds.observe,
         wall=clients.clock,
+        monotonic=clients.monotonic,
     )
 
 

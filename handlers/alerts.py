@@ -228,6 +228,7 @@ def register(
     wake: asyncio.Event | None = None,
     storm: StormPolicy | None = None,
     clock: Clock = time.time,
+    pacing: Clock | None = None,
     prometheus: PromEnricher | None = None,
     pause: Callable[[], Awaitable[None]] | None = None,
     lease: Lease | None = None,
@@ -251,7 +252,8 @@ def register(
     told each notification's wait for its reads, per part (the bot's metric). `alertmanager` is asked
     before a suspected stale copy is skipped (without it, none is). `silences` (the silence watch) are
     listed in the resolution summaries. `arrivals`: when this process last took in a notification, when
-    it takes in every one (a storm's table then waits for no pause that is already over).
+    it takes in every one (a storm's table then waits for no pause that is already over). `clock` tells
+    the time the messages show; `pacing` (default: `clock`) times the worker's waits and a storm's pauses.
     """
     pipeline = AlertPipeline(
         settings,
@@ -260,6 +262,7 @@ def register(
         live,
         storm=storm,
         clock=clock,
+        pacing=pacing,
         prometheus=prometheus,
         logs=logs,
         pods=pods,
@@ -269,5 +272,5 @@ def register(
         arrivals=arrivals,
     )
     return AlertWorker(
-        store, pipeline, wake=wake, clock=clock, pause=pause or _next_turn, lease=lease, poll=poll
+        store, pipeline, wake=wake, clock=pacing or clock, pause=pause or _next_turn, lease=lease, poll=poll
     )

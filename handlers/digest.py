@@ -193,6 +193,8 @@ def register(
     triage: TriageSource | None = None,
     workspace: WorkspaceUrl | None = None,
     silences: SilenceList | None = None,
+    clock: Clock = time.time,
+    pacing: Clock | None = None,
 ) -> DigestScheduler:
     """The digest for `serve`: `.run` is the app worker, `.runner.post_now()` answers `/proxy digest`.
 
@@ -200,10 +202,11 @@ def register(
     parsed and judged in worker processes, so a big fleet is not judged on the bot's one interpreter lock.
     With `triage`, each target gets its quick-triage verdict and the digest the proxy objects and versions.
     With `workspace` (Slack's workspace URL), the alerts firing now link to their messages; with `silences`
-    (the silence watch), the on-call figures list the silences active now.
+    (the silence watch), the on-call figures list the silences active now. `clock` tells the time the
+    digest shows and names its period by; `pacing` (default: `clock`) times its wait for another replica.
     """
     sources = DigestSources(read, cronjobs, prometheus, pages, executor, triage, workspace, silences)
-    runner = DigestRunner(settings, store, sources, OutboxPoster(delivery))
+    runner = DigestRunner(settings, store, sources, OutboxPoster(delivery), clock=clock, pacing=pacing)
     zone = ZoneInfo(settings.digest.timezone)
     return DigestScheduler(
         runner,

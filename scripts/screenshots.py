@@ -4,8 +4,9 @@
 
 runs `proxybot demo --tour` (in this process), then shoots each message of `SHOTS` alone with its thread
 open (`/?channel=ID&focus=TS&fixed=1`: every time shown as 09:41, fixed fonts), trims the white below it
-and writes PNGs. Chromium is Debian's `chromium` package (scripts/test.sh installs it); the demo itself
-never needs it. tests/e2e/test_demo_page.py shoots them again and compares them with the committed ones.
+and writes PNGs, each with the text it shows beside it (`.txt`). Chromium is Debian's `chromium` package
+(scripts/test.sh installs it); the demo itself never needs it. tests/e2e/test_demo_page.py compares the
+page's text and pictures with the committed ones: the text exactly, then the pixels.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +37,15 @@ WIDTH = 900
 HEIGHT = 2400
 MARGIN = 8
 TOUR_SECONDS = 1000.0
-# A pixel differs when a channel moves by more than this; a picture is out of date when more than
-# TOLERANCE of its pixels differ. What is shown is the same each run: the page draws every message's time
-# as 09:41 (`fixed=1`), fonts are fixed and hinting off, the simulator is seeded, and the storm and digest
-# stops hold their simulated clock once what they show has happened (`bot.cli.demo_tour`), so neither a
-# loaded machine nor the moment of the shot changes which alerts, states and numbers they show; the storm
-# is acknowledged, so it shows "(edited)" however its alerts arrived. What still moves is the bot's wall
-# clock: a few glyphs of dates and times in the text, the digest charts' time axis. Measured: two
-# regenerations run side by side 0.01%, 0.02%, 0.00%; the digest's charts four hours apart 0.75%; a row of
-# buttons added to an alert 3.6%, to a storm's summary 5.7%; another picture 66%.
+# What a picture shows is decided by the tour's simulated clock and seed, never by the machine or the moment
+# (`bot.cli.demo_tour`): its simulated clock starts at the same date every run, the alerting model scrapes,
+# evaluates and notifies at its own simulated seconds, and each pictured stop holds its clock once what it
+# shows has been notified; its bot tells the time by that clock (stopped at the hold) and reads only the
+# held world. Its text is kept beside the picture (`alert-with-thread.txt`) and compared first, exactly:
+# a difference there is content. The pixels are compared next: a pixel differs when a channel moves by
+# more than PIXEL_DELTA, a picture when more than TOLERANCE of its pixels do (font rendering). The page
+# draws every message's own time as 09:41 (`fixed=1`), fonts are fixed and hinting off. Measured before the
+# text was held: a row of buttons added to an alert 3.6%, to a storm's summary 5.7%; another picture 66%.
 PIXEL_DELTA = 64
 TOLERANCE = 0.02
 _PAGE = re.compile(r"^page: (http://127\.0\.0\.1:\d+/)", re.MULTILINE)
@@ -157,6 +159,71 @@ def shoot(page_url: str, shot: Shot) -> Image.Image:
     return trimmed(screenshot(url))
 
 
+# Elements that start a line of the text a picture shows (the rest flow within one).
+_BLOCKS = frozenset({"div", "p", "li", "pre", "h1", "h2", "h3", "tr", "br", "section", "header", "ul", "ol"})
+
+
+class _Text(HTMLParser):
+    """The text of an HTML fragment as lines: one per block element, blanks dropped, spaces folded."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = [""]
+        self._pre = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._pre += tag == "pre"
+        if tag in _BLOCKS:
+            self.lines.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._pre -= tag == "pre"
+        if tag in _BLOCKS:
+            self.lines.append("")
+
+    def handle_data(self, data: str) -> None:
+        if self._pre:  # a file's preview keeps its lines
+            first, *rest = data.split("\n")
+            self.lines[-1] += first
+            self.lines.extend(rest)
+        else:
+            self.lines[-1] += data
+
+    def text(self) -> list[str]:
+        folded = (" ".join(line.split()) for line in self.lines)
+        return [line for line in folded if line]
+
+
+def page_text(page_url: str, shot: Shot) -> list[str]:
+    """The text of what the picture shows (the message and its open thread), line by line, as the page
+    serves it: what `shoot` draws, without the drawing."""
+    cid = channels(page_url)[shot.channel]
+    html = httpx.get(focus_url(page_url, cid, message_ts(page_url, cid, shot.marker)), timeout=10).text
+    start, end = html.index('<div id="messages"'), html.index('<form id="composer"')
+    parser = _Text()
+    parser.feed(html[start:end])
+    parser.close()
+    return parser.text()
+
+
+def first_difference(committed: list[str], shown: list[str]) -> str | None:
+    """Where two texts part, as a sentence naming the line (None: the same)."""
+    for number, (old, new) in enumerate(zip(committed, shown, strict=False), 1):
+        if old != new:
+            return f"line {number} was {old!r}, is now {new!r}"
+    if len(committed) != len(shown):
+        shorter = min(len(committed), len(shown))
+        more = shown[shorter:] if len(shown) > shorter else committed[shorter:]
+        side = "now also shows" if len(shown) > shorter else "no longer shows"
+        return f"after line {shorter} the page {side} {more[0]!r} ({len(more)} lines)"
+    return None
+
+
+def text_path(out: Path, shot: Shot) -> Path:
+    """Where the text of a picture is kept, beside it (`alert-with-thread.txt`)."""
+    return out / Path(shot.filename).with_suffix(".txt").name
+
+
 def difference(a: Image.Image, b: Image.Image) -> float:
     """The share of pixels that differ between two pictures, lines matched first: a line inserted (an
     "(edited)" mark) counts its own rows, not every row it pushes down; rows with no match all differ."""
@@ -175,6 +242,23 @@ def difference(a: Image.Image, b: Image.Image) -> float:
             )
         changed += (max(i2 - i1, j2 - j1) - both) * a.width
     return changed / (max(a.height, b.height) * a.width)
+
+
+def first_changed_rows(a: Image.Image, b: Image.Image) -> tuple[int, int] | None:
+    """The rows of `a` where it first differs from `b` (lines matched as `difference` matches them)."""
+    matcher = difflib.SequenceMatcher(None, _rows(a), _rows(b), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        both = min(i2 - i1, j2 - j1)
+        if (
+            both
+            and not _pixels_changed(a.crop((0, i1, a.width, i1 + both)), b.crop((0, j1, b.width, j1 + both)))
+            and i2 - i1 == j2 - j1
+        ):
+            continue  # rows that differ only below PIXEL_DELTA
+        return i1, max(i2, i1 + 1)
+    return None
 
 
 def _rows(image: Image.Image) -> list[bytes]:
@@ -252,9 +336,11 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with tour(echo=False) as (url, _):
         for shot in SHOTS:
-            path = args.out / shot.filename
+            path, text = args.out / shot.filename, text_path(args.out, shot)
             path.write_bytes(png_bytes(shoot(url, shot)))
-            print(f"wrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+            text.write_text("\n".join(page_text(url, shot)) + "\n")
+            for written in (path, text):
+                print(f"wrote {written.relative_to(REPO) if written.is_relative_to(REPO) else written}")
     return 0
 
 

@@ -16,6 +16,7 @@ for silenced alerts, their resolution included.
 from __future__ import annotations
 
 import json
+import random
 import re
 import socket
 import threading
@@ -122,10 +123,13 @@ class AlertmanagerApi:
         *,
         receiver: str = "proxybot",
         clock: Callable[[], float] = time.time,
+        seed: int | None = None,
     ) -> None:
         self.held = held
         self.receiver = receiver
         self.clock = clock
+        # A new silence's id: random, as Alertmanager's; from `seed`, the same sequence every run (the demo).
+        self._ids = random.Random(seed) if seed is not None else random.SystemRandom()
         self._silences: dict[str, StoredSilence] = {}
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
@@ -201,7 +205,8 @@ class AlertmanagerApi:
                 return old.id
             if old is not None:
                 self._silences[old.id] = _expired(old, now)
-            new = replace(wanted, id=str(uuid.uuid4()), starts_at=max(wanted.starts_at, now), updated_at=now)
+            made = str(uuid.UUID(int=self._ids.getrandbits(128), version=4))
+            new = replace(wanted, id=made, starts_at=max(wanted.starts_at, now), updated_at=now)
             self._silences[new.id] = new
             return new.id
 

@@ -36,6 +36,8 @@ METRICS_PATH = "/metrics/syncer"
 # Never hold a caller longer than this in wall seconds, whatever the simulated latency.
 MAX_REAL_DELAY = 20.0
 MAX_BODY = 1 << 20
+# The simulated seconds before a hold that are skipped in one step (`SimServer`).
+HOLD_SNAP = 1.0
 ClusterKind = Literal["client", "target", "control-plane"]
 FaultKind = Literal["hang", "slow", "error", "unauthorized"]
 T = TypeVar("T")
@@ -69,7 +71,11 @@ class SimServer:
     `srv.cluster_url("team-a")`, `srv.ca_path`, `srv.write_config(path)`. With `hold_at` the simulated clock
     stops at that second (`held` once there): the clusters keep answering with that moment's state and the
     alerting model sees no time pass, so what follows no longer depends on how fast the machine is (the
-    demo's tour holds a stop once what it shows has happened, for the README's pictures).
+    demo's tour holds a stop once what it shows has happened, for the README's pictures). The last
+    `HOLD_SNAP` simulated seconds before it are skipped in one step, so whatever falls due in them (a
+    notification) is seen only once the clock is held. `epoch` is the unix time shown for t=0 (default:
+    now); `advance` moves the world to a simulated second (default `World.advance_to`; the demo's alerting
+    model, which must see each of its ticks at its own second, takes it over).
     """
 
     def __init__(
@@ -81,12 +87,15 @@ class SimServer:
         port: int = 0,
         clients: int = 1,
         hold_at: float | None = None,
+        epoch: float | None = None,
     ) -> None:
         self.scenario = scenario
         self.speed = speed
         self.hold_at = hold_at
         self.host = host
-        self.world: World = build_world(scenario, seed=seed, epoch=time.time(), speed=speed, clients=clients)
+        shown = time.time() if epoch is None else epoch
+        self.world: World = build_world(scenario, seed=seed, epoch=shown, speed=speed, clients=clients)
+        self.advance: Callable[[float], object] = self.world.advance_to
         self.lock = threading.Lock()
         self.token = secrets.token_urlsafe(24)
         # A second identity that may read the API but lacks `get` on the /metrics/syncer non-resource URL.
@@ -192,7 +201,7 @@ class SimServer:
     def start(self) -> None:
         self._clock = ScaledWallClock(self.speed)
         with self.lock:
-            self.world.advance_to(0.0)
+            self.advance(0.0)
         config = uvicorn.Config(
             self.app(),
             ssl_certfile=str(self._cert),
@@ -237,12 +246,22 @@ class SimServer:
 
     def catch_up(self) -> None:
         with self.lock:
-            self.world.advance_to(self._target())
+            self.advance(self._target())
 
     def _target(self) -> float:
-        """The simulated second to catch up with: (scaled) wall time, or the hold when it is reached."""
-        chased = self._clock.now() if self.hold_at is None else min(self._clock.now(), self.hold_at)
+        """The simulated second to catch up with: (scaled) wall time, or the hold once it is near."""
+        chased = self._clock.now()
+        if self.hold_at is not None and chased >= self.hold_at - HOLD_SNAP:
+            chased = self.hold_at
         return max(self.world.now(), chased)
+
+    def shown_time(self) -> float:
+        """The unix time of the simulated now, as the clusters show it; it stops once the clock is held."""
+        return self.world.wall_time(self.world.now())
+
+    def running_time(self) -> float:
+        """Unix time from `epoch` at wall pace since the start, held or not (what work is paced by)."""
+        return self.world.epoch + self._clock.now() / self.speed
 
     @property
     def held(self) -> bool:

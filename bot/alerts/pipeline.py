@@ -119,6 +119,7 @@ class AlertPipeline:
         *,
         storm: StormPolicy | None = None,
         clock: Clock = time.time,
+        pacing: Clock | None = None,
         prometheus: PromEnricher | None = None,
         logs: LogSource | None = None,
         pods: TargetPodsSource | None = None,
@@ -148,7 +149,13 @@ class AlertPipeline:
         self._clock = clock
         self._budget = settings.enrichment.timeout_seconds
         self._storms = StormDesk(
-            store, outbox, storm or StormPolicy(), clock, live, self._resolutions.storm_resolved
+            store,
+            outbox,
+            storm or StormPolicy(),
+            pacing or clock,
+            live,
+            self._resolutions.storm_resolved,
+            told=clock,
         )
         self._incidents = IncidentDesk(settings, store, outbox, clock, self._resolutions)
         # Reads that outlived the budget keep running (they fill LiveState's cache for the next alert).

@@ -265,13 +265,16 @@ class StormDesk:
         clock: Clock,
         live: LiveReader | None = None,
         resolved: StormResolved | None = None,
+        *,
+        told: Clock | None = None,
     ) -> None:
         # Told when a storm's alerts have all resolved: its resolution summary (`bot.alerts.resolution`).
         self._resolved = resolved
         self._store = store
         self._outbox = outbox
         self._policy = policy
-        self._clock = clock
+        self._clock = clock  # paces the storm: its window, pauses, refreshes
+        self._told = told or clock  # the time its summary and table show
         self._reads = StormReads(live, policy.read_seconds)
         self._active: dict[str, Storm] = {}
         # Recent new groups per channel, for the threshold and the storm's first count.
@@ -421,7 +424,8 @@ class StormDesk:
 
     def _start(self, channel: str, now: float) -> Storm:
         arrivals = self._arrivals.get(channel, deque())
-        storm = Storm(storm_key(channel, int(now)), channel, started_at=now, last_new_at=now)
+        # Its start is a time the summary shows (and its acknowledgement counts from): told, not paced.
+        storm = Storm(storm_key(channel, int(now)), channel, started_at=self._told(), last_new_at=now)
         log.warning(
             "alert storm in %s: %d new groups within %gs", channel, len(arrivals), now - arrivals[0].at
         )
@@ -524,7 +528,7 @@ class StormDesk:
         """The summary (posted, or edited when what it shows changed) and, with `table`, the table
         (uploaded when its rows changed, the one it replaces deleted); then the storm's row is saved."""
         reads = await self._reads.read(storm.clusters())
-        entries, at = storm.all_entries(), from_epoch(now)
+        entries, at = storm.all_entries(), from_epoch(self._told())
 
         def compose() -> tuple[tuple[StormRow, ...], Message, tuple[object, ...], TableFile | None]:
             rows = storm_rows(entries, reads)

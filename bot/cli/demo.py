@@ -36,7 +36,7 @@ import yaml
 
 from bot.cli.demo_tour import POLL, Stop, StopRun, single_stop, tour_stops
 from bot.cli.serve import SHUTDOWN_SECONDS
-from bot.compose import open_bot
+from bot.compose import Clocks, open_bot
 from bot.render.terminal import Style, show_message
 from config.loader import parse_config
 from config.settings import Settings
@@ -125,41 +125,55 @@ def demo_settings(
 
 
 class AlertFeed(threading.Thread):
-    """Ticks the simulated Prometheus + Alertmanager and posts each webhook to the bot, in order; the
-    alerts it holds and its silences are `alertmanager`'s API (silenced alerts are not notified)."""
+    """The simulated Prometheus + Alertmanager, and the webhooks they send posted to the bot, in order.
 
-    def __init__(self, srv: SimServer, url: str, token: str, sink: TerminalSlack) -> None:
+    The simulator's clock moves the alerting model (`SimServer.advance`), so each scrape, evaluation and
+    notification happens at its own simulated second, whatever the machine's speed; what falls due is
+    queued, and this thread posts it. With `at_hold`, nothing is posted before the simulation is held (a
+    stop whose pictures must not depend on when the bot read what). The alerts it holds and its silences
+    are `alertmanager`'s API (silenced alerts are not notified), on the simulated clock.
+    """
+
+    def __init__(self, srv: SimServer, url: str, token: str, sink: TerminalSlack, *, at_hold: bool) -> None:
         super().__init__(name="demo-alerts", daemon=True)
         self.stop = threading.Event()
         self.sent = 0
         self._srv, self._url, self._token, self._sink = srv, url, token, sink
-        self.alertmanager = AlertmanagerApi(self._held)
-        self._alerts = AlertSimulator(srv.world, deliver=self._deliver, muted=self.alertmanager.silenced_by)
+        self._at_hold = at_hold
+        self.alertmanager = AlertmanagerApi(self._held, clock=srv.shown_time, seed=srv.world.seed)
+        self._alerts = AlertSimulator(srv.world, deliver=self._queue, muted=self.alertmanager.silenced_by)
+        self._due: list[bytes] = []  # notified, not yet posted (appended under the simulator's lock)
         self._logged = 0
-        self.quiet = False  # the simulation is held and its last tick had nothing to send
+        srv.advance = self._alerts.run_until
 
-    def _tick(self) -> None:
-        held = self._srv.held  # read before the tick: a tick at the held moment sends what was due at it
-        sent = self._alerts.tick()
-        self.quiet = held and not sent and not self._alerts.undelivered
+    @property
+    def quiet(self) -> bool:
+        """The simulation is held and everything it notified has been posted."""
+        with self._srv.lock:
+            return self._srv.held and not self._due
+
+    def _queue(self, body: bytes) -> None:
+        self._due.append(body)
 
     def _held(self) -> list[ManagedAlert]:
         with self._srv.lock:
             return self._alerts.notifier.held()
-
-    def _deliver(self, body: bytes) -> None:
-        post_webhook(self._url, self._token, body, timeout=5.0)
-        self.sent += 1
 
     def run(self) -> None:
         period = 15.0 / self._srv.speed / 2
         while not self.stop.wait(period):
             with self._srv.lock:
                 self._narrate()
+                due = list(self._due) if self._srv.held or not self._at_hold else []
+            for body in due:
                 try:
-                    self._tick()
-                except WebhookDeliveryError as err:  # resent, in order, on the next tick
+                    post_webhook(self._url, self._token, body, timeout=5.0)
+                except WebhookDeliveryError as err:  # resent, in order, on the next round
                     self._sink.say(f"  (webhook delivery failed, will retry: {err})")
+                    break
+                with self._srv.lock:
+                    self._due.pop(0)
+                self.sent += 1
 
     def _narrate(self) -> None:
         for at, what in self._srv.world.log[self._logged :]:
@@ -201,9 +215,18 @@ class StopServer(uvicorn.Server):
 
 
 async def _run_bot(
-    demo: Demo, stop: Stop, settings: Settings, sock: socket.socket, feed: AlertFeed, last: bool
+    demo: Demo,
+    stop: Stop,
+    settings: Settings,
+    sock: socket.socket,
+    feed: AlertFeed,
+    srv: SimServer,
+    last: bool,
 ) -> None:
-    bot = await open_bot(settings, warm_interval=2.0)
+    # A held stop's bot lives on the simulated clock (which stops at the hold) and reads nothing before
+    # its notifications arrive: its messages are the same on every machine. The others keep warm.
+    clocks = Clocks(srv.shown_time, srv.running_time, lambda: srv.shown_time() - srv.world.epoch)
+    bot = await open_bot(settings, warm_interval=None if stop.hold_at else 2.0, clocks=clocks)
     # Open connections get serve's bound once the server is told to stop.
     config = uvicorn.Config(
         bot.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_SECONDS
@@ -241,24 +264,22 @@ async def _run_bot(
 
 def _run_stop(demo: Demo, stop: Stop, last: bool) -> int:
     """One scenario through a bot of its own (its own store), into the stop's channel; webhooks sent."""
-    with (
-        tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp,
-        SimServer(scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at) as srv,
-    ):
-        sock = _free_socket()
-        bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        feed = AlertFeed(srv, f"{bot_url}/alertmanager", demo.webhook_token, demo.sink)
-        with feed.alertmanager as am:
-            config = srv.write_config(Path(tmp) / "proxybot.yaml")
-            settings = demo_settings(
-                config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret, am.url
-            )
-            demo.sink.say(
-                f"simulated clusters on {srv.base_url}; Alertmanager on {am.url}; bot on {bot_url}; "
-                f"Slack rendered below (channel {stop.channel})\n"
-            )
-            asyncio.run(_run_bot(demo, stop, settings, sock, feed, last))
-        return feed.sent
+    srv = SimServer(scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at, epoch=stop.epoch)
+    sock = _free_socket()
+    bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    # Made before the simulator starts, so the alerting model sees its first second.
+    feed = AlertFeed(srv, f"{bot_url}/alertmanager", demo.webhook_token, demo.sink, at_hold=stop.feed_at_hold)
+    with tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp, srv, feed.alertmanager as am:
+        config = srv.write_config(Path(tmp) / "proxybot.yaml")
+        settings = demo_settings(
+            config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret, am.url
+        )
+        demo.sink.say(
+            f"simulated clusters on {srv.base_url}; Alertmanager on {am.url}; bot on {bot_url}; "
+            f"Slack rendered below (channel {stop.channel})\n"
+        )
+        asyncio.run(_run_bot(demo, stop, settings, sock, feed, srv, last))
+    return feed.sent
 
 
 def run_demo(

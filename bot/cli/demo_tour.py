@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from bot.render.acknowledge import ACK_BLOCK_ID
@@ -102,6 +103,9 @@ class Stop:
     goal: str = ""  # what the play waits for, as the terminal says it (none: run for `seconds`)
     hold_at: float | None = None  # the simulated second its clock stops at (sim.server.SimServer)
     tour: bool = field(default=False, compare=False)
+    epoch: float | None = None  # the unix time of its simulated t=0 (None: when it starts)
+    # Its webhooks wait for the hold: the bot reads only the held world (sim.server.SimServer).
+    feed_at_hold: bool = False
 
     def announcement(self, i: int, count: int, page_url: str, channel_id: str) -> str:
         if not self.tour:
@@ -157,6 +161,7 @@ async def _heals(run: StopRun) -> None:
 
 async def _probe_and_path(run: StopRun) -> None:
     alert = await run.until(lambda: run.first(lambda m: has_button(m, ACTION_PROBE)))
+    await run.until_settled()  # every alert of the hold in its message and thread before the presses
     for action_id, label, check in PRESSES:
         before = _answers(run, alert, check)
         await run.press(alert, action_id, label)
@@ -165,6 +170,7 @@ async def _probe_and_path(run: StopRun) -> None:
     await run.press(alert, ACTION_ACK, "*Acknowledge*")
     await run.until(lambda: any(b.get("block_id") == ACK_BLOCK_ID for b in alert.blocks))
     await _silence(run, alert)
+    await run.until_settled()
 
 
 async def _silence(run: StopRun, alert: Message) -> None:
@@ -230,35 +236,42 @@ async def _digest(run: StopRun) -> None:
     await run.until_settled()  # both charts shared
 
 
-# The storm holds between its storm (PeerCacheUnsynced on every target from ~t=255, notified 30 s later) and
-# the next alert on them all (DiscoveryDegraded from ~t=480); the digest's target-down after its first alert
-# (~t=62, notified 30 s later) and before the next (PeerChurn from ~t=150), at 20x: a hold cuts off what
-# was not evaluated yet, so the alerting model's ticks (every 7.5 simulated seconds) may fall 2 s of wall
-# time behind on a loaded machine before it does (sim/scenarios.py, sim/alerting.py).
+# The held stops are those the README pictures (scripts/screenshots.py). Their alerting model runs on the
+# simulated clock (sim/alerting.py: scrapes every 15 simulated seconds from t=0, each notification at its
+# own second), so what they notify, and when, is the same on every machine. Target-down notifies at t=120
+# (TargetUnavailable), 135 (PeerChurn) and 225 (NoHealthyPeers); both of its stops are held after the last
+# they show, and their webhooks wait for the hold. The storm's PeerCacheUnsynced on every target is notified
+# at t=285, as the clock reaches its hold (earlier alerts, at 150 and 255, are posted as they come).
+TOUR_EPOCH = datetime(2026, 3, 2, 9, 40, tzinfo=UTC).timestamp()  # the tour's t=0: a Monday morning
+HELD_AT_HOLD = {"#tour-target-down", "#tour-digest"}
 TOUR: tuple[tuple[str, str, float, float, str, Play, str, float | None], ...] = (
     # (scenario, channel, speed, most seconds, title, play, goal, hold_at)
     ("target-rolling-restart", "#tour-restart", 40.0, 150.0, "a target restart that heals", _heals,
      "the alert resolves in place", None),
     ("target-down", "#tour-target-down", 40.0, 150.0,
      "a target down: Probe now, Path check, Acknowledge and Silence… pressed", _probe_and_path,
-     "both answers are in the alert's thread, it shows who has it and the silence", None),
+     "both answers are in the alert's thread, it shows who has it and the silence", 226.0),
     ("peer-watch-dropped", "#tour-incident", 40.0, 150.0, "a dropped peer watch, one incident",
      _one_incident, "its alerts are one incident's message", None),
     ("flapping", "#tour-flapping", 60.0, 150.0, "a flapping target", _flaps,
      "the message counts the flaps", None),
     ("storm", "#tour-storm", 40.0, 150.0, "a storm of 31 targets", _storm_table,
-     "the storm's table is in its thread and it is acknowledged", 400.0),
+     "the storm's table is in its thread and it is acknowledged", 285.5),
     ("target-down", "#tour-digest", 20.0, 150.0, "the fleet digest, with its charts", _digest,
      "the digest and its charts are posted", 140.0),
 )  # fmt: skip
 
 
 def tour_stops(speed: float | None = None) -> list[Stop]:
-    """Every scenario that matters, in order; `speed` overrides each stop's own."""
+    """Every scenario that matters, in order; `speed` overrides each stop's own. The tour's simulated
+    clock starts at `TOUR_EPOCH` in every stop, so its dates and times are the same on every run."""
     return [
-        Stop(scenario, speed or own, seconds, channel, play, title, goal, hold_at, tour=True)
+        Stop(
+            scenario, speed or own, seconds, channel, play, title, goal, hold_at, tour=True,
+            epoch=TOUR_EPOCH, feed_at_hold=channel in HELD_AT_HOLD,
+        )
         for scenario, channel, own, seconds, title, play, goal, hold_at in TOUR
-    ]
+    ]  # fmt: skip
 
 
 __all__ = ["Stop", "StopRun", "single_stop", "tour_stops"]

@@ -56,9 +56,10 @@ class RawResponse:
 class KubeReader:
     """GET-only client for one cluster (a client tenant cluster, or a target for direct requests)."""
 
-    def __init__(self, name: str, api: ApiClient) -> None:
+    def __init__(self, name: str, api: ApiClient, *, timer: Callable[[], float] = time.monotonic) -> None:
         self.name = name
         self._api = api
+        self._timer = timer  # times each GET (`RawResponse.seconds`)
 
     @classmethod
     async def connect(
@@ -68,12 +69,13 @@ class KubeReader:
         context: str | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        timer: Callable[[], float] = time.monotonic,
     ) -> KubeReader:
         """A reader from a kubeconfig file and optional context; a bad file is a `bad_config` error.
 
         The file is read and parsed on a worker thread (it is blocking I/O, and a credential plugin may
         take seconds); only the client itself is made on the event loop, which its session belongs to.
-        `clock` times the re-reads of a `tokenFile`.
+        `clock` times the re-reads of a `tokenFile`; `timer` each GET.
         """
         try:
             loop = asyncio.get_running_loop()
@@ -81,14 +83,14 @@ class KubeReader:
             configuration = await loop.run_in_executor(_LOADER, load)
         except Exception as err:  # the loader raises ConfigException, OSError, yaml errors, ...
             raise ClusterError(name, "bad_config", f"cannot load kubeconfig {kubeconfig}: {err}") from None
-        return cls(name, ApiClient(configuration=configuration))
+        return cls(name, ApiClient(configuration=configuration), timer=timer)
 
     async def close(self) -> None:
         await self._api.close()  # type: ignore[no-untyped-call]
 
     async def get(self, path: ApiPath, *, timeout: float) -> RawResponse:
         """GET one path; any status is returned, transport failures raise `ClusterError`."""
-        started = time.monotonic()
+        started = self._timer()
         try:
             async with asyncio.timeout(timeout):
                 return await self._get(path, timeout, started)
@@ -113,7 +115,7 @@ class KubeReader:
             method, url, header_params=headers, _request_timeout=aiohttp.ClientTimeout(total=timeout)
         )
         body = await response.read()
-        return RawResponse(response.status, body, dict(response.headers), time.monotonic() - started)
+        return RawResponse(response.status, body, dict(response.headers), self._timer() - started)
 
     async def get_ok(self, path: ApiPath, *, timeout: float) -> RawResponse:
         """GET one path and raise `ClusterError` unless it answered 2xx."""

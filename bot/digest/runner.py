@@ -155,6 +155,7 @@ class DigestRunner:
         concurrency: int = DEFAULT_CONCURRENCY,
         timeout: float = DEFAULT_CLUSTER_TIMEOUT,
         clock: Clock = time.time,
+        pacing: Clock | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -162,7 +163,8 @@ class DigestRunner:
         self._poster = poster
         self._concurrency = concurrency
         self._timeout = timeout
-        self._clock = clock
+        self._clock = clock  # the time the digest shows, and its period
+        self._pacing = pacing or clock  # the claim's waits, against the store's times
         self._lock = asyncio.Lock()
 
     async def collect(self, period: str, previous_period: str | None = None) -> Digest:
@@ -201,7 +203,9 @@ class DigestRunner:
         if pages is not None:
             concurrency, timeout = self._concurrency, self._timeout
             if executor is not None:
-                fleet = await judge_fleet(clusters, pages, executor, concurrency=concurrency, timeout=timeout)
+                fleet = await judge_fleet(
+                    clusters, pages, executor, concurrency=concurrency, timeout=timeout, wall=self._clock
+                )
             else:
                 workers = self.settings.digest.workers
                 fleet = await judge_fleet_in_pool(
@@ -211,7 +215,7 @@ class DigestRunner:
             return judged, {name: j.seconds for name, j in fleet.items()}
         names = [c.name for c in clusters]
         reads = await read_fleet(
-            names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout
+            names, self._sources.read, concurrency=self._concurrency, timeout=self._timeout, wall=self._clock
         )
         # Judging a big fleet is seconds of CPU: off the event loop, so webhooks keep their latency.
         return await asyncio.to_thread(judge_reads, clusters, reads)
@@ -245,7 +249,7 @@ class DigestRunner:
             return True
 
     async def _claim(self, period: str) -> bool:
-        deadline = self._clock() + CLAIM_WAIT_MAX
+        deadline = self._pacing() + CLAIM_WAIT_MAX
         while True:
             claim, until = await self._store.claim_digest(period, CLAIM_TTL)
             if claim is DigestClaim.CLAIMED:
@@ -253,7 +257,7 @@ class DigestRunner:
             if claim is DigestClaim.POSTED:
                 log.info("digest %s was already posted: skipped", period)
                 return False
-            now = self._clock()
+            now = self._pacing()
             if now >= deadline:
                 log.warning("digest %s: another replica has held it for too long: skipped here", period)
                 return False

@@ -212,7 +212,7 @@ async def test_the_alert_worker_and_the_silenced_ends_share_the_intakes_arrivals
     monkeypatch.setattr(compose.alerts, "register", registered)
     monkeypatch.setattr(compose, "SilencedEnds", ends)
     instants = iter(range(1000, 2000))
-    bot = compose.build_bot(settings, replace(clients, clock=lambda: float(next(instants))))
+    bot = compose.build_bot(settings, replace(clients, pacing=lambda: float(next(instants))))
     try:
         newest = given["arrivals"]
         assert newest is not None, "one replica on SQLite knows every arrival"
@@ -222,7 +222,7 @@ async def test_the_alert_worker_and_the_silenced_ends_share_the_intakes_arrivals
             headers = {**auth(), "Content-Type": "application/json"}
             assert (await http.post("/alertmanager", content=body, headers=headers)).status_code == 202
         [stored] = await clients.store.pending()
-        assert 1000 <= stored.received_at < 2000, "received on the worker's clock"
+        assert 1000 <= stored.received_at < 2000, "received on the clock work is paced by"
         assert newest() == stored.received_at, "the intake notes each webhook it stores"
         [arrived] = signals
         bot.deps.wake.clear()

@@ -187,16 +187,29 @@ def test_the_command_box_is_answered_only_to_the_asker(tour: Tour) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("shot", shots.SHOTS, ids=lambda s: s.filename)
 def test_the_readme_pictures_are_what_the_page_shows(tour: Tour, shot: Any, tmp_path: Path) -> None:
-    committed = REPO / "docs" / "img" / shot.filename
-    assert committed.exists(), f"{committed} is missing: python scripts/screenshots.py makes it"
+    """What a picture shows is decided by the tour's simulated clock and seed: its text first, exactly
+    (content), then its pixels, within the tolerance of font rendering (drawing)."""
+    img = REPO / "docs" / "img"
+    committed, text = img / shot.filename, shots.text_path(img, shot)
+    for path in (committed, text):
+        assert path.exists(), f"{path} is missing: python scripts/screenshots.py makes it"
     assert f"docs/img/{shot.filename}" in (REPO / "README.md").read_text()
+    shown = shots.page_text(tour.url, shot)
+    (tmp_path / text.name).write_text("\n".join(shown) + "\n")
+    differs = shots.first_difference(text.read_text().splitlines(), shown)
+    assert differs is None, (
+        f"{shot.filename}: the page's text differs from docs/img/{text.name} ({tmp_path / text.name}): "
+        f"{differs}. If the change is meant, run python scripts/screenshots.py"
+    )
     fresh = shots.shoot(tour.url, shot)
     with Image.open(committed) as old:
-        changed = shots.difference(old.convert("RGB"), fresh)
+        drawn = old.convert("RGB")
+    changed = shots.difference(drawn, fresh)
     if changed > shots.TOLERANCE:
         (tmp_path / shot.filename).write_bytes(shots.png_bytes(fresh))
     assert changed <= shots.TOLERANCE, (
-        f"{shot.filename}: {changed:.1%} of its pixels differ from what the page shows now "
+        f"{shot.filename}: the same text, drawn differently: {changed:.1%} of its pixels differ, first at "
+        f"rows {shots.first_changed_rows(drawn, fresh)} of the committed picture "
         f"({tmp_path / shot.filename}): run python scripts/screenshots.py"
     )
 

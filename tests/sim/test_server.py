@@ -17,7 +17,7 @@ from kubernetes import config as k8s_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.loader import load_config
-from sim.server import SimServer
+from sim.server import HOLD_SNAP, SimServer
 
 KUBECTL = "/usr/bin/kubectl"
 PROBE_PATH = "/apis/example.com/v1/namespaces/default/widgets?limit=1"
@@ -224,3 +224,23 @@ def test_a_held_simulation_stops_at_its_second_and_answers_from_it() -> None:
             assert held.world.now() == 30.0
             time.sleep(0.05)
         assert not any("stops answering" in what for _, what in held.world.log)
+
+
+def test_a_hold_is_reached_in_one_step_and_its_shown_time_stops_there() -> None:
+    # Whatever falls due in the last HOLD_SNAP seconds before a hold is seen only at the hold: the demo's
+    # pictured stops get their last notifications once the world no longer moves.
+    seen: list[float] = []
+    srv = SimServer(scenario="healthy", speed=100, hold_at=5.0, epoch=1_000_000.0)
+    srv.advance = lambda t: (seen.append(t), srv.world.advance_to(t))
+    with srv:
+        deadline = time.monotonic() + 10
+        while not srv.held:
+            assert time.monotonic() < deadline, "the simulated clock never reached its hold"
+            time.sleep(0.01)
+        ran = srv.running_time()
+        time.sleep(0.05)
+        assert srv.running_time() > ran, "the clock work is paced by goes on"
+        assert srv.shown_time() == 1_000_000.0 + 5.0 / 100, "shown as the epoch plus the held second"
+    assert seen[0] == 0.0, "the world starts at its first second, through `advance`"
+    assert not [t for t in seen if 5.0 - HOLD_SNAP <= t < 5.0]
+    assert seen[-1] == 5.0
