@@ -157,6 +157,7 @@ async def app_for(
     *,
     replies: ThreadReplies | None = None,
     second_cluster: str | None = None,
+    silence_max: float | None = None,
 ) -> Starlette:
     """The buttons over the bot's delivery outbox (its worker runs in the app's lifespan), or `replies`;
     with `second_cluster`, another client cluster (its alerts matched by `cluster`) shares the channel."""
@@ -166,6 +167,9 @@ async def app_for(
             update={"name": second_cluster, "match": {"cluster": second_cluster}, "targets": []}
         )
         settings = settings.model_copy(update={"clusters": [*settings.clusters, other]})
+    if silence_max is not None:
+        access = settings.access.model_copy(update={"silence_max": silence_max})
+        settings = settings.model_copy(update={"access": access})
     if silencer is None:  # as when alertmanager.url is not configured
         settings = settings.model_copy(
             update={"alertmanager": settings.alertmanager.model_copy(update={"url": None})}
@@ -525,6 +529,24 @@ def probe_group(channel: str, channel_id: str | None, namespace: str, ts: str) -
     labels = {"alertname": "ResourceProxyProbeFailing", "namespace": namespace, "cronjob": "proxy-probe"}
     facts = GroupFacts(firing_labels=(labels,))
     return AlertGroupState(channel, PROBE_KEY, AlertStatus.FIRING, ts=ts, facts=facts, channel_id=channel_id)
+
+
+@pytest.mark.parametrize(("duration", "custom"), [("1d", ""), (CUSTOM, "13h")])
+async def test_an_operators_silence_max_holds_for_the_presets_too(
+    tmp_path: Path, fake: FakeSlack, store: Store, duration: str, custom: str
+) -> None:
+    # access.silence_max: 12h; picking the "1d" preset must not get round it any more than typing 13h.
+    await save_group(store)
+    silencer = FakeSilencer()
+    async with serving(await app_for(tmp_path, fake, store, silencer, silence_max=12 * 3600.0)) as http:
+        view = await open_form(http, fake)
+        answer = await submit(http, fake, view, form(duration=duration, custom=custom))
+        assert await submit(http, fake, view, form(duration="4h")) == {}, "within the cap: made"
+    block = DURATION_BLOCK if duration != CUSTOM else CUSTOM_BLOCK
+    assert answer["response_action"] == "errors"
+    assert "at most 12 h, `access.silence_max`" in answer["errors"][block]
+    [made] = silencer.created
+    assert made["span"] == timedelta(hours=4)
 
 
 async def test_a_press_acts_on_its_own_channels_group_never_on_another_channels_with_the_same_key(

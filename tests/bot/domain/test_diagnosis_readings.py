@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from bot.domain.diagnosis import diagnose
-from bot.domain.diagnosis_readings import fmt_duration
+from bot.domain.diagnosis_readings import Readings, fmt_duration
 from bot.domain.findings import Severity
-from tests.bot.domain.diagnosis_pages import GV, Page, key, moved, one, text
+from bot.domain.snapshot import REQUESTS
+from tests.bot.domain.diagnosis_pages import GV, Page, T, key, moved, one, text
 
 # -- counters: absent means zero, no window means since start -----------------------------------------
 
@@ -51,3 +52,23 @@ def test_with_a_window_findings_carry_its_length() -> None:
 )
 def test_window_lengths_read_like_people_write_them(seconds: float, shown: str) -> None:
     assert fmt_duration(seconds) == shown
+
+
+# -- several series of one (code, reason): summed, never one of them --------------------------------------
+
+
+def two_verbs(page: Page, get: float, listed: float) -> Page:
+    """503/upstream requests on two series, as a real page splits them by verb."""
+    page.requests(get, "upstream", "503")
+    return page.add(REQUESTS, listed, group_version=GV, verb="list", code="503", reason="upstream")
+
+
+def test_a_reason_counted_on_several_series_is_their_sum() -> None:
+    readings = Readings(two_verbs(Page().peers(), 7, 5).snapshot(), None, T)
+    assert readings.counter_by(REQUESTS, "code", "reason") == {("503", "upstream"): 12}
+    assert readings.counter_by(REQUESTS, "group_version", "reason") == {(GV, "upstream"): 12}
+
+
+def test_the_alerts_reason_counts_sum_every_series_of_a_reason() -> None:
+    f = one(moved(lambda p: two_verbs(p, 7, 5)), key("request_reason", GV, "upstream"))
+    assert ": 12 requests " in f.title
