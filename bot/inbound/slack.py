@@ -4,12 +4,12 @@
         ->  ([Route POST /slack/events], [])   HTTP mode
         ->  ([], [socket mode worker])         slack.app_token set
 
-Bolt verifies every HTTP request's signature (`v0:timestamp:body`, HMAC-SHA256 with the signing secret,
-5-minute window) and answers 401 otherwise. Its Web API client honours `slack.api_url`. Handler modules
-register their listeners explicitly, through the registrations the composition root gives (`bot.compose`);
-listeners ack at once and work afterwards
-(`process_before_response=False`). No token is logged: bolt and slack_sdk keep them out of their logs,
-and this module only ever names which setting is missing.
+Every HTTP request's signature (`v0:timestamp:body`, HMAC-SHA256 with the signing secret, 5-minute
+window) is verified before bolt or anything else parses its body, and answered 401 otherwise, unlogged.
+The bolt app's Web API client honours `slack.api_url`. Handler modules register their listeners
+explicitly, through the registrations the composition root gives (`bot.compose`); listeners ack at once
+and work afterwards (`process_before_response=False`). No token is logged: bolt and slack_sdk keep them
+out of their logs, and this module only ever names which setting is missing.
 """
 
 from __future__ import annotations
@@ -17,11 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
+import time
 from collections.abc import Callable, Sequence
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import to_async_bolt_request, to_starlette_response
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
@@ -41,6 +44,11 @@ MAX_BODY_BYTES = 1024 * 1024
 # bolt's own client (its acks and `response_url` answers): no lease fences it, unlike the outbox's
 # Slack calls (`bot.clients.slack.DEFAULT_TIMEOUT`).
 BOLT_CLIENT_TIMEOUT = 10.0
+
+# Slack's signed requests: a unix timestamp in seconds, within five minutes of now (as bolt checks).
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+SIGNATURE_WINDOW = 300
+UNVERIFIED = PlainTextResponse("invalid request signature", status_code=401)
 
 # A handler module's registration, bound to its dependencies: `lambda app: commands.register(app, deps)`.
 Registration = Callable[[AsyncApp], None]
@@ -81,14 +89,25 @@ def build_slack_app(
     return app
 
 
-def events_route(app: AsyncApp, path: str = EVENTS_PATH) -> Route:
-    """`POST /slack/events` dispatched to bolt as its Starlette adapter does; oversized or non-UTF-8
-    bodies are refused (413/400) first, since the adapter would fail on them with a 500."""
+def events_route(app: AsyncApp, signing_secret: str, path: str = EVENTS_PATH) -> Route:
+    """`POST /slack/events` dispatched to bolt as its Starlette adapter does, once the request is shown
+    to be Slack's: its timestamp a number within the window, before the body is read; its signature
+    over the body, before anything parses it. A refusal is 401 and logs nothing of the request (bolt
+    parsed an unsigned body first, answering 500 to a bad one, and logged refused bodies whole: a
+    forged log line, or a genuine request's `response_url`). Oversized or non-UTF-8 bodies are refused
+    (413/400): the adapter would fail on them with a 500."""
+    verifier = SignatureVerifier(signing_secret)
 
     async def slack_events(request: Request) -> Response:
+        stamp = request.headers.get("x-slack-request-timestamp", "")
+        signature = request.headers.get("x-slack-signature", "")
+        if not _TIMESTAMP.fullmatch(stamp) or abs(time.time() - int(stamp)) > SIGNATURE_WINDOW:
+            return UNVERIFIED
         body = await _read_body(request)
         if isinstance(body, Response):
             return body
+        if not verifier.is_valid(body, stamp, signature):
+            return UNVERIFIED
         answer = await app.async_dispatch(to_async_bolt_request(request, body))
         return to_starlette_response(answer)
 
@@ -141,4 +160,6 @@ def slack_routes_and_workers(
     app = build_slack_app(settings, registrations, client=client)
     if settings.slack.app_token is not None:
         return [], [socket_mode_worker(app, settings.slack.app_token.get_secret_value())]
-    return [events_route(app)], []
+    secret = settings.slack.signing_secret
+    assert secret is not None  # build_slack_app refused HTTP mode without it
+    return [events_route(app, secret.get_secret_value())], []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from slack_bolt.async_app import AsyncApp
@@ -101,8 +102,17 @@ async def test_both_endpoints_answer_a_stalled_body_with_408(
         path, headers = "/alertmanager", [(b"content-type", b"application/json")]
     else:
         bolt = AsyncApp(signing_secret="unused", client=AsyncWebClient(token="xoxb-unused"))
-        route = events_route(bolt)
-        path, headers = "/slack/events", [(b"content-type", b"application/x-www-form-urlencoded")]
+        route = events_route(bolt, "unused")
+        # A timestamp within the window: the body is read (and then stalls) before its signature is known.
+        stamp = str(int(time.time())).encode()
+        path, headers = (
+            "/slack/events",
+            [
+                (b"content-type", b"application/x-www-form-urlencoded"),
+                (b"x-slack-request-timestamp", stamp),
+                (b"x-slack-signature", b"v0=00"),
+            ],
+        )
     app = Starlette(routes=[route])
     sent: list[Message] = []
 

@@ -80,6 +80,40 @@ async def test_bad_signature_and_stale_timestamp_are_401(
     assert fake.calls == []
 
 
+@pytest.mark.parametrize(
+    ("body", "headers"),
+    [
+        # Unsigned, a payload that is not JSON: bolt parsed it before verifying and answered 500.
+        ("payload=%7Bnot-json\nINFO forged log line", {"Content-Type": "application/x-www-form-urlencoded"}),
+        # A timestamp that is not a number: slack_sdk's int() raised, 500.
+        ("payload=%7B%7D", {"X-Slack-Request-Timestamp": "abc", "X-Slack-Signature": "v0=00"}),
+        ("payload=%7B%7D", {"X-Slack-Request-Timestamp": "1e3", "X-Slack-Signature": "v0=00"}),
+        # Genuine but too old (clock skew): its response_url, a capability, was logged by bolt.
+        ("stale", {}),
+    ],
+)
+async def test_an_unverified_request_is_401_before_anything_parses_or_logs_its_body(
+    tmp_path: Path,
+    fake: FakeSlack,
+    store: Store,
+    caplog: pytest.LogCaptureFixture,
+    body: str,
+    headers: dict[str, str],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    if body == "stale":
+        body = button_body(ACTION_SILENCE, ref_value(), fake.response_url("capability-k1"))
+        headers = signed(body, skew=-400)
+    async with asgi(await http_app(tmp_path, fake, store)) as http:
+        answer = await http.post("/slack/events", content=body, headers=headers)
+    assert answer.status_code == 401
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "payload" not in logged
+    assert "capability-k1" not in logged
+    assert "forged" not in logged
+    assert fake.calls == []
+
+
 async def test_bodies_bolt_cannot_take_are_refused_not_500(
     tmp_path: Path, fake: FakeSlack, store: Store
 ) -> None:
