@@ -58,7 +58,9 @@ from handlers.silence_form import FormErrors, SilenceForm, create_silences, read
 log = logging.getLogger(__name__)
 
 # The labels that say which alert a silence is about; a cluster's `match` labels are added to them.
-IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version", "pod")
+# What a silence made from an alert matches: never a replica's own labels (`pod`, `instance`), so the
+# other replicas of an HA client are silenced with the one that fired first.
+IDENTIFYING_LABELS = ("alertname", "target", "cluster", "group_version")
 PROBE_LABELS = ("namespace", "cronjob")
 # How much of a check's answer its on-call record keeps (the resolution summary's line for it).
 CHECK_OUTCOME_CHARS = 200

@@ -383,13 +383,15 @@ async def test_the_submission_waits_for_alertmanager_at_most_two_seconds(
     assert thread_replies(fake) == []
 
 
-async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
+async def test_silence_uses_the_stored_labels_of_the_groups_alerts_but_no_replicas(
     tmp_path: Path, fake: FakeSlack, store: Store
 ) -> None:
     common = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store", "cluster": "team-a"}
+    # Only replica vc-0 fires so far: the silence must cover the HA client's other replica too (the
+    # per-replica labels, pod and instance, are left out of its matchers).
     alerts = [
-        {**common, "group_version": "example.com/v1", "pod": "vc-0", "severity": "critical"},
-        {**common, "group_version": "example.com/v1", "pod": "vc-1", "severity": "critical"},
+        {**common, "group_version": "example.com/v1", "pod": "vc-0", "instance": "10.0.0.7:8443"},
+        {**common, "group_version": "data.example.com/v1", "pod": "vc-0", "instance": "10.0.0.7:8443"},
     ]
     await save_group(store, GroupFacts(firing_labels=tuple(alerts)))
     silencer = FakeSilencer()
@@ -400,8 +402,7 @@ async def test_silence_uses_the_stored_labels_of_the_groups_alerts(
     assert created["matchers"] == (
         Matcher("alertname", "ResourceProxyNoHealthyPeers"),
         Matcher("cluster", "team-a"),
-        Matcher("group_version", "example.com/v1"),
-        Matcher("pod", r"vc\-0|vc\-1", is_regex=True),
+        Matcher("group_version", r"data\.example\.com\/v1|example\.com\/v1", is_regex=True),
         Matcher("target", "platform/crd-store"),
     )
 
