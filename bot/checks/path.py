@@ -13,8 +13,10 @@ No metric says which (the guide), so this gathers the guide's signals and weighs
 4. the client control plane's StatefulSet: `TS_DEBUG_DIAL_DIRECT=false` in its env turns direct dialing
    off, so every byte goes through the relay whatever the policies allow.
 
-Verdict: direct dialing turned off, a blocked policy, a floor or a dial step says *likely relayed*; open
-policies or a negligible floor (with nothing against) say *likely direct*; otherwise *unknown*. Only
+Verdict: neither the proxy nor the direct request answering says *cannot judge* (the target is down, and
+its dials time out whichever the path); direct dialing turned off, a blocked policy, a floor or a dial step
+says *likely relayed*; open policies or a negligible floor (with nothing against) say *likely direct*;
+otherwise *unknown*. Only
 *likely direct* with no blocked platform egress passes the check.
 The signals are read in `bot.checks.path_signals`; this module runs them and weighs them.
 """
@@ -54,6 +56,9 @@ class PathVerdict(StrEnum):
     LIKELY_DIRECT = "likely direct"
     LIKELY_RELAYED = "likely relayed"
     UNKNOWN = "unknown"
+    # Neither the proxy nor the direct request answers: the target is down, and no signal of the path
+    # (a dial step: dials to a dead target time out too) says anything of it.
+    CANNOT_JUDGE = "cannot judge"
 
 
 @dataclass(frozen=True)
@@ -143,7 +148,9 @@ def weigh(
     floor = partial.floor
     floor_relayed = floor is not None and floor >= thresholds.floor
     floor_direct = floor is not None and floor < thresholds.floor
-    if dial_direct.off or netpol.permits is False or floor_relayed or dial.step:
+    if not client.seconds and direct is not None and not direct.seconds:
+        verdict = PathVerdict.CANNOT_JUDGE
+    elif dial_direct.off or netpol.permits is False or floor_relayed or dial.step:
         verdict = PathVerdict.LIKELY_RELAYED
     elif not client.seconds:
         # Nothing came back through the proxy: policies that allow a direct path say nothing of the
@@ -153,7 +160,8 @@ def weigh(
         verdict = PathVerdict.LIKELY_DIRECT
     else:
         verdict = PathVerdict.UNKNOWN
-    evidence = (*_dial_direct_words(dial_direct), *_evidence(partial, floor, thresholds))
+    judged = verdict is not PathVerdict.CANNOT_JUDGE
+    evidence = (*_dial_direct_words(dial_direct), *_evidence(partial, floor, thresholds, judged=judged))
     fix = _fix(ref, netpol, verdict, direct is None, dial_direct)
     return PathResult(
         ref.name, ref.cluster.name, request, client, direct, dial, netpol, verdict, evidence, fix, dial_direct
@@ -164,7 +172,9 @@ def _ms(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds * 1000:.1f} ms"
 
 
-def _evidence(result: PathResult, floor: float | None, thresholds: PathThresholds) -> tuple[str, ...]:
+def _evidence(
+    result: PathResult, floor: float | None, thresholds: PathThresholds, *, judged: bool = True
+) -> tuple[str, ...]:
     out = []
     if floor is None:
         out.append(
@@ -178,7 +188,7 @@ def _evidence(result: PathResult, floor: float | None, thresholds: PathThreshold
             f"latency floor {_ms(floor)} (client min - direct min; from {_ms(thresholds.floor)} it reads "
             f"as the relay): {word}"
         )
-    out.append(_dial_words(result.dial))
+    out.append(_dial_words(result.dial, judged=judged))
     for end in (result.netpol.egress, result.netpol.ingress):
         out.append(f"{end.direction.value.lower()} of {end.pods.spelled}: {end.state.value}: {end.detail}")
     out += [f"platform egress: {problem}" for problem in result.netpol.platform_egress]
@@ -191,12 +201,17 @@ def _dial_direct_words(reading: DialDirectReading) -> tuple[str, ...]:
     return (f"direct dialing: {reading.detail}",)
 
 
-def _dial_words(dial: DialReading) -> str:
+def _dial_words(dial: DialReading, *, judged: bool = True) -> str:
     if dial.unavailable is not None:
         return f"dial latency: unavailable ({dial.unavailable})"
     if dial.step is None:
         return f"dial latency: no dials to compare (p99 lifetime {_ms(dial.lifetime_p99)})"
-    change = "stepped up: consistent with a fallback to the relay" if dial.step else "no step"
+    if not dial.step:
+        change = "no step"
+    elif judged:
+        change = "stepped up: consistent with a fallback to the relay"
+    else:  # a target that answers nothing: its dials run into the 5 s timeout whatever the path
+        change = "stepped up: dials to a target that does not answer time out, whichever the path"
     return (
         f"dial p50/p99 over the last {dial.window_seconds:.0f} s "
         f"{_ms(dial.recent_p50)}/{_ms(dial.recent_p99)} vs before "
@@ -218,6 +233,11 @@ def _fix(
     dial_direct: DialDirectReading,
 ) -> tuple[str, ...]:
     out = []
+    if verdict is PathVerdict.CANNOT_JUDGE:
+        out.append(
+            "cannot judge the path: neither the proxy nor the direct request answers, so the target is down: "
+            f"check its control plane (`/proxy status {ref.name}`), then run the path check again"
+        )
     if dial_direct.off:
         out.append(
             f"remove TS_DEBUG_DIAL_DIRECT from controlPlane.statefulSet.env in {ref.cluster.name}'s "
@@ -240,6 +260,6 @@ def _fix(
     unknown = [end for end in (netpol.egress, netpol.ingress) if end.permits is None]
     for end in unknown:
         out.append(f"could not check {end.direction.value.lower()} of {end.pods.spelled}: {end.detail}")
-    if no_direct and verdict is not PathVerdict.LIKELY_RELAYED:
+    if no_direct and verdict in (PathVerdict.LIKELY_DIRECT, PathVerdict.UNKNOWN):
         out.append(f"configure `direct` for {ref.name} to measure the latency floor")
     return tuple(out)

@@ -6,7 +6,12 @@ from bot.checks.path import PathResult, PathVerdict
 from bot.checks.path_signals import LatencySeries
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
 
-_MARK = {PathVerdict.LIKELY_DIRECT: "✅", PathVerdict.LIKELY_RELAYED: "🟠", PathVerdict.UNKNOWN: "🔵"}
+_MARK = {
+    PathVerdict.LIKELY_DIRECT: "✅",
+    PathVerdict.LIKELY_RELAYED: "🟠",
+    PathVerdict.UNKNOWN: "🔵",
+    PathVerdict.CANNOT_JUDGE: "⚪",
+}
 
 
 def _ms(seconds: float | None) -> str:

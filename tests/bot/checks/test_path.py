@@ -203,6 +203,16 @@ def test_nothing_answering_through_the_client_is_unknown_whatever_the_policies(h
     from bot.checks.context import TargetRef
     from bot.checks.path import weigh
     from bot.checks.path_signals import DialReading, LatencySeries
+
+    ref = TargetRef(*_target_settings())
+    silent = LatencySeries("client", (), ("503 all_quarantined",) * 5)
+    result = weigh(ref, healthy.request, silent, healthy.direct, DialReading(), healthy.netpol)
+    assert healthy.netpol.permits is True
+    assert result.verdict is PathVerdict.UNKNOWN
+    assert not result.passed
+
+
+def _target_settings() -> tuple[Any, Any]:
     from config.settings import Settings
 
     settings = Settings.model_validate(
@@ -224,9 +234,25 @@ def test_nothing_answering_through_the_client_is_unknown_whatever_the_policies(h
             ],
         }
     )
-    ref = TargetRef(settings.clusters[0], settings.clusters[0].targets[0])
-    silent = LatencySeries("client", (), ("503 all_quarantined",) * 5)
-    result = weigh(ref, healthy.request, silent, healthy.direct, DialReading(), healthy.netpol)
-    assert healthy.netpol.permits is True
-    assert result.verdict is PathVerdict.UNKNOWN
+    return settings.clusters[0], settings.clusters[0].targets[0]
+
+
+def test_neither_path_answering_cannot_judge_the_path_and_points_at_the_target(healthy: PathResult) -> None:
+    # The tour's target-down: 0 answered through the proxy, 0 directly (503), a dial step (the dials to a
+    # dead target time out): the relay is not the story, the target is. Nothing blames NAT or the relay.
+    from bot.checks.context import TargetRef
+    from bot.checks.path import weigh
+    from bot.checks.path_signals import DialReading, LatencySeries
+
+    ref = TargetRef(*_target_settings())
+    silent = LatencySeries("client", (), ("HTTP 503",) * 5)
+    dead = LatencySeries("direct", (), ("HTTP 503",) * 5)
+    stepped = DialReading(recent_p99=4.9, earlier_p99=0.01, recent_dials=3, window_seconds=3, step=True)
+    result = weigh(ref, healthy.request, silent, dead, stepped, healthy.netpol)
+    assert result.verdict is PathVerdict.CANNOT_JUDGE
     assert not result.passed
+    said = " ".join((*result.evidence, *result.fix))
+    assert "NAT" not in said
+    assert "fallback to the relay" not in said
+    assert any("the target is down" in line for line in result.fix)
+    assert any(f"/proxy status {TARGET}" in line for line in result.fix)
