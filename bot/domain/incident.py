@@ -221,6 +221,15 @@ class IncidentView:
         return bool(self.members) or self.flapping
 
 
+def leading_member(own: Severity, incident: IncidentView | None) -> IncidentLine | None:
+    """The firing member that pages harder than the message's own alert, if any (the most severe; the
+    first to join on a tie): what pages leads the incident's headline, and the message's colour."""
+    if incident is None:
+        return None
+    harder = [m for m in incident.members if m.firing and m.severity > own]
+    return max(harder, key=lambda m: m.severity, default=None)
+
+
 __all__ = [
     "FLAPPING_AT",
     "FLAP_NOTE_EVERY_SECONDS",
@@ -235,6 +244,7 @@ __all__ = [
     "cause_of",
     "finding_cause",
     "group_cause",
+    "leading_member",
     "pick_incident",
     "probe_subject",
 ]

@@ -25,6 +25,7 @@ from bot.domain.alert_standing import Standing
 from bot.domain.alert_summary import FoldedFinding, PeerCacheState, PeerReading, current_trap, fold_peers
 from bot.domain.diagnosis_readings import fmt_count
 from bot.domain.findings import Severity
+from bot.domain.incident import leading_member
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
 from bot.render.acknowledge import ACK_CHARS, ACK_LINES, ack_button
 from bot.render.blocks import (
@@ -47,7 +48,7 @@ from bot.render.blocks import (
     units,
     utc,
 )
-from bot.render.incident import SHOWN_MEMBERS, incident_lines
+from bot.render.incident import SHOWN_MEMBERS, incident_lines, own_line
 from bot.render.layout import WIDTH, lines_shown
 from bot.render.slack import (
     ACTION_GRAPH,
@@ -228,8 +229,9 @@ def _incident_fit(view: AlertGroupView, now: datetime, room: int, chars: int) ->
     incident = view.incident
     if incident is None:
         return []
+    own = own_line(view)
     for shown in range(min(len(incident.members), SHOWN_MEMBERS), -1, -1):
-        lines = incident_lines(incident, now, shown)
+        lines = incident_lines(incident, now, shown, own)
         if _lines(lines) <= room and _chars(lines) <= chars:
             return lines
     return []
@@ -387,6 +389,10 @@ def title(view: AlertGroupView) -> str:
     where = f" · {targets.pop()}" if len(targets) == 1 else ""
     if view.status is GroupStatus.RESOLVED:
         return f"{RESOLVED_MARK} RESOLVED: {names[0]}{more}{where}"
+    lead = leading_member(view.severity, view.incident)
+    if lead is not None:  # what pages leads: a member of the incident more severe than its own alerts
+        place = f" · {lead.target}" if lead.target else ""
+        return f"{SEVERITY_MARK[lead.severity]} FIRING: {(lead.names or ('alert',))[0]}{place}"
     return f"{SEVERITY_MARK[view.severity]} FIRING: {names[0]}{more}{where}"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from bot.domain.incident import FLAPPING_AT, Cause, IncidentLine, IncidentView
+from bot.domain.incident import FLAPPING_AT, Cause, IncidentLine, IncidentView, leading_member
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.render.blocks import (
     Message,
@@ -87,23 +87,39 @@ def _member_line(m: IncidentLine, now: datetime) -> str:
 
 
 def incident_lines(
-    incident: IncidentView | None, now: datetime, members_shown: int = SHOWN_MEMBERS
+    incident: IncidentView | None,
+    now: datetime,
+    members_shown: int = SHOWN_MEMBERS,
+    own: IncidentLine | None = None,
 ) -> list[str]:
     """The incident's lines for its message (none when there is nothing beyond the group's own), with at
-    most `members_shown` "also firing" lines and "+N more" for the rest."""
+    most `members_shown` "also firing" lines and "+N more" for the rest. With `own` (the message's own
+    alerts), a member that pages harder leads the headline (`leading_member`), and `own` takes its line."""
     if incident is None or not incident.shown:
         return []
     lines = []
     if incident.members:
         short = "" if incident.cause is None else f" {CAUSE_SHORT[incident.cause]}"
         lines.append(f"*{counted(len(incident.names), 'alert')}, one cause:*{short}")
-        shown = incident.members[:members_shown]
+        lead = None if own is None else leading_member(own.severity, incident)
+        members = incident.members
+        if own is not None and lead is not None:
+            members = (own, *(m for m in members if m is not lead))
+        shown = members[:members_shown]
         lines += [_member_line(m, now) for m in shown]
-        if len(incident.members) > len(shown):
-            lines.append(f"… +{len(incident.members) - len(shown)} more in the thread")
+        if len(members) > len(shown):
+            lines.append(f"… +{len(members) - len(shown)} more in the thread")
     if incident.flapping:
         lines.append(f"{FLAP_MARK} *{flap_words(incident.flaps).capitalize()}* (fired again after resolving)")
     return lines
+
+
+def own_line(view: AlertGroupView) -> IncidentLine:
+    """The message's own firing alerts as one incident line (when a member leads its headline)."""
+    targets = sorted({a.target for a in view.alerts if a.target})
+    gvs = tuple(sorted({a.group_version for a in view.alerts if a.group_version}))
+    target = targets[0] if len(targets) == 1 else None
+    return IncidentLine(tuple(view.names()), target, gvs, view.severity, True, view.started_at)
 
 
 def _group_where(view: AlertGroupView) -> str:

@@ -136,3 +136,23 @@ def test_hostile_names_are_inert_in_every_incident_text() -> None:
         outside = [re.sub(r"`[^`]*`", "", t) for t in texts]
         assert all(not re.search(r"[@#](here|general)", t) for t in outside), texts
         assert "\u202e" not in text_of(msg)
+
+
+def test_the_most_severe_firing_alert_leads_the_headline_and_the_first_is_also_firing() -> None:
+    # The tour's target-down: TargetUnavailable (warning) opened the incident, NoHealthyPeers (critical,
+    # "the paging rule") joined it. What pages leads; the alert that opened it is listed below.
+    labels = {"target": T, "group_version": GV, "pod": "vc-0", "severity": "warning"}
+    opened = alert("ResourceProxyTargetUnavailable", labels, snap=snapshot())
+    paging = line("ResourceProxyNoHealthyPeers", severity=Severity.CRITICAL)
+    incident = IncidentView(Cause.ENDPOINTS, ("ResourceProxyTargetUnavailable", paging.names[0]), (paging,))
+    msg = alert_group_message(group(opened, incident=incident), NOW)
+    head = msg.blocks[0]["text"]["text"]
+    assert head == f"🔴 FIRING: ResourceProxyNoHealthyPeers · {T}"
+    text = text_of(msg)
+    assert "↳ also firing: 🟠 *ResourceProxyTargetUnavailable*" in text
+    assert "↳ also firing: 🔴 *ResourceProxyNoHealthyPeers*" not in text
+    assert "*2 alerts, one cause:*" in text
+    # A member no more severe than the message's own alert leaves the headline to it.
+    calm = IncidentView(Cause.ENDPOINTS, ("A", PEER_CHURN), (line(PEER_CHURN),))
+    own = alert_group_message(group(opened, incident=calm), NOW).blocks[0]["text"]["text"]
+    assert own == f"🟠 FIRING: ResourceProxyTargetUnavailable · {T}"
