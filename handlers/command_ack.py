@@ -69,7 +69,13 @@ def _about(target: str, asker: Asker, known: Iterable[AlertGroupState]) -> list[
 
 
 def _names(group: AlertGroupState, target: str) -> bool:
-    labels = group.facts.firing_labels or (group_labels_from_key(group.group_key),)
+    """Whether the group's alerts are about `target`; a row that is no alert group (a digest's) is not."""
+    labels = group.facts.firing_labels
+    if not labels:
+        try:
+            labels = (group_labels_from_key(group.group_key),)
+        except InputError:
+            return False
     return any(one.get("target") == target for one in labels)
 
 
