@@ -141,10 +141,10 @@ def _target_dict(t: TargetStatus) -> dict[str, Any]:
                 "group_version": g.group_version,
                 "peers": None
                 if g.peers is None
-                else {
-                    "healthy": g.peers.healthy,
-                    "quarantined": g.peers.quarantined,
-                    "half_open": g.peers.half_open,
+                else {  # gauges of counts: whole numbers
+                    "healthy": round(g.peers.healthy),
+                    "quarantined": round(g.peers.quarantined),
+                    "half_open": round(g.peers.half_open),
                 },
                 "cache_synced": g.cache_synced,
                 "peer_list_age_seconds": g.peer_list_age,
@@ -324,7 +324,7 @@ class ReasonsResult:
                 {
                     "family": c.family,
                     "reason": c.reason,
-                    "count": c.count,
+                    "count": round(c.count),  # events counted: a whole number
                     "kind": c.info.kind.value,
                     "fault": c.is_fault,
                     "meaning": c.info.meaning,

@@ -36,6 +36,8 @@ def test_status_healthy_passes(healthy: Sim) -> None:
         "data.example.com/v1alpha1",
     ]
     assert all(g["peers"]["healthy"] >= 1 for g in target["group_versions"])
+    # Peers are counted: whole numbers in the JSON (`1`, not `1.0`).
+    assert all(type(n) is int for g in target["group_versions"] for n in g["peers"].values())
     assert report["reads"][0]["replica"] == "team-a-0"
     assert target["replica"] == "team-a-0"
     read = healthy.server.requests[before:]
