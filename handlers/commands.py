@@ -48,7 +48,7 @@ from bot.render.checks_logs import logs_message
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
 from bot.render.checks_probe import probe_message
-from bot.render.checks_status import reasons_message, status_message
+from bot.render.checks_status import peers_message, reasons_message, status_message
 from bot.render.checks_verify import verify_message
 from bot.render.help import help_message
 from bot.subcommands import SLASH, Access
@@ -209,19 +209,19 @@ def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
 
 def _plan_status(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     name = inv.arg(0)
-    title: str | None = None
     targets: tuple[str, ...] | None = None
     if name is not None:
         ref = target_for(deps.settings, asker, name)
         targets, what = (ref.name,), ref.name
-        title = f"Peers of {ref.name}" if inv.sub == "peers" else None
     else:
         clusters = queryable(deps.settings, asker.who)
         targets = None if clusters == deps.settings.clusters else _names(clusters)
         what = "every target"
 
+    shown = peers_message if inv.sub == "peers" else status_message
+
     async def work() -> Message:
-        return status_message(await _status(deps.ctx, targets), deps.now(), title=title)
+        return shown(await _status(deps.ctx, targets), deps.now())
 
     return Plan(work, f"reading the live state of {what}…")
 

@@ -19,7 +19,7 @@ from bot.cli.output import (
 )
 from bot.clients.prometheus import PrometheusClient
 from bot.errors import ConfigError, InputError
-from bot.render.checks_status import reasons_message, status_message
+from bot.render.checks_status import peers_message, reasons_message, status_message
 from config.settings import Settings
 
 DEFAULT_WINDOW = "15m"
@@ -46,7 +46,7 @@ def _reasons_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _live(args: argparse.Namespace, console: Console, check: str, title: str | None) -> int:
+def _live(args: argparse.Namespace, console: Console, check: str) -> int:
     try:
         settings = load_settings_for(args, console)
         if args.target is not None:
@@ -56,17 +56,18 @@ def _live(args: argparse.Namespace, console: Console, check: str, title: str | N
     what = args.target or "every target"
     result = run_check(settings, console, lambda ctx: run_status(ctx, args.target), f"reading {what}…")
     report = {**result.as_dict(), "check": check}
-    return finish(args, console, report, status_message(result, now(), title=title))
+    shown = peers_message(result, now()) if check == "peers" else status_message(result, now())
+    return finish(args, console, report, shown)
 
 
 def status_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Live state of one or every target and the diagnosis; exit 1 on any warning or worse."""
-    return _live(args, console, "status", None)
+    return _live(args, console, "status")
 
 
 def peers_subcommand(args: argparse.Namespace, console: Console) -> int:
-    """The peer caches of one target per group/version, with the diagnosis."""
-    return _live(args, console, "peers", f"Peers of {args.target}")
+    """The peer caches of one target per group/version and replica, under its verdict."""
+    return _live(args, console, "peers")
 
 
 async def _reasons(ctx: CheckContext, settings: Settings, target: str, window: int) -> ReasonsResult:

@@ -20,7 +20,7 @@ from bot.domain.diagnosis_readings import describe_peers, fmt_count, fmt_duratio
 from bot.domain.messages import FindingsReport, LiveRead
 from bot.domain.reasons import ReasonKind
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
-from bot.render.slack import findings_message
+from bot.render.slack import findings_message, live_line
 from bot.render.verdict import verdict_lines
 
 # Whose side each kind of reason is, in the words of the breakdown.
@@ -91,6 +91,29 @@ def status_message(result: StatusResult, now: datetime, *, title: str | None = N
         lead=tuple(_lead(result)),
     )
     return findings_message(report, now)
+
+
+def peers_message(result: StatusResult, now: datetime) -> Message:
+    """`peers TARGET`: the verdict, then each group/version's peer cache per replica read, and when and
+    where it was read; the findings are `status`'s."""
+    names = [t.target for t in result.targets]
+    lines = [*_lead(result)]
+    for t in result.targets:
+        where = "" if t.replica is None else f" on replica {t.replica}"
+        if t.unavailable is not None:
+            lines.append(f"{esc(t.target)}{where}: not read ({esc(t.unavailable)})")
+        lines += [_peer_line(g, where) for g in t.group_versions]
+    live = live_line(_live(result), now)
+    title = f"Peers of {names[0]}" if len(names) == 1 else f"Peers of {len(names)} targets"
+    return message(title, [header(title), section_lines(lines or ["no target read"])], [context([live])])
+
+
+def _peer_line(g: GroupVersionState, where: str) -> str:
+    counts = "no peer gauge" if g.peers is None else describe_peers(g.peers).removeprefix("peers: ")
+    synced = {True: "cache synced", False: "cache not synced", None: "cache synced unknown"}[g.cache_synced]
+    # The list's age grows on a quiet healthy cluster (the guide): shown, never judged.
+    age = "" if g.peer_list_age is None else f" · peer list {fmt_duration(g.peer_list_age)} old"
+    return f"• {code(g.group_version)}{where}: {counts} · {synced}{age}"
 
 
 def _reason_lines(c: ReasonCount) -> list[str]:

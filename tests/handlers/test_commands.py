@@ -293,10 +293,11 @@ EXPECTED: dict[str, tuple[str, set[str], dict[str, list[str]]]] = {
         f"peers {TARGET}",
         {REPLICA_METRICS, *TRIAGE},
         {
-            "healthy": ["Peers of platform/crd-store", "example.com/v1: peers: healthy 1"],
-            "target_down": ["Peers of platform/crd-store", "no healthy peers"],
-            "relay": ["Peers of platform/crd-store", "example.com/v1: peers: healthy 1"],
-            "masked": ["Peers of platform/crd-store", "ownership_masked"],
+            # The verdict, then the peer caches: the findings are `status`'s.
+            "healthy": ["Peers of platform/crd-store", "`example.com/v1` on replica team-a-0: healthy 1"],
+            "target_down": ["Peers of platform/crd-store", "target_down", "healthy 0, quarantined 1"],
+            "relay": ["Peers of platform/crd-store", "`example.com/v1` on replica team-a-0: healthy 1"],
+            "masked": ["Peers of platform/crd-store", "`example.com/v1` on replica team-a-0: healthy 1"],
         },
     ),
     "reasons": (
