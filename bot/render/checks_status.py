@@ -74,7 +74,7 @@ def _triage_notes(result: StatusResult) -> list[str]:
     return lines
 
 
-def status_message(result: StatusResult, now: datetime, *, title: str | None = None) -> Message:
+def status_message(result: StatusResult, now: datetime) -> Message:
     """The verdict per target, then the peer caches, the findings, the proxy objects and versions, and
     when and where state was read."""
     names = [t.target for t in result.targets]
@@ -83,7 +83,7 @@ def status_message(result: StatusResult, now: datetime, *, title: str | None = N
     notes += [f"replica of {r.cluster}: {r.replica or REPLICA_UNKNOWN}" for r in result.reads]
     clusters = sorted({t.cluster for t in result.targets})
     report = FindingsReport(
-        title=title or (f"Status of {names[0]}" if len(names) == 1 else f"Status of {len(names)} targets"),
+        title=f"Status of {names[0]}" if len(names) == 1 else f"Status of {len(names)} targets",
         findings=(*(f for t in result.targets for f in t.findings), *result.triage_findings),
         live=_live(result),
         cluster=clusters[0] if len(clusters) == 1 else None,
