@@ -134,10 +134,12 @@ class AlertFeed(threading.Thread):
     are `alertmanager`'s API (silenced alerts are not notified), on the simulated clock.
     """
 
-    def __init__(self, srv: SimServer, url: str, token: str, sink: TerminalSlack, *, at_hold: bool) -> None:
+    def __init__(
+        self, srv: SimServer, url: str, token: str, sink: TerminalSlack, tally: Tally, *, at_hold: bool
+    ) -> None:
         super().__init__(name="demo-alerts", daemon=True)
         self.stop = threading.Event()
-        self.sent = 0
+        self.tally = tally
         self._srv, self._url, self._token, self._sink = srv, url, token, sink
         self._at_hold = at_hold
         self.alertmanager = AlertmanagerApi(self._held, clock=srv.shown_time, seed=srv.world.seed)
@@ -173,7 +175,7 @@ class AlertFeed(threading.Thread):
                     break
                 with self._srv.lock:
                     self._due.pop(0)
-                self.sent += 1
+                self.tally.webhooks += 1
 
     def _narrate(self) -> None:
         for at, what in self._srv.world.log[self._logged :]:
@@ -188,6 +190,13 @@ def _free_socket() -> socket.socket:
     return sock
 
 
+@dataclass
+class Tally:
+    """The webhooks the demo's stops delivered so far (counted as they go, so a Ctrl-C tells them too)."""
+
+    webhooks: int = 0
+
+
 @dataclass(frozen=True)
 class Demo:
     """What every stop of one demo run shares: the fake Slack, its page, the terminal, the secrets."""
@@ -199,6 +208,7 @@ class Demo:
     webhook_token: str
     # Set: the last stop's bot and the page stay up until it is (Ctrl-C ends a demo run in a terminal).
     hold: threading.Event | None
+    tally: Tally = field(default_factory=Tally)
 
 
 class StopServer(uvicorn.Server):
@@ -262,13 +272,14 @@ async def _run_bot(
         await bot.close()
 
 
-def _run_stop(demo: Demo, stop: Stop, last: bool) -> int:
-    """One scenario through a bot of its own (its own store), into the stop's channel; webhooks sent."""
+def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:
+    """One scenario through a bot of its own (its own store), into the stop's channel."""
     srv = SimServer(scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at, epoch=stop.epoch)
     sock = _free_socket()
     bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     # Made before the simulator starts, so the alerting model sees its first second.
-    feed = AlertFeed(srv, f"{bot_url}/alertmanager", demo.webhook_token, demo.sink, at_hold=stop.feed_at_hold)
+    url = f"{bot_url}/alertmanager"
+    feed = AlertFeed(srv, url, demo.webhook_token, demo.sink, demo.tally, at_hold=stop.feed_at_hold)
     with tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp, srv, feed.alertmanager as am:
         config = srv.write_config(Path(tmp) / "proxybot.yaml")
         settings = demo_settings(
@@ -279,7 +290,6 @@ def _run_stop(demo: Demo, stop: Stop, last: bool) -> int:
             f"Slack rendered below (channel {stop.channel})\n"
         )
         asyncio.run(_run_bot(demo, stop, settings, sock, feed, srv, last))
-    return feed.sent
 
 
 def run_demo(
@@ -306,7 +316,6 @@ def run_demo(
         on_upload=sink.upload,
     )
     page = SlackPage(slack)
-    sent = 0
     with slack:
         if hold is None and out.isatty() and sys.stdin.isatty():
             hold = threading.Event()  # never set: Ctrl-C
@@ -315,9 +324,10 @@ def run_demo(
         try:
             for i, stop in enumerate(stops, 1):
                 sink.say(stop.announcement(i, len(stops), page.url, slack.channel_id(stop.channel)))
-                sent += _run_stop(demo, stop, i == len(stops))
+                _run_stop(demo, stop, i == len(stops))
         except KeyboardInterrupt:
             sink.say("stopped")
+        sent = demo.tally.webhooks
         sink.say(f"done: {sent} webhooks delivered, {sink.shown} Slack messages and edits shown")
     return 0
 

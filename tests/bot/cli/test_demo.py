@@ -90,3 +90,10 @@ def test_the_storm_demo_shows_the_summary_its_grouping_the_cause_and_the_table()
     assert demo.returncode == 0, demo.stderr[-20000:]  # all of a hang's stacks (tests.harness.process)
     shows_the_whole_storm(demo.stdout)
     assert "Traceback" not in demo.stderr
+    # Stopped with Ctrl-C in the middle of its stop: the count is what was delivered, not 0.
+    done = re.search(
+        r"^done: (\d+) webhooks delivered, (\d+) Slack messages and edits shown$", demo.stdout, re.M
+    )
+    assert done, demo.stdout[-500:]
+    assert int(done.group(1)) >= 31, "every group of the storm came by webhook"
+    assert int(done.group(2)) > 0
