@@ -1,44 +1,56 @@
-"""The details reply of an alert group: everything its compact message leaves out, in one thread reply
-posted with the first message and edited in place as the group changes (never a reply per update). A group
-that joined an incident has its own, in the incident message's thread (`member_details_reply`), headed by
-what joined and the shared cause.
+"""The details reply of an alert group: the evidence behind its compact message, in one thread reply posted
+with the first message and edited in place as the group changes (never a reply per update). A group that
+joined an incident has its own, in the incident message's thread (`member_details_reply`), headed by what
+joined and the shared cause.
 
-In order: the peer caches as read, per replica; each alert of the group (HA replicas firing the same
-alert on the same cache explained once): the verdict with what it rests on, how it stands now and the
-evidence (live readings, Prometheus' reason counts and quantiles, the control plane's log lines, each
-line once), the likely cause and next step; what each alert name means and every trap; every finding in
-full; and the meaning of every outcome reason named above.
+Short enough to read at 3 a.m.: at most `MAX_LINES` lines and `MAX_CHARS` characters as shown. In order of
+what is kept when room runs out: the one judgement (the verdict, what it rests on, its next step; without a
+verdict the lead alert's standing, cause and step), the evidence that decided it (each line clipped: log
+lines counted, not quoted at length), the group's alerts one line each, the findings by title, worst
+first, the peer caches as read per replica, and what the lead alert means. Everything else is one
+`proxybot status TARGET` / `proxybot logs TARGET` away, which its last line names.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
 from bot.domain.alert_summary import PeerReading
+from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.diagnosis_readings import fmt_count
 from bot.domain.findings import Finding, sort_worst_first
 from bot.domain.incident import Cause
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus
-from bot.domain.reasons import REASONS
-from bot.render.alert_message import title
-from bot.render.blocks import Block, Message, code, context, esc, fmt_clock, message, section_lines
+from bot.render.alert_message import clip, lines_of, title
+from bot.render.blocks import (
+    Block,
+    Message,
+    block_texts,
+    block_units,
+    code,
+    context,
+    esc,
+    fmt_clock,
+    message,
+    section_lines,
+    units,
+)
 from bot.render.incident import join_lines
 from bot.render.slack import (
     RESOLVED_MARK,
     SEVERITY_MARK,
     STANDING_WORDS,
     alert_subject,
-    finding_lines,
     live_line,
 )
 from bot.render.verdict import verdict_short
+from bot.render.words import counted
 
-DETAILED = 8  # alerts of a group explained in full; the rest listed one line each
-_WORD = re.compile(r"[a-z]+(?:_[a-z]+)+")  # reason-like words (`stale_peers`): plain words are English
-_BREAKDOWN = re.compile(r"by reason \([^)]*\): (.*)")  # Prometheus' "Requests by reason (...): a 3, b 1"
-_COUNTED = re.compile(r"\b([a-z_]+) [0-9]")
+MAX_LINES = 25  # lines of the reply as shown (the terminal's width), its head and last line included
+MAX_CHARS = 2000  # characters as Slack counts them
+LISTED = 4  # lines of a list (alerts, peers, evidence, findings) before "+N more"
+LINE_CHARS = 400  # one evidence line at most (the logs counted): the rest is `proxybot logs`
 
 
 def member_details_reply(view: AlertGroupView, cause: Cause | None, now: datetime) -> Message:
@@ -48,32 +60,110 @@ def member_details_reply(view: AlertGroupView, cause: Cause | None, now: datetim
 
 
 def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] = ()) -> Message:
-    """The group's details reply: every finding, reading and piece of evidence, as of `now`; `intro`
-    lines (written by the caller, outside text escaped) right under its header."""
+    """The group's details reply as of `now`, within `MAX_LINES` and `MAX_CHARS`; `intro` lines (written by
+    the caller, outside text escaped) right under its head."""
     alerts = _distinct(sorted(view.alerts, key=lambda a: (a.status is not GroupStatus.FIRING, -a.severity)))
-    head = [
-        f"*Details:* {esc(title(view))}",
-        f"{live_line(view.live, now)} · updated {fmt_clock(now)} · edited in place as the group changes",
+    lead = alerts[0].diagnosis if alerts else None
+    head = [f"*Details:* {esc(title(view))}", f"{live_line(view.live, now)} · updated {fmt_clock(now)}"]
+    kept = [head, *([list(intro)] if intro else []), [*_judgement(lead), *_other_verdicts(alerts)]]
+    evidence = [e for e in (lead.now_evidence if lead else ()) if not e.startswith("Verdict rests on")]
+    optional = [
+        _listed("Evidence", [f"• {esc(clip(e, LINE_CHARS))}" for e in evidence]),
+        _listed(counted(len(alerts), "alert"), [_alert_line(a) for a in alerts]),
+        _listed("Findings, worst first", [_finding_line(f) for f in _findings(view)]),
+        _listed("Peer caches read", [_peer_line(r) for r in view.peers]),
+        _meaning(alerts[0] if alerts else None),
     ]
-    body: list[Block] = [section_lines(head)]
-    if intro:
-        body.append(section_lines(list(intro)))
-    if view.peers:
-        body.append(section_lines(["*Peer caches read*", *(_peer_line(r) for r in view.peers)]))
-    shown: set[str] = set()
-    for alert in alerts[:DETAILED]:
-        body.append(section_lines(_alert_lines(alert, shown)))
-    if len(alerts) > DETAILED:
-        rest = [_alert_head(a) for a in alerts[DETAILED:]]
-        body.append(section_lines([f"*{len(rest)} more alerts*", *rest]))
-    body.extend(_meanings(alerts))
-    findings = _findings(view)
-    body.extend(section_lines(finding_lines(f)) for f in findings)
-    reasons = _reasons(view, findings)
-    if reasons:
-        body.append(section_lines(["*Outcome reasons named here*", *reasons]))
+    tail = [context([_more(view)])]
+    sections = _fit(kept, [o for o in optional if o], tail)
     fallback = f"Details: {view.status.value} {', '.join(esc(n) for n in view.names()[:3])}"
-    return message(fallback, body, [context([f"updated {fmt_clock(now)}"])])
+    return message(fallback, [section_lines(lines) for lines in sections], tail)
+
+
+def _judgement(d: AlertDiagnosis | None) -> list[str]:
+    """The one judgement every line of the message follows: the verdict, else the lead alert's standing."""
+    if d is None:
+        return []
+    if d.verdict is not None:
+        v = d.verdict
+        rests = f"*Rests on:* {esc('; '.join(v.inputs))}" if v.inputs else ""
+        return [
+            f"*Verdict:* {esc(verdict_short(v))}",
+            *([rests] if rests else []),
+            f"*Next step:* {esc(v.next_step)}",
+        ]
+    lines = [f"*Now:* {STANDING_WORDS[d.standing]}: {esc(d.now)}", f"*Likely cause:* {esc(d.cause)}"]
+    return [*lines, f"*Next step:* {esc(d.next_step)}"]
+
+
+def _other_verdicts(alerts: Sequence[AlertView]) -> list[str]:
+    """A group about several targets: each other target's verdict in one line (the lead's is above)."""
+    lead = alerts[0].target if alerts else None
+    seen: dict[str, str] = {}
+    for a in alerts[1:]:
+        d = a.diagnosis
+        if a.target and a.target != lead and d is not None and d.verdict is not None:
+            seen.setdefault(a.target, f"*Verdict for* {code(a.target)}: {esc(verdict_short(d.verdict))}")
+    return list(seen.values())[:LISTED]
+
+
+def _listed(heading: str, items: Sequence[str]) -> list[str]:
+    """A heading and at most `LISTED` items, the rest counted; nothing when there are none."""
+    if not items:
+        return []
+    more = [f"… +{len(items) - LISTED} more"] if len(items) > LISTED else []
+    return [f"*{heading}*", *items[:LISTED], *more]
+
+
+def _alert_line(a: AlertView) -> str:
+    line = _alert_head(a)
+    if a.diagnosis is not None and not a.diagnosis.known:  # not the guide's: its own words and labels
+        notes = " · ".join(f"*{key.capitalize()}:* {esc(v)}" for key, v in sorted(a.annotations.items()))
+        labels = " · ".join(f"{esc(k)}: {esc(v)}" for k, v in sorted(a.labels.items()) if k != "alertname")
+        line += "".join(f"\n    {part}" for part in (notes, f"*Labels:* {labels}" if labels else "") if part)
+    return line
+
+
+def _finding_line(f: Finding) -> str:
+    return f"{SEVERITY_MARK[f.severity]} {esc(clip(f.title, LINE_CHARS))}"
+
+
+def _meaning(a: AlertView | None) -> list[str]:
+    d = None if a is None else a.diagnosis
+    if a is None or d is None or not d.known:
+        return []
+    guide = f" _Guide: {esc(d.guide_section)}_" if d.guide_section else ""
+    return [f"*{esc(a.name)}:* {esc(clip(d.meaning, LINE_CHARS))}{guide}"]
+
+
+def _more(view: AlertGroupView) -> str:
+    """Where the rest is: the checks that read it whole."""
+    targets = sorted({a.target for a in view.alerts if a.target})
+    if len(targets) != 1:
+        return "More: `proxybot status` (every target) · `proxybot logs TARGET`"
+    target = targets[0]
+    commands = (f"proxybot status {target}", f"proxybot logs {target}", f"/proxy status {target}")
+    return "More: " + " · ".join(code(c) for c in commands)
+
+
+def _fit(kept: list[list[str]], optional: list[list[str]], tail: Sequence[Block]) -> list[list[str]]:
+    """`kept` and as many of `optional` (in order) as the reply's lines and characters leave room for."""
+    sections = [s for s in kept if s]
+    budget_lines = MAX_LINES - sum(lines_of(t) for b in tail for t in block_texts(b))
+    budget_chars = MAX_CHARS - sum(block_units(b) for b in tail)
+    for section in optional:
+        trial = [*sections, section]
+        if _shown_lines(trial) <= budget_lines and _shown_chars(trial) <= budget_chars:
+            sections = trial
+    return sections
+
+
+def _shown_lines(sections: Sequence[Sequence[str]]) -> int:
+    return sum(lines_of(line) for section in sections for text in section for line in text.split("\n"))
+
+
+def _shown_chars(sections: Sequence[Sequence[str]]) -> int:
+    return sum(units(text) + 1 for section in sections for text in section)
 
 
 def _distinct(alerts: Sequence[AlertView]) -> list[AlertView]:
@@ -101,65 +191,6 @@ def _alert_head(a: AlertView) -> str:
     return f"{mark} *{esc(a.name)}* on {where}{gv}{pod} · {a.status.value}"
 
 
-def _alert_lines(a: AlertView, shown: set[str]) -> list[str]:
-    """One alert in full; evidence, causes and steps already written above (`shown`) are not repeated."""
-    lines = [_alert_head(a)]
-    d = a.diagnosis
-    if d is None:
-        return lines
-    if d.verdict is not None:
-        # What it rests on is an evidence line below.
-        verdict = [
-            f"*Verdict:* {esc(verdict_short(d.verdict))}",
-            f"*Verdict's next step:* {esc(d.verdict.next_step)}",
-        ]
-        lines.extend(_once(shown, verdict))
-    lines.append(f"*Now:* {STANDING_WORDS[d.standing]}: {esc(d.now)}")
-    lines.extend(_once(shown, [f"• {esc(e)}" for e in d.now_evidence]))
-    lines.extend(_once(shown, [f"*Likely cause:* {esc(d.cause)}", f"*Next step:* {esc(d.next_step)}"]))
-    if not d.known:
-        notes = [f"*{key.capitalize()}:* {esc(v)}" for key, v in sorted(a.annotations.items())]
-        labels = [f"{esc(k)}: {esc(v)}" for k, v in sorted(a.labels.items()) if k != "alertname"]
-        lines.extend([*notes, *([f"*Labels:* {' · '.join(labels)}"] if labels else [])])
-    return lines
-
-
-def _once(shown: set[str], lines: list[str]) -> list[str]:
-    fresh = [line for line in lines if line not in shown]
-    shown.update(fresh)
-    return fresh
-
-
-def _meanings(alerts: Sequence[AlertView]) -> list[Block]:
-    """What each guide alert of the group means, with every trap, once per alert name."""
-    blocks: list[Block] = []
-    done: set[str] = set()
-    for a in alerts:
-        d = a.diagnosis
-        if d is None or not d.known or a.name in done:
-            continue
-        done.add(a.name)
-        lines = [f"*{esc(a.name)}:* {esc(d.meaning)}"]
-        lines.extend(f"⚠️ *Watch out:* {esc(t)}" for t in d.traps)
-        if d.guide_section:
-            lines.append(f"*Guide:* _{esc(d.guide_section)}_")
-        blocks.append(section_lines(lines))
-    return blocks
-
-
 def _findings(view: AlertGroupView) -> list[Finding]:
     found = {f.key: f for a in view.alerts if a.diagnosis for f in a.diagnosis.findings}
     return sort_worst_first(list(found.values()))
-
-
-def _reasons(view: AlertGroupView, findings: Sequence[Finding]) -> list[str]:
-    """Every outcome reason the findings or the evidence name, with its meaning (the guide's table)."""
-    named = {f.reason for f in findings if f.reason}
-    texts = [e for a in view.alerts if a.diagnosis for e in a.diagnosis.now_evidence]
-    texts += [t for f in findings for t in (f.title, *f.evidence)]
-    for text in texts:
-        named.update(w for w in _WORD.findall(text) if w in REASONS)
-        breakdown = _BREAKDOWN.search(text)
-        if breakdown is not None:
-            named.update(w for w in _COUNTED.findall(breakdown.group(1)) if w in REASONS)
-    return [f"• {code(r)}: {esc(REASONS[r].meaning)}" for r in sorted(named) if r in REASONS]

@@ -7,6 +7,7 @@ Log text comes from pods, so it is untrusted: it reaches here already redacted a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from bot.checks.logs import LogsResult
@@ -45,27 +46,27 @@ def _cut(text: str, limit: int = LINE_SHOWN) -> str:
 # -- an alert's evidence -------------------------------------------------------------------------------
 
 
-def _alert_line(m: LogMatch) -> str:
-    when = _when(m)
-    facts = ", ".join([counted(m.count, "line"), *([when] if when else []), *m.details])
-    text = f"{m.pod}: {m.reference.label} ({facts}): {m.reference.meaning}"
-    return text if m.reference.severity <= Severity.INFO else f"{text}. {m.reference.action}"
+def _per_pod(matches: Sequence[LogMatch]) -> list[str]:
+    """`pod: label (N lines); label (N lines)`, each pod once, in the matches' order."""
+    pods: dict[str, list[str]] = {}
+    for m in matches:
+        pods.setdefault(m.pod, []).append(f"{m.reference.label} ({counted(m.count, 'line')})")
+    return [f"{pod}: " + "; ".join(found) for pod, found in pods.items()]
 
 
 def evidence_lines(ev: LogEvidence) -> str:
-    """The alert's one evidence entry about the logs: what was read, then the worst matches."""
+    """The alert's one evidence entry about the logs, counted, not quoted: what was read, then the worst
+    matches, each with its count (their meaning, details and lines are `proxybot logs TARGET`'s)."""
     if ev.unavailable is not None:
         return f"Control-plane logs: unavailable: {ev.unavailable}"
     head = f"Control-plane logs ({_pods_read(ev)} in {ev.namespace})"
     failed = [f"{p.pod}: not read: {p.error}" for p in ev.pods if p.error is not None]
     if not ev.matches:
-        return "\n".join([f"{head}: no line of the vendor's log reference", *failed])
-    shown = [_alert_line(m) for m in ev.matches[:ALERT_MATCHES]]
+        return "; ".join([f"{head}: no line of the vendor's log reference", *failed])
+    shown = _per_pod(ev.matches[:ALERT_MATCHES])
     more = len(ev.matches) - ALERT_MATCHES
-    lines = [f"{head}:", *shown, *([f"+{more} more (proxybot logs {ev.target})"] if more > 0 else [])]
-    if any(m.placeholder_host for m in ev.matches[:ALERT_MATCHES]):
-        lines.append(PLACEHOLDER_NOTE)
-    return "\n".join([*lines, *failed])
+    tail = f" (+{more} more: proxybot logs {ev.target})" if more > 0 else ""
+    return f"{head}: " + "; ".join([*shown, *failed]) + tail
 
 
 def logs_unavailable(missed: Unavailable) -> str:

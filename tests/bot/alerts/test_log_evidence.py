@@ -45,32 +45,21 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "target-down": (
         "ResourceProxyNoHealthyPeers",
         [
-            "Control-plane logs (last 100 lines of 1 pod in vcluster-team-a):",
+            "Control-plane logs (last 100 lines of 1 pod in vcluster-team-a): ",
             "team-a-0: all peer hosts for the proxy target are quarantined (",
-            "every endpoint of the target is quarantined",
-            "team-a-0: quarantining proxy target peer host after consecutive dial failures (",
-            "host=crd-store-",
-            "consecutiveFailures=",
-            "placeholder",
+            "; quarantining proxy target peer host after consecutive dial failures (",
         ],
     ),
     "peer-watch-dropped": (
         "ResourceProxyPeerCacheUnsynced",
-        [
-            # The alert's own group/version's line: the other one belongs to that group/version's alert.
-            "team-a-0: peer watch subscription is down and no fresh netmap is available (1 line",
-            "lastNetmapAge=2m1s",
-            "the platform's peer feed dropped and the cached peer list expired",
-            "A client-to-platform problem",
-        ],
+        # The alert's own group/version's line: the other one belongs to that group/version's alert.
+        ["team-a-0: peer watch subscription is down and no fresh netmap is available (1 line)"],
     ),
     "license-failure": (
         "ResourceProxyPeerCacheUnsynced",
         [
-            "team-a-0: peer cache did not sync in time for the startup probe (1 line",
-            "Check the client's platform connectivity and its license.",
-            "team-a-0: initial probe of proxy target failed, requests will keep retrying (1 line",
-            "error=dial kube.crd-store.platform.vcluster.invalid",
+            "team-a-0: peer cache did not sync in time for the startup probe (1 line)",
+            "; initial probe of proxy target failed, requests will keep retrying (1 line)",
         ],
     ),
 }
@@ -105,7 +94,7 @@ async def test_the_scenarios_alert_shows_its_log_lines(
             [details] = await eventually(lambda: fake.thread(CHANNEL, posted.ts), "its details reply")
     finally:
         await bot.close()
-    # The log lines are evidence: the details reply in the message's thread carries them.
+    # The log lines are evidence, counted: the details reply in the message's thread carries them.
     text = "\n".join(iter_texts(details.blocks))
     for words in expected:
         assert words in text, f"{words!r} not in the {scenario} message:\n{text}"
@@ -183,8 +172,8 @@ async def test_alerts_of_a_cluster_with_a_control_plane_show_its_lines(
     await harness.run(webhook([alert("a1", target="alpha/db"), second]))
     text = text_of(details_of(await harness.items()))
     assert "Control-plane logs (last 100 lines of 1 pod in vcluster-alpha):" in text
-    assert "alpha-0: all peer hosts for the proxy target are quarantined (1 line, at 10:00:00 UTC)" in text
-    assert "Incident-grade" in text
+    assert "alpha-0: all peer hosts for the proxy target are quarantined (1 line)" in text
+    assert "Incident-grade" not in text, "counted, not quoted: the line's meaning is `proxybot logs`'"
     assert logs.reads == ["alpha"]  # one read for every alert of the cluster
 
 
@@ -238,4 +227,4 @@ async def test_an_alert_shows_only_its_own_group_versions_lines(harness: Harness
     harness.pipeline = pipeline(harness, configured(), TwoVersions())
     await harness.run(webhook([alert("a1", target="alpha/db")]))  # group_version example.com/v1
     text = text_of(details_of(await harness.items()))
-    assert "alpha-0: all peer hosts for the proxy target are quarantined (1 line," in text
+    assert "alpha-0: all peer hosts for the proxy target are quarantined (1 line)" in text

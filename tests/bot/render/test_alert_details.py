@@ -1,18 +1,18 @@
-"""The details reply of an alert group: it carries everything the compact message leaves out."""
+"""The details reply of an alert group: the judgement and the evidence behind it, short enough to read at
+3 a.m. (at most 25 lines and 2 000 characters as shown); the rest is `proxybot status` / `logs`."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from bot.domain.alert_summary import PeerReading
-from bot.domain.alerts_catalog import ALERTS, NO_HEALTHY_PEERS
+from bot.domain.alerts_catalog import ALERTS
 from bot.domain.findings import Finding, Severity, finding_key
 from bot.domain.messages import AlertView
-from bot.domain.reasons import REASONS
 from bot.domain.verdict import TargetVerdict, Verdict
-from bot.render.alert_details import details_reply
-from bot.render.alert_message import alert_group_message
-from bot.render.blocks import Message, esc
+from bot.render.alert_details import MAX_CHARS, MAX_LINES, details_reply
+from bot.render.blocks import Message, block_texts, esc, units
+from bot.render.terminal import show
 from tests.fakes.alert_views import GV, NOW, T, alert, group, snapshot
 from tests.fakes.slack_limits import limit_problems
 
@@ -62,40 +62,47 @@ def extra(n: int, gv: str = GV) -> list[Finding]:
     ]
 
 
-def test_everything_the_compact_message_left_out_is_in_the_reply() -> None:
+def within_the_reply_budget(msg: Message) -> None:
+    """At most MAX_LINES lines (as the terminal lays them out) and MAX_CHARS characters, as shown."""
+    lines = [line for line in show(msg).splitlines() if line.strip()]
+    assert len(lines) <= MAX_LINES + 1, "\n".join(lines)  # + its header's line
+    assert sum(units(t) for b in msg.blocks for t in block_texts(b)) <= MAX_CHARS
+    assert limit_problems(msg.as_kwargs()) == []
+
+
+def test_the_reply_is_the_judgement_and_its_evidence_within_25_lines_and_2000_characters() -> None:
     first = rich(alert(snap=snapshot()), *extra(9))
     second = rich(alert(labels={"target": T, "group_version": GV2, "pod": "vc-1"}, snap=snapshot(gv=GV2)))
     peers = (PeerReading(T, GV, 0, 2, 0, True, "vc-0"), PeerReading(T, GV2, 0, 2, 0, False, "vc-1"))
     view = group(first, second, peers=peers)
-    top = shown(alert_group_message(view, NOW))
-    reply = shown(details_reply(view, NOW))
-    findings = {f.key: f for a in view.alerts if a.diagnosis for f in a.diagnosis.findings}
-    assert len(findings) == 11
-    dropped = [f for f in findings.values() if esc(f.title) not in top]
-    assert dropped  # the compact message left some out ...
-    for f in findings.values():  # ... and the reply has every one, in full
-        for words in (f.title, *f.evidence, f.cause, f.next_step, f.guide_section):
-            assert esc(words) in reply, words
-    d = first.diagnosis
-    assert d is not None
-    for words in (d.meaning, *d.traps, PROM, P99, LOGS, "Verdict rests on: target pods: 1 of 1 Ready"):
-        assert esc(words) in reply, words
+    msg = details_reply(view, NOW)
+    reply = shown(msg)
+    within_the_reply_budget(msg)
+    # The one judgement, first: the verdict, what it rests on, its next step (once each).
     assert "*Verdict:* 🟠 proxy_path: no healthy peer while the target's pods are Ready" in reply
-    assert "*Verdict's next step:* Run the path check." in reply
-    # The peer caches per replica, and the meaning of each reason named.
-    assert f"• `{T}` `{GV2}` replica `vc-1`: healthy 0, quarantined 2, half_open 0, *not synced*" in reply
-    for reason in ("all_quarantined", "timeout"):
-        assert f"• `{reason}`: {esc(REASONS[reason].meaning)}" in reply
-    assert limit_problems(details_reply(view, NOW).as_kwargs()) == []
+    assert reply.count("*Rests on:* target pods: 1 of 1 Ready") == 1
+    assert "Verdict rests on" not in reply, "not said twice"
+    assert reply.count("*Next step:* Run the path check.") == 1
+    # The evidence that decided it, each line whole or clipped (the logs counted, not quoted).
+    for words in (PROM, P99):
+        assert esc(words) in reply, words
+    # Both alerts, one line each; the rest is one command away.
+    assert "`orders.example.com/v1` · pod `vc-0` · firing" in reply
+    assert "`billing.example.com/v1` · pod `vc-1` · firing" in reply
+    assert f"More: `proxybot status {T}` · `proxybot logs {T}`" in reply
 
 
-def test_evidence_shared_by_alerts_is_written_once() -> None:
-    first = rich(alert(snap=snapshot()))
-    second = rich(alert(labels={"target": T, "group_version": GV2, "pod": "vc-0"}, snap=snapshot(gv=GV2)))
-    reply = shown(details_reply(group(first, second), NOW))
-    assert reply.count(esc(LOGS)) == 1
-    assert reply.count("*Verdict's next step:* Run the path check.") == 1
-    assert reply.count(f"{NO_HEALTHY_PEERS}:* ") == 1  # what the alert means: once per alert name
+def test_long_evidence_is_clipped_and_long_lists_are_counted() -> None:
+    long_logs = LOGS + ": " + "line after line of log words " * 40
+    a = rich(alert(snap=snapshot()), *extra(9))
+    assert a.diagnosis is not None
+    a = replace(a, diagnosis=replace(a.diagnosis, now_evidence=(long_logs,)))
+    msg = details_reply(group(a), NOW)
+    within_the_reply_budget(msg)
+    reply = shown(msg)
+    assert esc(long_logs) not in reply
+    assert esc(LOGS) in reply
+    assert "… +" in reply  # the findings beyond the first few, counted
 
 
 def test_an_unknown_alert_keeps_its_labels_and_annotations() -> None:
@@ -109,18 +116,20 @@ def test_an_unknown_alert_keeps_its_labels_and_annotations() -> None:
 def test_every_guide_alert_gets_its_own_meaning() -> None:
     seen = set()
     for name in ALERTS:
-        reply = shown(details_reply(group(alert(name, snap=snapshot())), NOW))
-        seen.add(next(line for line in reply.split("\n") if line.startswith(f"*{name}:* ")))
+        msg = details_reply(group(alert(name, snap=snapshot())), NOW)
+        within_the_reply_budget(msg)
+        seen.add(next(line for line in shown(msg).split("\n") if line.startswith(f"*{name}:* ")))
     assert len(seen) == len(ALERTS)
 
 
-def test_a_huge_group_stays_within_slacks_limits() -> None:
+def test_a_huge_group_stays_within_the_reply_budget() -> None:
     alerts = tuple(
         rich(alert(labels={"target": f"p/t{i:03}", "group_version": GV}), *extra(5)) for i in range(30)
     )
     msg = details_reply(group(*alerts), NOW)
-    assert limit_problems(msg.as_kwargs()) == []
-    assert "*22 more alerts*" in shown(msg)
+    within_the_reply_budget(msg)
+    assert "*30 alerts*" in shown(msg)
+    assert "… +26 more" in shown(msg)
 
 
 def test_a_failing_probe_is_named_by_its_cronjob_not_as_missing_a_target() -> None:
