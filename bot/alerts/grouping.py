@@ -29,10 +29,19 @@ from bot.domain.impact import ImpactSample, sample
 from bot.domain.log_reference import LogEvidence
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.snapshot import ProxySnapshot
-from bot.domain.verdict import TargetPods, TargetVerdict, judge, metrics_signal, unreadable_metrics
+from bot.domain.verdict import (
+    LogSignals,
+    TargetPods,
+    TargetVerdict,
+    judge,
+    log_signals,
+    metrics_signal,
+    unreadable_metrics,
+)
 from bot.live import ClusterRead
 from bot.render.checks_logs import with_logs
 from bot.render.enrichment import live_unavailable, with_prometheus, with_verdict
+from bot.render.words import counted
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -176,9 +185,15 @@ def _diagnosis(
         diagnosis = diagnose_alert(r.alert.alertname, labels, found.snapshot, window)
         diagnosis = with_prometheus(diagnosis, outcome)
         target = labels.get("target")
+        # One reading: the logs shown as evidence are the logs the verdict rests on.
+        lines = _log_lines(logs, r)
+        read = None
+        if isinstance(lines, LogEvidence) and lines.unavailable is None:
+            scope = f"{lines.scope} of {counted(len(lines.pods), 'pod')}"
+            read = log_signals([m.reference.key for m in lines.matches], scope)
         if r.cluster is not None and target is not None and target in pods:
-            diagnosis = with_verdict(diagnosis, _verdict(found, window, target, pods[target]))
-        memo[key] = with_logs(diagnosis, _log_lines(logs, r))
+            diagnosis = with_verdict(diagnosis, _verdict(found, window, target, pods[target], read))
+        memo[key] = with_logs(diagnosis, lines)
     return memo[key]
 
 
@@ -189,12 +204,14 @@ def _log_lines(logs: LogRound | None, r: Routed) -> LogEvidence | Unavailable | 
     return logs.evidence(r.cluster, labels.get("target"), labels.get("group_version") or None)
 
 
-def _verdict(found: Reading, window: ProxyDelta | None, target: str, pods: TargetPods) -> TargetVerdict:
+def _verdict(
+    found: Reading, window: ProxyDelta | None, target: str, pods: TargetPods, logs: LogSignals | None
+) -> TargetVerdict:
     if found.snapshot is None:
         metrics = unreadable_metrics(found.live.unavailable or "no live state")
     else:
         metrics = metrics_signal(Readings(found.snapshot, window, target))
-    return judge(pods, metrics)
+    return judge(pods, metrics, logs)
 
 
 def _peers(routed: list[Routed], readings: Mapping[str, Reading]) -> tuple[PeerReading, ...]:

@@ -26,7 +26,7 @@ from bot.domain.apiservices import ClientApiServices, apiservice_findings
 from bot.domain.diagnosis_readings import Readings
 from bot.domain.findings import Finding
 from bot.domain.verdict import (
-    LogEvidence,
+    LogSignals,
     MetricsSignal,
     TargetPods,
     TargetVerdict,
@@ -178,7 +178,7 @@ def verdict_of(
     target: str,
     pods: TargetPods,
     client: TenantVersion | None = None,
-    logs: LogEvidence | None = None,
+    logs: LogSignals | None = None,
 ) -> TargetVerdict:
     """The quick-triage verdict of one target from its client's live read and its pods (and logs)."""
     return judge(pods, metrics_of(read, target, client), logs)

@@ -6,7 +6,8 @@ Three inputs, read by the checks (`bot.checks.triage`) and judged here:
                     plane cluster): Ready or not
     MetricsSignal   what the client's proxy metrics say, read as if the target were up
                     (`metrics_signal(readings)`, or `unreadable_metrics(why)` when there are none)
-    LogEvidence     which log-reference lines the client's control plane logged (a hook: None = not read)
+    LogSignals      which log-reference lines the client's control plane logged (`log_signals`, from the
+                    alert's log evidence; None = not read)
 
 `judge(pods, metrics, logs)` gives one `TargetVerdict`: the verdict word, why, the inputs it rests on and
 the next step. The table it follows: pods not Ready -> `target_down` whatever else is seen; Ready and a
@@ -112,14 +113,28 @@ class LogSignal(StrEnum):
 
 
 _FEED_LINES = frozenset({LogSignal.STARTUP_SYNC_TIMEOUT, LogSignal.PEER_WATCH_DOWN})
+# The log reference's entries (`bot.domain.log_reference`) that are signals of the verdict.
+_SIGNAL_OF = {
+    "quarantining_peer": LogSignal.QUARANTINING,
+    "all_quarantined": LogSignal.ALL_QUARANTINED,
+    "startup_sync_timeout": LogSignal.STARTUP_SYNC_TIMEOUT,
+    "peer_watch_down": LogSignal.PEER_WATCH_DOWN,
+    "initial_probe_failed": LogSignal.INITIAL_PROBE_FAILED,
+}
 
 
 @dataclass(frozen=True, slots=True)
-class LogEvidence:
+class LogSignals:
     """Which log-reference lines were seen in the client's control-plane logs, and over what."""
 
     seen: frozenset[LogSignal]
     scope: str  # "last 100 lines of 2 pods"
+
+
+def log_signals(keys: Sequence[str], scope: str) -> LogSignals:
+    """The verdict's view of log-reference matches (their `key`s) read over `scope`: the one reading of
+    the logs an alert shows as evidence is the one its verdict rests on."""
+    return LogSignals(frozenset(_SIGNAL_OF[k] for k in keys if k in _SIGNAL_OF), scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +273,7 @@ def _requests_line(r: Readings) -> str:
 # -- the verdict -----------------------------------------------------------------------------------------
 
 
-def judge(pods: TargetPods, metrics: MetricsSignal, logs: LogEvidence | None = None) -> TargetVerdict:
+def judge(pods: TargetPods, metrics: MetricsSignal, logs: LogSignals | None = None) -> TargetVerdict:
     """The quick-triage verdict from the three inputs (logs: None when they were not read)."""
     inputs = (pods.summary(), metrics.summary(), _logs_summary(logs))
     evidence = (*_pod_lines(pods), *metrics.evidence, *_log_lines(logs))
@@ -309,7 +324,7 @@ def _why(verdict: Verdict, metrics: MetricsSignal) -> str:
     return _WHY[verdict]
 
 
-def _from_logs(logs: LogEvidence | None) -> Verdict:
+def _from_logs(logs: LogSignals | None) -> Verdict:
     """Without metrics, the log lines alone can still name the two client-side verdicts."""
     if logs is None:
         return Verdict.UNKNOWN
@@ -320,7 +335,7 @@ def _from_logs(logs: LogEvidence | None) -> Verdict:
     return Verdict.UNKNOWN
 
 
-def _leaning(metrics: MetricsSignal, logs: LogEvidence | None) -> str:
+def _leaning(metrics: MetricsSignal, logs: LogSignals | None) -> str:
     said = metrics.verdict if metrics.unavailable is None else _from_logs(logs)
     if said in (Verdict.UNKNOWN, Verdict.HEALTHY):
         return ""
@@ -354,21 +369,21 @@ def _pod_lines(pods: TargetPods) -> list[str]:
     return [f"pod {p.name}: {p.detail}" for p in pods.pods if not p.ready]
 
 
-def _logs_summary(logs: LogEvidence | None) -> str:
+def _logs_summary(logs: LogSignals | None) -> str:
     if logs is None:
         return "client logs: not read"
     return f"client logs: {logs.scope}"
 
 
-def _log_lines(logs: LogEvidence | None) -> list[str]:
+def _log_lines(logs: LogSignals | None) -> list[str]:
     if logs is None:
         return []
     return [f"logged: {signal.value.replace('_', ' ')}" for signal in sorted(logs.seen)]
 
 
 __all__ = [
-    "LogEvidence",
     "LogSignal",
+    "LogSignals",
     "MetricsSignal",
     "PodState",
     "TargetPods",

@@ -98,6 +98,9 @@ async def test_the_scenarios_alert_shows_its_log_lines(
     text = "\n".join(iter_texts(details.blocks))
     for words in expected:
         assert words in text, f"{words!r} not in the {scenario} message:\n{text}"
+    # One reading: the logs shown as evidence are what the verdict rests on (it said "not read").
+    assert "client logs: last 100 lines of 1 pod" in text
+    assert "client logs: not read" not in text
     # Read from the control plane cluster: the client's pod list and its one pod's log (the logs), and the
     # target's pods (the verdict); nothing else.
     paths = {path for _, path, _ in sim.requests if "/clusters/control-plane/api/v1/" in path}

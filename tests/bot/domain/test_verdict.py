@@ -7,8 +7,8 @@ import pytest
 from bot.domain.diagnosis_readings import Readings
 from bot.domain.snapshot import ALL_QUARANTINED, DIAL_DURATION, REQUEST_DURATION, TERMINATIONS
 from bot.domain.verdict import (
-    LogEvidence,
     LogSignal,
+    LogSignals,
     MetricsSignal,
     PodState,
     TargetPods,
@@ -192,20 +192,20 @@ def test_unreadable_metrics_are_unknown() -> None:
 
 def test_log_lines_decide_when_the_metrics_cannot() -> None:
     no_metrics = unreadable_metrics("timed out")
-    watch = LogEvidence(frozenset({LogSignal.PEER_WATCH_DOWN}), "last 100 lines of 2 pods")
+    watch = LogSignals(frozenset({LogSignal.PEER_WATCH_DOWN}), "last 100 lines of 2 pods")
     found = judge(READY, no_metrics, watch)
     assert found.verdict is Verdict.NO_PEER_FEED
     assert "from the client's logs" in found.why
     assert found.inputs[2] == "client logs: last 100 lines of 2 pods"
     assert "logged: peer watch down" in found.evidence
-    quarantined = LogEvidence(frozenset({LogSignal.ALL_QUARANTINED}), "last 100 lines")
+    quarantined = LogSignals(frozenset({LogSignal.ALL_QUARANTINED}), "last 100 lines")
     assert judge(READY, no_metrics, quarantined).verdict is Verdict.PROXY_PATH
-    nothing = LogEvidence(frozenset({LogSignal.QUARANTINING}), "last 100 lines")
+    nothing = LogSignals(frozenset({LogSignal.QUARANTINING}), "last 100 lines")
     assert judge(READY, no_metrics, nothing).verdict is Verdict.UNKNOWN
 
 
 def test_log_lines_never_override_target_down_or_the_metrics() -> None:
-    feed = LogEvidence(frozenset({LogSignal.STARTUP_SYNC_TIMEOUT}), "last 100 lines")
+    feed = LogSignals(frozenset({LogSignal.STARTUP_SYNC_TIMEOUT}), "last 100 lines")
     assert judge(NOT_READY, signal(healthy_page()), feed).verdict is Verdict.TARGET_DOWN
     assert judge(READY, signal(healthy_page()), feed).verdict is Verdict.HEALTHY
 
