@@ -19,7 +19,15 @@ from bot.clients.alertmanager import Matcher
 from bot.domain import durations, modal_token
 from bot.errors import InputError, UpstreamError
 from bot.render.blocks import fmt_span
-from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK, PRESETS, typed
+from bot.render.silence_modal import (
+    COMMENT_BLOCK,
+    CUSTOM,
+    CUSTOM_BLOCK,
+    DURATION_BLOCK,
+    MAX_COMMENT,
+    PRESETS,
+    typed,
+)
 from bot.store.models import AlertGroupState
 from handlers.command_silence import Silences
 
@@ -75,6 +83,8 @@ def read_form(values: Mapping[str, Any], longest: float) -> tuple[float, str]:
     comment = typed(values, COMMENT_BLOCK)
     if not comment:
         errors[COMMENT_BLOCK] = "Say why: the comment is shown on the alert and in Alertmanager."
+    elif len(comment) > MAX_COMMENT:  # Slack's client stops at it; a crafted submission need not
+        errors[COMMENT_BLOCK] = f"Keep it to {MAX_COMMENT} characters (this one has {len(comment)})."
     span = _span(values, longest, errors)
     if errors:
         raise FormErrors(errors)

@@ -293,6 +293,8 @@ async def test_the_form_shows_the_matchers_and_its_submission_makes_the_silence(
         (form(duration=CUSTOM, custom="soon"), CUSTOM_BLOCK, "is not a duration like"),
         (form(duration=CUSTOM, custom="8d"), CUSTOM_BLOCK, "is outside 1m..7d"),
         (form(duration="forever"), DURATION_BLOCK, "Choose how long"),
+        # Slack's client stops at 500 characters; a crafted submission is bounded here too.
+        (form(comment="x" * 501), COMMENT_BLOCK, "Keep it to 500 characters (this one has 501)"),
     ],
 )
 async def test_a_bad_form_is_answered_in_the_modal_and_silences_nothing(
