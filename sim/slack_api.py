@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -232,13 +234,18 @@ class FakeSlack:
     # -- the server -------------------------------------------------------------------------------
 
     def _app(self) -> Starlette:
+        # Served on loopback only, and only under a loopback name: a page on another site whose name
+        # resolves to 127.0.0.1 (DNS rebinding) is refused before its request reaches a route; its Origin
+        # alone would match its Host.
+        loopback = Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "[::1]"])
         return Starlette(
             routes=[
                 Route("/api/{method}", self._api, methods=["POST", "GET"]),
                 Route("/upload/{file_id}", self._upload, methods=["POST"]),
                 Route("/response/{key}", self._response, methods=["POST"]),
                 *self.extra_routes,
-            ]
+            ],
+            middleware=[loopback],
         )
 
     async def _api(self, request: Request) -> Response:

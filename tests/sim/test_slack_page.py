@@ -345,6 +345,21 @@ def test_only_the_page_itself_may_press(page: Any, headers: dict[str, str], stat
     assert httpx.post(served.url + "page/action", content=press, headers=same, timeout=10).json()["ok"]
 
 
+def test_a_page_of_another_name_is_refused_even_with_a_matching_origin(page: Any) -> None:
+    # DNS rebinding: evil.example resolves to 127.0.0.1; the browser sends its own name as Host and as
+    # Origin, so the two match. Only the page's loopback name is served.
+    slack, served, bot = page
+    ts = post_alert(slack)
+    port = served.url.rstrip("/").rsplit(":", 1)[1]
+    press = json.dumps({"channel": "C1", "ts": ts, "block_id": "acts", "action_id": "proxy_probe"})
+    rebound = {"Content-Type": "application/json", "Host": f"evil.example:{port}"}
+    rebound["Origin"] = f"http://evil.example:{port}"
+    answer = httpx.post(served.url + "page/action", content=press, headers=rebound, timeout=5)
+    assert answer.status_code == 400
+    assert httpx.get(served.url, headers={"Host": f"evil.example:{port}"}, timeout=5).status_code == 400
+    assert bot.received == []
+
+
 # -- modals -------------------------------------------------------------------------------------------------
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
