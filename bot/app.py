@@ -173,12 +173,19 @@ async def _check(check: ReadinessCheck) -> str | None:
         return f"{type(err).__name__}: {err}"
 
 
+METRICS_STORE_WAIT = 2.0  # seconds a scrape waits for the store's outbox figures
+
+
 def _metrics(deps: Deps) -> Callable[[Request], Awaitable[Response]]:
     async def metrics(request: Request) -> Response:
         try:
-            depth, oldest = await deps.store.depth(), await deps.store.oldest_pending_at()
-        except StoreError as err:  # the gauges keep their last values; /readyz says what is wrong
-            log.warning("metrics: the store did not answer: %s", err)
+            # A hung store (a frozen PostgreSQL) held a scrape 27 s: past the bound the gauges keep theirs.
+            async with asyncio.timeout(METRICS_STORE_WAIT):
+                depth, oldest = await deps.store.depth(), await deps.store.oldest_pending_at()
+        except (StoreError, TimeoutError) as err:  # the last values stay; /readyz says what is wrong
+            log.warning(
+                "metrics: the store did not answer: %s", err or f"not within {METRICS_STORE_WAIT:g} s"
+            )
         else:
             deps.metrics.outbox_depth.set(depth)
             deps.metrics.outbox_oldest_age.set(0.0 if oldest is None else max(0.0, deps.clock() - oldest))

@@ -6,7 +6,9 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +16,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from bot import app as app_module
-from bot.app import Arrivals, Deps, create_app
+from bot.app import METRICS_STORE_WAIT, Arrivals, Deps, create_app
 from bot.store import OutboxKind, StoreError, open_store
 from config.loader import parse_config
 from config.settings import Settings
@@ -75,6 +77,29 @@ async def test_metrics_show_how_long_the_oldest_pending_slack_operation_waits(tm
     assert "proxybot_outbox_oldest_pending_age_seconds 42.0" in text
     assert after.status_code == 200
     assert "proxybot_outbox_oldest_pending_age_seconds 42.0" in after.text
+
+
+class HungStore:
+    """The store, but its outbox figures never come (a PostgreSQL that stopped answering)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def depth(self) -> int:
+        await asyncio.Event().wait()
+        raise AssertionError("never")
+
+
+async def test_metrics_answer_within_their_bound_on_a_hung_store(deps: Deps) -> None:
+    hung = replace(deps, store=HungStore(deps.store))
+    async with client(create_app(hung)) as http:
+        # Bounded by the test only so that a regression fails instead of hanging the suite.
+        answer = await asyncio.wait_for(http.get("/metrics"), timeout=METRICS_STORE_WAIT * 10)
+    assert answer.status_code == 200
+    assert "proxybot_outbox_depth" in answer.text
 
 
 async def test_readyz_names_what_is_not_ready(deps: Deps) -> None:
