@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
 
-from bot.clients.alertmanager import Matcher
+from bot.clients.alertmanager import Matcher, Silence
 from bot.domain import durations, modal_token
 from bot.errors import InputError, UpstreamError
 from bot.render.blocks import fmt_span
@@ -118,17 +118,38 @@ async def create_silences(
     created_by: str,
     comment: str,
 ) -> list[tuple[str, tuple[Matcher, ...]]]:
-    """One silence per group, within `ANSWER_WITHIN`; FormErrors when Alertmanager did not make them."""
+    """One silence per group, within `ANSWER_WITHIN`; FormErrors when Alertmanager did not make them.
+
+    Alertmanager is asked first for the silences it has: one with the same matchers, author and comment
+    (made by a try whose answer never came) is taken as made, not made twice."""
     made: list[tuple[str, tuple[Matcher, ...]]] = []
     try:
         async with asyncio.timeout(ANSWER_WITHIN):
+            listed = await silencer.silences()
             for _, matchers in every:
-                silence = await silencer.create_silence(
-                    matchers, starts_at=starts, ends_at=ends, created_by=created_by, comment=comment
-                )
+                silence = _made_before(listed, matchers, created_by, comment)
+                if silence is None:
+                    silence = await silencer.create_silence(
+                        matchers, starts_at=starts, ends_at=ends, created_by=created_by, comment=comment
+                    )
                 made.append((silence, matchers))
-    except (UpstreamError, TimeoutError) as err:
-        why = "did not answer in time" if isinstance(err, TimeoutError) else f"refused or failed: {err}"
+    except TimeoutError:
+        done = f"{len(made)} of {len(every)} silences were made, and the next" if made else "the silence"
+        raise FormErrors.on_comment(
+            f"Alertmanager did not answer within {ANSWER_WITHIN:g} s: {done} may have been made. Submit "
+            "again: proxybot looks for it first and makes only what is missing."
+        ) from None
+    except UpstreamError as err:
         done = f" ({len(made)} of {len(every)} silences were made)" if made else ": nothing was silenced"
-        raise FormErrors.on_comment(f"Alertmanager {why}{done}. Try again.") from None
+        raise FormErrors.on_comment(f"Alertmanager refused or failed: {err}{done}. Try again.") from None
     return made
+
+
+def _made_before(listed: Sequence[Silence], matchers: Sequence[Matcher], by: str, comment: str) -> str | None:
+    """The id of a silence not expired with exactly these matchers, author and comment, if there is one."""
+    wanted = sorted(matchers, key=str)
+    for silence in listed:
+        same = sorted(silence.matchers, key=str) == wanted and silence.comment == comment
+        if same and silence.created_by == by and silence.state != "expired":
+            return silence.id
+    return None

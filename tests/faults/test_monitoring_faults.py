@@ -42,9 +42,10 @@ MARGIN = 2.0
 WINDOW = "Window counts (last 15m, from Prometheus): unavailable: "
 WHY = {"down": "Prometheus {url} /api/v1/query: unreachable (ConnectError", "hung": "took longer than 5s"}
 SILENCE_WHY = {
-    "down": "Alertmanager refused or failed: Alertmanager at {url} failed creating a silence: "
+    "down": "Alertmanager refused or failed: Alertmanager at {url} failed listing silences: "
     "could not connect (ConnectError): nothing was silenced. Try again.",
-    "hung": "Alertmanager did not answer in time: nothing was silenced. Try again.",
+    "hung": "Alertmanager did not answer within 2 s: the silence may have been made. Submit again: "
+    "proxybot looks for it first and makes only what is missing.",
 }
 FORM = {
     DURATION_BLOCK: {VALUE: option_value("1h")},

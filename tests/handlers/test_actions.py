@@ -381,8 +381,49 @@ async def test_the_submission_waits_for_alertmanager_at_most_two_seconds(
         answer = await submit(http, fake, view, TYPED)
         took = time.monotonic() - started
     assert took < 2.9, "answered within Slack's 3 s"
-    assert "Alertmanager did not answer in time: nothing was silenced" in answer["errors"][COMMENT_BLOCK]
+    said = answer["errors"][COMMENT_BLOCK]
+    assert said.startswith("Alertmanager did not answer within 2 s: the silence may have been made.")
     assert thread_replies(fake) == []
+
+
+@dataclass
+class LateSilencer(FakeSilencer):
+    """Alertmanager that makes the first silence asked for but whose answer never comes (the request timed
+    out on proxybot's side after Alertmanager had made it)."""
+
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def create_silence(self, matchers: Sequence[Matcher], **kw: Any) -> str:
+        made = await super().create_silence(matchers, **kw)
+        self.listed.append(
+            Silence(
+                made,
+                "active",
+                tuple(matchers),
+                kw["starts_at"],
+                kw["ends_at"],
+                kw["created_by"],
+                kw["comment"],
+            )
+        )
+        if len(self.created) == 1:
+            await self.answered.wait()  # the first answer is lost
+        return made
+
+
+async def test_a_submission_after_a_lost_answer_finds_the_silence_instead_of_making_another(
+    tmp_path: Path, fake: FakeSlack, store: Store
+) -> None:
+    await save_group(store)
+    silencer = LateSilencer()
+    async with serving(await app_for(tmp_path, fake, store, silencer)) as http:
+        view = await open_form(http, fake)
+        first = await submit(http, fake, view, TYPED)
+        assert "may have been made" in first["errors"][COMMENT_BLOCK]
+        assert await submit(http, fake, view, TYPED) == {}, "the second submission closes the modal"
+        [reply] = await eventually(lambda: thread_replies(fake), "the thread reply")
+    assert len(silencer.created) == 1, "the silence Alertmanager made is not made twice"
+    assert "silence `6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11`" in reply.text
 
 
 async def test_silence_uses_the_stored_labels_of_the_groups_alerts_but_no_replicas(
