@@ -30,6 +30,7 @@ from bot.cli.output import EXIT_USAGE, add_config_argument
 from bot.compose import Bot, open_bot
 from bot.digest.pool import DigestPool
 from bot.errors import ProxybotError
+from bot.inbound.protocol import BoundedHttpToolsProtocol
 from config.loader import config_path, load_config
 from config.settings import Settings
 
@@ -60,8 +61,9 @@ async def serve(bot: Bot, host: str, port: int) -> None:
         log_level="info",
         lifespan="on",
         access_log=False,
-        # httptools (a dependency), not uvicorn's pure-Python h11: a storm's intake is CPU-bound.
-        http="httptools",
+        # httptools (a dependency), not uvicorn's pure-Python h11: a storm's intake is CPU-bound; with
+        # the bounds on a request's head that uvicorn does not set (size, time, open connections).
+        http=BoundedHttpToolsProtocol,
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
     )
     try:
