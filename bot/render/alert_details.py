@@ -6,8 +6,9 @@ joined and the shared cause.
 Short enough to read at 3 a.m.: at most `MAX_LINES` lines and `MAX_CHARS` characters as shown. In order of
 what is kept when room runs out: the one judgement (the verdict, what it rests on, its next step; without a
 verdict the lead alert's standing, cause and step), the evidence that decided it (each line clipped: log
-lines counted, not quoted at length), the group's alerts one line each, the findings by title, worst
-first, the peer caches as read per replica, and what the lead alert means. Everything else is one
+lines counted, not quoted at length), the group's alerts one line each, the peer caches as read per
+replica (HA replicas each keep their own), the findings by title, worst first, and what the lead alert
+means. Everything else is one
 `proxybot status TARGET` / `proxybot logs TARGET` away, which its last line names.
 """
 
@@ -70,8 +71,8 @@ def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] =
     optional = [
         _listed("Evidence", [f"• {esc(clip(e, LINE_CHARS))}" for e in evidence]),
         _listed(counted(len(alerts), "alert"), [_alert_line(a) for a in alerts]),
+        _listed("Peer caches read", [_peer_line(r) for r in view.peers]),  # which replica said what
         _listed("Findings, worst first", [_finding_line(f) for f in _findings(view)]),
-        _listed("Peer caches read", [_peer_line(r) for r in view.peers]),
         _meaning(alerts[0] if alerts else None),
     ]
     tail = [context([_more(view)])]

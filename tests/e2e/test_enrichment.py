@@ -47,5 +47,5 @@ def test_the_message_leads_with_the_quick_triage_verdict(
         "*Verdict:* 🔴 target_down: none of the target's 1 control-plane pods is Ready: the target is down"
     )
     assert verdict in text
-    assert text.index("*Verdict:*") < text.index("*ResourceProxyNoHealthyPeers:* ")  # before the meaning
-    assert "Verdict rests on: target pods: 0 of 1 Ready; proxy metrics: gauges now" in text
+    assert text.index("*Verdict:*") < text.index("*Evidence*")  # the judgement first, then its evidence
+    assert "*Rests on:* target pods: 0 of 1 Ready; proxy metrics: gauges now" in text
