@@ -146,6 +146,7 @@ def change_since(
         resolved=tuple(group.by_fingerprint[f] for f in sorted(group.resolved & prev.firing_fingerprints)),
         group_status=view.status,
         started_at=view.started_at,
+        ended_at=view.ended_at(at) if view.status is GroupStatus.RESOLVED else None,
     )
 
 

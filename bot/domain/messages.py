@@ -196,6 +196,11 @@ class AlertGroupView:
         ordered = sorted(self.alerts, key=lambda a: (a.status is not GroupStatus.FIRING, -a.severity))
         return next((link for a in ordered if (link := a.graph_link()) is not None), None)
 
+    def ended_at(self, fallback: datetime) -> datetime:
+        """When the group resolved: its recorded resolve, else its alerts' latest end, else `fallback`
+        (the one end every line about its duration counts to)."""
+        return self.resolved_at or max((a.ends_at for a in self.alerts if a.ends_at), default=fallback)
+
     @property
     def severity(self) -> Severity:
         return max((a.severity for a in self.alerts), default=Severity.WARNING)
@@ -220,6 +225,7 @@ class GroupChange:
     resolved: tuple[AlertView, ...] = ()
     group_status: GroupStatus = GroupStatus.FIRING
     started_at: datetime | None = None
+    ended_at: datetime | None = None  # when it resolved (`AlertGroupView.ended_at`), not when it was read
 
 
 @dataclass(frozen=True)

@@ -411,7 +411,7 @@ def fallback(view: AlertGroupView) -> str:
 def resolved_message(view: AlertGroupView, now: datetime) -> Message:
     """The group's message once every alert resolved: one line of account (how long, the worst state
     seen, what recovered), where it was, the live read."""
-    ended = view.resolved_at or max((a.ends_at for a in view.alerts if a.ends_at), default=now)
+    ended = view.ended_at(now)
     took = fmt_span((utc(ended) - utc(view.started_at)).total_seconds())
     account = f"*Resolved after {took}* ({_span_words(view.started_at, ended)})"
     worst = view.worst_now()

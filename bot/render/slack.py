@@ -120,7 +120,8 @@ def change_reply(change: GroupChange, now: datetime) -> Message:
     lines = [_alert_line(a, now, "New: ") for a in change.new]
     lines += [f"{RESOLVED_MARK} Resolved: *{esc(a.name)}* on {_where(a)}" for a in change.resolved]
     if change.group_status is GroupStatus.RESOLVED and change.started_at is not None:
-        lines.append(f"All resolved after {fmt_span(_seconds(change.started_at, change.at))}.")
+        ended = change.ended_at or change.at  # the message's own "Resolved after" counts to the same end
+        lines.append(f"All resolved after {fmt_span(_seconds(change.started_at, ended))}.")
     parts = [f"{len(change.new)} new"] if change.new else []
     parts += [f"{len(change.resolved)} resolved"] if change.resolved else []
     summary = ", ".join(parts) or "no change"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -88,6 +89,19 @@ def test_change_reply_lists_new_and_resolved() -> None:
     assert lines[1] == f"✅ Resolved: *{NO_HEALTHY_PEERS}* on `{T}` (`{GV}`)"
     assert lines[2] == "All resolved after 30 min."
     assert msg.text == "1 new, 1 resolved"
+
+
+def test_a_resolve_says_one_duration_in_the_message_and_its_reply() -> None:
+    # The tour showed "Resolved after 29 s" on the message beside "All resolved after 32 s" in its thread:
+    # the reply counted to when the notification was applied, the message to when the alerts ended.
+    started, ended = NOW - timedelta(seconds=60), NOW - timedelta(seconds=31)
+    view = replace(group(status=GroupStatus.RESOLVED), started_at=started, resolved_at=ended)
+    change = GroupChange(
+        "k", NOW, resolved=(alert(),), group_status=GroupStatus.RESOLVED, started_at=started,
+        ended_at=view.ended_at(NOW),
+    )  # fmt: skip
+    assert "*Resolved after 29 s*" in alert_group_message(view, NOW).blocks[1]["text"]["text"]
+    assert "All resolved after 29 s." in change_reply(change, NOW).blocks[0]["text"]["text"]
 
 
 def test_findings_answer_details_the_worst_and_lists_the_rest() -> None:
