@@ -34,7 +34,7 @@ from PIL import Image, ImageChops
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "img"
 WIDTH = 900
-HEIGHT = 2400
+HEIGHT = 3200  # tall enough for the alert, its details, its members' replies and both checks' answers
 MARGIN = 8
 TOUR_SECONDS = 1000.0
 # What a picture shows is decided by the tour's simulated clock and seed, never by the machine or the moment
