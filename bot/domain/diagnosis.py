@@ -8,7 +8,7 @@ it means, how it stands now per the live snapshot, the likely cause, the next st
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.domain.alert_standing import BY_ALERT, Now, Standing
 from bot.domain.alerts_catalog import AlertInfo, AlertScope, alert_info
@@ -19,7 +19,7 @@ from bot.domain.diagnosis_readings import Readings, describe_peers, fmt_count
 from bot.domain.diagnosis_traffic import traffic_findings
 from bot.domain.findings import Finding, Severity, sort_worst_first, worst
 from bot.domain.snapshot import REQUESTS, ProxySnapshot, label
-from bot.domain.verdict import TargetVerdict
+from bot.domain.verdict import TargetVerdict, Verdict
 
 OVERVIEW_SECTION = "Monitor the proxy"
 
@@ -164,6 +164,48 @@ def diagnose_alert(
     )
 
 
+# Verdicts that say where the fault is: the message's cause and next step are theirs.
+PLACING = frozenset(
+    {Verdict.TARGET_DOWN, Verdict.PROXY_PATH, Verdict.NO_PEER_FEED, Verdict.SLOW_TARGET}
+)
+
+
+def judged(d: AlertDiagnosis, v: TargetVerdict) -> AlertDiagnosis:
+    """The alert's diagnosis under its target's verdict, the one judgement every line follows.
+
+    A verdict that places the fault (`PLACING`) gives the standing (still broken), the cause and the next
+    step; what the alert's own reading said otherwise stays as evidence ("peers listed healthy: the proxy
+    has not noticed yet"), never as a second conclusion. `check_reason` confirms a still-broken alert,
+    whose own finding has read the reasons and is the more precise; on an alert that looked healed it says
+    it is not, with the verdict's step. `healthy` and `unknown` leave the alert's reading as it is: the
+    triage table covers less than the alerts do, and an unknown verdict knows nothing.
+    """
+    verdict = v.verdict
+    broken = d.standing is Standing.STILL_BROKEN
+    if verdict is Verdict.CHECK_REASON and broken:
+        return replace(d, verdict=v)
+    if verdict not in PLACING and verdict is not Verdict.CHECK_REASON:
+        return replace(d, verdict=v)
+    evidence = d.now_evidence
+    if d.standing in (Standing.RECOVERING, Standing.RECOVERED):
+        evidence = (f"{d.now}: the proxy has not noticed yet", *evidence)
+    elif not broken:
+        evidence = (d.now, *evidence)
+    return replace(
+        d,
+        verdict=v,
+        standing=Standing.STILL_BROKEN,
+        now=d.now if broken else v.why,
+        now_evidence=evidence,
+        cause=_sentence(v.why),
+        next_step=v.next_step,
+    )
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
 def _alert_findings(
     snapshot: ProxySnapshot | None, window: ProxyDelta | None, target: str | None, gv: str | None
 ) -> list[Finding]:
@@ -240,4 +282,4 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-__all__ = ["AlertDiagnosis", "Standing", "diagnose", "diagnose_alert"]
+__all__ = ["AlertDiagnosis", "Standing", "diagnose", "diagnose_alert", "judged"]

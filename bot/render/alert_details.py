@@ -91,7 +91,7 @@ def _judgement(d: AlertDiagnosis | None) -> list[str]:
         return [
             f"*Verdict:* {esc(verdict_short(v))}",
             *([rests] if rests else []),
-            f"*Next step:* {esc(v.next_step)}",
+            f"*Next step:* {esc(d.next_step)}",
         ]
     lines = [f"*Now:* {STANDING_WORDS[d.standing]}: {esc(d.now)}", f"*Likely cause:* {esc(d.cause)}"]
     return [*lines, f"*Next step:* {esc(d.next_step)}"]

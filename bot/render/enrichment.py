@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.domain.diagnosis import AlertDiagnosis
+from bot.domain.diagnosis import AlertDiagnosis, judged
 from bot.domain.diagnosis_readings import MIN_OBSERVATIONS, fmt_duration, fmt_seconds
 from bot.domain.enrichment import PromOutcome, PromWindow, Unavailable
 from bot.domain.snapshot import (
@@ -84,9 +84,11 @@ def with_prometheus(diagnosis: AlertDiagnosis, outcome: PromOutcome | None) -> A
 
 
 def with_verdict(diagnosis: AlertDiagnosis, verdict: TargetVerdict) -> AlertDiagnosis:
-    """The diagnosis with the quick-triage verdict of its target, and what the verdict rests on."""
+    """The diagnosis judged by the quick-triage verdict of its target (`judged`), and what the verdict
+    rests on."""
     line = f"Verdict rests on: {'; '.join(verdict.inputs)}"
-    return replace(diagnosis, verdict=verdict, now_evidence=(*diagnosis.now_evidence, line))
+    judged_one = judged(diagnosis, verdict)
+    return replace(judged_one, now_evidence=(*judged_one.now_evidence, line))
 
 
 def _count(value: float) -> str:

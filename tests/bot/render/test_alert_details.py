@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from bot.domain.alert_summary import PeerReading
 from bot.domain.alerts_catalog import ALERTS
+from bot.domain.diagnosis import judged
 from bot.domain.findings import Finding, Severity, finding_key
 from bot.domain.messages import AlertView
 from bot.domain.verdict import TargetVerdict, Verdict
@@ -40,8 +41,8 @@ def rich(a: AlertView, *found: Finding) -> AlertView:
         Verdict.PROXY_PATH, why, ("target pods: 1 of 1 Ready",), (), "Run the path check."
     )
     evidence = (*a.diagnosis.now_evidence, "Verdict rests on: target pods: 1 of 1 Ready", PROM, P99, LOGS)
-    d = replace(a.diagnosis, findings=(*a.diagnosis.findings, *found), now_evidence=evidence, verdict=verdict)
-    return replace(a, diagnosis=d)
+    d = replace(a.diagnosis, findings=(*a.diagnosis.findings, *found), now_evidence=evidence)
+    return replace(a, diagnosis=judged(d, verdict))
 
 
 def extra(n: int, gv: str = GV) -> list[Finding]:
