@@ -169,7 +169,9 @@ class TargetLink:
     group_versions: list[str]
     # None = the wildcard resource list; otherwise the explicitly configured plurals.
     resources: list[str] | None = None
-    owned_only: bool = False
+    # accessResources: vCluster's default is `owned` (lists filtered to the client's objects, named
+    # requests for others' objects masked as 404); False is `all`.
+    owned_only: bool = True
 
 
 @dataclass

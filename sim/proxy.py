@@ -1,4 +1,23 @@
-"""The resource proxy of one client replica: peer checks, dials, deadlines, ownership, discovery, watches."""
+"""The resource proxy of one client replica: peer checks, dials, deadlines, ownership, discovery, watches.
+
+What it follows from the vendor's pages (loft-sh/vcluster-docs):
+- every 503 the proxy answers carries `Retry-After: 1`, a target's own 5xx included: it becomes a 503 with
+  the generic unavailable text, so a caller cannot tell the causes apart; only the `reason` label and the
+  logs can (troubleshoot/resource-proxy.mdx, "Target tenant cluster returns 503 unavailable");
+- a 401 or RBAC 403 on the ownership GET before a named PUT, PATCH or DELETE is masked as a 404 labelled
+  `ownership_masked`; `ownership_check_failed` is an undecodable GET or a 5xx there
+  (manage/resource-proxy-operations.mdx, "Outcome reasons"; troubleshoot, "Existing target resources
+  return 404");
+- a discovery fallback records a peer-availability reason when the first peer check fails and
+  `upstream_error` when the proxied attempt fails afterwards, a failed dial included; `request_total`
+  keeps the dial's own reason ("Outcome reasons": the first reason wins). `ts_server_unavailable` is a
+  dial reason only.
+
+What it assumes where the pages are silent: a resource request checks the local platform network server
+and the licence before the peer cache, so a licence failure labels requests `ts_server_unavailable` even
+when no peer list ever arrived; discovery's first check is the peer cache alone. A target's 5xx other
+than 503 is modelled as one API that answers 503. The 60 s cap answers 504.
+"""
 
 from __future__ import annotations
 
@@ -89,6 +108,11 @@ class _Dial:
     duration: float | None
 
 
+def _unavailable(link: TargetLink, group_version: str) -> str:
+    """The vendor's generic unavailable text: the cause is only on the metrics and in the logs."""
+    return f'target tenant cluster "{link.target.name}" for {group_version} is unavailable'
+
+
 class ReplicaProxy:
     """The proxy inside one client control-plane replica; every metric it exposes is kept here."""
 
@@ -137,7 +161,7 @@ class ReplicaProxy:
         self._count(req, resp.code, resp.reason)
         self.metrics.request_duration.observe((req.target, req.verb.value), resp.duration)
         self._busy_until.append((self.clock.now() + resp.duration, req.target))
-        if resp.code == 503 and resp.reason is not Reason.UPSTREAM:
+        if resp.code == 503:  # the proxy's unavailability, the target's own 5xx included
             resp.headers["Retry-After"] = RETRY_AFTER
         return resp
 
@@ -231,8 +255,7 @@ class ReplicaProxy:
             return self._finish(req, ProxyResponse(404, Reason.NAMESPACE_MISSING, 0.001, msg))
         dial = self._dial(link, cache)
         if not dial.ok:
-            # The vendor's generic unavailable text; the reason is only on the metrics and in the logs.
-            msg = f'target tenant cluster "{link.target.name}" for {req.group_version} is unavailable'
+            msg = _unavailable(link, req.group_version)
             return self._finish(req, ProxyResponse(503, dial.reason, dial.duration or 0.001, msg))
         return self._finish(req, self._forward(req, link, dial.duration or 0.0))
 
@@ -244,7 +267,8 @@ class ReplicaProxy:
             return ProxyResponse(504, Reason.DEADLINE, REQUEST_DEADLINE, msg)
         target = link.target
         if req.group_version in target.failing_group_versions:
-            return ProxyResponse(503, Reason.UPSTREAM, elapsed, "the target's API is unavailable")
+            # The target's 5xx is mapped to the proxy's own 503: same text, same Retry-After.
+            return ProxyResponse(503, Reason.UPSTREAM, elapsed, _unavailable(link, req.group_version))
         if target.resource(req.group_version, req.resource) is None:
             # The target's API server serves no such resource: its 404 is passed through, as for any path.
             msg = f"the server could not find the requested resource ({req.resource}.{req.group_version})"
@@ -280,9 +304,10 @@ class ReplicaProxy:
         if granted is None:
             return None
         if link.owned_only and req.name is not None and req.verb in _NAMED_MUTATIONS and "get" not in granted:
-            # The ownership GET before a named mutation is refused, and the refusal is masked as a 404.
+            # The ownership GET before a named mutation is refused (403), and the refusal is masked as a
+            # 404: isolation's label, not a failed check (that is a 5xx or an undecodable answer).
             msg = f'{req.resource} "{req.name}" not found'
-            return ProxyResponse(404, Reason.OWNERSHIP_CHECK_FAILED, elapsed, msg)
+            return ProxyResponse(404, Reason.OWNERSHIP_MASKED, elapsed, msg)
         verb = _RBAC_VERBS.get(req.verb, "get")
         if verb in granted:
             return None
@@ -312,7 +337,8 @@ class ReplicaProxy:
         if link is None or cache is None:
             return DiscoveryAnswer([], None)
         req = ProxyRequest(target, group_version, Verb.GET, "")
-        start_reason = self._availability(cache)
+        # The first check is the peer cache's; the platform network server fails the dial after it.
+        start_reason = cache.availability()
         dial = self._dial(link, cache)
         rejected = self.client.name in link.target.rejected_keys
         if dial.ok and group_version not in link.target.failing_group_versions and not rejected:

@@ -106,9 +106,10 @@ def peer_watch_dropped(world: World) -> None:
 def license_failure(world: World) -> None:
     """At t=60 the platform licence fails and team-a-0 restarts: no peer list ever arrives.
 
-    Requests fail with ts_server_unavailable; peers are 0 in every state; cache_synced is 0.
+    Requests fail with ts_server_unavailable; peers are 0 in every state; cache_synced is 0. Discovery's
+    fallback records no_peer: its first check is the peer cache, and ts_server_unavailable is a dial reason.
     Alerts: ResourceProxyNoHealthyPeers and ResourceProxyPeerCacheUnsynced from ~t=180;
-    ResourceProxyDiscoveryDegraded (reason ts_server_unavailable) from ~t=360;
+    ResourceProxyDiscoveryDegraded (reason no_peer) from ~t=360;
     ResourceProxyProbeFailing after t=900.
     """
 

@@ -42,11 +42,42 @@ def _hang_target(world: World) -> None:
 
 def test_healthy_list_is_served_by_the_target() -> None:
     world = _world()
+    world.platform.clients[CLIENT].links[0].owned_only = False  # accessResources: all
     resp = _proxy(world).request(_list())
     assert resp.code == 200
     assert resp.reason is Reason.UPSTREAM
     assert {o.name for o in resp.objects} == {"widget-0", "widget-1", "widget-2", "widget-3"}
     assert "Retry-After" not in resp.headers
+
+
+def test_access_resources_defaults_to_owned() -> None:
+    """vCluster's default is `owned`: troubleshoot/resource-proxy.mdx, "Existing target resources return 404"
+    ("With `accessResources: owned` (the default)"); a list shows only the client's objects."""
+    world = _world()
+    assert all(link.owned_only for link in world.platform.clients[CLIENT].links)
+    resp = _proxy(world).request(_list())
+    assert {o.name for o in resp.objects} == {"widget-0", "widget-2"}
+
+
+def test_a_targets_own_503_reaches_the_caller_as_the_proxys_503() -> None:
+    """troubleshoot/resource-proxy.mdx, "Target tenant cluster returns 503 unavailable": upstream 5xx are
+    mapped to 503, prechecks and upstream 5xx share the generic unavailable text, and the proxy always sets
+    `Retry-After: 1`; only the `reason` label (here `upstream`) tells the target's 5xx apart."""
+    world = _world()
+    proxy = _proxy(world)
+    _hang_target(world)
+    for _ in range(3):
+        proxy.request(_list())
+    precheck = proxy.request(_list())
+    for pod in world.platform.targets[TARGET].pods:
+        pod.answering = True
+    world.clock.advance(20)
+    proxy.request(_list())  # the trial dial heals the peer
+    world.platform.targets[TARGET].failing_group_versions.add(PRIMARY_GV)
+    upstream = proxy.request(_list())
+    assert (precheck.reason, upstream.reason) == (Reason.ALL_QUARANTINED, Reason.UPSTREAM)
+    assert (upstream.code, upstream.message) == (precheck.code, precheck.message)
+    assert upstream.headers == precheck.headers == {"Retry-After": "1"}
 
 
 def test_a_resource_the_target_does_not_serve_is_its_404_not_an_empty_list() -> None:
@@ -114,6 +145,53 @@ def test_licence_failure_is_ts_server_unavailable_before_any_peer() -> None:
     assert (resp.code, resp.reason) == (503, Reason.TS_SERVER_UNAVAILABLE)
     samples = _samples(_proxy(world))
     assert not any(name == "vcluster_proxy_peer_list_age_seconds" for name, _ in samples)
+
+
+def _fallbacks(proxy: ReplicaProxy) -> dict[str, float]:
+    return {
+        dict(labels)["reason"]: value
+        for (name, labels), value in _samples(proxy).items()
+        if name == "vcluster_proxy_discovery_fallbacks_total"
+    }
+
+
+def test_a_licence_failure_records_discovery_fallback_as_a_peer_reason() -> None:
+    """manage/resource-proxy-operations.mdx, "Outcome reasons": a discovery fallback records the
+    peer-availability reason when the first check fails, or upstream_error; ts_server_unavailable is
+    also on peer_dial_failures_total only, never on discovery_fallbacks_total."""
+    world = _world()
+    world.platform.licence_ok = False
+    world.restart_replica(CLIENT, f"{CLIENT}-0")
+    proxy = _proxy(world)
+    assert proxy.discover(TARGET_LABEL, PRIMARY_GV).fallback_reason is Reason.NO_PEER
+    assert _fallbacks(proxy) == {"no_peer": 1}
+
+
+def test_a_dial_failing_after_the_peer_check_is_upstream_error_and_keeps_its_dial_reason() -> None:
+    """manage/resource-proxy-operations.mdx, "Outcome reasons": upstream_error covers a transport failure
+    turned into a 5xx after the peer check, and request_total keeps the dial's reason (the first wins)."""
+    world = _world()
+    proxy = _proxy(world)
+    world.platform.licence_ok = False  # the network server fails after the peer list arrived
+    assert proxy.discover(TARGET_LABEL, PRIMARY_GV).fallback_reason is Reason.UPSTREAM_ERROR
+    assert _fallbacks(proxy) == {"upstream_error": 1}
+    requests = {
+        dict(labels)["reason"]
+        for (name, labels), _ in _samples(proxy).items()
+        if name == "vcluster_proxy_request_total"
+    }
+    assert requests == {"ts_server_unavailable"}
+
+
+def test_a_denied_ownership_get_is_masked_not_a_failed_check() -> None:
+    """manage/resource-proxy-operations.mdx, "Outcome reasons": a 401 or RBAC 403 on the preliminary
+    ownership GET is `ownership_masked`; `ownership_check_failed` is an undecodable GET or a 5xx."""
+    world = _world()
+    world.platform.clients[CLIENT].links[0].owned_only = True
+    world.platform.targets[TARGET].rbac[world.platform.clients[CLIENT].identity] = {"list", "delete"}
+    req = ProxyRequest(TARGET_LABEL, PRIMARY_GV, Verb.DELETE, "widgets", "default", "widget-0")
+    resp = _proxy(world).request(req)
+    assert (resp.code, resp.reason) == (404, Reason.OWNERSHIP_MASKED)
 
 
 def test_requests_are_capped_at_60_seconds() -> None:
