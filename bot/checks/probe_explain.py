@@ -5,6 +5,11 @@
 the target VirtualClusterInstance; 404 lists the four causes, the likely one first for the target's
 `accessResources` and the request; 409 on create is a name collision; 501 a connection upgrade; 503 names
 the target and group/version. A failed attempt's duration is read by the 5 s / 60 s rule.
+
+A 503's cause is never read from the answer: the proxy gives its prechecks and a target's own 5xx the same
+generic text and `Retry-After: 1` (the vendor's troubleshooting page, "Target tenant cluster returns 503
+unavailable"); the `reason` label and the client's logs tell them apart, and the live peer state may point
+at one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from bot.domain.proxy_answers import (
     refused_user,
     unavailable_subject,
 )
+from bot.domain.snapshot import PeerCounts
 
 Explanation = tuple[str, str, list[str]]  # summary, next step, evidence lines of the failed answer
 
@@ -219,18 +225,42 @@ def _upgrade(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -
 def _unavailable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:
     named = unavailable_subject(failed.message or "")
     subject = f"{named[0]} ({named[1]})" if named else f"{request.target} ({request.group_version})"
-    if failed.retry_after is None:
-        summary = f"503 without Retry-After: the target {subject} answered 503 itself (passed through)"
-        step = "Check the target tenant cluster's API server for this group/version (is its CRD served?)."
-        return summary, step, ["no Retry-After header: not a proxy-made 503"]
     summary = f"503 from the proxy: the target {subject} is unavailable to {request.cluster}"
     step = (
-        "The live peer state shows which: no healthy peers point at the target's control plane pods or the "
-        "network path; cache not synced points at the client's platform connectivity. A single 503 during "
-        "a target rolling restart is expected and self-heals: probe again with --repeat. The `reason` "
-        "label on vcluster_proxy_request_total tells the five causes apart (`proxybot reasons`)."
+        "The answer cannot say why: a down target, no peer, every peer quarantined, a stale peer list and "
+        "the target's own 5xx all reach callers as this 503. The `reason` label on "
+        f"vcluster_proxy_request_total tells them apart (`proxybot reasons {request.target}`), or the "
+        f"client's logs (`proxybot logs {request.target}`); `upstream` usually means the target answered "
+        "5xx, but read the client proxy's logs before blaming it. A single 503 during a target rolling "
+        "restart is expected and self-heals: probe again with --repeat."
     )
-    return summary, step, [f"Retry-After: {failed.retry_after} (the proxy sets it on its own 503s)"]
+    if failed.retry_after is None:
+        header = (
+            "no Retry-After header: the proxy sets it on every 503 it answers, so this one may come from a "
+            "layer in front of it (the aggregation layer); it does not show the target answered"
+        )
+    else:
+        header = (
+            f"Retry-After: {failed.retry_after} (the proxy sets it on every 503, a target's 5xx included)"
+        )
+    return summary, step, [header]
+
+
+def live_pointer(peers: PeerCounts | None, synced: bool | None) -> str | None:
+    """What the live peer state of the probed group/version points at, when it points anywhere."""
+    if synced is False:
+        return (
+            "live state points at the client's peer feed: no trusted peer snapshot (platform connectivity "
+            "or licence)"
+        )
+    if peers is not None and peers.healthy == 0:
+        return "live state points at the peers: none healthy (the target down, or the path to it)"
+    if peers is not None and synced:
+        return (
+            "live state shows healthy peers and a synced cache: a target 5xx (reason `upstream`) or a "
+            "failure the peer state does not show; the reason label decides"
+        )
+    return None
 
 
 def _timeout(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str]) -> Explanation:

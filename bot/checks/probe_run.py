@@ -6,8 +6,9 @@ proxies, so no argument can reach another API path. After the series, one outcom
 evidence read at that moment:
 
 - 200: latency (min/p50/max over a series).
-- 503: the proxy's live peer state for the target and group/version, and `Retry-After` (the proxy sets
-  it on its own 503s; a 503 without it is the target's answer passed through).
+- 503: the proxy's live peer state for the target and group/version, what it points at, and
+  `Retry-After` (the proxy sets it on every 503, a target's own 5xx included: the answer never tells the
+  cause, the `reason` label and the logs do).
 - 404: on a LIST, ownership masking cannot be the cause — lists get the owner selector injected and
   answer 200 with only the client's objects; masking turns only *named* requests into 404. So a 404
   here means the path is not served, and discovery (`/apis/<gv>`) says where: the group/version is not
@@ -37,7 +38,7 @@ from bot.checks.probe import (
     ProbeResult,
     check_repeat,
 )
-from bot.checks.probe_explain import explained
+from bot.checks.probe_explain import explained, live_pointer
 from bot.domain.diagnosis_readings import describe_peers
 from bot.domain.paths import ApiPath, discovery_path
 from bot.errors import ClusterError
@@ -179,6 +180,9 @@ async def _peer_evidence(request: ProbeRequest, read_live: LiveReader) -> list[s
         state = describe_peers(peers) if peers is not None else "no peer gauge for this group/version"
         cache = {True: "cache synced", False: "cache NOT synced", None: "cache state not reported"}[synced]
         lines.append(f"live {gv}: {state}; {cache}")
+        if gv == request.group_version:
+            pointer = live_pointer(peers, synced)
+            lines.extend([pointer] if pointer else [])
     return lines
 
 

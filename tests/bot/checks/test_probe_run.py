@@ -113,11 +113,30 @@ async def test_503_from_the_proxy_shows_retry_after_and_peer_state() -> None:
     )
 
 
-async def test_503_without_retry_after_is_the_targets_own() -> None:
+async def test_a_503_without_retry_after_is_not_read_as_the_targets_own() -> None:
+    """troubleshoot/resource-proxy.mdx, "Target tenant cluster returns 503 unavailable": a target's 5xx
+    becomes the proxy's 503 with the generic text and `Retry-After: 1`, so a missing header does not show
+    the target answered; the cause is read from the `reason` label or the logs."""
     result, _ = await _probe({PROBE: [_json(503, _status(503, "the target is down"))]})
     assert result.outcome is ProbeOutcome.UNAVAILABLE
-    assert "the target" in result.summary
-    assert "no Retry-After header: not a proxy-made 503" in result.evidence
+    assert "answered 503 itself" not in result.summary
+    assert "503 from the proxy" in result.summary
+    assert "`reason` label" in result.next_step
+    assert "proxybot logs platform/crd-store" in result.next_step
+    assert not any("not a proxy-made 503" in line for line in result.evidence)
+    assert any(
+        line.startswith("no Retry-After header: the proxy sets it on every 503") for line in result.evidence
+    )
+
+
+async def test_a_503_says_what_the_live_peer_state_points_at() -> None:
+    """troubleshoot/resource-proxy.mdx, "Quick triage": no healthy peers point at the peers (target or
+    path); the answer itself, with or without Retry-After, never does."""
+    msg = 'target tenant cluster "crd-store" for example.com/v1 is unavailable'
+    result, _ = await _probe({PROBE: [_json(503, _status(503, msg), {"Retry-After": "1"})]})
+    assert (
+        "live state points at the peers: none healthy (the target down, or the path to it)" in result.evidence
+    )
 
 
 async def test_a_single_failure_in_a_series_fails_it() -> None:
