@@ -74,8 +74,7 @@ class TerminalSlack:
             thread_reply=msg.thread_ts is not None,
             heading=heading,
         )
-        self.say(text + "\n")
-        self.shown += 1
+        self.say(text + "\n", shown=True)
 
     def upload(self, upload: dict[str, Any]) -> None:
         """A file shared in a thread (a storm's table): its name and its first rows."""
@@ -91,9 +90,12 @@ class TerminalSlack:
         heading = f"── {where} · +{elapsed:4.1f}s · {upload.get('filename')}: {upload.get('title')}"
         self.say("\n".join([self.style.bold(heading), *(f"  {line}" for line in shown)]) + more + "\n")
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, *, shown: bool = False) -> None:
+        """`text` printed whole; `shown`: it is a message or an edit, counted under the same lock (the fake
+        Slack calls from a thread per request)."""
         with self.lock:
             print(text, file=self.out, flush=True)
+            self.shown += shown
 
 
 def demo_settings(

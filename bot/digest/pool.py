@@ -35,6 +35,7 @@ import math
 import multiprocessing
 import os
 import select
+import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -144,8 +145,12 @@ WORKER_NICENESS = 10
 
 
 def start_worker(maker: int) -> None:
-    """A worker's initializer: lower its priority (`WORKER_NICENESS`), and `exit_with(maker)`."""
+    """A worker's initializer: lower its priority (`WORKER_NICENESS`), ignore Ctrl-C, and `exit_with(maker)`.
+
+    A terminal sends Ctrl-C to every process of its foreground job, the workers too: each printed a
+    KeyboardInterrupt traceback. The bot ends its workers itself (the pool's shutdown, or `exit_with`)."""
     os.nice(WORKER_NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with(maker)
 
 

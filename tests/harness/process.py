@@ -135,14 +135,19 @@ def run_until(
     argv: Sequence[str], shows: Callable[[str], None], timeout: float, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run `argv` until `shows(stdout so far)` stops raising (or the process ends, or `timeout` passes),
-    then stop it with SIGINT as a person presses Ctrl-C, and return what it printed and its exit code."""
+    then stop it with SIGINT as a person presses Ctrl-C, and return what it printed and its exit code.
+
+    The process runs in a process group of its own, and the SIGINT goes to the whole group, as a terminal
+    sends Ctrl-C to its foreground job: the processes it started (a pool's workers) get it too."""
     out: list[str] = []
     err: list[str] = []
     # A process that does not end after Ctrl-C is sent SIGABRT, which Python's fault handler answers by
     # printing every thread's stack to stderr: where it hung is in the failure, not lost with a SIGKILL.
     env = {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
     with _sigint_as_in_a_terminal():
-        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, process_group=0
+        )
     with process:
         assert process.stdout is not None
         assert process.stderr is not None
@@ -156,7 +161,7 @@ def run_until(
         while process.poll() is None and time.monotonic() < deadline and not _holds(shows, "".join(out)):
             time.sleep(0.1)
         if process.poll() is None:
-            process.send_signal(signal.SIGINT)
+            os.killpg(process.pid, signal.SIGINT)
         try:
             code = process.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:

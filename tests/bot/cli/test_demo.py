@@ -97,3 +97,27 @@ def test_the_storm_demo_shows_the_summary_its_grouping_the_cause_and_the_table()
     assert done, demo.stdout[-500:]
     assert int(done.group(1)) >= 31, "every group of the storm came by webhook"
     assert int(done.group(2)) > 0
+
+
+def shows_a_message(out: str) -> None:
+    assert re.search(r"^#proxy-alerts · \+ *[\d.]+s · posted$", out, re.M)
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_the_demo_prints_no_traceback_and_the_true_counts() -> None:
+    # Ctrl-C as a terminal sends it: to the demo's whole process group, the bot's worker processes too
+    # (each used to print a KeyboardInterrupt traceback).
+    demo = run_demo_until(["--speed", "40", "--duration", "60"], shows_a_message)
+    both = demo.stdout + demo.stderr
+    assert demo.returncode == 0, both[-5000:]
+    assert "Traceback" not in both, both[-5000:]
+    assert "KeyboardInterrupt" not in both, both[-5000:]
+    done = re.search(
+        r"^done: (\d+) webhooks delivered, (\d+) Slack messages and edits shown$", demo.stdout, re.M
+    )
+    assert done, demo.stdout[-500:]
+    webhooks, shown = int(done.group(1)), int(done.group(2))
+    # Every message or edit printed has its heading line; the count is theirs. A message came of a webhook.
+    headings = re.findall(r"^(?:    │ )?#proxy-alerts · \+", demo.stdout, re.M)
+    assert shown == len(headings) > 0, demo.stdout[-3000:]
+    assert webhooks > 0
