@@ -44,6 +44,7 @@ from bot.checks.path_signals import (
     sample_both_sides,
 )
 from bot.domain.paths import ApiPath, probe_path
+from bot.domain.proxy_answers import DIAL_TIMEOUT
 from bot.errors import InputError
 
 DEFAULT_SAMPLES = 10
@@ -208,6 +209,9 @@ def _dial_words(dial: DialReading, *, judged: bool = True) -> str:
         return f"dial latency: no dials to compare (p99 lifetime {_ms(dial.lifetime_p99)})"
     if not dial.step:
         change = "no step"
+    elif dial.recent_p99 is not None and dial.recent_p99 >= DIAL_TIMEOUT / 2:
+        # The relay adds a hop to each dial; dials that run into the timeout fail on the peer path.
+        change = f"stepped up near the {DIAL_TIMEOUT:g} s dial timeout: dials failing, not a relay fallback"
     elif judged:
         change = "stepped up: consistent with a fallback to the relay"
     else:  # a target that answers nothing: its dials run into the 5 s timeout whatever the path

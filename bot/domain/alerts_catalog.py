@@ -146,10 +146,11 @@ _ENTRIES = (
             "request_total keeps the first reason (a dial reason) even when the fallback counter says "
             "upstream_error for the same request.",
         ),
-        cause="The peer check failed (no_peer, stale_peers, all_quarantined), or the target answered "
-        "discovery with 401, 404 or 5xx (upstream_error).",
-        next_step="Read the fallback reasons: peer-availability reasons mean the proxy path is down; "
-        "upstream_error means check the target serves this group/version and accepts the proxy.",
+        cause="The peer check failed (no_peer, stale_peers, all_quarantined), or discovery got 401, 404 or "
+        "5xx after it (upstream_error): the target's answer, or a failed dial the proxy turned into a 5xx.",
+        next_step="Read the fallback reasons: peer-availability reasons mean the proxy path is down. For "
+        "upstream_error read the requests' reason first (a dial reason means the path failed), then the "
+        "client proxy's logs, then whether the target serves this group/version and accepts the proxy.",
         live_evidence=(DISCOVERY_FALLBACKS, REQUESTS, PEERS, PEER_CACHE_SYNCED),
     ),
     AlertInfo(

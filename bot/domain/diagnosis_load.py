@@ -35,6 +35,15 @@ _PATH_CAUSE = (
     "DERP relay, which adds a hop."
 )
 _PATH_STEP = "Run the path check (direct vs relay) and confirm the UDP NetworkPolicy exceptions on both ends."
+# Near the 5 s dial timeout the dials fail: a relay raises dial latency by a step, it does not time them out.
+_DIAL_FAILING_CAUSE = (
+    "Dials run into the 5 s dial timeout: they fail on the peer path (a dead or stale endpoint, or nothing "
+    "reaches it), not on a relay fallback, which only raises dial latency by a step."
+)
+_DIAL_FAILING_STEP = (
+    "Check the target's control plane pods and whether the peer list is current; if they are Ready, check "
+    "peer publication and reachability (NetworkPolicy, firewall rules, DERP availability)."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +55,12 @@ class _Latency:
     what: str
     slow_seconds: float  # a p99 this high is bad on its own
     ceiling: str  # the cap the histogram's buckets stop at
-    cause: str
+    cause: str  # of a step up
     next_step: str
     section: str
+    near_cause: str  # of a p99 close to the ceiling, which a step's cause does not explain
+    near_step: str
+    near_section: str
 
 
 DIAL = _Latency(
@@ -60,6 +72,9 @@ DIAL = _Latency(
     _PATH_CAUSE,
     _PATH_STEP,
     PATH_SECTION,
+    _DIAL_FAILING_CAUSE,
+    _DIAL_FAILING_STEP,
+    PEER_SECTION,
 )
 REQUEST = _Latency(
     REQUEST_DURATION,
@@ -69,6 +84,10 @@ REQUEST = _Latency(
     "60 s request deadline",
     "A slow target or a relayed network path.",
     "Compare with the same request made directly against the target; run the path check.",
+    REQUEST_SECTION,
+    "Requests near the 60 s deadline connected but the target answered too slowly.",
+    "Check the target's API server, backing store and admission webhooks; compare request with dial "
+    "duration: a short dial puts the delay on the target.",
     REQUEST_SECTION,
 )
 
@@ -109,10 +128,11 @@ def latency_findings(r: Readings, spec: _Latency) -> list[Finding]:
     evidence = [f"{spec.what} p99 {fmt_seconds(now)} {r.scope}", f"buckets stop at the {spec.ceiling}"]
     if base is not None:
         evidence.insert(1, f"{spec.what} p99 before the window: {fmt_seconds(base)}")
+    near = now >= spec.slow_seconds
     title = (
-        f"{spec.what} latency stepped up: p99 {fmt_seconds(now)} against {fmt_seconds(base)} before"
-        if stepped and base is not None
-        else f"{spec.what} p99 {fmt_seconds(now)} {r.scope}, close to the {spec.ceiling}"
+        f"{spec.what} p99 {fmt_seconds(now)} {r.scope}, close to the {spec.ceiling}"
+        if near or base is None
+        else f"{spec.what} latency stepped up: p99 {fmt_seconds(now)} against {fmt_seconds(base)} before"
     )
     return [
         r.finding(
@@ -120,9 +140,9 @@ def latency_findings(r: Readings, spec: _Latency) -> list[Finding]:
             spec.kind,
             title=title,
             evidence=evidence,
-            cause=spec.cause,
-            next_step=spec.next_step,
-            guide_section=spec.section,
+            cause=spec.near_cause if near else spec.cause,
+            next_step=spec.near_step if near else spec.next_step,
+            guide_section=spec.near_section if near else spec.section,
         )
     ]
 

@@ -6,14 +6,15 @@ from bot.domain.alerts_catalog import DISCOVERY_DEGRADED
 from bot.domain.diagnosis_readings import Readings, fmt_count, fmt_times
 from bot.domain.findings import Finding, Severity
 from bot.domain.reasons import (
-    GUIDE_SECTION as REASONS_SECTION,
-)
-from bot.domain.reasons import (
+    DIAL_FAILURE_REASONS,
     PEER_AVAILABILITY,
     TERMINATION_REASONS,
     OutcomeReason,
     ReasonKind,
     reason_info,
+)
+from bot.domain.reasons import (
+    GUIDE_SECTION as REASONS_SECTION,
 )
 from bot.domain.snapshot import DIAL_FAILURES, DISCOVERY_FALLBACKS, REQUESTS, TERMINATIONS
 
@@ -54,6 +55,7 @@ def discovery_findings(r: Readings) -> list[Finding]:
     for gv, total in by_gv.items():
         reasons = r.counter_breakdown(DISCOVERY_FALLBACKS, "reason", group_version=gv)
         peer_side = any(k in PEER_AVAILABILITY for k in reasons)
+        cause, step = _fallback_cause(r, gv, peer_side)
         out.append(
             r.finding(
                 r.for_counters(Severity.WARNING),
@@ -64,18 +66,37 @@ def discovery_findings(r: Readings) -> list[Finding]:
                     "fallback reasons: " + ", ".join(f"{k} {fmt_count(v)}" for k, v in reasons.items()),
                     "fallback lists explicit resources with only `get` (wildcard: empty list)",
                 ],
-                cause="The peer check failed, so the proxy path is down."
-                if peer_side
-                else "The target answered discovery with 401, 404 or 5xx (upstream_error).",
-                next_step="Do not trust the APIService status; run the probe and follow the peer findings."
-                if peer_side
-                else "Check that the target serves this group/version (CRD installed) and accepts the proxy.",
+                cause=cause,
+                next_step=step,
                 guide_section=METRICS_SECTION,
                 group_version=gv,
                 alert=DISCOVERY_DEGRADED,
             )
         )
     return out
+
+
+def _fallback_cause(r: Readings, gv: str, peer_side: bool) -> tuple[str, str]:
+    """Why discovery fell back: the peer check, a dial after it (reason on the requests), or the target."""
+    if peer_side:
+        return (
+            "The peer check failed, so the proxy path is down.",
+            "Do not trust the APIService status; run the probe and follow the peer findings.",
+        )
+    requests = r.counter_breakdown(REQUESTS, "reason", group_version=gv)
+    dials = sorted(k for k, n in requests.items() if k in DIAL_FAILURE_REASONS and n > 0)
+    if dials:
+        return (
+            f"The discovery dial failed after the peer check ({', '.join(dials)} on the requests), and the "
+            "proxy turned it into a 5xx (upstream_error): the path, not the target.",
+            f"Follow the {dials[0]} reason: {reason_info(dials[0]).next_step}",
+        )
+    return (
+        "Discovery got 401, 404 or 5xx after the peer check (upstream_error): the target's answer, or a "
+        "transport failure the proxy turned into a 5xx.",
+        "Read the client proxy's logs first; then check that the target serves this group/version (CRD "
+        "installed) and accepts the proxy.",
+    )
 
 
 def _reported(r: Readings, gv: str, reason: str, count: float) -> float:

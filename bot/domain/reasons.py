@@ -48,6 +48,8 @@ class OutcomeReason:
 # Peer-availability rejections: they never reach a peer, so they have no dial-duration observation.
 PEER_AVAILABILITY = frozenset({"no_peer", "stale_peers", "all_quarantined"})
 TERMINATION_REASONS = frozenset({"deadline", "upgrade_rejected"})
+# A dial's own failures past the peer check; request_total keeps one when discovery says upstream_error.
+DIAL_FAILURE_REASONS = frozenset({"timeout", "peer_departed", "ts_server_unavailable", "error"})
 
 _DIAL = frozenset({REQUESTS, DIAL_FAILURES})
 _PEER = frozenset({REQUESTS, DIAL_FAILURES, DISCOVERY_FALLBACKS})
@@ -73,8 +75,10 @@ _ENTRIES = (
         frozenset({REQUESTS}),
         "The default outcome: normally the target answered, but a proxy-local failure with no more "
         "specific reason is also filed here.",
-        "The status code came from the target in most cases; a 5xx here is usually the target's own error.",
-        "Look at the code breakdown; for 5xx check the target tenant cluster's API server and its logs.",
+        "The status code came from the target in most cases (its 5xx reach callers as the proxy's 503), "
+        "but the proxy files its own unclassified failures here too.",
+        "Read the client proxy's logs first (`proxybot logs`): a proxy-local failure shows there; if "
+        "none does, a 5xx is the target's, so check its API server, backing store, webhooks and load.",
     ),
     _reason(
         "no_peer",
@@ -114,20 +118,23 @@ _ENTRIES = (
         ReasonKind.PROXY_FAULT,
         _DIAL,
         "A peer dial ran into the 5 s dial timeout.",
-        "The network path to the target is slow or blocked (often relay fallback or a NetworkPolicy "
-        "dropping the direct UDP path), or the endpoint is dead.",
-        "Run the path check (direct vs relay) and check dial latency; confirm the UDP NetworkPolicy "
-        "exceptions exist on both ends.",
+        "A dial on the peer path failed: the endpoint is dead or stale (a target restart the peer list "
+        "has not caught up with), or nothing reaches it. Not a relay fallback: the relay keeps traffic "
+        "flowing and only raises dial latency by a step.",
+        "Check the target's control plane pods and whether the peer list is current (3 failed dials "
+        "quarantine an endpoint); if the pods are Ready, check peer publication and reachability: "
+        "NetworkPolicy, firewall rules, DERP availability.",
     ),
     _reason(
         "deadline",
         ReasonKind.PROXY_FAULT,
         frozenset({REQUESTS, TERMINATIONS, DIAL_FAILURES}),
         "A deadline the proxy set expired, usually the 60 s cap on non-watch requests.",
-        "The target is slow to answer, or the path is relayed and slow; large list calls are the usual "
-        "victims.",
-        "Compare request p99 with the same request made directly against the target; "
-        "check the target's API server load and whether the path is relayed.",
+        "The request connected, but the target did not finish its answer before the cap: a slow "
+        "target response path.",
+        "Check the target's API server, its backing store and admission webhooks for latency; compare "
+        "request duration with dial duration: a request near 60 s after a short dial puts the delay on "
+        "the target.",
     ),
     _reason(
         "canceled",
@@ -211,9 +218,10 @@ _ENTRIES = (
         "A proxied discovery call got 401, 404 or 5xx after the peer check passed, so the local fallback "
         "document was served.",
         "The target refused or failed discovery (auth, missing group/version, server error), or a "
-        "transport failure on the path was turned into a 5xx.",
-        "Check that the target serves the group/version (CRD installed) and that the proxy's credentials "
-        "are accepted by the target.",
+        "transport failure after the peer check was turned into a 5xx.",
+        "Read the requests' reason for the same group/version first: a dial reason there means the path "
+        "failed, not the target. Otherwise check that the target serves the group/version (CRD "
+        "installed) and accepts the proxy's credentials.",
     ),
 )
 

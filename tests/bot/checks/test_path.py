@@ -256,3 +256,19 @@ def test_neither_path_answering_cannot_judge_the_path_and_points_at_the_target(h
     assert "fallback to the relay" not in said
     assert any("the target is down" in line for line in result.fix)
     assert any(f"/proxy status {TARGET}" in line for line in result.fix)
+
+
+def test_a_dial_step_up_to_the_timeout_is_dials_failing_not_the_relay(healthy: PathResult) -> None:
+    """loft-sh/vcluster-docs troubleshoot/resource-proxy.mdx, "Requests time out after about 60 seconds":
+    failures near 5 s are dial failures; the operations page, "Confirm which path you are on": the relay
+    adds a hop, a step in dial latency, and keeps traffic flowing."""
+    from bot.checks.context import TargetRef
+    from bot.checks.path import weigh
+    from bot.checks.path_signals import DialReading
+
+    ref = TargetRef(*_target_settings())
+    stepped = DialReading(recent_p99=4.9, earlier_p99=0.01, recent_dials=3, window_seconds=3, step=True)
+    result = weigh(ref, healthy.request, healthy.client, healthy.direct, stepped, healthy.netpol)
+    said = " ".join(result.evidence)
+    assert "fallback to the relay" not in said
+    assert "near the 5 s dial timeout: dials failing" in said

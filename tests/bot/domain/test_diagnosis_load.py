@@ -58,6 +58,18 @@ def test_dial_latency_near_the_timeout_since_start() -> None:
     assert "5 s dial timeout" in f.title
 
 
+def test_dial_latency_near_the_timeout_is_dials_failing_not_the_relay() -> None:
+    """loft-sh/vcluster-docs troubleshoot/resource-proxy.mdx, "Requests time out after about 60 seconds":
+    failures near 5 s are dial failures on the peer path; the operations page, "Confirm which path you are
+    on": a relay raises dial latency by a step (and keeps traffic flowing), it does not time dials out."""
+    base = Page().peers().observe(DIAL_DURATION, 0.02, times=500)
+    f = one(moved(lambda p: p.observe(DIAL_DURATION, 4.8, times=100), base=base), key("dial_latency"))
+    assert "close to the 5 s dial timeout" in f.title
+    assert "DERP" not in f.cause
+    assert "fail on the peer path" in f.cause
+    assert "path check" not in f.next_step
+
+
 @pytest.mark.parametrize(
     ("inflight", "deadlines", "hinted"), [(80, 0, True), (3, 2, True), (3, 0, False), (0, 2, False)]
 )

@@ -89,7 +89,7 @@ def test_dial_failures_by_reason_lead_with_the_proxy_side_one() -> None:
     assert "timeout" in f.title
     assert "canceled 9" in f.evidence[0]
     assert "timeout 4" in f.evidence[0]
-    assert "path check" in f.next_step
+    assert "peer list is current" in f.next_step  # the timeout reason's step
 
 
 def test_dial_failures_from_canceled_callers_only_are_not_a_proxy_fault() -> None:
@@ -119,3 +119,18 @@ def test_upstream_error_on_requests_is_reported_once_by_the_discovery_finding() 
     )
     assert key("discovery_fallback", GV) in {f.key for f in found}
     assert key("request_reason", GV, "upstream_error") not in {f.key for f in found}
+
+
+def test_a_discovery_fallback_after_a_failed_dial_blames_the_path_not_the_crd() -> None:
+    """loft-sh/vcluster-docs manage/resource-proxy-operations.mdx, "Outcome reasons": upstream_error can be a
+    transport failure turned into a 5xx after the peer check, and request_total keeps the dial's reason
+    (the first wins): a licence or network-server failure is not a missing CRD."""
+    found = moved(
+        lambda p: p.add(DISCOVERY_FALLBACKS, 2, group_version=GV, reason="upstream_error").requests(
+            2, "ts_server_unavailable", "200"
+        )
+    )
+    f = one(found, key("discovery_fallback", GV))
+    assert "ts_server_unavailable" in f.cause
+    assert "CRD" not in f.next_step
+    assert "license" in f.next_step

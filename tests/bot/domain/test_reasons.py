@@ -12,7 +12,7 @@ GUIDE_TABLE = [
     ("stale_peers", ReasonKind.PROXY_FAULT, {DIAL_FAILURES, DISCOVERY_FALLBACKS}, "platform"),
     ("all_quarantined", ReasonKind.PROXY_FAULT, {DIAL_FAILURES, DISCOVERY_FALLBACKS}, "dial failures"),
     ("timeout", ReasonKind.PROXY_FAULT, {DIAL_FAILURES}, "NetworkPolicy"),
-    ("deadline", ReasonKind.PROXY_FAULT, {TERMINATIONS, DIAL_FAILURES}, "directly against the target"),
+    ("deadline", ReasonKind.PROXY_FAULT, {TERMINATIONS, DIAL_FAILURES}, "dial duration"),
     ("canceled", ReasonKind.CALLER_SIDE, {DIAL_FAILURES}, "Nothing to fix"),
     ("peer_departed", ReasonKind.PROXY_FAULT, {DIAL_FAILURES}, "restarting"),
     ("ts_server_unavailable", ReasonKind.PROXY_FAULT, {DIAL_FAILURES}, "license"),
@@ -76,3 +76,32 @@ def test_unknown_reason_gets_a_generic_entry_not_a_key_error(name: str) -> None:
     assert info.name == name
     assert "newer proxy" in info.meaning
     assert info.next_step
+
+
+# The troubleshooting page (loft-sh/vcluster-docs, vcluster/troubleshoot/resource-proxy.mdx) read per reason.
+
+
+def test_a_dial_timeout_is_a_peer_path_failure_not_the_relay() -> None:
+    """ "Requests time out after about 60 seconds": failures near 5 s are dial failures on the peer path, and
+    3 of them quarantine the endpoint; operations page, "Confirm which path you are on": the relay raises
+    dial latency by a step and keeps traffic flowing, so it does not explain a timeout."""
+    info = reason_info("timeout")
+    assert "Not a relay fallback" in info.cause
+    assert "path check" not in info.next_step
+    assert "quarantine" in info.next_step
+
+
+def test_deadline_points_at_the_targets_response_path() -> None:
+    """ "Requests time out after about 60 seconds": the request connected and the target answered too
+    slowly; check its API server, backing store and webhooks, and compare request with dial duration."""
+    info = reason_info("deadline")
+    assert "relay" not in info.cause + info.next_step
+    assert "connected" in info.cause
+    for words in ("API server", "backing store", "webhooks", "request duration with dial duration"):
+        assert words in info.next_step
+
+
+def test_upstream_reads_the_client_proxy_logs_before_the_target() -> None:
+    """ "Quick triage", last rows: `upstream` is also the default for unclassified proxy failures, so the
+    client proxy's logs come before the target."""
+    assert reason_info("upstream").next_step.startswith("Read the client proxy's logs first")
