@@ -14,6 +14,10 @@ the next step. The table it follows: pods not Ready -> `target_down` whatever el
 group/version without a trusted peer snapshot -> `no_peer_feed`; Ready and no healthy peer ->
 `proxy_path`; Ready and requests near the 60 s deadline -> `slow_target`; Ready and 503s without
 quarantine -> `check_reason`; otherwise `healthy`. Whatever cannot be told is `unknown`, with why.
+
+The table speaks of what is happening now ("consistently", "still"). Over a window the counters are now;
+without one (a one-shot `status`) they are totals since the proxy started, and a stray old 503 or deadline
+beside many successes is history: there the counter rows need `LIFETIME_SHARE` of the requests.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ class Verdict(StrEnum):
 SLOW_REQUEST_SECONDS = 45.0
 # The 5 s dial timeout: failures near it are dial failures (the peer path), not a slow target.
 DIAL_TIMEOUT_SECONDS = 5.0
+# Without a window, the share of all requests since the proxy started that 503s or deadline cuts must reach
+# to be judged as happening now: the share a request p99 near the cap stands for.
+LIFETIME_SHARE = 0.01
 
 NEXT_STEPS = {
     Verdict.HEALTHY: "Nothing to do.",
@@ -225,23 +232,23 @@ def _no_healthy(r: Readings) -> MetricsSignal | None:
 def _slow(r: Readings) -> MetricsSignal | None:
     requests = r.p99(_recent(r, REQUEST_DURATION))
     deadline = r.counter(TERMINATIONS, reason="deadline")
-    if deadline == 0 and (requests is None or requests < SLOW_REQUEST_SECONDS):
+    near_cap = requests is not None and requests >= SLOW_REQUEST_SECONDS
+    if not near_cap and (deadline == 0 or _history(r, deadline)):
         return None
     dials = r.p99(_recent(r, DIAL_DURATION))
     evidence = [
         f"request p99 {r.scope}: {_latency(requests)}; dial p99: {_latency(dials)}",
-        f"requests cut at the 60 s deadline {r.scope}: {fmt_count(deadline)}",
+        f"requests cut at the 60 s deadline {r.scope}: {fmt_count(deadline)}{_share(r)}",
     ]
     return MetricsSignal(Verdict.SLOW_TARGET, tuple(evidence), r.scope)
 
 
 def _failing(r: Readings) -> MetricsSignal | None:
-    by_code = r.counter_by(REQUESTS, "code", "reason")
-    failed = {reason: n for (code, reason), n in by_code.items() if code == "503"}
-    if not failed:
+    failed = _503s(r)
+    if not failed or _history(r, sum(failed.values())):
         return None
     listing = ", ".join(f"{reason} {fmt_count(n)}" for reason, n in sorted(failed.items(), key=_largest))
-    evidence = [f"503 answers {r.scope} by reason: {listing}"]
+    evidence = [f"503 answers {r.scope} by reason: {listing}{_share(r)}"]
     if "upstream" in failed:
         evidence.append("`upstream` is also the proxy's default for failures it did not classify")
     dials = r.p99(_recent(r, DIAL_DURATION))
@@ -250,6 +257,24 @@ def _failing(r: Readings) -> MetricsSignal | None:
             f"dial p99 {fmt_seconds(dials)}: failures near the 5 s dial timeout are the peer path"
         )
     return MetricsSignal(Verdict.CHECK_REASON, tuple(evidence), r.scope)
+
+
+def _503s(r: Readings) -> dict[str, float]:
+    by_code = r.counter_by(REQUESTS, "code", "reason")
+    return {reason: n for (code, reason), n in by_code.items() if code == "503"}
+
+
+def _history(r: Readings, count: float) -> bool:
+    """Whether `count` failures are too few of the totals since the proxy started to say they happen now."""
+    total = r.counter(REQUESTS)
+    return r.window is None and total > 0 and count / total < LIFETIME_SHARE
+
+
+def _share(r: Readings) -> str:
+    """`(of N requests)`, said of totals since the proxy started, where the share decided."""
+    if r.window is not None:
+        return ""
+    return f" (of {fmt_count(r.counter(REQUESTS))} requests)"
 
 
 def _recent(r: Readings, family: str) -> Histogram | None:
@@ -267,7 +292,14 @@ def _latency(seconds: float | None) -> str:
 
 
 def _requests_line(r: Readings) -> str:
-    return f"healthy peers everywhere, no 503 answers {r.scope} ({fmt_count(r.counter(REQUESTS))} requests)"
+    total = fmt_count(r.counter(REQUESTS))
+    failed = sum(_503s(r).values()) + r.counter(TERMINATIONS, reason="deadline")
+    if failed == 0:
+        return f"healthy peers everywhere, no 503 answers {r.scope} ({total} requests)"
+    return (
+        f"healthy peers everywhere; {fmt_count(failed)} 503 answers or deadline cuts {r.scope} of {total} "
+        f"requests: under {LIFETIME_SHARE:.0%} of them, history rather than now"
+    )
 
 
 # -- the verdict -----------------------------------------------------------------------------------------
@@ -308,7 +340,7 @@ def _down_why(pods: TargetPods) -> str:
 
 
 _WHY = {
-    Verdict.HEALTHY: "the target's pods are Ready, peers are healthy and no request failed with 503",
+    Verdict.HEALTHY: "the target's pods are Ready, peers are healthy and requests are not failing with 503",
     Verdict.PROXY_PATH: "the target's pods are Ready but the client has no healthy peer for it: its "
     "endpoints are stale or unreachable from the client",
     Verdict.NO_PEER_FEED: "the target's pods are Ready but the client holds no current peer list (license, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from bot.domain.diagnosis_readings import Readings
@@ -90,9 +92,40 @@ def test_with_a_window_only_recent_503s_count() -> None:
     assert recent.scope == "in the last 15m"
 
 
+@pytest.mark.parametrize(
+    ("failures", "verdict"),
+    [
+        (lambda p: p.add(TERMINATIONS, 1, reason="deadline"), Verdict.SLOW_TARGET),
+        (lambda p: p.requests(1, "upstream", "503"), Verdict.CHECK_REASON),
+    ],
+)
+def test_without_a_window_a_stray_old_failure_is_history_not_now(
+    failures: Callable[[Page], Page], verdict: Verdict
+) -> None:
+    """troubleshoot/resource-proxy.mdx, "Quick triage": the table's rows describe what is happening now
+    ("still return 503", "consistently take about 60 seconds"); one failure since the proxy started beside
+    50 000 successes is not that, while the same failure over a window is."""
+    old = Page().peers().peers(gv=GV2).requests(50_000)
+    found = signal(failures(old.copy()))
+    assert found.verdict is Verdict.HEALTHY
+    assert found.scope == "since the proxy started"
+    assert "history rather than now" in found.evidence[0]
+    assert signal(failures(old.copy()), old).verdict is verdict
+
+
+def test_without_a_window_a_real_share_still_judges_and_says_since_when() -> None:
+    found = signal(healthy_page().requests(7, "upstream", "503"))
+    assert found.verdict is Verdict.CHECK_REASON
+    assert found.evidence[0] == (
+        "503 answers since the proxy started by reason: upstream 7 (of 107 requests)"
+    )
+
+
 def test_check_reason_warns_that_upstream_is_also_the_default() -> None:
     found = signal(healthy_page().requests(7, "upstream", "503").requests(2, "timeout", "503"))
-    assert found.evidence[0] == "503 answers since the proxy started by reason: upstream 7, timeout 2"
+    assert found.evidence[0] == (
+        "503 answers since the proxy started by reason: upstream 7, timeout 2 (of 109 requests)"
+    )
     assert any("did not classify" in line for line in found.evidence)
 
 
