@@ -1,9 +1,11 @@
 """vCluster versions of clients and targets, read from their control-plane StatefulSet's image, and judged.
 
-The guide's first operational rule: keep client, target and platform current. Three flags follow from it:
-a client older than v0.37 has no `/metrics/syncer` (its proxy state cannot be read: "too old", never
-"down"); a client and a target on different minor versions; and any tenant behind the newest version
-seen in the fleet (in this check's reads).
+The guide's first operational rule: keep client, target and platform current, because peer staleness fixes
+span vCluster and the platform's stale peer cleanup (a new client against an old platform keeps the
+degradation risk). Three flags follow from it: a client older than v0.37 has no `/metrics/syncer` (its
+proxy state cannot be read: "too old", never "down"); a client and a target on different minor versions
+(one of them is not current); and any tenant behind the newest version seen in the fleet (in this check's
+reads). The platform's own version is not read: the words say so where it matters.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ from typing import Any
 
 from bot.domain.findings import Finding, Severity, finding_key
 
+# The guide's reason for the rule, said wherever a version is flagged; the bot reads no platform version.
+PLATFORM_TOO = (
+    "Peer staleness fixes span vCluster and the platform's stale peer cleanup: a new client against an old "
+    "platform keeps the degradation risk, so the platform must be current too (this check does not read "
+    "its version)."
+)
 # The first vCluster with `/metrics/syncer` (the proxy metrics).
 METRICS_SINCE = (0, 37)
 GUIDE_SECTION = "Operate the resource proxy (its first rule: keep versions current)"
@@ -175,8 +183,9 @@ def _skew(client: TenantVersion, target: TenantVersion) -> Finding:
         f"client {client.name} ({client.version}) and target {target.name} ({target.version}) are on "
         "different minor versions",
         [f"client image {client.image}", f"target image {target.image}"],
-        "Peer staleness fixes span both ends: a client and a target apart keep the degradation risk alive.",
-        "Upgrade the older of the two so client and target run the same minor version.",
+        "One of the two is not on a current vCluster, which the guide asks of every client and target. "
+        + PLATFORM_TOO,
+        "Upgrade the older of the two, and check that the platform runs a current release as well.",
     )
 
 
@@ -188,6 +197,6 @@ def _lagging(tenant: TenantVersion, fleet_newest: VClusterVersion) -> Finding:
         f"{tenant.role.value} {tenant.name} runs vCluster {tenant.version}, behind the newest seen "
         f"({fleet_newest})",
         [f"image {tenant.image}"],
-        "The guide's first rule is to keep every client, target and the platform current.",
-        f"Plan the upgrade of {tenant.name} to {fleet_newest}.",
+        "The guide's first rule is to keep every client, target and the platform current. " + PLATFORM_TOO,
+        f"Plan the upgrade of {tenant.name} to {fleet_newest}, and keep the platform current with it.",
     )

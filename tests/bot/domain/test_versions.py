@@ -109,3 +109,16 @@ def test_unknown_versions_raise_no_flag() -> None:
     client = TenantVersion("team-a", Role.CLIENT, unavailable="forbidden")
     assert version_findings(client, [tenant("p/store", "0.36.0")], None) == []
     assert newest([client]) is None
+
+
+def test_version_words_say_the_platform_carries_the_risk_too() -> None:
+    """The operations guide (vcluster/manage/resource-proxy-operations.mdx, its opening: keep the client, the
+    target and the platform current): staleness fixes span vCluster and the platform's stale peer cleanup,
+    and a new client against an old platform keeps the risk; it says nothing of a client-target skew."""
+    client, target = tenant("team-a", "0.36.4", Role.CLIENT), tenant("p/store", "0.37.1")
+    found = {f.kind: f for f in version_findings(client, [target], newest([client, target]))}
+    for kind in ("version_skew", "version_lagging"):
+        assert "new client against an old platform" in found[kind].cause
+        assert "does not read its version" in found[kind].cause
+        assert "platform" in found[kind].next_step
+    assert "a client and a target apart keep the degradation risk" not in found["version_skew"].cause
