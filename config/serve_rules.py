@@ -120,8 +120,26 @@ def _client_file_problem(where: str, path: Path, *, is_ca: bool) -> Iterator[Pro
 
 
 def _kubeconfig_problems(settings: Settings) -> Iterator[Problem]:
+    # A file several parts use (a control plane's, also its targets'): judged once, each problem said once.
+    by_file: dict[Path, list[KubeconfigUse]] = {}
     for use in kubeconfig_uses(settings):
-        yield from kubeconfig_problems(use)
+        by_file.setdefault(use.path, []).append(use)
+    for uses in by_file.values():
+        yield from kubeconfig_problems(_one_use(uses))
+
+
+def _one_use(uses: list[KubeconfigUse]) -> KubeconfigUse:
+    """One file's uses as one: located at the first, naming every owner, each context read once (at the
+    first place it is configured)."""
+    if len(uses) == 1:
+        return uses[0]
+    contexts: dict[str | None, Loc] = {}
+    for use in uses:
+        for loc, context in use.contexts:
+            contexts.setdefault(context, loc)
+    owners = [use.owner for use in uses]
+    owner = f"{', '.join(owners[:-1])} and {owners[-1]}"
+    return KubeconfigUse(uses[0].loc, owner, uses[0].path, tuple((loc, c) for c, loc in contexts.items()))
 
 
 def kubeconfig_uses(settings: Settings) -> Iterator[KubeconfigUse]:

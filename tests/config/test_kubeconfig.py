@@ -193,15 +193,26 @@ CONTROL_PLANES = """\
 
 
 def test_every_kubeconfig_the_config_names_is_judged_and_names_whose_it_is(tmp_path: Path) -> None:
+    # All four name the one file: its problem is said once, at the first, naming every owner.
     config = CONFIG[: CONFIG.index("    targets:")] + CONTROL_PLANES
+    owners = (
+        "cluster prod, cluster prod's control plane, target payments/ledger and target payments/ledger's "
+        "control plane"
+    )
     assert problems(tmp_path, "contexts: []\n", config=config) == [
-        f"{loc}.kubeconfig: {about(tmp_path, owner)} is not a kubeconfig: it lists no clusters"
-        for loc, owner in [
-            ("clusters[0]", "cluster prod"),
-            ("clusters[0].control_plane", "cluster prod's control plane"),
-            ("clusters[0].targets[0].direct", "target payments/ledger"),
-            ("clusters[0].targets[0].control_plane", "target payments/ledger's control plane"),
-        ]
+        f"clusters[0].kubeconfig: {about(tmp_path, owners)} is not a kubeconfig: it lists no clusters"
+    ]
+    # Each its own file: each judged, each named.
+    for name in ("plane.yaml", "direct.yaml", "target-plane.yaml"):
+        config = config.replace("{kubeconfig: prod.kubeconfig}", f"{{kubeconfig: {name}}}", 1)
+    assert [
+        problem.split(" (the kubeconfig of ")[1] for problem in problems(tmp_path, "", "serve", config)
+    ] == [
+        "cluster prod) is not a kubeconfig: expected a mapping with clusters, contexts and users (what "
+        "`kubectl config view` prints)",
+        "cluster prod's control plane) does not exist",
+        "target payments/ledger) does not exist",
+        "target payments/ledger's control plane) does not exist",
     ]
 
 

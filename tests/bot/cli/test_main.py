@@ -120,6 +120,36 @@ def test_serve_rules_on_request(capsys: pytest.CaptureFixture[str]) -> None:
     assert "slack.bot_token: still a placeholder" in err
 
 
+def test_serve_says_each_problem_once(capsys: pytest.CaptureFixture[str]) -> None:
+    # The example's control plane kubeconfig is the cluster's and its target's: one missing file, one line,
+    # naming both whose it is.
+    status, _, err = run(capsys, "check-config", "--serve", "--config", str(EXAMPLE))
+    lines = err.splitlines()
+    assert status == 2
+    assert len(lines) == len(set(lines)), err
+    shared = [line for line in lines if "control-plane.yaml" in line]
+    assert len(shared) == 1, err
+    owners = "cluster prod-eu's control plane and target payments/ledger's control plane"
+    assert shared[0].endswith(f"control-plane.yaml (the kubeconfig of {owners}) does not exist"), err
+    assert shared[0].startswith("clusters[0].control_plane.kubeconfig: "), err
+
+
+def test_a_wrong_context_of_a_shared_kubeconfig_is_said_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plane = "control_plane: {kubeconfig: prod.kubeconfig, context: nope, namespace: cp}"
+    text = VALID.replace("    match: {cluster: prod}\n", f"    match: {{cluster: prod}}\n    {plane}\n")
+    text = text.replace(
+        "        probe: {group_version: ledger.example.com/v1, resource: accounts}\n",
+        f"        probe: {{group_version: ledger.example.com/v1, resource: accounts}}\n        {plane}\n",
+    )
+    status, _, err = run(capsys, "check-config", "--serve", "--config", str(write(tmp_path, text)))
+    assert status == 2
+    assert [line.split(": ")[0] for line in err.splitlines()] == ["clusters[0].control_plane.context"], err
+    owners = "cluster prod, cluster prod's control plane and target payments/ledger's control plane"
+    assert f"'nope' is not a context in {tmp_path / 'prod.kubeconfig'} (the kubeconfig of {owners})" in err
+
+
 def test_secrets_never_reach_the_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, VALID)
     env = {"PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN": "SECRET-from-env"}
