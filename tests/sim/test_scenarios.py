@@ -119,3 +119,20 @@ def test_slow_target_runs_requests_into_the_deadline_with_healthy_peers() -> Non
     assert _get(page, terminations, reason="deadline") > 0
     assert _get(page, "vcluster_proxy_peers", group_version=PRIMARY_GV, state="healthy") == 1
     assert _get(page, "vcluster_proxy_peer_dial_failures_total", reason="timeout") == 0
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_discovery_fallbacks_carry_only_peer_reasons_or_upstream_error(scenario: str) -> None:
+    """manage/resource-proxy-operations.mdx, "Outcome reasons" (the "Also on" column and the paragraph above
+    it): discovery_fallbacks_total records no_peer, stale_peers, all_quarantined or upstream_error, never a
+    dial reason such as ts_server_unavailable (the licence-failure scenario recorded one)."""
+    world = build_world(scenario)
+    world.advance_to(420)
+    allowed = {"no_peer", "stale_peers", "all_quarantined", "upstream_error"}
+    for pod in [r.pod for r in world.platform.clients[CLIENT].replicas]:
+        reasons = {
+            dict(labels)["reason"]
+            for name, labels in _page(world, pod)
+            if name == "vcluster_proxy_discovery_fallbacks_total"
+        }
+        assert reasons <= allowed, (pod, reasons)

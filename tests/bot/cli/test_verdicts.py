@@ -179,3 +179,18 @@ def test_the_digest_carries_each_targets_verdict_and_the_orphan(
     assert [f["kind"] for f in orphan["triage_findings"]] == ["apiservice_orphan"]
     assert orphan["passed"] is False
     assert {v["version"] for v in orphan["versions"]} == {"0.37.1"}
+
+
+def test_license_failure_discovery_points_at_the_peer_feed_not_the_crd(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """manage/resource-proxy-operations.mdx, "Outcome reasons": a fallback begun by the peer check records
+    its peer reason (ts_server_unavailable is a dial reason), so a licence failure is never read as the
+    target answering discovery with 401, 404 or 5xx, nor sent to check the CRD."""
+    for server, config in started(tmp_path_factory, "license-failure", speed=1, at=420.0):
+        _, report = run_json(Sim(server, config), "status")
+        found = [f for t in report["targets"] for f in t["findings"] if f["kind"] == "discovery_fallback"]
+        assert found
+        for f in found:
+            assert f["cause"] == "The peer check failed, so the proxy path is down."
+            assert "CRD" not in f["next_step"]
