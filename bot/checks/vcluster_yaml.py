@@ -4,7 +4,8 @@ The rules come from the vendor's configuration page and troubleshooting playbook
 start the proxy with them):
 - a key that is not `<resource>.<group>/<version>` or `*.<group>/<version>` (the group is required);
 - `targetVirtualCluster.name` missing on any entry, disabled entries included; field values of the wrong
-  type; an `accessResources` other than `owned` or `all`;
+  type; an `accessResources` other than `owned` or `all`; a target name or project that is not a DNS label;
+  a field vCluster's values schema does not know under `experimental.proxy` (it allows no other);
 - enabled entries of one group/version with different targets or access modes. Validation compares the
   values as written, before defaults, so leaving `accessResources` (or `targetVirtualCluster.project`) out
   of one entry and writing it on another is refused even when the written value is the default;
@@ -40,10 +41,12 @@ from bot.checks.vcluster_yaml_entry import (
     kind,
     read_entry,
     refused,
+    unknown_fields,
     warning,
 )
 
 ROOT_KEY = "(file)"
+PROXY, _, CUSTOM_FIELD = CUSTOM_RESOURCES.rpartition(".")
 SYNC_PATHS = ("sync.toHost.customResources", "sync.fromHost.customResources")
 NETPOL_EGRESS = "policies.networkPolicy.controlPlane.egress"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -260,6 +263,7 @@ def judge_document(document: object) -> VclusterYamlResult:
         return VclusterYamlResult((problem,), ProxyState.REFUSED)
     problems: list[Problem] = []
     custom = _at(document, CUSTOM_RESOURCES, problems)
+    problems += unknown_fields(PROXY, _at(document, PROXY, []), (CUSTOM_FIELD,))
     entries = [e for key, value in custom.items() if (e := read_entry(key, value, problems)) is not None]
     by_gv: dict[str, list[ProxyEntry]] = {}
     for entry in entries:

@@ -1,11 +1,16 @@
 """One `experimental.proxy.customResources` entry of a vcluster.yaml as written, and what is wrong with it
 by itself (vCluster validates every entry, disabled ones included); the rules across entries are in
 vcluster_yaml.py. An empty string counts as omitted, as it does for vCluster (Go zero values).
+
+vCluster's values schema (loft-sh/vcluster, chart/values.schema.json: `Proxy`, `CustomResourceProxy`,
+`VirtualClusterRef`) allows no other field in these objects, and `targetVirtualCluster.name` and `.project`
+must be DNS labels (lowercase letters, digits and `-`, starting and ending with a letter or digit).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -15,6 +20,7 @@ CUSTOM_RESOURCES = "experimental.proxy.customResources"
 ACCESS_MODES = ("owned", "all")
 ENTRY_FIELDS = ("enabled", "targetVirtualCluster", "accessResources")
 TARGET_FIELDS = ("name", "project")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class ProblemSeverity(StrEnum):
@@ -79,16 +85,29 @@ def warning(key: str, message: str, next_step: str) -> Problem:
     return Problem(ProblemSeverity.WARNING, key, message, next_step)
 
 
-def _unknown_fields(path: str, value: Mapping[Any, Any], known: Sequence[str]) -> list[Problem]:
+def unknown_fields(path: str, value: Mapping[Any, Any], known: Sequence[str]) -> list[Problem]:
+    """A field vCluster's schema does not know: the schema allows no other, so the file is refused."""
     return [
-        warning(
+        refused(
             f"{path}.{field}",
-            f"{field!r} is not a field here (known: {', '.join(known)}); it has no effect",
+            f"{field!r} is not a field here (known: {', '.join(known)}); vCluster's schema refuses it",
             "remove it or correct its spelling",
         )
         for field in value
         if field not in known
     ]
+
+
+def _dns_label(path: str, value: str, problems: list[Problem]) -> None:
+    if not _DNS_LABEL.fullmatch(value):
+        problems.append(
+            refused(
+                path,
+                f"{value!r} is not a DNS label (lowercase letters, digits and '-', starting and ending "
+                "with a letter or digit)",
+                "write the tenant cluster's or project's name as the platform shows it",
+            )
+        )
 
 
 def _optional_text(path: str, value: object, problems: list[Problem]) -> str | None:
@@ -108,7 +127,7 @@ def _target(path: str, value: object, problems: list[Problem]) -> tuple[str, str
         why = f"must be a mapping with name (and optionally project), not {kind(value)}"
         problems.append(refused(path, why, "write it as `targetVirtualCluster: {name: <target>}`"))
         return "", None
-    problems += _unknown_fields(path, value, TARGET_FIELDS)
+    problems += unknown_fields(path, value, TARGET_FIELDS)
     name = value.get("name")
     if name is None or name == "":
         why = "targetVirtualCluster.name is missing: every entry needs it, disabled ones included"
@@ -117,7 +136,12 @@ def _target(path: str, value: object, problems: list[Problem]) -> tuple[str, str
     elif not isinstance(name, str):
         problems.append(refused(f"{path}.name", f"must be a string, not {kind(name)}", "quote the name"))
         name = ""
-    return name, _optional_text(f"{path}.project", value.get("project"), problems)
+    else:
+        _dns_label(f"{path}.name", name, problems)
+    project = _optional_text(f"{path}.project", value.get("project"), problems)
+    if project is not None:
+        _dns_label(f"{path}.project", project, problems)
+    return name, project
 
 
 def _access(path: str, value: object, problems: list[Problem]) -> str | None:
@@ -163,7 +187,7 @@ def read_entry(key: object, value: object, problems: list[Problem]) -> ProxyEntr
                 "name the resource with its API group and version, e.g. widgets.example.com/v1",
             )
         )
-    problems += _unknown_fields(path, value, ENTRY_FIELDS)
+    problems += unknown_fields(path, value, ENTRY_FIELDS)
     enabled = _enabled(f"{path}.enabled", value.get("enabled"), problems)
     name, project = _target(f"{path}.targetVirtualCluster", value.get("targetVirtualCluster"), problems)
     access = _access(f"{path}.accessResources", value.get("accessResources"), problems)

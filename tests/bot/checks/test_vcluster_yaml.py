@@ -370,9 +370,48 @@ def test_a_value_of_the_wrong_shape_is_refused_at_its_path(doc: object, key: str
     assert refused(judge_document(doc)) == {key}
 
 
-def test_an_unknown_field_is_warned_about_as_a_likely_typo() -> None:
-    result = judge({WIDGETS: on(accessResource="all")})
-    assert warned(result) == {path(WIDGETS, "accessResource")}
+@pytest.mark.parametrize(
+    ("doc", "key"),
+    [
+        (document({WIDGETS: on(accessResource="all")}), path(WIDGETS, "accessResource")),
+        (
+            document({WIDGETS: on({"name": "crd-store", "projet": "a"})}),
+            path(WIDGETS, "targetVirtualCluster", "projet"),
+        ),
+        (
+            {"experimental": {"proxy": {"customResources": {WIDGETS: on()}, "customResource": {}}}},
+            "experimental.proxy.customResource",
+        ),
+    ],
+)
+def test_an_unknown_field_is_refused_as_vclusters_schema_refuses_it(doc: object, key: str) -> None:
+    """loft-sh/vcluster chart/values.schema.json: `Proxy`, `CustomResourceProxy` and `VirtualClusterRef` allow
+    no additional properties, so a misspelt field is not harmless: vCluster refuses the file."""
+    result = judge_document(doc)
+    assert refused(result) == {key}
+    assert result.proxy is ProxyState.REFUSED
+
+
+@pytest.mark.parametrize(
+    ("target", "field"),
+    [
+        ({"name": "CRD-Store"}, "name"),
+        ({"name": "crd_store"}, "name"),
+        ({"name": "crd-store-"}, "name"),
+        ({"name": "crd-store", "project": "Platform"}, "project"),
+    ],
+)
+def test_a_target_name_or_project_that_is_not_a_dns_label_is_refused(
+    target: dict[str, str], field: str
+) -> None:
+    """loft-sh/vcluster chart/values.schema.json, `VirtualClusterRef`: name and project are DNS labels
+    (`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`); configure/vcluster-yaml/experimental/proxy.mdx, "Configuration
+    options": they name the target tenant cluster and its project."""
+    assert refused(judge({WIDGETS: on(target)})) == {path(WIDGETS, "targetVirtualCluster", field)}
+
+
+def test_dns_label_names_are_accepted() -> None:
+    assert refused(judge({WIDGETS: on({"name": "crd-store-2", "project": "p1"})})) == set()
 
 
 # -- the file -----------------------------------------------------------------------------------------------
