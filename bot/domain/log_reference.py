@@ -99,8 +99,8 @@ REFERENCE: tuple[LogReference, ...] = (
     LogReference(
         "namespace_created",
         ("creating namespace on target cluster",),
-        "the first namespaced write found the namespace on the client but not on the target, and the "
-        "proxy created it there",
+        "the first namespaced POST, PUT or PATCH found the namespace on the client but not on the target, "
+        "and the proxy created it there",
         "None.",
         Severity.INFO,
     ),

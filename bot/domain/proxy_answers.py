@@ -58,8 +58,12 @@ class RequestKind(StrEnum):
 
     LIST = "list"  # a list or watch
     NAMED_GET = "get"
-    NAMED_WRITE = "named write"  # PUT, PATCH or DELETE of one object
+    NAMED_UPDATE = "named update"  # PUT or PATCH of one object
+    NAMED_DELETE = "named delete"  # DELETE of one object: never told its namespace is missing
     CREATE = "create"  # POST
+
+
+_NAMED_WRITES = (RequestKind.NAMED_UPDATE, RequestKind.NAMED_DELETE)
 
 
 class NotFoundCause(StrEnum):
@@ -84,20 +88,21 @@ def not_found_causes(access: str, kind: RequestKind) -> tuple[CauseLine, ...]:
     lines = [
         CauseLine(
             NotFoundCause.MASKED,
-            owned and kind in (RequestKind.NAMED_GET, RequestKind.NAMED_WRITE),
+            owned and kind in (RequestKind.NAMED_GET, *_NAMED_WRITES),
             "with accessResources: owned a named request for an object without both ownership labels "
             "answers 404 by design: label it on the target (vcluster.com/owner-vcluster, "
             "vcluster.com/owner-project) to adopt it, or use accessResources: all (every tenant's objects)",
         ),
         CauseLine(
             NotFoundCause.OWNERSHIP_GET_DENIED,
-            owned and kind is RequestKind.NAMED_WRITE,
+            owned and kind in _NAMED_WRITES,
             "in owned mode the proxy GETs the object before a named PUT, PATCH or DELETE, and a 401/403 "
             "there becomes 404: grant the client `get` together with the mutation verbs on the target",
         ),
         CauseLine(
             NotFoundCause.NAMESPACE_MISSING,
-            kind in (RequestKind.CREATE, RequestKind.NAMED_WRITE),
+            # The troubleshooting page names POST, PUT and PATCH only: a DELETE is not refused for it.
+            kind in (RequestKind.CREATE, RequestKind.NAMED_UPDATE),
             "namespaced POST, PUT and PATCH need the namespace on the client first: create it there "
             "(the proxy then creates it on the target)",
         ),

@@ -39,8 +39,10 @@ def test_named_users_targets_and_auth_failed_are_read_from_the_answers() -> None
         ("all", RequestKind.LIST, NotFoundCause.GENUINE, 1),
         ("owned", RequestKind.NAMED_GET, NotFoundCause.MASKED, 2),
         ("all", RequestKind.NAMED_GET, NotFoundCause.GENUINE, 1),
-        ("owned", RequestKind.NAMED_WRITE, NotFoundCause.MASKED, 4),
-        ("all", RequestKind.NAMED_WRITE, NotFoundCause.NAMESPACE_MISSING, 2),
+        ("owned", RequestKind.NAMED_UPDATE, NotFoundCause.MASKED, 4),
+        ("all", RequestKind.NAMED_UPDATE, NotFoundCause.NAMESPACE_MISSING, 2),
+        ("owned", RequestKind.NAMED_DELETE, NotFoundCause.MASKED, 3),
+        ("all", RequestKind.NAMED_DELETE, NotFoundCause.GENUINE, 1),
         ("owned", RequestKind.CREATE, NotFoundCause.NAMESPACE_MISSING, 2),
     ],
 )
@@ -51,6 +53,17 @@ def test_the_four_404_causes_put_those_that_can_apply_first(
     assert {c.cause for c in causes} == set(NotFoundCause)
     assert causes[0].cause is first
     assert [c.applies for c in causes] == [True] * applying + [False] * (4 - applying)
+
+
+@pytest.mark.parametrize("access", ["owned", "all"])
+def test_a_missing_namespace_is_never_the_404_of_a_delete(access: str) -> None:
+    """troubleshoot/resource-proxy.mdx, "Existing target resources return 404": a namespace missing on the
+    client answers 404 for namespaced POST, PUT and PATCH requests, not for DELETE."""
+    causes = {c.cause: c.applies for c in not_found_causes(access, RequestKind.NAMED_DELETE)}
+    assert causes[NotFoundCause.NAMESPACE_MISSING] is False
+    assert {c.cause: c.applies for c in not_found_causes(access, RequestKind.NAMED_UPDATE)}[
+        NotFoundCause.NAMESPACE_MISSING
+    ]
 
 
 @pytest.mark.parametrize(
