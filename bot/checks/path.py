@@ -245,7 +245,9 @@ def _fix(
     if dial_direct.off:
         out.append(
             f"remove TS_DEBUG_DIAL_DIRECT from controlPlane.statefulSet.env in {ref.cluster.name}'s "
-            "vcluster.yaml (false turns direct dialing off: the relay carries everything), then apply it"
+            "vcluster.yaml (false turns direct dialing off: the relay carries everything), then apply it; "
+            "the platform's TSNet troubleshooting page sets it to false where restricted egress blocks the "
+            "platform: check that is not why it was set"
         )
     out += [
         f"allow egress on TCP 10443 to the platform pods ({problem.split(';')[0]})"

@@ -272,3 +272,23 @@ def test_a_dial_step_up_to_the_timeout_is_dials_failing_not_the_relay(healthy: P
     said = " ".join(result.evidence)
     assert "fallback to the relay" not in said
     assert "near the 5 s dial timeout: dials failing" in said
+
+
+def test_the_advice_to_remove_dial_direct_false_names_the_tsnet_page_that_sets_it(
+    healthy: PathResult,
+) -> None:
+    """loft-sh/vcluster-docs platform/troubleshoot/tsnet-connectivity.mdx, "Solution": the platform sets
+    TS_DEBUG_DIAL_DIRECT=false where restricted egress breaks TSNet; the operations guide, "Prefer direct
+    connections over the DERP relay", wants the direct path. The fix says both, in one clause."""
+    from bot.checks.context import TargetRef
+    from bot.checks.path import weigh
+    from bot.checks.path_signals import DialDirectReading, DialReading
+
+    ref = TargetRef(*_target_settings())
+    off = DialDirectReading(True, "TS_DEBUG_DIAL_DIRECT=false in StatefulSet vcluster-team-a/team-a")
+    result = weigh(
+        ref, healthy.request, healthy.client, healthy.direct, DialReading(), healthy.netpol, dial_direct=off
+    )
+    [fix] = [line for line in result.fix if "TS_DEBUG_DIAL_DIRECT" in line]
+    assert fix.startswith("remove TS_DEBUG_DIAL_DIRECT")
+    assert "TSNet troubleshooting page sets it to false where restricted egress" in fix
