@@ -269,7 +269,7 @@ def ownership_get_denied(world: World) -> None:
 
     team-a proxies with accessResources: owned. Lists and GETs answer 403 naming the identity
     loft:vcluster:p-platform:team-a; a named PUT/PATCH/DELETE answers 404, the refused ownership GET
-    masked (reason ownership_check_failed). Alerts: ResourceProxyProbeFailing after ~t=900.
+    masked (reason ownership_masked). Alerts: ResourceProxyProbeFailing after ~t=900.
     """
     world.platform.clients[CLIENT].links[0].owned_only = True
     identity = world.platform.clients[CLIENT].identity
