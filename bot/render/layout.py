@@ -1,4 +1,4 @@
-"""Text layout for a terminal: Slack mrkdwn as a terminal shows it (optionally styled with ANSI), lines
+"""Text layout for a terminal: Slack mrkdwn as plain text (optionally styled with ANSI), lines
 wrapped at spaces to a width, and their visible length (ANSI codes take no room).
 
 The terminal renderer lays messages out with it, and the compact alert message counts its lines with it
@@ -16,7 +16,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LINK = re.compile(r"<([^<>|]+)(?:\|([^<>]*))?>")
 _BOLD = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]*?\S)\*(?![\w*])")
 _ITALIC = re.compile(r"(?<![\w_])_(?=\S)([^_\n]*?\S)_(?![\w_])")
-_CODE = re.compile(r"`([^`\n]*)`")
+# A code block (```…```, over lines) or inline code (`…`): shown as its text, no markup read inside.
+_CODE = re.compile(r"```(.*?)```|`([^`\n]+)`", re.DOTALL)
+# Where each code span waits while the markup around it is read: between two private-use characters,
+# which text of its own may not hold (shown as U+FFFD, so no text points at a span).
+_HOLD_MARKS = {0xE000: "\ufffd", 0xE001: "\ufffd"}
+_HELD = re.compile("\ue000(\\d+)\ue001")
 
 
 def visible_len(text: str) -> int:
@@ -66,12 +71,19 @@ class Style:
 
 
 def mrkdwn_to_text(text: str, style: Style) -> str:
-    """Slack mrkdwn as a terminal shows it: links and mentions spelled out, emphasis as ANSI."""
-    out = _LINK.sub(_link, text)
+    """Slack mrkdwn as a terminal shows it, plain text: links and mentions spelled out, emphasis and code
+    without their marks (as ANSI with colour), entities decoded. Nothing inside code is read as markup."""
+    spans: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:
+        block, inline = m.group(1), m.group(2)
+        spans.append(block.strip("\n") if block is not None else style.wrap("36", inline))
+        return f"\ue000{len(spans) - 1}\ue001"
+
+    out = _LINK.sub(_link, _CODE.sub(hold, text.translate(_HOLD_MARKS)))
     out = _BOLD.sub(lambda m: style.bold(m.group(1)) if style.colour else m.group(1), out)
     out = _ITALIC.sub(lambda m: style.wrap("3", m.group(1)) if style.colour else m.group(1), out)
-    if style.colour:
-        out = _CODE.sub(lambda m: style.wrap("36", m.group(1)), out)
+    out = _HELD.sub(lambda m: spans[int(m.group(1))], out)
     # Entities last: an escaped `&lt;!channel&gt;` must show as text, not be read as a mention above.
     return html.unescape(out)
 

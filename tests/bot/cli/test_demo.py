@@ -61,13 +61,13 @@ def shows_the_whole_storm(out: str) -> None:
     # The two targets that are down read as whatever they are doing at that moment (no healthy peer,
     # quarantined, a trial dial pending, resolved once healed), each its own: the simulator's clock runs on
     # while the storm grows, so they may be in one state or two.
-    found = re.search(r"`team-a` · 31 targets: (.+?) By alert", shown)
+    found = re.search(r"team-a · 31 targets: (.+?) By alert", shown)
     assert found, shown[:1500]
     states = [part.strip() for part in found.group(1).split(" · ")]
     assert "29 peer cache unsynced (peers from a stale list)" in states, states
     others = [s for s in states if s != "29 peer cache unsynced (peers from a stale list)"]
     assert sum(int(s.split()[0]) for s in others) == 2, states
-    cause = "Common cause: `team-a`'s peer feed: `peer_cache_synced` is 0 on every one of the 31"
+    cause = "Common cause: team-a's peer feed: peer_cache_synced is 0 on every one of the 31"
     assert cause in shown, shown[:3000]  # the whole summary: which cause it named, or how many it judged
     table = out.index("── file in thread")
     header = out.index("CLUSTER  TARGET", table)

@@ -63,7 +63,7 @@ def test_target_down_human_view_says_meaning_action_and_the_placeholder(target_d
     assert "Logs of platform/crd-store: 2 messages of the log reference call for action" in out
     assert "all peer hosts for the proxy target are quarantined" in out
     assert "Action: Incident-grade: triage with the quick-triage verdict table" in out
-    assert "Read: `team-a-0`" in out
+    assert "Read: team-a-0" in out
     assert "placeholder" in out
 
 

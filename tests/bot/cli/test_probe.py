@@ -172,4 +172,4 @@ def test_probe_on_ownership_get_denied_names_the_identity_and_the_can_i(get_deni
     assert report["summary"] == f"403: the target's RBAC refuses {identity} to list widgets (example.com/v1)"
     assert f'kubectl auth can-i list widgets.example.com -n default --as="{identity}"' in report["next_step"]
     code, out, _ = get_denied.run("probe", TARGET)
-    assert "keep `get` beside update/patch/delete" in " ".join(out.split())
+    assert "keep get beside update/patch/delete" in " ".join(out.split())

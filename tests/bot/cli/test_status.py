@@ -67,7 +67,7 @@ def test_status_human_view(target_down: Sim) -> None:
     assert code == 1
     assert "Peers of platform/crd-store" in out
     shown = " ".join(out.split())  # the terminal wraps long lines
-    assert "v1alpha1` on replica team-a-0: healthy 0, quarantined 1, half_open 0 · cache synced" in shown
+    assert "v1alpha1 on replica team-a-0: healthy 0, quarantined 1, half_open 0 · cache synced" in shown
     assert "Verdict for platform/crd-store" in out  # the one judgement, then the peers: no findings
     assert "Likely cause" not in out
     assert "vCluster" not in out

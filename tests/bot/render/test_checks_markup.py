@@ -51,4 +51,4 @@ def test_the_escaped_words_still_read_as_written() -> None:
     guide = probe_message(probe_result()).blocks[-1]["elements"][0]["text"]
     assert mrkdwn_to_text(guide, Style()) == "Guide: Monitor the proxy > Synthetic probe"
     notes = help_message(set(HELP), channel="`#ops`").blocks[-1]["elements"]
-    assert "`<project>/<name>`" in mrkdwn_to_text(notes[1]["text"], Style())
+    assert "a configured target, <project>/<name>." in mrkdwn_to_text(notes[1]["text"], Style())

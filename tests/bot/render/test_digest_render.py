@@ -62,7 +62,7 @@ def test_degraded_first_with_finding_next_step_changes_probes_and_reasons() -> N
     assert "Check the target's control plane pods." in text
     assert "healthy → degraded" in text
     assert "last success 30 min ago" in text
-    assert "`all_quarantined`: +12 since the last digest" in text
+    assert "all_quarantined: +12 since the last digest" in text
 
 
 def firing(

@@ -85,7 +85,11 @@ def test_escaped_hostile_text_shows_literally_and_real_markup_is_spelled_out() -
     assert mrkdwn_to_text(esc("a & b"), plain) == "a & b"
     assert mrkdwn_to_text("<!channel> ping", plain) == "@channel ping"
     assert mrkdwn_to_text("see <https://example.com|docs>", plain) == "see docs (https://example.com)"
-    assert mrkdwn_to_text("*bold* _it_ `code`", plain) == "bold it `code`"
+    assert mrkdwn_to_text("*bold* _it_ `code`", plain) == "bold it code"
+    assert mrkdwn_to_text("*run `a_b_c` on `*x*`*", plain) == "run a_b_c on *x*"  # code is not markup
+    assert mrkdwn_to_text("```a: 1\nb: &lt;x&gt;```", plain) == "a: 1\nb: <x>"
+    assert mrkdwn_to_text("`&lt;project&gt;/&lt;name&gt;`", plain) == "<project>/<name>"
+    assert mrkdwn_to_text("\ue0000\ue001 `x`", plain) == "\ufffd0\ufffd x"  # text cannot name a held span
     assert mrkdwn_to_text("*bold*", Style(colour=True)) == "\x1b[1mbold\x1b[0m"
 
 
@@ -99,7 +103,7 @@ def test_alert_group_text_says_the_same_as_slack() -> None:
     view = group(alert(snap=snapshot()))
     text = show(alert_group_message(view, NOW))
     assert text.startswith(f"🔴 FIRING: {NO_HEALTHY_PEERS} · shop/orders")
-    assert "Now: still broken · healthy 0, quarantined 2, half_open 0 on `orders.example.com/v1`" in text
+    assert "Now: still broken · healthy 0, quarantined 2, half_open 0 on orders.example.com/v1" in text
     assert text.endswith("[Probe now] [Path check] [Acknowledge] [Silence…]")
 
 
@@ -108,6 +112,32 @@ def test_alert_details_text_is_the_thread_reply() -> None:
     text = show(details_reply(view, NOW), thread_reply=True)
     assert text.startswith(f"{THREAD_INDENT}Details: 🔴 FIRING: {NO_HEALTHY_PEERS}")
     assert "Now: still broken: still no healthy peer" in text
+
+
+# What of Slack's mrkdwn a terminal would show as marks: code, bold and italic, a link, an entity.
+MRKDWN_MARKS = re.compile(
+    r"`|(?<![\w*])\*\S[^*\n]*\*(?![\w*])|(?<![\w_])_\S[^_\n]*_(?![\w_])|<[^<>\s]+\|[^<>]*>|&(?:lt|gt|amp);"
+)
+
+
+def test_real_messages_show_as_plain_text_in_the_terminal() -> None:
+    view = group(alert(snap=snapshot()))
+    report = FindingsReport(
+        "status shop/orders", tuple(diagnose(snapshot())), LiveRead.read(NOW - timedelta(minutes=1))
+    )
+    change = GroupChange("k", NOW, resolved=(alert(),))
+    messages = [
+        alert_group_message(view, NOW),
+        details_reply(view, NOW),
+        findings_message(report, NOW),
+        change_reply(change, NOW),
+    ]
+    for msg in messages:
+        text = show(msg)
+        assert MRKDWN_MARKS.findall(text) == [], text
+    # Slack still gets its mrkdwn; the terminal its words.
+    assert "`shop/orders`" in str(messages[3].blocks)
+    assert show(messages[3]) == f"✅ Resolved: {NO_HEALTHY_PEERS} on shop/orders (orders.example.com/v1)"
 
 
 def test_link_buttons_are_marked() -> None:
@@ -121,7 +151,7 @@ def test_resolved_and_change_text() -> None:
     change = GroupChange("k", NOW, resolved=(alert(),))
     assert (
         show(change_reply(change, NOW))
-        == f"✅ Resolved: {NO_HEALTHY_PEERS} on `shop/orders` (`orders.example.com/v1`)"
+        == f"✅ Resolved: {NO_HEALTHY_PEERS} on shop/orders (orders.example.com/v1)"
     )
 
 
