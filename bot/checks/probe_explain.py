@@ -281,8 +281,8 @@ _PLAIN: dict[ProbeOutcome, tuple[str, str]] = {
     ),
     ProbeOutcome.HTTP_ERROR: (
         "unexpected answer {a.status} from the probe",
-        "Read the answer's message; 5xx other than 503 usually come from the target or the aggregation "
-        "layer.",
+        "Read the answer's message: the proxy turns the target's 5xx into 503, so another 5xx comes from "
+        "a layer in front of it (the aggregation layer) or, near 60 s, the proxy's own deadline.",
     ),
 }
 

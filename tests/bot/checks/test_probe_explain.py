@@ -131,3 +131,12 @@ async def test_no_answer_in_15_s_points_past_the_dial_at_the_response_path() -> 
     assert result.outcome is ProbeOutcome.TIMEOUT
     assert "A failed dial gives up at 5 s and answers 503" in result.next_step
     assert "the target's response path (the proxy cuts at 60 s)" in result.next_step
+
+
+async def test_a_5xx_other_than_503_is_not_put_down_to_the_target() -> None:
+    """troubleshoot/resource-proxy.mdx, "Target tenant cluster returns 503 unavailable": the proxy maps the
+    target's 5xx to 503, so a 500 through the proxy is not the target's own answer."""
+    result, _ = await _probe({PROBE: [_json(500, _status(500, "internal error"))]})
+    assert result.outcome is ProbeOutcome.HTTP_ERROR
+    assert "come from the target" not in result.next_step
+    assert "turns the target's 5xx into 503" in result.next_step
