@@ -293,12 +293,12 @@ def _latency(seconds: float | None) -> str:
 
 def _requests_line(r: Readings) -> str:
     total = fmt_count(r.counter(REQUESTS))
-    failed = sum(_503s(r).values()) + r.counter(TERMINATIONS, reason="deadline")
-    if failed == 0:
+    failed, cut = sum(_503s(r).values()), r.counter(TERMINATIONS, reason="deadline")
+    if failed == 0 and cut == 0:
         return f"healthy peers everywhere, no 503 answers {r.scope} ({total} requests)"
     return (
-        f"healthy peers everywhere; {fmt_count(failed)} 503 answers or deadline cuts {r.scope} of {total} "
-        f"requests: under {LIFETIME_SHARE:.0%} of them, history rather than now"
+        f"healthy peers everywhere; {fmt_count(failed)} 503 answers and {fmt_count(cut)} deadline cuts "
+        f"{r.scope} of {total} requests, each under {LIFETIME_SHARE:.0%} of them: history rather than now"
     )
 
 
