@@ -165,9 +165,7 @@ def diagnose_alert(
 
 
 # Verdicts that say where the fault is: the message's cause and next step are theirs.
-PLACING = frozenset(
-    {Verdict.TARGET_DOWN, Verdict.PROXY_PATH, Verdict.NO_PEER_FEED, Verdict.SLOW_TARGET}
-)
+PLACING = frozenset({Verdict.TARGET_DOWN, Verdict.PROXY_PATH, Verdict.NO_PEER_FEED, Verdict.SLOW_TARGET})
 
 
 def judged(d: AlertDiagnosis, v: TargetVerdict) -> AlertDiagnosis:
@@ -182,24 +180,32 @@ def judged(d: AlertDiagnosis, v: TargetVerdict) -> AlertDiagnosis:
     """
     verdict = v.verdict
     broken = d.standing is Standing.STILL_BROKEN
-    if verdict is Verdict.CHECK_REASON and broken:
-        return replace(d, verdict=v)
     if verdict not in PLACING and verdict is not Verdict.CHECK_REASON:
         return replace(d, verdict=v)
     evidence = d.now_evidence
     if d.standing in (Standing.RECOVERING, Standing.RECOVERED):
-        evidence = (f"{d.now}: the proxy has not noticed yet", *evidence)
+        evidence = (_looks_healed(verdict), *evidence)
     elif not broken:
         evidence = (d.now, *evidence)
+    own = d if verdict is Verdict.CHECK_REASON and broken else None
     return replace(
         d,
         verdict=v,
         standing=Standing.STILL_BROKEN,
         now=d.now if broken else v.why,
         now_evidence=evidence,
-        cause=_sentence(v.why),
-        next_step=v.next_step,
+        cause=_sentence(v.why) if own is None else own.cause,
+        next_step=v.next_step if own is None else own.next_step,
+        # A metrics-only "healthy" is not a second conclusion beside a fault the verdict placed.
+        findings=tuple(f for f in d.findings if f.severity is not Severity.OK),
     )
+
+
+def _looks_healed(verdict: Verdict) -> str:
+    """The alert's own reading, healed, as evidence under a verdict that says otherwise."""
+    if verdict is Verdict.TARGET_DOWN:
+        return "the client's proxy metrics look healed: it has not noticed the target is down yet"
+    return "this alert's own condition has ended, but the verdict's evidence has not"
 
 
 def _sentence(text: str) -> str:

@@ -6,6 +6,7 @@ import pytest
 
 from bot.domain.diagnosis import Standing, diagnose_alert, judged
 from bot.domain.diagnosis_readings import Readings
+from bot.domain.findings import Severity
 from bot.domain.verdict import (
     NEXT_STEPS,
     PodState,
@@ -46,9 +47,12 @@ def test_a_healed_reading_beside_a_down_target_is_evidence_not_a_second_conclusi
     one = judged(d, judge(DOWN, metrics_signal(Readings(after.snapshot(), win, T))))
     assert one.standing is Standing.STILL_BROKEN
     assert "down" in one.now
-    assert any("has not noticed yet" in e for e in one.now_evidence)
+    assert any("has not noticed the target is down yet" in e for e in one.now_evidence)
     assert "Nothing to do" not in one.next_step
     assert "Watch it resolve" not in one.next_step
+    assert all("self-healed" not in e for e in one.now_evidence)
+    assert [f for f in d.findings if f.severity is Severity.OK]  # the metrics alone said healthy
+    assert [f for f in one.findings if f.severity is Severity.OK] == []
 
 
 def test_a_healthy_verdict_never_says_nothing_to_do_beside_a_broken_alert() -> None:
@@ -68,6 +72,7 @@ def test_check_reason_keeps_a_broken_alerts_own_reading_of_the_reasons() -> None
     v = TargetVerdict(Verdict.CHECK_REASON, "503s", (), (), NEXT_STEPS[Verdict.CHECK_REASON])
     one = judged(d, v)
     assert (one.standing, one.cause, one.next_step) == (d.standing, d.cause, d.next_step)
+    assert one.verdict is v
 
 
 def test_check_reason_says_an_alert_that_looked_healed_is_not() -> None:
@@ -79,4 +84,4 @@ def test_check_reason_says_an_alert_that_looked_healed_is_not() -> None:
     one = judged(d, v)
     assert one.standing is Standing.STILL_BROKEN
     assert one.next_step == v.next_step
-    assert any("has not noticed yet" in e for e in one.now_evidence)
+    assert any("the verdict's evidence has not" in e for e in one.now_evidence)
