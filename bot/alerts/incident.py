@@ -58,7 +58,7 @@ from bot.domain.messages import AlertGroupView, GroupStatus, group_id
 from bot.domain.moments import from_epoch
 from bot.domain.resolution import Resolution
 from bot.ports import Clock
-from bot.render.alert_details import member_details_reply
+from bot.render.alert_details import details_reply, member_details_reply
 from bot.render.alert_message import alert_group_message
 from bot.render.incident import flapping_reply
 from bot.render.resolution import with_summary_line
@@ -92,6 +92,19 @@ class MemberThread:
             body,
             reply=member_reply(view.group_key),
             revision=identity,
+            defer=DETAILS_DEFER,
+        )
+
+    async def first_details(self, identity: str, channel: str, view: AlertGroupView) -> None:
+        """The first group's own details reply, edited from the reading a member's notification re-rendered
+        the incident's message with: each version of the message and its details tell one reading."""
+        body = details_reply(view, self._now())
+        await self._outbox.reply_in_place(
+            channel,
+            view.group_key,
+            body,
+            reply=DETAILS_REPLY,
+            revision=f"member:{identity}",
             defer=DETAILS_DEFER,
         )
 
@@ -440,12 +453,14 @@ class IncidentDesk:
         keys = tuple(dict.fromkeys([*first.facts.members, view.group_key]))
         first = replace(first, ts=None, facts=replace(first.facts, members=keys))
         members = await self._members(first, {view.group_key: state})
-        incident = shown(with_history(rebuild(anchor), first), first, members, first.facts.flaps, now)
+        own = with_history(rebuild(anchor), first)
+        incident = shown(own, first, members, first.facts.flaps, now)
         message = alert_group_message(incident, from_epoch(now))
         ended = await self._ended(first, prev, incident, members)
         if ended is not None:
             message = with_summary_line(message, ended)
         await self._outbox.update(channel, first.group_key, message, f"member:{identity}")
+        await self._thread.first_details(identity, channel, own)
         cause = None if first.facts.cause is None else first.facts.cause.cause
         await self._thread.details(identity, channel, first.group_key, view, cause)
         if ended is not None and prev is not None and self._resolutions is not None:
