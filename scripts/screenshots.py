@@ -198,7 +198,18 @@ def page_text(page_url: str, shot: Shot) -> list[str]:
     """The text of what the picture shows (the message and its open thread), line by line, as the page
     serves it: what `shoot` draws, without the drawing."""
     cid = channels(page_url)[shot.channel]
-    html = httpx.get(focus_url(page_url, cid, message_ts(page_url, cid, shot.marker)), timeout=10).text
+    return message_text(page_url, cid, message_ts(page_url, cid, shot.marker))
+
+
+def top_level_ts(page_url: str, channel_id: str) -> list[str]:
+    """The `ts` of every top-level message of the channel, oldest first."""
+    html = httpx.get(page_url, params={"channel": channel_id}, timeout=10).text
+    return [m.group(1) for m in _TOP.finditer(html)]
+
+
+def message_text(page_url: str, channel_id: str, ts: str) -> list[str]:
+    """The text of one top-level message and its open thread, line by line, as the page serves it."""
+    html = httpx.get(focus_url(page_url, channel_id, ts), timeout=10).text
     start, end = html.index('<div id="messages"'), html.index('<form id="composer"')
     parser = _Text()
     parser.feed(html[start:end])

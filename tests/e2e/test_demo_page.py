@@ -38,6 +38,7 @@ from tests.e2e.stack import (
     wait_until,
     write_bot_config,
 )
+from tests.harness.story import page_threads, problems
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30.0
@@ -142,6 +143,19 @@ def test_the_page_shows_the_alert_its_edit_thread_buttons_table_and_chart(tour: 
         assert chart.width > 200
     assert '<div id="error" class="page-error" hidden=""></div>' in digest
     assert 'data-script="running"' in digest  # the page's script ran (and found nothing to complain of)
+
+
+@pytest.mark.slow
+def test_every_message_of_the_tour_tells_one_story(tour: Tour) -> None:
+    """Issue 35's invariant table (tests.harness.story) over every message the tour posted, as shown."""
+    threads = [
+        page_threads(f"#{name} {ts}", shots.message_text(tour.url, cid, ts))
+        for name, cid in tour.channels.items()
+        for ts in shots.top_level_ts(tour.url, cid)
+    ]
+    assert len(threads) > 10
+    found = problems(threads)
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.slow
