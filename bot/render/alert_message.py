@@ -18,6 +18,7 @@ state named by what sets them apart (a replica, a target, group/versions) when t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -100,6 +101,26 @@ def fitted(prefix: str, text: str, max_lines: int) -> str:
             return line
         cut = plain.rstrip("…").rsplit(" ", 1)[0] if " " in plain else plain[:-8]
         plain = cut.rstrip(" ,;:") + "…" if cut else ""
+
+
+def whole(prefix: str, text: str, max_lines: int) -> str:
+    """`prefix` + `text` escaped, shortened to whole sentences (else whole clauses, ended as a sentence)
+    until it takes at most `max_lines`: a line that never ends mid-sentence, its whole text one details
+    reply away. Only when not even the first clause fits is it cut at a word (`fitted`)."""
+    for candidate in _shorter(one_line(text)):
+        line = prefix + esc(candidate)
+        if lines_of(line) <= max_lines:
+            return line
+    return fitted(prefix, text, max_lines)
+
+
+def _shorter(text: str) -> list[str]:
+    """`text`, then its heads ending at a sentence's end or a clause's ("; ", " - "), longest first."""
+    ends = {m.start() + 1 for m in re.finditer(r"[.!?] ", text)}
+    clauses = {m.start() for m in re.finditer(r"; | - ", text)}
+    heads = [text[:at] for at in sorted(ends, reverse=True)]
+    heads += [text[:at].rstrip(",") + "." for at in sorted(clauses, reverse=True)]
+    return [text, *sorted(heads, key=len, reverse=True)]
 
 
 def name(value: str) -> str:
@@ -289,8 +310,8 @@ def _explained(view: AlertGroupView, lead: AlertView) -> list[str]:
         return _plain_lines(lead)
     return [
         now_line(view, lead),
-        fitted("*Likely cause:* ", d.cause, 2),
-        fitted("*Next step:* ", d.next_step, 2),
+        whole("*Likely cause:* ", d.cause, 2),
+        whole("*Next step:* ", d.next_step, 2),
     ]
 
 
@@ -310,7 +331,7 @@ def _findings_and_trap(view: AlertGroupView, trap: str | None, room: int, chars:
     for two findings at least."""
     folded = view.folded_findings()
     lines = [_finding_line(f, view) for f in folded if f.severity >= Severity.INFO]
-    warn = [] if trap is None else [fitted("⚠️ *Watch out:* ", trap, 2)]
+    warn = [] if trap is None else [whole("⚠️ *Watch out:* ", trap, 2)]
     tries = [(shown, warn) for shown in range(min(len(lines), MAX_FINDINGS), min(len(lines), 2) - 1, -1)]
     tries += [(shown, []) for shown in range(min(len(lines), MAX_FINDINGS), -1, -1)]
     for shown, extra in tries:

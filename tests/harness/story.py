@@ -132,7 +132,8 @@ def headline_vs_details(thread: Thread) -> list[str]:
     if read is not None and reply_read is not None and read.group(0) != reply_read.group(0):
         found.append(f"{thread.where}: headline {read.group(0)!r}, its details {reply_read.group(0)!r}")
     step, reply_step = _field(thread.top, "Next step:"), _field(details, "Next step:")
-    if step is not None and reply_step is not None and not reply_step.startswith(step.rstrip("…")):
+    # The headline may end its step at a clause ("; " made "."): the details reply says it whole.
+    if step is not None and reply_step is not None and not reply_step.startswith(step.rstrip("….")):
         found.append(f"{thread.where}: next step {step!r} vs its details' {reply_step!r}")
     return found
 

@@ -340,3 +340,21 @@ def test_any_group_fits_the_budget_and_stays_inert(view: AlertGroupView) -> None
     assert chars <= MAX_VISIBLE, show(msg)
     assert limit_problems(msg.as_kwargs()) == []
     assert all("<" not in t and ">" not in t for t in mrkdwn_texts(msg))
+
+
+LONG_STEP = (
+    "Watch it resolve; if it fires again, check the client control plane's connectivity to the platform, "
+    "the platform pods and the license; look for ts_server_unavailable and stale_peers in dial failures by "
+    "reason."
+)
+
+
+def test_a_long_cause_or_step_ends_at_a_whole_clause_never_mid_sentence() -> None:
+    a = alert(snap=snapshot())
+    assert a.diagnosis is not None
+    long_one = replace(a, diagnosis=replace(a.diagnosis, next_step=LONG_STEP, cause=LONG_STEP))
+    lines = body_lines(alert_group_message(group(long_one), NOW))
+    for name in ("*Likely cause:* ", "*Next step:* "):
+        [line] = [x for x in lines if x.startswith(name)]
+        assert line.endswith("the platform pods and the license."), line
+        assert "…" not in line
