@@ -230,7 +230,9 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float | No
     shared = clients.store.backend != "sqlite"
     lease = Lease(clients.store, ttl=lease_timings(settings).ttl, clock=clients.pacing) if shared else None
     policy = DeliveryPolicy(idle_poll=SHARED_STORE_POLL * 4) if shared else None
-    delivery = Delivery(clients.store, clients.slack, policy=policy, lease=lease, clock=clients.pacing)
+    delivery = Delivery(
+        clients.store, clients.slack, policy=policy, lease=lease, clock=clients.pacing, shown=clients.clock
+    )
     if lease is not None:
         clients.opened.push_async_callback(_released, lease, delivery)  # runs before the store closes
     # The worker processes: the digest's page judging, and the alerts' charts (drawn off this process's

@@ -20,7 +20,7 @@ from bot.delivery.keys import (
     update_key,
     upload_key,
 )
-from bot.delivery.plan import DEFERRED, SHOW_AGAIN, group_of
+from bot.delivery.plan import DEFERRED, SHOW_AGAIN, SHOWN_AT, group_of
 from bot.ports import Clock
 from bot.render.blocks import Message
 from bot.store.base import Store
@@ -33,9 +33,11 @@ HORIZON = 10 * 365 * 86400.0
 class Enqueuer:
     """The outbox API the alert, command and digest sides use (`bot.alerts.outbox.Outbox`)."""
 
-    def __init__(self, store: Store, clock: Clock, batch: int) -> None:
+    def __init__(self, store: Store, clock: Clock, batch: int, shown: Clock | None = None) -> None:
         self._store = store
         self._clock = clock
+        # The clock messages tell the time by (the demo's is the simulated world's): a content's `SHOWN_AT`.
+        self._shown = shown or clock
         self._batch = batch
         self._wake = asyncio.Event()
         # The channels with rows as far as this process knows: those of the last read of the outbox, and
@@ -44,19 +46,20 @@ class Enqueuer:
 
     async def post(self, channel: str, group_key: str, message: Message) -> Enqueued:
         """Queue the group's top-level message (once per channel and group; newer content replaces)."""
-        payload = {"group_key": group_key, **message.as_kwargs()}
+        payload = {"group_key": group_key, **message.as_kwargs(), SHOWN_AT: self._shown()}
         key = post_key(channel, group_key)
         return await self._enqueue(key, channel, OutboxKind.POST, payload, replace_pending=True)
 
     async def update(self, channel: str, group_key: str, message: Message, revision: str) -> Enqueued:
         """Queue an edit of the group's message; `revision` makes a redelivered notification a no-op."""
-        payload = {"group_key": group_key, **message.as_kwargs()}
+        payload = {"group_key": group_key, **message.as_kwargs(), SHOWN_AT: self._shown()}
         key = update_key(channel, group_key, revision)
         return await self._enqueue(key, channel, OutboxKind.UPDATE, payload)
 
     async def show_again(self, channel: str, group_key: str, revision: str) -> Enqueued:
         """Queue an edit showing the group's message as it is when the edit is sent: its newest content
-        then, with the acknowledgement and silence of that moment (`bot.delivery.send`). What changes no
+        then, its ages told at that moment, with the acknowledgement and silence of that moment
+        (`bot.delivery.send`). What changes no
         content (an acknowledgement, a silence) is queued so: content read now could be older, by then,
         than an edit queued meanwhile, and would undo it. `revision` makes it once."""
         payload = {"group_key": group_key, SHOW_AGAIN: True}

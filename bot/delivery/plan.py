@@ -138,6 +138,9 @@ _RANK = {OutboxKind.UPDATE: 0, OutboxKind.REPLY_EDIT: 0, OutboxKind.POST: 1}
 SHOW_AGAIN = "show_again"
 # A payload flag: the row was queued to wait (`Delivery.reply_in_place(..., defer=)`), not for a retry.
 DEFERRED = "deferred"
+# A message content's time (epoch seconds, on the clock messages tell the time by) when it was queued: the
+# moment its ages ("just now", "12 min ago") were told against, aged when a `SHOW_AGAIN` edit shows it later.
+SHOWN_AT = "shown_at"
 
 
 def _runnable(items: Sequence[OutboxItem], now: float) -> tuple[list[OutboxItem], list[float]]:
@@ -171,4 +174,4 @@ def _newest_content(edits: Sequence[OutboxItem]) -> dict[str, Any]:
 
 
 def _content(item: OutboxItem) -> dict[str, Any]:
-    return {k: item.payload[k] for k in ("text", "blocks") if k in item.payload}
+    return {k: item.payload[k] for k in ("text", "blocks", SHOWN_AT) if k in item.payload}

@@ -34,12 +34,12 @@ from bot.clients.alertmanager import Silence
 from bot.clients.slack import Posted, SlackRateLimited, SlackRejected
 from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import post_key, update_key, upload_key
-from bot.delivery.plan import SHOW_AGAIN, Step
+from bot.delivery.plan import SHOW_AGAIN, SHOWN_AT, Step
 from bot.domain.alerts import AlertStatus
 from bot.lease import Lease
 from bot.ports import Clock
 from bot.render.acknowledge import shown_with
-from bot.render.blocks import Message
+from bot.render.blocks import Message, aged
 from bot.render.refit import smaller, text_only
 from bot.render.silence_line import ShownSilence, shown_silenced, silenceable
 from bot.store.base import Store
@@ -102,12 +102,15 @@ class StepSender:
         clock: Clock,
         sleep: Sleep,
         lease: Lease | None = None,
+        *,
+        shown: Clock | None = None,
     ):
         self._store = store
         self._lease = lease
         self._slack = slack
         self._interval = 1.0 / posts_per_second
         self._clock = clock
+        self._shown_clock = shown or clock  # the time messages tell (`Delivery`'s `shown`)
         self._sleep = sleep
         self._next_post_at: dict[str, float] = {}
         # Channels whose history Slack refused to show (`missing_scope`): posts there are at-least-once.
@@ -214,14 +217,20 @@ class StepSender:
 
     async def _newest(self, step: Step) -> Message | None:
         """An edit's content: its own, or for a `SHOW_AGAIN` edit the message's newest content now (its
-        post's or its latest content edit's, whichever replica queued it); None when none is kept."""
+        post's or its latest content edit's, whichever replica queued it), its ages told as they are now
+        (that content was made for when it was queued); None when none is kept."""
         if not step.payload.get(SHOW_AGAIN):
             return _message(step.payload)
         channel, group = step.item.channel, step.group_key
         found = await self._store.last_payload(
             channel, post_key(channel, group), update_key(channel, group, "")
         )
-        return None if found is None else _message(found)
+        if found is None:
+            return None
+        queued_at = found.get(SHOWN_AT)
+        if not isinstance(queued_at, int | float):  # queued by a proxybot that kept no time with it
+            return _message(found)
+        return aged(_message(found), self._shown_clock() - queued_at)
 
     async def _shown(self, step: Step, content: Message) -> Message:
         """A message's post or edit as it is shown now: with the acknowledgement the store holds for it

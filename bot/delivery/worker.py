@@ -69,9 +69,11 @@ class Delivery(Enqueuer):
         sleep: Sleep = asyncio.sleep,
         rand: Callable[[], float] = random.random,
         lease: Lease | None = None,
+        shown: Clock | None = None,
     ) -> None:
         self._policy = policy or DeliveryPolicy()
-        super().__init__(store, clock, self._policy.batch)
+        # `clock` paces the work; `shown` (by default `clock`) is the time messages tell.
+        super().__init__(store, clock, self._policy.batch, shown)
         self._lease = lease
         self._sleep = sleep
         self._rand = rand
@@ -80,7 +82,9 @@ class Delivery(Enqueuer):
         self._paused_until: dict[str, float] = {}
         self._next_edit_at: dict[tuple[str, str], float] = {}
         self._dispatched_at = float("-inf")
-        self._sender = StepSender(store, slack, self._policy.posts_per_second, clock, sleep, lease)
+        self._sender = StepSender(
+            store, slack, self._policy.posts_per_second, clock, sleep, lease, shown=self._shown
+        )
         # Set when a stop cut Slack calls off mid-flight: the lease is then left to expire, not released,
         # so the next leader looks for those posts only once they could have reached Slack.
         self.cut_off = False

@@ -16,7 +16,7 @@ sent `verbatim`, so Slack does not auto-link raw URLs or `#channel` names either
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -365,7 +365,11 @@ def fmt_span(seconds: float) -> str:
 
 
 def fmt_ago(at: datetime, now: datetime) -> str:
-    seconds = (utc(now) - utc(at)).total_seconds()
+    return ago_words((utc(now) - utc(at)).total_seconds())
+
+
+def ago_words(seconds: float) -> str:
+    """How long ago, as `fmt_ago` says it: "just now", "12 min ago", "in 3 min" (a moment ahead)."""
     if abs(seconds) < 5:
         return "just now"
     return f"{fmt_span(seconds)} ago" if seconds > 0 else f"in {fmt_span(-seconds)}"
@@ -373,3 +377,41 @@ def fmt_ago(at: datetime, now: datetime) -> str:
 
 def fmt_since(at: datetime, now: datetime) -> str:
     return f"{fmt_time(at)} ({fmt_ago(at, now)})"
+
+
+# The ages `fmt_ago` tells of a past moment: "just now", "45 s ago", "12 min ago", "1 h 5 min ago".
+_AGO = re.compile(r"\bjust now\b|\b(\d+) (s|min|h|d)(?: (\d+) (min|h))? ago\b")
+_UNIT_SECONDS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
+
+
+def aged(message: Message, seconds: float) -> Message:
+    """`message` with every age it tells (`fmt_ago`'s words for a past moment) `seconds` older: what was
+    "just now" when it was rendered is "10 min ago" when it is shown 10 minutes later. Each age is read at
+    its lower bound ("12 min" as 12:00, "just now" as 0), so none is told older than it is."""
+    if seconds <= 0:
+        return message
+
+    def older(text: str) -> str:
+        return _AGO.sub(lambda m: ago_words(_age_seconds(m) + seconds), text)
+
+    blocks = tuple(_with_texts(block, older) for block in message.blocks)
+    return Message(older(message.text), blocks, message.broadcast)
+
+
+def _age_seconds(m: re.Match[str]) -> float:
+    if m.group(1) is None:  # "just now"
+        return 0.0
+    rest = int(m.group(3)) * _UNIT_SECONDS[m.group(4)] if m.group(3) else 0
+    return float(int(m.group(1)) * _UNIT_SECONDS[m.group(2)] + rest)
+
+
+def _with_texts(node: Any, change: Callable[[str], str]) -> Any:
+    """A block with `change` applied to every text it shows (the `text` strings; never a button's value)."""
+    if isinstance(node, dict):
+        return {
+            key: change(value) if key == "text" and isinstance(value, str) else _with_texts(value, change)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_with_texts(item, change) for item in node]
+    return node

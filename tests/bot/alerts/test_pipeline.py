@@ -50,7 +50,7 @@ async def test_first_notification_is_one_enriched_post_and_its_details_in_the_cl
         (OutboxKind.REPLY, "#alpha-alerts"),
     ]
     payload = items[0].payload
-    assert set(payload) == {"group_key", "text", "blocks"}
+    assert set(payload) == {"group_key", "text", "blocks", "shown_at"}  # shown_at: what its ages count from
     assert payload["group_key"] == '{}:{alertname="ResourceProxyNoHealthyPeers"}'
     assert payload["text"].startswith("FIRING: ResourceProxyNoHealthyPeers")
     assert "Live state read" in text_of(items[0])  # enriched, not "unavailable"

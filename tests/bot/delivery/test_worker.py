@@ -15,11 +15,14 @@ from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
+from bot.domain.messages import LiveRead
+from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Button, Message, actions, section
 from bot.render.slack import ACTION_PROBE, ACTION_SILENCE, ACTIONS_BLOCK_ID
 from bot.store import AlertGroupState, OutboxItem, OutboxState, Store, open_store
 from bot.store.models import GroupFacts, Withdrawal
 from config.settings import SlackSettings
+from tests.fakes import alert_views as views
 from tests.fakes.slack_api import FakeSlack
 
 FOLDED, OUT, UNQUEUED = Withdrawal.FOLDED, Withdrawal.OUT, Withdrawal.UNQUEUED
@@ -629,3 +632,51 @@ async def test_a_resolved_edit_shows_no_silence_though_the_groups_row_still_says
         await drained(store)
     assert top.text == "RESOLVED"
     assert "Silenced by" not in str(top.blocks)
+
+
+async def test_a_show_again_edit_tells_the_ages_of_its_content_as_they_are_when_it_goes_out(
+    fake: FakeSlack, db_url: str
+) -> None:
+    # The message as the alert side rendered it at NOW: "since 10:02 (12 min ago)", "read 10:14:00 (just
+    # now)". Acknowledged 10 minutes later, its edit must not say "just now" any more.
+    clock = FakeTime(views.NOW.timestamp())
+    store = await open_store(db_url, clock=clock)
+    try:
+        view = views.group(views.alert(snap=views.snapshot()), live=LiveRead.read(views.NOW))
+        content = alert_group_message(view, views.NOW)
+        delivery = Delivery(store, slack_at(fake.api_url), policy=FAST, clock=clock)
+        async with running(delivery):
+            await delivery.post(ALERTS, "grp", content)
+            await drained(store)
+            await delivery.show_again(ALERTS, "grp", "ack:U1:1")  # at once: nothing has aged
+            await drained(store)
+            clock.now += 600
+            await delivery.show_again(ALERTS, "grp", "ack:U1:2")
+            await drained(store)
+    finally:
+        await store.close()
+    [quick, later] = [
+        views.all_text(Message(c.params["text"], tuple(c.params["blocks"])))
+        for c in fake.calls_to("chat.update")
+    ]
+    assert "since 2024-05-01 10:02 UTC (12 min ago)" in quick
+    assert "Live state read 10:14:00 UTC (just now)" in quick
+    assert "since 2024-05-01 10:02 UTC (22 min ago)" in later
+    assert "Live state read 10:14:00 UTC (10 min ago)" in later
+    assert "updated 10:14:00 UTC" in later  # when the content was made: a time, not an age
+    assert "just now" not in later
+
+
+async def test_ages_are_told_by_the_clock_messages_show_not_the_one_pacing_the_work(
+    fake: FakeSlack, store: Store
+) -> None:
+    # The demo's messages tell the simulated world's time; its delivery is paced by the machine's.
+    shown = FakeTime(views.NOW.timestamp())
+    delivery = Delivery(store, slack_at(fake.api_url), policy=FAST, shown=shown)
+    async with running(delivery):
+        await delivery.post(ALERTS, "grp", msg("Live state read 10:14:00 UTC (just now)"))
+        await drained(store)
+        shown.now += 90
+        await delivery.show_again(ALERTS, "grp", "ack:U1:1")
+        await drained(store)
+    assert fake.calls_to("chat.update")[-1].params["text"] == "Live state read 10:14:00 UTC (1 min ago)"

@@ -14,6 +14,7 @@ from bot.render.blocks import (
     WORD_JOINER,
     Button,
     actions,
+    aged,
     code,
     code_block,
     context,
@@ -267,3 +268,29 @@ def test_relative_and_absolute_times_are_utc() -> None:
     assert fmt_ago(NOW + timedelta(minutes=3), NOW) == "in 3 min"
     # Naive times are taken as UTC, as Alertmanager's timestamps are.
     assert fmt_ago(datetime(2024, 5, 1, 9, 14), NOW) == "1 h ago"
+
+
+def test_aged_tells_each_age_later_and_nothing_else() -> None:
+    shown = message(
+        "read (just now)",
+        [
+            section("since 2024-05-01 10:02 UTC (12 min ago) · last success 1 h 5 min ago · in 3 min"),
+            context(
+                ["Live state read 10:14:00 UTC (just now)", "quarantined for 20 s", "updated 10:14:00 UTC"]
+            ),
+            actions([Button("Probe now", "p", "just now 5 min ago")]),
+        ],
+    )
+    later = aged(shown, 600)
+    assert later.text == "read (10 min ago)"
+    assert later.blocks[0]["text"]["text"] == (
+        "since 2024-05-01 10:02 UTC (22 min ago) · last success 1 h 15 min ago · in 3 min"
+    )
+    assert [e["text"] for e in later.blocks[1]["elements"]] == [
+        "Live state read 10:14:00 UTC (10 min ago)",
+        "quarantined for 20 s",  # a duration, not an age
+        "updated 10:14:00 UTC",
+    ]
+    assert later.blocks[2] == shown.blocks[2]  # a button's value is data
+    assert aged(shown, 3) == shown  # "just now" is still just now; "12 min" still 12
+    assert aged(shown, -30) == shown  # a clock behind the one that made it: no younger ages
