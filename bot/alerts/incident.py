@@ -51,6 +51,7 @@ from bot.domain.incident import (
     IncidentView,
     OpenIncident,
     group_cause,
+    leading_member,
     pick_incident,
     probe_subject,
 )
@@ -81,11 +82,19 @@ class MemberThread:
         self._clock = clock
 
     async def details(
-        self, identity: str, channel: str, incident: str, view: AlertGroupView, cause: Cause | None
+        self,
+        identity: str,
+        channel: str,
+        incident: str,
+        view: AlertGroupView,
+        cause: Cause | None,
+        *,
+        heads: bool = False,
     ) -> None:
         """The member's details reply in the thread of message `incident` (its first group's key):
-        posted the first time, edited in place (once per notification `identity`) after."""
-        body = member_details_reply(view, cause, self._now())
+        posted the first time, edited in place (once per notification `identity`) after; `heads`: the
+        member pages hardest, so the message is headed by it."""
+        body = member_details_reply(view, cause, self._now(), heads=heads)
         await self._outbox.reply_in_place(
             channel,
             incident,
@@ -262,6 +271,7 @@ def line_of(state: AlertGroupState, now: float) -> IncidentLine:
         resolved_at=None if state.resolved_at is None else from_epoch(state.resolved_at),
         flaps=state.facts.flaps.count(now),
         cronjob=probes[0] if len(probes) == 1 else None,
+        alerts=max(len(labels), 1),
     )
 
 
@@ -462,7 +472,9 @@ class IncidentDesk:
         await self._outbox.update(channel, first.group_key, message, f"member:{identity}")
         await self._thread.first_details(identity, channel, own)
         cause = None if first.facts.cause is None else first.facts.cause.cause
-        await self._thread.details(identity, channel, first.group_key, view, cause)
+        lead = leading_member(own.severity, incident.incident)
+        heads = lead is not None and lead == line_of(state, now)
+        await self._thread.details(identity, channel, first.group_key, view, cause, heads=heads)
         if ended is not None and prev is not None and self._resolutions is not None:
             change = change_since(group, view, prev, from_epoch(now))
             change = replace(change, group_status=incident.status, started_at=incident.started_at)

@@ -196,6 +196,7 @@ class IncidentLine:
     resolved_at: datetime | None = None
     flaps: int = 0
     cronjob: str | None = None  # a failing probe's `<namespace>/<cronjob>` (it has no target)
+    alerts: int = 1  # the group's firing alerts (one per group/version and replica)
 
 
 @dataclass(frozen=True, slots=True)

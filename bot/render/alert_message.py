@@ -285,8 +285,10 @@ def _tail_lines(tail: Sequence[Block]) -> int:
 def _place_line(view: AlertGroupView, now: datetime) -> str:
     where = _subject(view)
     cluster = name(view.cluster) if view.cluster else "no configured cluster matched"
-    firing = len(view.firing)
-    resolved = len(view.alerts) - firing
+    members = view.incident.members if view.incident is not None else ()
+    # The incident's firing alerts, its own and each member's: the one count the message gives.
+    firing = len(view.firing) + sum(m.alerts for m in members if m.firing)
+    resolved = len(view.alerts) - len(view.firing)
     count = f"{counted(firing, 'alert')} firing" + (f", {resolved} resolved" if resolved else "")
     return f"{where} on {cluster} · since {fmt_since(view.started_at, now)} · {count}"
 

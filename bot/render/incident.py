@@ -1,7 +1,7 @@
 """Incidents and flapping in words: the lines an incident's message carries, and its thread notes.
 
 `incident_lines` is what the compact message (`bot.render.alert_message`) adds for a group's `IncidentView`,
-as many "also firing" lines as its budget leaves room for: "3 alerts, one cause:
+as many "also firing" lines as its budget leaves room for: "3 alert rules, one cause:
 ...", one "also firing" line per group that joined (turning resolved with it), and the flap count. The
 thread: `join_lines` head a joining group's details reply (`bot.render.alert_details.member_details_reply`),
 `flapping_reply` is the note at most once an hour for a flapping group.
@@ -11,6 +11,7 @@ Values from outside (alert names, targets, group/versions) enter through `esc`/`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from bot.domain.incident import FLAPPING_AT, Cause, IncidentLine, IncidentView, leading_member
@@ -100,7 +101,7 @@ def incident_lines(
     lines = []
     if incident.members:
         short = "" if incident.cause is None else f" {CAUSE_SHORT[incident.cause]}"
-        lines.append(f"*{counted(len(incident.names), 'alert')}, one cause:*{short}")
+        lines.append(f"*{counted(len(incident.names), 'alert rule')}, one cause:*{short}")
         lead = None if own is None else leading_member(own.severity, incident)
         members = incident.members
         if own is not None and lead is not None:
@@ -119,7 +120,8 @@ def own_line(view: AlertGroupView) -> IncidentLine:
     targets = sorted({a.target for a in view.alerts if a.target})
     gvs = tuple(sorted({a.group_version for a in view.alerts if a.group_version}))
     target = targets[0] if len(targets) == 1 else None
-    return IncidentLine(tuple(view.names()), target, gvs, view.severity, True, view.started_at)
+    own = IncidentLine(tuple(view.names()), target, gvs, view.severity, True, view.started_at)
+    return replace(own, alerts=max(len(view.firing), 1))
 
 
 def _group_where(view: AlertGroupView) -> str:
@@ -133,9 +135,10 @@ def _group_where(view: AlertGroupView) -> str:
     return where
 
 
-def join_lines(view: AlertGroupView, cause: Cause | None, now: datetime) -> list[str]:
+def join_lines(view: AlertGroupView, cause: Cause | None, now: datetime, *, heads: bool = False) -> list[str]:
     """What a group that joined an incident is, for the top of its details reply in the incident's
-    thread: what fires (or that it resolved), since when, the shared cause, how it is silenced."""
+    thread: what fires (or that it resolved), since when, the shared cause, how it is silenced; `heads`:
+    it joined and, paging hardest, heads the message now."""
     names = ", ".join(f"*{esc(n)}*" for n in view.names()) or "*alert*"
     if view.status is GroupStatus.FIRING:
         since = fmt_ago(view.started_at, now)
@@ -144,8 +147,9 @@ def join_lines(view: AlertGroupView, cause: Cause | None, now: datetime) -> list
         ended = view.resolved_at or now
         took = fmt_span((utc(ended) - utc(view.started_at)).total_seconds())
         state = f"{RESOLVED_MARK} {names}{_group_where(view)}: resolved after {took}"
+    joined = "Joined this incident and heads it (it pages hardest)" if heads else "Joined this incident"
     return [
-        f"↳ Joined this incident: {state}",
+        f"↳ {joined}: {state}",
         f"*Same cause:* {cause_words(cause)}",
         "_Silence… on the incident's message silences it too; it resolves on its own line there._",
     ]

@@ -98,9 +98,9 @@ def test_the_three_alerts_of_a_dropped_peer_watch_are_one_message(
 
     wait_until(lambda: len(joined()) == 2, DELIVERY_TIMEOUT, "a details reply for each alert that joined")
     shown = "the message edited to show them"
-    wait_until(lambda: "3 alerts, one cause" in full_text(message), DELIVERY_TIMEOUT, shown)
+    wait_until(lambda: "3 alert rules, one cause" in full_text(message), DELIVERY_TIMEOUT, shown)
     text = full_text(message)
-    assert "3 alerts, one cause:* the client's peer feed" in text
+    assert "3 alert rules, one cause:* the client's peer feed" in text
     assert "also firing: 🟠 *ResourceProxyDiscoveryDegraded*" in text
     assert "also firing: 🔴 *ResourceProxyProbeFailing* (CronJob" in text
     assert slack.top_level() == [message]

@@ -43,7 +43,7 @@ def test_an_incident_says_how_many_alerts_share_which_cause_and_lists_the_others
     done = line(PEER_CHURN, firing=False, resolved_at=NOW - timedelta(minutes=1))
     view = IncidentView(Cause.PEER_FEED, ("A", DISCOVERY_DEGRADED, PROBE_FAILING), (line(), probe, done))
     lines = incident_lines(view, NOW)
-    assert lines[0].startswith("*3 alerts, one cause:* the client's peer feed (no current peer list)")
+    assert lines[0].startswith("*3 alert rules, one cause:* the client's peer feed (no current peer list)")
     assert lines[1] == (f"↳ also firing: 🟠 *{DISCOVERY_DEGRADED}* on `{T}` (`{GV}`), since 3 min ago")
     assert lines[2].endswith("(CronJob `vcluster-a/proxy-probe`), since 3 min ago")
     assert lines[3] == f"↳ ✅ *{PEER_CHURN}* on `{T}` (`{GV}`): resolved after 2 min"
@@ -65,7 +65,7 @@ def test_the_incident_shows_on_the_firing_and_the_resolved_message() -> None:
     )
     for view in (firing, resolved):
         text = text_of(alert_group_message(view, NOW))
-        assert "*2 alerts, one cause:* the target's endpoints (no healthy peer)" in text
+        assert "*2 alert rules, one cause:* the target's endpoints (no healthy peer)" in text
         assert "Flapping: 2 times in the last hour" in text
     assert "one cause" not in text_of(alert_group_message(group(alert(snap=snapshot())), NOW))
 
@@ -151,8 +151,19 @@ def test_the_most_severe_firing_alert_leads_the_headline_and_the_first_is_also_f
     text = text_of(msg)
     assert "↳ also firing: 🟠 *ResourceProxyTargetUnavailable*" in text
     assert "↳ also firing: 🔴 *ResourceProxyNoHealthyPeers*" not in text
-    assert "*2 alerts, one cause:*" in text
+    assert "*2 alert rules, one cause:*" in text
     # A member no more severe than the message's own alert leaves the headline to it.
     calm = IncidentView(Cause.ENDPOINTS, ("A", PEER_CHURN), (line(PEER_CHURN),))
     own = alert_group_message(group(opened, incident=calm), NOW).blocks[0]["text"]["text"]
     assert own == f"🟠 FIRING: ResourceProxyTargetUnavailable · {T}"
+
+
+def test_the_message_counts_every_firing_alert_of_the_incident_once() -> None:
+    """The headline's count is the incident's firing alerts (its own and each member's); the cause line
+    counts alert rules, so no two lines give one thing two numbers."""
+    two = line(alerts=2)  # one member group of two alerts (two group/versions)
+    done = line(PEER_CHURN, firing=False, resolved_at=NOW - timedelta(minutes=1))
+    incident = IncidentView(Cause.ENDPOINTS, ("A", DISCOVERY_DEGRADED, PEER_CHURN), (two, done))
+    text = text_of(alert_group_message(group(alert(snap=snapshot()), incident=incident), NOW))
+    assert "· 3 alerts firing" in text  # 1 of its own, 2 of the member still firing
+    assert "*3 alert rules, one cause:*" in text
