@@ -54,10 +54,13 @@ LISTED = 4  # lines of a list (alerts, peers, evidence, findings) before "+N mor
 LINE_CHARS = 400  # one evidence line at most (the logs counted): the rest is `proxybot logs`
 
 
-def member_details_reply(view: AlertGroupView, cause: Cause | None, now: datetime) -> Message:
+def member_details_reply(
+    view: AlertGroupView, cause: Cause | None, now: datetime, *, heads: bool = False
+) -> Message:
     """The details reply of a group that joined an incident, in the incident message's thread: what
-    joined and the shared cause, then its details as `details_reply` gives them (its only reply there)."""
-    return details_reply(view, now, intro=join_lines(view, cause, now))
+    joined (or, `heads`, that it now heads the message) and the shared cause, then its details as
+    `details_reply` gives them (its only reply there)."""
+    return details_reply(view, now, intro=join_lines(view, cause, now, heads=heads))
 
 
 def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] = ()) -> Message:

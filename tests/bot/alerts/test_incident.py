@@ -113,7 +113,7 @@ async def test_three_alerts_of_one_cause_on_one_target_are_one_message(harness: 
     kinds += [OutboxKind.UPDATE, OutboxKind.REPLY_EDIT, OutboxKind.REPLY] * 2
     assert [i.kind for i in items] == kinds
     last = text_of([i for i in items if i.kind is OutboxKind.UPDATE][-1])
-    assert "*3 alerts, one cause:* the target's endpoints (no healthy peer)" in last
+    assert "*3 alert rules, one cause:* the target's endpoints (no healthy peer)" in last
     assert f"also firing: 🔴 *{UNAVAILABLE}* on `team-a/db`" in last
     assert f"also firing: 🔴 *{CHURN}* on `team-a/db`" in last
     assert replies_of(items) == []
@@ -478,3 +478,17 @@ async def test_an_older_member_notification_replayed_after_a_newer_one_changes_n
     member = await harness.store.get_group(CHANNEL, group_of(UNAVAILABLE))
     assert member is not None
     assert (member.facts.last_notification, member.facts.last_notification_id) == (newer.identity, newer.id)
+
+
+async def test_a_member_that_pages_harder_heads_the_message_and_its_reply_says_so(harness: Harness) -> None:
+    first = alert("b1", UNAVAILABLE)
+    first["labels"]["severity"] = "warning"
+    await harness.run(webhook([first], group=group_of(UNAVAILABLE)))
+    await harness.run(notify(NO_HEALTHY, "a1"))  # critical
+    items = await harness.items()
+    update = [i for i in items if i.kind is OutboxKind.UPDATE][-1]
+    assert f"🔴 FIRING: {NO_HEALTHY}" in text_of(update)  # the message is headed by it
+    [reply] = [
+        i for i in items if i.key == member_reply_key(group_of(NO_HEALTHY), first=group_of(UNAVAILABLE))
+    ]
+    assert f"↳ Joined this incident and heads it (it pages hardest): 🔴 *{NO_HEALTHY}*" in text_of(reply)
