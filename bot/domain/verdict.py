@@ -28,6 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.diagnosis_readings import Readings, describe_peers, fmt_count, fmt_seconds
+from bot.domain.reasons import PEER_AVAILABILITY
 from bot.domain.snapshot import (
     ALL_QUARANTINED,
     DIAL_DURATION,
@@ -260,8 +261,22 @@ def _failing(r: Readings) -> MetricsSignal | None:
 
 
 def _503s(r: Readings) -> dict[str, float]:
+    """503 answers by reason, but those of the peers' availability: with healthy peers now (the judges
+    before this one found no unhealthy or unsynced cache) they are an outage that is over; the guide's
+    table sends "503s without quarantine" to the reasons."""
     by_code = r.counter_by(REQUESTS, "code", "reason")
-    return {reason: n for (code, reason), n in by_code.items() if code == "503"}
+    return {
+        reason: n
+        for (code, reason), n in by_code.items()
+        if code == "503" and reason not in PEER_AVAILABILITY
+    }
+
+
+def _peer_outage(r: Readings) -> dict[str, float]:
+    by_code = r.counter_by(REQUESTS, "code", "reason")
+    return {
+        reason: n for (code, reason), n in by_code.items() if code == "503" and reason in PEER_AVAILABILITY
+    }
 
 
 def _history(r: Readings, count: float) -> bool:
@@ -294,10 +309,15 @@ def _latency(seconds: float | None) -> str:
 def _requests_line(r: Readings) -> str:
     total = fmt_count(r.counter(REQUESTS))
     failed, cut = sum(_503s(r).values()), r.counter(TERMINATIONS, reason="deadline")
+    outage = sorted(_peer_outage(r).items(), key=_largest)
+    head = "healthy peers everywhere" + "".join(
+        f"; {fmt_count(n)} 503 answers ({reason}) {r.scope}: peers healthy again" for reason, n in outage
+    )
     if failed == 0 and cut == 0:
-        return f"healthy peers everywhere, no 503 answers {r.scope} ({total} requests)"
+        other = "; no other" if outage else ", no"
+        return f"{head}{other} 503 answers {r.scope} ({total} requests)"
     return (
-        f"healthy peers everywhere; {fmt_count(failed)} 503 answers and {fmt_count(cut)} deadline cuts "
+        f"{head}; {fmt_count(failed)} 503 answers and {fmt_count(cut)} deadline cuts "
         f"{r.scope} of {total} requests, each under {LIFETIME_SHARE:.0%} of them: history rather than now"
     )
 

@@ -249,3 +249,16 @@ def test_json_keys() -> None:
     assert found["why"].startswith("none of the target's")
     assert found["verdict_inputs"][0] == "target pods: 0 of 1 Ready"
     assert verdict_dict(None)["verdict"] == "unknown"
+
+
+@pytest.mark.parametrize("reason", ["all_quarantined", "no_peer", "stale_peers"])
+def test_503s_of_a_peer_outage_over_now_are_not_check_reason(reason: str) -> None:
+    """The guide's table: check the reason for 503s *without quarantine*. 503s whose reason is the peers'
+    availability, with every peer healthy and synced now, are the outage a restart caused, over: the
+    verdict is healthy and says so (the restart scenario's resolved message said check_reason)."""
+    before = healthy_page()
+    after = before.copy().requests(9, reason, "503")
+    found = signal(after, before)
+    assert found.verdict is Verdict.HEALTHY
+    assert f"9 503 answers ({reason})" in found.evidence[0]
+    assert "peers healthy again" in found.evidence[0]
