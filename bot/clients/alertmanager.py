@@ -43,6 +43,8 @@ _LABEL_SET = re.compile(rf"\{{(?:{_LABEL_NAME}={_QUOTED}(?:, {_LABEL_NAME}={_QUO
 _LABEL_PAIR = re.compile(rf"({_LABEL_NAME})=({_QUOTED})")
 MAX_ERROR_TEXT = 300
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# A literal as `_re2_literal` escapes it: punctuation only after a backslash.
+_ESCAPED_LITERAL = re.compile(r"(?:\\[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~\\])*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,16 @@ class Matcher:
         return {"name": self.name, "value": self.value, "isRegex": self.is_regex, "isEqual": self.is_equal}
 
     def __str__(self) -> str:
-        return f"{self.name}{self._op()}{json.dumps(self.value)}"
+        """The matcher for people: `name="value"`; a regex that is an alternation of literals (what
+        `matchers_for` makes) as `name is one of "a", "b"` (`(unset)` for its empty alternative); any
+        other regex as Alertmanager's own page shows it, its backslashes once."""
+        if not self.is_regex:
+            return f"{self.name}{self._op()}{json.dumps(self.value)}"
+        literals = _literals(self.value)
+        if literals is None:
+            return f'{self.name}{self._op()}"{self.value}"'
+        listed = ", ".join(json.dumps(v) if v else "(unset)" for v in literals)
+        return f"{self.name} is {'one' if self.is_equal else 'none'} of {listed}"
 
     def as_filter(self) -> str:
         """The matcher as the API's `filter` parameter takes it: Alertmanager 0.25 unescapes only a
@@ -109,6 +120,14 @@ def matchers_for(label_sets: Sequence[Mapping[str, str]], names: Iterable[str]) 
         else:
             found.append(Matcher(name, "|".join(_re2_literal(v) for v in values), is_regex=True))
     return tuple(found)
+
+
+def _literals(regex: str) -> list[str] | None:
+    """The literals of an alternation of escaped literals (`a\\.b|c`), else None."""
+    parts = re.split(r"(?<!\\)\|", regex)
+    if not all(_ESCAPED_LITERAL.fullmatch(p) for p in parts):
+        return None
+    return [re.sub(r"\\(.)", r"\1", p) for p in parts]
 
 
 def _re2_literal(value: str) -> str:

@@ -333,7 +333,13 @@ def test_matchers_are_equal_when_shared_and_an_escaped_alternation_when_not() ->
         ["pod", "target", "group_version"],
     )
     assert found == (Matcher("pod", r"|a\.b|c\|d", is_regex=True), Matcher("target", "p/n"))
-    assert [str(m) for m in found] == ['pod=~"|a\\\\.b|c\\\\|d"', 'target="p/n"']
+    # For people: the literals, without the regex's escapes (they were shown doubled once).
+    assert [str(m) for m in found] == ['pod is one of (unset), "a.b", "c|d"', 'target="p/n"']
+
+
+def test_a_regex_that_is_not_an_alternation_of_literals_shows_its_backslashes_once() -> None:
+    assert str(Matcher("pod", r"team-a-\d+", is_regex=True)) == 'pod=~"team-a-\\d+"'
+    assert str(Matcher("pod", r"a\.b|c", is_regex=True, is_equal=False)) == 'pod is none of "a.b", "c"'
 
 
 async def test_the_bots_own_credentials_and_ca_reach_an_alertmanager_that_needs_them(tmp_path: Path) -> None:
