@@ -202,11 +202,21 @@ def _dial_direct_words(reading: DialDirectReading) -> tuple[str, ...]:
     return (f"direct dialing: {reading.detail}",)
 
 
+def _lifetime(p99: float | None) -> str:
+    """The dial p99 since the proxy started, read: near the dial timeout it is dials failing."""
+    if p99 is None:
+        return ""
+    said = f" (p99 {p99:.2f} s since the proxy started"
+    if p99 >= DIAL_TIMEOUT * 0.8:
+        return said + f": near the {DIAL_TIMEOUT:g} s dial timeout: dials have been failing on the peer path)"
+    return said + ")"
+
+
 def _dial_words(dial: DialReading, *, judged: bool = True) -> str:
     if dial.unavailable is not None:
         return f"dial latency: unavailable ({dial.unavailable})"
     if dial.step is None:
-        return f"dial latency: no dials to compare (p99 lifetime {_ms(dial.lifetime_p99)})"
+        return f"dial latency: no dials to compare{_lifetime(dial.lifetime_p99)}"
     if not dial.step:
         change = "no step"
     elif dial.recent_p99 is not None and dial.recent_p99 >= DIAL_TIMEOUT / 2:

@@ -292,3 +292,26 @@ def test_the_advice_to_remove_dial_direct_false_names_the_tsnet_page_that_sets_i
     [fix] = [line for line in result.fix if "TS_DEBUG_DIAL_DIRECT" in line]
     assert fix.startswith("remove TS_DEBUG_DIAL_DIRECT")
     assert "TSNet troubleshooting page sets it to false where restricted egress" in fix
+
+
+def test_no_new_dials_beside_a_lifetime_p99_near_the_timeout_is_read_not_just_shown(
+    healthy: PathResult,
+) -> None:
+    """The tour's target-down path check showed "no dials to compare (p99 lifetime 4683.0 ms)" and left it
+    to the reader: a dial p99 near the 5 s timeout since the proxy started is dials failing on the peer
+    path (loft-sh/vcluster-docs troubleshoot/resource-proxy.mdx)."""
+    from bot.checks.context import TargetRef
+    from bot.checks.path import weigh
+    from bot.checks.path_signals import DialReading
+
+    ref = TargetRef(*_target_settings())
+    quiet = DialReading(lifetime_p99=4.683)
+    result = weigh(ref, healthy.request, healthy.client, healthy.direct, quiet, healthy.netpol)
+    [line] = [e for e in result.evidence if e.startswith("dial latency")]
+    assert "4.68 s since the proxy started" in line
+    assert "near the 5 s dial timeout: dials have been failing" in line
+    low = weigh(
+        ref, healthy.request, healthy.client, healthy.direct, DialReading(lifetime_p99=0.02), healthy.netpol
+    )
+    [line] = [e for e in low.evidence if e.startswith("dial latency")]
+    assert "dials have been failing" not in line
