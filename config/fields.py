@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, SecretStr, WithJsonSchema
 
-from config import validation
+from config import names, validation
 
 Loc = tuple[str | int, ...]
 _C = TypeVar("_C", bound=tuple[Any, ...] | dict[Any, Any])
@@ -50,10 +50,10 @@ NonEmpty = Annotated[_C, AfterValidator(validation.non_empty)]
 HttpUrl = Annotated[str, AfterValidator(validation.http_url)]
 ConfigPath = Annotated[Path, AfterValidator(validation.resolve_path)]
 OptionalSecret = Annotated[SecretStr | None, BeforeValidator(validation.blank_to_none)]
-DnsLabel = Annotated[str, AfterValidator(validation.dns1123_label)]
-ResourcePlural = Annotated[str, AfterValidator(validation.dns1035_label)]
-GroupVersion = Annotated[str, AfterValidator(validation.group_version)]
-TargetName = Annotated[str, AfterValidator(validation.target_name)]
+DnsLabel = Annotated[str, AfterValidator(names.dns1123_label)]
+ResourcePlural = Annotated[str, AfterValidator(names.dns1035_label)]
+GroupVersion = Annotated[str, AfterValidator(names.group_version)]
+TargetName = Annotated[str, AfterValidator(names.target_name)]
 LabelName = Annotated[str, AfterValidator(validation.prometheus_label_name)]
 SlackChannel = Annotated[str, AfterValidator(validation.slack_channel)]
 SlackUser = Annotated[str, AfterValidator(validation.slack_user)]

@@ -17,14 +17,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import SecretStr, ValidationInfo
 
-_Sized = TypeVar("_Sized", bound=tuple[Any, ...] | dict[Any, Any])
+from config.names import (
+    describe,
+)
 
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_LABEL = re.compile(rf"{_LABEL}\Z")
-DNS1123_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*\Z")
-DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-LABEL_MAX = 63
-SUBDOMAIN_MAX = 253
+_Sized = TypeVar("_Sized", bound=tuple[Any, ...] | dict[Any, Any])
 
 PROMETHEUS_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 # Slack accepts a channel by ID (C…, G… for private, D… for a DM) or by name.
@@ -35,69 +32,10 @@ SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{6,}\Z")
 SLACK_MENTION = re.compile(r"(<!subteam\^S[A-Z0-9]{6,}>|<@[UW][A-Z0-9]{6,}>)\Z")
 
 
-def _describe(value: str) -> str:
-    shown = value if len(value) <= 80 else value[:80] + "…"
-    return repr(shown)
-
-
-def _label(value: str, pattern: re.Pattern[str], kind: str, rule: str) -> str:
-    if len(value) > LABEL_MAX:
-        raise ValueError(f"{_describe(value)} is longer than {LABEL_MAX} characters")
-    if not pattern.match(value):
-        raise ValueError(f"{_describe(value)} is not a {kind} label ({rule})")
-    return value
-
-
-def dns1123_label(value: str) -> str:
-    """A namespace, project or tenant cluster name: lower-case alphanumerics and '-', at most 63."""
-    rule = "lower-case letters, digits and '-', starting and ending with a letter or digit"
-    return _label(value, DNS1123_LABEL, "DNS-1123", rule)
-
-
-def dns1035_label(value: str) -> str:
-    """A resource plural or API version: a DNS-1123 label that starts with a letter."""
-    rule = "lower-case letters, digits and '-', starting with a letter, ending with a letter or digit"
-    return _label(value, DNS1035_LABEL, "DNS-1035", rule)
-
-
-def api_group(value: str) -> str:
-    """A custom resource API group: a DNS-1123 subdomain with at least one dot, as for CRDs."""
-    if len(value) > SUBDOMAIN_MAX:
-        raise ValueError(f"{_describe(value)} is longer than {SUBDOMAIN_MAX} characters")
-    if not DNS1123_SUBDOMAIN.match(value) or any(len(part) > LABEL_MAX for part in value.split(".")):
-        raise ValueError(f"{_describe(value)} is not a DNS-1123 subdomain")
-    if "." not in value:
-        raise ValueError(f"{_describe(value)} should be a domain with at least one dot, like example.com")
-    return value
-
-
-def _pair(value: str, shape: str, first: Callable[[str], str], second: Callable[[str], str]) -> str:
-    """`<first>/<second>`, each part checked by its rule; errors name the whole value."""
-    left, slash, right = value.partition("/")
-    if not slash or not left or not right:
-        raise ValueError(f"{_describe(value)} is not of the form {shape}")
-    try:
-        first(left)
-        second(right)
-    except ValueError as exc:
-        raise ValueError(f"{_describe(value)}: {exc}") from None
-    return value
-
-
-def group_version(value: str) -> str:
-    """`<group>/<version>` of a proxied custom resource; the core group cannot be proxied."""
-    return _pair(value, "<group>/<version>, like example.com/v1", api_group, dns1035_label)
-
-
-def target_name(value: str) -> str:
-    """`<project>/<name>` of a target tenant cluster: the `target` label of every proxy series."""
-    return _pair(value, "<project>/<name>", dns1123_label, dns1123_label)
-
-
 def prometheus_label_name(value: str) -> str:
     """An alert label name, as Prometheus allows them."""
     if not PROMETHEUS_LABEL_NAME.match(value):
-        raise ValueError(f"{_describe(value)} is not a valid Prometheus label name")
+        raise ValueError(f"{describe(value)} is not a valid Prometheus label name")
     return value
 
 
@@ -105,7 +43,7 @@ def slack_channel(value: str) -> str:
     """A Slack channel: an ID (`C0123ABCD`) or a `#name`."""
     if not (SLACK_CHANNEL_ID.match(value) or SLACK_CHANNEL_NAME.match(value)):
         raise ValueError(
-            f"{_describe(value)} is not a Slack channel: use an ID like C0123ABCDE or a name like #ops-alerts"
+            f"{describe(value)} is not a Slack channel: use an ID like C0123ABCDE or a name like #ops-alerts"
         )
     return value
 
@@ -113,7 +51,7 @@ def slack_channel(value: str) -> str:
 def slack_user(value: str) -> str:
     """A Slack user ID (`U…` or, on Enterprise Grid, `W…`)."""
     if not SLACK_USER_ID.match(value):
-        raise ValueError(f"{_describe(value)} is not a Slack user ID (like U0123ABCDE)")
+        raise ValueError(f"{describe(value)} is not a Slack user ID (like U0123ABCDE)")
     return value
 
 
@@ -121,7 +59,7 @@ def slack_mention(value: str) -> str:
     """A Slack mention: a user group `<!subteam^S0123ABCDE>`, a user `<@U0123ABCDE>`, or "" (none)."""
     if value and not SLACK_MENTION.match(value):
         raise ValueError(
-            f"{_describe(value)} is not a Slack mention: use a user group like <!subteam^S0123ONCALL>, "
+            f"{describe(value)} is not a Slack mention: use a user group like <!subteam^S0123ONCALL>, "
             'a user like <@U0123ABCDE>, or "" for none'
         )
     return value
@@ -368,7 +306,7 @@ def duration_seconds(value: object) -> float:
         text = str(value).strip()
         parts = _DURATION_PART.findall(text)
         if not text or "".join(n + u for n, u in parts) != text:
-            raise ValueError(f"{_describe(text)} is not a duration like 30s, 10m, 1h or 7d")
+            raise ValueError(f"{describe(text)} is not a duration like 30s, 10m, 1h or 7d")
         seconds = float(sum(int(n) * _DURATION_UNIT[u] for n, u in parts))
     if seconds <= 0:
         raise ValueError("must be longer than 0s")

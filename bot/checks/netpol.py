@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import InputError
-from config.validation import dns1123_label
+from config.names import dns1123_label
 
 # The standard STUN port; platforms may configure others (`--stun-port`).
 DEFAULT_STUN_PORT = 3478

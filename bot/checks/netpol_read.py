@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError
-from config.validation import dns1123_label
+from config.names import dns1123_label
 
 if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
     from bot.clients.kube import KubeReader

@@ -17,7 +17,7 @@ from bot.clients.prometheus import PrometheusClient, selector
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError, UpstreamError
 from config.clusters import ClusterSettings
-from config.validation import dns1123_label
+from config.names import dns1123_label
 
 PROBE_CRONJOB = "proxy-probe"
 PROBE_SUCCESS_MAX_AGE = 900.0  # the guide's ResourceProxyProbeFailing threshold

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.errors import InputError
-from config.validation import dns1035_label, dns1123_label, group_version
+from config.names import dns1035_label, dns1123_label, group_version
 
 SYNCER_METRICS = "/metrics/syncer"
 
