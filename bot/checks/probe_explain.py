@@ -226,14 +226,22 @@ def _unavailable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str
     named = unavailable_subject(failed.message or "")
     subject = f"{named[0]} ({named[1]})" if named else f"{request.target} ({request.group_version})"
     summary = f"503 from the proxy: the target {subject} is unavailable to {request.cluster}"
-    step = (
+    pointed = _pointed_step(request.target, evidence)
+    restart = (
+        "A single 503 during a target rolling restart is expected and self-heals: probe again with --repeat."
+    )
+    unpointed = (
         "The answer cannot say why: a down target, no peer, every peer quarantined, a stale peer list and "
         "the target's own 5xx all reach callers as this 503. The `reason` label on "
         f"vcluster_proxy_request_total tells them apart (`proxybot reasons {request.target}`), or the "
         f"client's logs (`proxybot logs {request.target}`); `upstream` usually means the target answered "
-        "5xx, but read the client proxy's logs before blaming it. A single 503 during a target rolling "
-        "restart is expected and self-heals: probe again with --repeat."
+        f"5xx, but read the client proxy's logs before blaming it. {restart}"
     )
+    confirm = (
+        f"The `reason` label (`proxybot reasons {request.target}`) and the client's logs (`proxybot logs "
+        f"{request.target}`) confirm it."
+    )
+    step = f"{pointed} {confirm} {restart}" if pointed else unpointed
     if failed.retry_after is None:
         header = (
             "no Retry-After header: the proxy sets it on every 503 it answers, so this one may come from a "
@@ -246,19 +254,38 @@ def _unavailable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str
     return summary, step, [header]
 
 
+POINTS_AT_FEED = (
+    "live state points at the client's peer feed: no trusted peer snapshot (platform connectivity or licence)"
+)
+POINTS_AT_PEERS = "live state points at the peers: none healthy (the target down, or the path to it)"
+POINTS_AT_REASON = (
+    "live state shows healthy peers and a synced cache: a target 5xx (reason `upstream`) or a failure the "
+    "peer state does not show; the reason label decides"
+)
+
+
 def live_pointer(peers: PeerCounts | None, synced: bool | None) -> str | None:
     """What the live peer state of the probed group/version points at, when it points anywhere."""
     if synced is False:
-        return (
-            "live state points at the client's peer feed: no trusted peer snapshot (platform connectivity "
-            "or licence)"
-        )
+        return POINTS_AT_FEED
     if peers is not None and peers.healthy == 0:
-        return "live state points at the peers: none healthy (the target down, or the path to it)"
+        return POINTS_AT_PEERS
     if peers is not None and synced:
+        return POINTS_AT_REASON
+    return None
+
+
+def _pointed_step(target: str, evidence: list[str]) -> str | None:
+    """The next step of a 503 when the live peer state (its line in `evidence`) points somewhere."""
+    if POINTS_AT_PEERS in evidence:
         return (
-            "live state shows healthy peers and a synced cache: a target 5xx (reason `upstream`) or a "
-            "failure the peer state does not show; the reason label decides"
+            f"No healthy peer now: check the target's control plane first (`/proxy status {target}` reads "
+            f"its pods), then the path (`proxybot path {target}`)."
+        )
+    if POINTS_AT_FEED in evidence:
+        return (
+            "No trusted peer list now: restore the client's peer feed first (its control plane's connection "
+            f"to the platform, the licence); `/proxy status {target}` shows it."
         )
     return None
 

@@ -139,6 +139,15 @@ async def test_a_503_says_what_the_live_peer_state_points_at() -> None:
     )
 
 
+async def test_a_503_beside_no_healthy_peer_leads_its_next_step_with_the_target() -> None:
+    """The tour's probe said "Next step: The answer cannot say why: ..." beside its own live line "points
+    at the peers: none healthy": the step now starts from what the live state points at."""
+    msg = 'target tenant cluster "crd-store" for example.com/v1 is unavailable'
+    result, _ = await _probe({PROBE: [_json(503, _status(503, msg), {"Retry-After": "1"})]})
+    assert result.next_step.startswith("No healthy peer now: check the target's control plane first")
+    assert "cannot say why" not in result.next_step
+
+
 async def test_a_single_failure_in_a_series_fails_it() -> None:
     answers: list[Answer] = [_json(200, {"items": []}), _json(503, _status(503, "x"), {"Retry-After": "1"})]
     result, _ = await _probe({PROBE: answers}, repeat=2)
