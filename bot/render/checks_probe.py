@@ -10,7 +10,8 @@ FAILED_MARK = "🔴"
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms"
+    """Milliseconds, whole; under half of one said so ("0 ms" reads as not measured)."""
+    return "under 1 ms" if seconds < 0.0005 else f"{seconds * 1000:.0f} ms"
 
 
 def _latency_line(latency: LatencySummary) -> str:

@@ -52,3 +52,10 @@ def test_the_escaped_words_still_read_as_written() -> None:
     assert mrkdwn_to_text(guide, Style()) == "Guide: Monitor the proxy > Synthetic probe"
     notes = help_message(set(HELP), channel="`#ops`").blocks[-1]["elements"]
     assert "a configured target, <project>/<name>." in mrkdwn_to_text(notes[1]["text"], Style())
+
+
+def test_a_latency_under_a_millisecond_is_said_so_not_zero() -> None:
+    from bot.render.checks_probe import _latency_line
+
+    assert _latency_line(LatencySummary(1, 0.0, 0.0, 0.0)) == "*Latency:* under 1 ms"
+    assert _latency_line(LatencySummary(1, 0.012, 0.012, 0.012)) == "*Latency:* 12 ms"
