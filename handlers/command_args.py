@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bot.checks.netpol import ANYWHERE_V4, DEFAULT_STUN_PORT, CrossCluster, parse_cidr, parse_port
 from bot.domain import durations
 from bot.errors import InputError, shown
 from bot.subcommands import SLASH, Takes, Usage
@@ -165,18 +164,3 @@ def whole_number(flag: str, text: str) -> int:
 def parse_duration(text: str, *, low: int = 60, high: int = 14 * 86400) -> int:
     """`2h`, `30m`, `1h30m`, `1d` in seconds, within `low`..`high`."""
     return durations.parse_duration(text, field="DURATION", low=low, high=high)
-
-
-def cross_cluster(inv: Invocation) -> CrossCluster | None:
-    """`netpol`'s cross-cluster options, each validated by the netpol check's parsers."""
-    stun, ports = inv.many("--stun"), inv.many("--stun-port")
-    if not inv.many("--cross-cluster"):
-        if stun or ports:
-            raise InputError(
-                "--stun/--stun-port: only with --cross-cluster (same cluster needs no STUN rule)"
-            )
-        return None
-    peers = tuple(parse_cidr("--cross-cluster", c) for c in inv.many("--cross-cluster"))
-    stun_cidrs = tuple(parse_cidr("--stun", c) for c in stun or (ANYWHERE_V4,))
-    stun_ports = tuple(parse_port(p) for p in ports or (str(DEFAULT_STUN_PORT),))
-    return CrossCluster(peers, stun_cidrs, stun_ports, stun_given=bool(stun))

@@ -31,10 +31,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.checks.context import CheckContext, TargetRef
 from bot.checks.logs import check_logs, parse_since
-from bot.checks.netpol import (
-    netpol,
-    parse_endpoint,
-)
+from bot.checks.netpol import cross_cluster, netpol, parse_endpoint
 from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request
 from bot.checks.probe_run import run_probe
@@ -65,7 +62,7 @@ from handlers.command_access import (
     target_for,
 )
 from handlers.command_ack import plan_ack
-from handlers.command_args import Invocation, cross_cluster, parse_invocation, whole_number
+from handlers.command_args import Invocation, parse_invocation, whole_number
 from handlers.command_silence import Silences, plan_silence
 from handlers.respond import Asked, answering, say
 
@@ -311,7 +308,8 @@ def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
         raise InputError(f"netpol: {' and '.join(missing)} NS/RELEASE required")
     client = parse_endpoint("--client", given["--client"] or "")
     target = parse_endpoint("--target", given["--target"] or "")
-    message = netpol_message(netpol(client, target, cross_cluster(inv)))
+    cross = cross_cluster(inv.many("--cross-cluster"), inv.many("--stun"), inv.many("--stun-port"))
+    message = netpol_message(netpol(client, target, cross))
 
     async def work() -> Message:
         return message

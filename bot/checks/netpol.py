@@ -16,6 +16,7 @@ value double-quoted so that YAML cannot read a name like `yes` or `123` as anyth
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,21 @@ class CrossCluster:
     stun_cidrs: tuple[str, ...] = (ANYWHERE_V4,)
     stun_ports: tuple[int, ...] = (DEFAULT_STUN_PORT,)
     stun_given: bool = False
+
+
+def cross_cluster(peers: Sequence[str], stun: Sequence[str], ports: Sequence[str]) -> CrossCluster | None:
+    """`--cross-cluster CIDR...`, `--stun CIDR`, `--stun-port PORT` as typed (to `/proxy netpol` or
+    `proxybot netpol`): None for the same cluster, where a STUN option is refused."""
+    if not peers:
+        if stun or ports:
+            raise InputError(
+                "--stun/--stun-port: only with --cross-cluster (same cluster needs no STUN rule)"
+            )
+        return None
+    peer_cidrs = tuple(parse_cidr("--cross-cluster", c) for c in peers)
+    stun_cidrs = tuple(parse_cidr("--stun", c) for c in stun or (ANYWHERE_V4,))
+    stun_ports = tuple(parse_port(p) for p in ports or (str(DEFAULT_STUN_PORT),))
+    return CrossCluster(peer_cidrs, stun_cidrs, stun_ports, stun_given=bool(stun))
 
 
 @dataclass(frozen=True, slots=True)

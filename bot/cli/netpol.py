@@ -7,12 +7,10 @@ import argparse
 from bot.checks.netpol import (
     ANYWHERE_V4,
     DEFAULT_STUN_PORT,
-    CrossCluster,
     NetpolResult,
+    cross_cluster,
     netpol,
-    parse_cidr,
     parse_endpoint,
-    parse_port,
 )
 from bot.cli.console import Console, Subcommand
 from bot.cli.output import add_common_arguments, finish, refuse
@@ -37,25 +35,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _cross(args: argparse.Namespace) -> CrossCluster | None:
-    if not args.cross_cluster:
-        if args.stun or args.stun_port:
-            raise InputError(
-                "--stun/--stun-port: only with --cross-cluster (same cluster needs no STUN rule)"
-            )
-        return None
-    peers = tuple(parse_cidr("--cross-cluster", c) for c in args.cross_cluster)
-    stun = tuple(parse_cidr("--stun", c) for c in args.stun or [ANYWHERE_V4])
-    ports = tuple(parse_port(p) for p in args.stun_port or [str(DEFAULT_STUN_PORT)])
-    return CrossCluster(peers, stun, ports, stun_given=bool(args.stun))
-
-
 def netpol_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Both ends' vcluster.yaml NetworkPolicy values, with the reason for each part."""
     try:
         client = parse_endpoint("--client", args.client)
         target = parse_endpoint("--target", args.target)
-        cross = _cross(args)
+        cross = cross_cluster(args.cross_cluster or (), args.stun or (), args.stun_port or ())
     except InputError as err:
         return refuse(args, console, "netpol", err)
     result = netpol(client, target, cross)
