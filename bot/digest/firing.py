@@ -9,8 +9,9 @@ group is mentioned without a link.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
+from bot.domain.alerts import AlertStatus
 from bot.domain.digest import FiringAlert
 from bot.domain.findings import Severity
 from bot.store import AlertGroupState, Store
@@ -33,28 +34,42 @@ def archive_link(workspace: str | None, channel_id: str | None, ts: str | None) 
 
 
 async def firing_alerts(store: Store, workspace: WorkspaceUrl | None) -> tuple[FiringAlert, ...]:
-    """Every firing group with a message of its own, worst first, then oldest first.
+    """Every firing group with a message of its own, worst first, then oldest first, each headed as its
+    message is: by its most severe firing alert, its own or a member's (what pages leads).
 
     A group that joined another's incident is left out: that incident's message is its message."""
     groups = [g for g in await store.firing_posts() if g.facts.incident is None]
     base = await workspace() if groups and workspace is not None else None
-    found = [_firing(g, base) for g in groups]  # the store answers oldest first: a stable sort keeps it
-    return tuple(sorted(found, key=lambda a: -a.severity))
+    found = [_firing(g, await _firing_members(store, g), base) for g in groups]
+    return tuple(sorted(found, key=lambda a: -a.severity))  # the store answers oldest first: stable
 
 
-def _firing(group: AlertGroupState, workspace: str | None) -> FiringAlert:
+async def _firing_members(store: Store, group: AlertGroupState) -> list[AlertGroupState]:
+    members = [await store.get_group(group.channel, key) for key in group.facts.members]
+    return [m for m in members if m is not None and m.status is AlertStatus.FIRING]
+
+
+def _headline(labels: Mapping[str, str]) -> tuple[Severity, str]:
+    return Severity.from_label(labels.get("severity", "")) or Severity.WARNING, labels.get("alertname", "")
+
+
+def _firing(group: AlertGroupState, members: list[AlertGroupState], workspace: str | None) -> FiringAlert:
     labels = group.facts.firing_labels[0] if group.facts.firing_labels else {}
     channel_id = group.channel_id
     if channel_id is None and _CHANNEL_ID.fullmatch(group.channel):
         channel_id = group.channel  # configured by its ID: the ID the message is in
-    # The worst the incident got, else the alert's `severity` label (as its message says).
-    worst = group.facts.worst_seen
-    severity = Severity.from_label(labels.get("severity", "")) or Severity.WARNING
+    # The alert severity its message's header shows: its own alert's, unless a member pages harder.
+    severity, name = _headline(labels)
+    for member in members:
+        for member_labels in member.facts.firing_labels:
+            more, member_name = _headline(member_labels)
+            if more > severity:
+                severity, name = more, member_name
     return FiringAlert(
-        name=labels.get("alertname") or "alert group",
+        name=name or "alert group",
         target=labels.get("target"),
         alerts=max(1, len(group.firing_fingerprints)),
-        severity=severity if worst is None else worst.severity,
+        severity=severity,
         since=group.first_firing_at or 0.0,
         link=archive_link(workspace, channel_id, group.ts),
     )

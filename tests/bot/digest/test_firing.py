@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,17 +56,35 @@ class Workspace:
 
 async def test_worst_first_then_oldest_each_linked_to_its_message(store: Store) -> None:
     await posted(store, "1", 100.0)
+    # Its findings got critical, but its message is headed by its warning alert: the digest says the same
+    # (it said 🔴 beside the thread's 🟠).
     await posted(store, "2", 200.0, worst=Severity.CRITICAL)
-    await posted(store, "3", 300.0, label="critical")  # no worst recorded: its label says how bad
+    await posted(store, "3", 300.0, label="critical")
     await posted(store, "4", 50.0, incident="2")  # joined incident 2: that message carries it
     found = await firing_alerts(store, Workspace(WORKSPACE))
     assert [(a.name, a.severity, a.since) for a in found] == [
-        ("Alert2", Severity.CRITICAL, 200.0),
         ("Alert3", Severity.CRITICAL, 300.0),
         ("Alert1", Severity.WARNING, 100.0),
+        ("Alert2", Severity.WARNING, 200.0),
     ]
-    assert found[0].link == "https://acme.slack.com/archives/C0ALERTS/p1700000200000100"
+    assert found[0].link == "https://acme.slack.com/archives/C0ALERTS/p1700000300000100"
     assert found[0].target == "team-a/db"
+
+
+async def test_an_incident_is_headed_by_its_member_that_pages_harder_as_its_message_is(
+    store: Store,
+) -> None:
+    await posted(store, "1", 100.0)
+    first = await store.get_group("#alerts", "1")
+    assert first is not None
+    await store.save_group(replace(first, facts=replace(first.facts, members=("2",))))
+    critical = {"alertname": "Alert2", "target": "team-a/db", "severity": "critical"}
+    member = GroupFacts(firing_labels=(critical,), incident="1")
+    await store.save_group(
+        AlertGroupState("#alerts", "2", AlertStatus.FIRING, first_firing_at=150.0, facts=member)
+    )
+    [alert] = await firing_alerts(store, Workspace(WORKSPACE))
+    assert (alert.name, alert.severity, alert.since) == ("Alert2", Severity.CRITICAL, 100.0)
 
 
 async def test_without_a_workspace_url_nothing_is_linked(store: Store) -> None:
