@@ -60,7 +60,7 @@ def _mark(d: Digest) -> str:
 
 def _degraded_lines(t: TargetDigest) -> list[str]:
     worst = t.findings[0]
-    more = f" (+{len(t.findings) - 1} more findings)" if len(t.findings) > 1 else ""
+    more = f" (+{counted(len(t.findings) - 1, 'more finding')})" if len(t.findings) > 1 else ""
     lines = [
         f"{SEVERITY_MARK[worst.severity]} *{code(t.target)}* on {code(t.cluster)}: {esc(worst.title)}{more}",
     ]
@@ -111,9 +111,11 @@ def _versions_item(d: Digest) -> list[str]:
     known = [v.version for v in d.versions if v.version is not None]
     if not d.versions:
         return []
-    counted = ", ".join(f"{v} ({known.count(v)})" for v in sorted(set(known), reverse=True))
+    seen = ", ".join(
+        f"{v} on {counted(known.count(v), 'tenant cluster')}" for v in sorted(set(known), reverse=True)
+    )
     unknown = len(d.versions) - len(known)
-    return [f"vCluster versions: {counted or 'none read'}" + (f", {unknown} unknown" if unknown else "")]
+    return [f"vCluster versions: {seen or 'none read'}" + (f", {unknown} unknown" if unknown else "")]
 
 
 def _degraded_blocks(targets: Sequence[TargetDigest]) -> list[Block]:

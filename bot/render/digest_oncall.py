@@ -7,6 +7,7 @@ from datetime import UTC
 
 from bot.domain.oncall_figures import OncallFigures
 from bot.render.blocks import Block, code, esc, fmt_span, one_line, section_lines
+from bot.render.words import counted
 
 MAX_SILENCES = 8
 
@@ -18,7 +19,7 @@ def _span(seconds: float | None) -> str:
 def oncall_lines(o: OncallFigures) -> list[str]:
     """The section's lines (also the terminal's)."""
     lines = [
-        f"*On call:* {o.incidents} incidents ({o.resolved} resolved, {o.open} firing now); "
+        f"*On call:* {counted(o.incidents, 'incident')} ({o.resolved} resolved, {o.open} firing now); "
         f"{o.never_acknowledged} never acknowledged, {o.escalated} escalated.",
         f"Time to acknowledge: median {_span(o.tta_median)}, p90 {_span(o.tta_p90)}. "
         f"Time to resolve: median {_span(o.ttr_median)}, p90 {_span(o.ttr_p90)}.",

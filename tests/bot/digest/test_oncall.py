@@ -12,6 +12,7 @@ import pytest
 from bot.clients.alertmanager import Matcher, Silence
 from bot.digest.oncall import oncall_figures
 from bot.domain.alerts import AlertStatus
+from bot.domain.oncall_figures import OncallFigures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
 from bot.render.digest_oncall import oncall_lines
 from bot.store import AlertGroupState, Store, open_store
@@ -78,3 +79,8 @@ async def test_the_periods_figures_from_the_records_the_firing_groups_and_the_ac
         in lines
     )
     assert "by alice (U1) until 2023-11-16 14:00 UTC: db &lt;maintenance&gt;" in lines
+
+
+def test_one_incident_is_one_incident() -> None:
+    figures = OncallFigures(1, 0, 1, None, None, None, None, 0, 0, (), ())
+    assert oncall_lines(figures)[0].startswith("*On call:* 1 incident (0 resolved, 1 firing now)")

@@ -84,7 +84,7 @@ def test_the_digest_leads_with_the_verdicts_and_lists_the_objects_and_versions()
     assert "_Verdict:_ 🔴 target_down: none of the target" in shown
     assert "Fix the target tenant cluster" in shown  # the verdict's next step leads a broken target
     assert "APIService v1.old.example.com is left over" in shown
-    assert "vCluster versions: 0.37.1 (2)" in shown
+    assert "vCluster versions: 0.37.1 on 2 tenant clusters" in shown
 
 
 def test_an_orphan_alone_makes_the_digest_speak() -> None:

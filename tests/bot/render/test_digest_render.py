@@ -157,3 +157,10 @@ def test_an_all_healthy_chart_is_one_line_not_a_wall() -> None:
 def test_an_empty_chart_still_renders() -> None:
     chart = Chart("x", "nothing yet", "y", (TimeSeries("a", ()),), 3600.0, 1000.0)
     assert chart_pngs([chart])[0].png.startswith(PNG_SIGNATURE)
+
+
+def test_one_more_finding_is_one_finding() -> None:
+    two = (finding("p/down"), replace(finding("p/down"), key="other", title="p/down: other"))
+    down = TargetDigest("p/down", "c1", Health.DEGRADED, two, healthy_peers=0.0)
+    text = show(digest_message(Digest("p", 1000.0, (down,), cluster_seconds={"c1": 0.1})))
+    assert "(+1 more finding)" in text
