@@ -4,7 +4,7 @@
 One `SubcommandSpec` per name gives what the front ends derive from it: the slash command's grammar
 (`Usage`, parsed by handlers/command_args.py), its help entry (bot/render/help.py), who may run it
 (`Access`, handlers/command_access.py), and the console command (`cli`: the bot/cli module whose
-`SUBCOMMANDS` holds it, imported only when that command runs). The `/proxy` planners are keyed by these
+`CONSOLE_COMMANDS` holds it, imported only when that command runs). The `/proxy` planners are keyed by these
 names in handlers/commands.py; tests/bot/test_subcommands.py fails when a front end lacks one.
 
 Only the standard library is imported here: `proxybot --help` reads this table and nothing else.
@@ -64,7 +64,7 @@ class SubcommandSpec:
 
     name: str
     slash: Slash | None = None
-    cli: str | None = None  # the bot/cli module whose SUBCOMMANDS holds `proxybot NAME`
+    cli: str | None = None  # the bot/cli module whose CONSOLE_COMMANDS holds `proxybot NAME`
     cli_help: str = ""  # `proxybot --help`'s line (default: the slash help's `does`)
 
     @property

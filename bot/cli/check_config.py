@@ -11,7 +11,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import EXIT_OK, EXIT_USAGE, add_common_arguments
 from bot.errors import ConfigError
 from bot.lease import lease_problems
@@ -77,4 +77,4 @@ def _refused(console: Console, args: argparse.Namespace, path: Path, problems: l
     return EXIT_USAGE
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (Subcommand("check-config", _arguments, check_config),)
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (ConsoleCommand("check-config", _arguments, check_config),)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.checks.vcluster_yaml import VclusterYamlResult, judge_vcluster_yaml
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import EXIT_USAGE, finish
 from bot.render.checks_vcluster import vcluster_text
 from bot.render.terminal import Style, colour_enabled
@@ -88,8 +88,8 @@ def check_vcluster(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, vcluster_report(file, result), text)
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand(
         name="check-vcluster",
         add_arguments=_arguments,
         run=check_vcluster,

@@ -24,7 +24,7 @@ class Console:
 
 
 @dataclass(frozen=True)
-class Subcommand:
+class ConsoleCommand:
     """One `proxybot` subcommand's implementation (its help line is bot/subcommands.py's)."""
 
     name: str

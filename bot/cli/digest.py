@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from bot.checks.context import CheckContext
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -100,8 +100,8 @@ def digest_subcommand(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if report["passed"] else EXIT_FAILED
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand(
         name="digest",
         add_arguments=_arguments,
         run=digest_subcommand,

@@ -11,7 +11,7 @@ import argparse
 
 from bot.checks.context import resolve_target
 from bot.checks.logs import SINCE_MAX_LINES, TAIL_LINES, check_logs, parse_since
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import (
     add_common_arguments,
     add_target_argument,
@@ -52,8 +52,8 @@ def logs_subcommand(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, result.as_dict(), logs_message(result))
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand(
         name="logs",
         add_arguments=_arguments,
         run=logs_subcommand,

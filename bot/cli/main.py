@@ -1,11 +1,12 @@
 """The `proxybot` command line.
 
 Which subcommands there are, and their help lines, is bot/subcommands.py's table (shared with `/proxy`);
-each names the bot/cli module whose `SUBCOMMANDS` holds its `Subcommand`: a function that declares its
-arguments and one that runs it with the parsed arguments and a `Console` (environment and output streams),
-so tests run subcommands in-process with their own environment and no global state. Only the chosen
-subcommand's module is imported, so `proxybot --version` or `check-config` never loads the Kubernetes,
-Slack, HTTP-server or charting libraries. ("Commands" are `/proxy`'s, in handlers/commands.py.)
+each names the bot/cli module whose `CONSOLE_COMMANDS` holds its `ConsoleCommand`: a function that
+declares its arguments and one that runs it with the parsed arguments and a `Console` (environment and
+output streams), so tests run subcommands in-process with their own environment and no global state.
+Only the chosen subcommand's module is imported, so `proxybot --version` or `check-config` never loads
+the Kubernetes, Slack, HTTP-server or charting libraries. ("Commands" are `/proxy`'s, in
+handlers/commands.py.)
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.errors import ConfigError
 from bot.subcommands import BY_NAME, CONSOLE, SubcommandSpec
 
@@ -74,23 +75,23 @@ def _sim(args: argparse.Namespace, console: Console) -> int:
     return sim_cli.run(args)
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand("demo", _demo_arguments, _demo),
-    Subcommand("sim", _sim_arguments, _sim),
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand("demo", _demo_arguments, _demo),
+    ConsoleCommand("sim", _sim_arguments, _sim),
 )
 
 
-def console_subcommand(spec: SubcommandSpec) -> Subcommand:
+def console_subcommand(spec: SubcommandSpec) -> ConsoleCommand:
     """`proxybot NAME` as its module declares it (imported now)."""
     module = importlib.import_module(spec.cli or "")
-    declared: tuple[Subcommand, ...] = getattr(module, "SUBCOMMANDS", ())
+    declared: tuple[ConsoleCommand, ...] = getattr(module, "CONSOLE_COMMANDS", ())
     found = [sub for sub in declared if sub.name == spec.name]
     if len(found) != 1:
-        raise LookupError(f"{spec.cli}.SUBCOMMANDS has {len(found)} subcommands named {spec.name!r}")
+        raise LookupError(f"{spec.cli}.CONSOLE_COMMANDS has {len(found)} subcommands named {spec.name!r}")
     return found[0]
 
 
-def console_subcommands() -> tuple[Subcommand, ...]:
+def console_subcommands() -> tuple[ConsoleCommand, ...]:
     """Every `proxybot` subcommand in the table, each module imported."""
     return tuple(console_subcommand(spec) for spec in CONSOLE)
 
@@ -117,7 +118,7 @@ class _Version(argparse.Action):
 
 
 def build_parser(
-    subcommands: Sequence[Subcommand] | None = None, *, argv: Sequence[str] | None = None
+    subcommands: Sequence[ConsoleCommand] | None = None, *, argv: Sequence[str] | None = None
 ) -> argparse.ArgumentParser:
     """The parser of `subcommands` (default: the table's, every module imported); with `argv`, only the
     subcommand it names is imported and given its arguments (the others are listed by name and help)."""

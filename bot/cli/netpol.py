@@ -12,7 +12,7 @@ from bot.checks.netpol import (
     netpol,
     parse_endpoint,
 )
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import add_common_arguments, finish, refuse
 from bot.errors import InputError
 
@@ -62,8 +62,8 @@ def terminal_text(result: NetpolResult) -> str:
     )
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand(
         name="netpol",
         add_arguments=_arguments,
         run=netpol_subcommand,

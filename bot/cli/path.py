@@ -13,7 +13,7 @@ from bot.checks.context import resolve_target
 from bot.checks.netpol_read import EndVerdict
 from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, PathResult, check_path, check_samples
 from bot.checks.path_signals import LatencySeries
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import (
     add_common_arguments,
     add_target_argument,
@@ -106,8 +106,8 @@ def path_subcommand(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, path_report(result), path_message(result))
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand(
         name="path",
         add_arguments=_arguments,
         run=path_subcommand,

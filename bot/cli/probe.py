@@ -6,7 +6,7 @@ import argparse
 
 from bot.checks.probe import MAX_REPEAT, check_repeat, probe_request
 from bot.checks.probe_run import run_probe
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import (
     add_common_arguments,
     add_target_argument,
@@ -46,8 +46,8 @@ def probe_subcommand(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, result.as_dict(), probe_message(result))
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand(
         name="probe",
         add_arguments=_probe_arguments,
         run=probe_subcommand,

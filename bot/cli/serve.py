@@ -25,7 +25,7 @@ from types import FrameType
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import EXIT_USAGE, add_config_argument
 from bot.compose import Bot, open_bot
 from bot.digest.pool import DigestPool
@@ -182,4 +182,4 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     return run_serve(loaded.settings, args.host, args.port, console)
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (Subcommand("serve", _serve_arguments, _serve),)
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (ConsoleCommand("serve", _serve_arguments, _serve),)

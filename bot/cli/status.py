@@ -7,7 +7,7 @@ from contextlib import AsyncExitStack
 
 from bot.checks.context import CheckContext, resolve_target
 from bot.checks.status import ReasonsResult, parse_window, run_reasons, run_status
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import (
     add_common_arguments,
     add_target_argument,
@@ -92,8 +92,8 @@ def reasons_subcommand(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, result.as_dict(), reasons_message(result))
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand("status", _status_arguments, status_subcommand),
-    Subcommand("peers", _peers_arguments, peers_subcommand),
-    Subcommand("reasons", _reasons_arguments, reasons_subcommand),
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand("status", _status_arguments, status_subcommand),
+    ConsoleCommand("peers", _peers_arguments, peers_subcommand),
+    ConsoleCommand("reasons", _reasons_arguments, reasons_subcommand),
 )

@@ -12,7 +12,7 @@ from typing import Any
 from bot.checks.context import CheckContext
 from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
 from bot.checks.verify_lines import VerifyResult
-from bot.cli.console import Console, Subcommand
+from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_verify import verify_message
@@ -66,8 +66,8 @@ def verify_subcommand(args: argparse.Namespace, console: Console) -> int:
     return finish(args, console, verify_report(result), verify_message(result))
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
+CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
+    ConsoleCommand(
         name="verify",
         add_arguments=_arguments,
         run=verify_subcommand,

@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 import bot.cli
-from bot.cli.console import Subcommand
+from bot.cli.console import ConsoleCommand
 from bot.cli.main import build_parser, console_subcommand
 from bot.render.help import HELP, help_message
 from bot.subcommands import BY_NAME, CONSOLE, SLASH, SUBCOMMANDS, Access
@@ -25,12 +25,12 @@ OPS = Requester("U0ALICE", "C0OPS", "ops", False)
 
 
 def declared_console_commands() -> dict[str, str]:
-    """Every `Subcommand` any bot/cli module declares in its SUBCOMMANDS: name -> module."""
+    """Every `ConsoleCommand` any bot/cli module declares in its CONSOLE_COMMANDS: name -> module."""
     found: dict[str, str] = {}
     for info in pkgutil.iter_modules([str(Path(bot.cli.__file__).parent)]):
         module = importlib.import_module(f"bot.cli.{info.name}")
-        for sub in getattr(module, "SUBCOMMANDS", ()):
-            assert isinstance(sub, Subcommand)
+        for sub in getattr(module, "CONSOLE_COMMANDS", ()):
+            assert isinstance(sub, ConsoleCommand)
             assert sub.name not in found, f"{sub.name} declared twice"
             found[sub.name] = module.__name__
     return found

@@ -17,12 +17,12 @@ from bot.cli.main import build_parser
 from tests.fakes.sim_scenarios import RecordingSimServer, started
 
 PARSER_SUBCOMMANDS = (
-    *probe.SUBCOMMANDS,
-    *status.SUBCOMMANDS,
-    *netpol.SUBCOMMANDS,
-    *verify.SUBCOMMANDS,
-    *digest.SUBCOMMANDS,
-    *logs.SUBCOMMANDS,
+    *probe.CONSOLE_COMMANDS,
+    *status.CONSOLE_COMMANDS,
+    *netpol.CONSOLE_COMMANDS,
+    *verify.CONSOLE_COMMANDS,
+    *digest.CONSOLE_COMMANDS,
+    *logs.CONSOLE_COMMANDS,
 )
 
 

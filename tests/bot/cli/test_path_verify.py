@@ -16,7 +16,7 @@ from bot.cli.main import build_parser
 from tests.bot.cli.conftest import Sim, scenario
 
 TARGET = "platform/crd-store"
-PARSER = build_parser((*path.SUBCOMMANDS, *verify.SUBCOMMANDS))
+PARSER = build_parser((*path.CONSOLE_COMMANDS, *verify.CONSOLE_COMMANDS))
 PROBE = "/clusters/team-a/apis/example.com/v1/namespaces/default/widgets"
 DIRECT = "/clusters/crd-store/apis/example.com/v1/namespaces/default/widgets"
 METRICS = "/clusters/team-a/metrics/syncer"

@@ -155,7 +155,7 @@ def down_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    args = build_parser(digest_command.SUBCOMMANDS).parse_args(["digest", *argv])
+    args = build_parser(digest_command.CONSOLE_COMMANDS).parse_args(["digest", *argv])
     code: int = args.run(args, Console({}, out, err))
     return code, out.getvalue(), err.getvalue()
 
