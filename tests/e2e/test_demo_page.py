@@ -153,7 +153,8 @@ def test_every_message_of_the_tour_tells_one_story(tour: Tour) -> None:
         for name, cid in tour.channels.items()
         for ts in shots.top_level_ts(tour.url, cid)
     ]
-    assert len(threads) > 10
+    # Every stop posted into its channel (how many messages a stop posts may vary with the machine).
+    assert {t.where.split(" ")[0] for t in threads} == {f"#{name}" for name in tour.channels}
     found = problems(threads)
     assert not found, "\n".join(found)
 
