@@ -157,6 +157,8 @@ def test_every_message_of_the_tour_tells_one_story(tour: Tour) -> None:
     assert {t.where.split(" ")[0] for t in threads} == {f"#{name}" for name in tour.channels}
     found = problems(threads)
     assert not found, "\n".join(found)
+    # One message per flapping target: its alerts are one incident, its flaps a count on it.
+    assert len(shots.top_level_ts(tour.url, tour.channels["tour-flapping"])) == 1
 
 
 @pytest.mark.slow
