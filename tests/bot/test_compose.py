@@ -36,7 +36,8 @@ from tests.e2e.stack import (
     write_bot_config,
 )
 from tests.fakes.sim_scenarios import RecordingSimServer
-from tests.fakes.slack_requests import asgi, command_body, eventually
+from tests.fakes.slack_requests import asgi, command_body
+from tests.waiting import eventually
 
 OPS = "C0OPS0001"
 TARGET = "platform/crd-store"

@@ -24,9 +24,9 @@ import yaml
 
 from sim.ports import free_port
 from sim.server import SimServer
-from tests.e2e.stack import BotProcess, StoreQueries, wait_until, write_bot_config
+from tests.e2e.stack import BotProcess, StoreQueries, write_bot_config
 from tests.harness.alertmanager import Alertmanager, Route
-from tests.harness.process import HarnessError
+from tests.waiting import WaitTimeout, wait_until
 
 LEADER = "leader"  # bot.lease.LEADER: the lease whose holder processes alerts and sends to Slack
 PG_CONNECT_TIMEOUT = 10  # seconds, libpq's connect_timeout
@@ -92,8 +92,8 @@ class Replicas:
         """`wait_until`, failing with every replica's log tail as it is when the wait gives up."""
         try:
             wait_until(check, timeout, what)
-        except HarnessError as error:
-            raise HarnessError(f"{error}\n{self.logs()}") from None
+        except WaitTimeout as error:
+            raise WaitTimeout(f"{error}\n{self.logs()}") from None
 
     def close(self) -> None:
         for bot in self.bots:
@@ -221,9 +221,9 @@ def alertmanager_pair(
                 f"the {size} Alertmanagers to form one cluster",
                 interval=0.2,
             )
-        except HarnessError as error:
+        except WaitTimeout as error:
             tails = "\n".join(am.log_tail() for am in members)
-            raise HarnessError(f"{error}\n{tails}") from None
+            raise WaitTimeout(f"{error}\n{tails}") from None
         yield members
 
 

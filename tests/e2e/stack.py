@@ -18,7 +18,7 @@ import ssl
 import subprocess
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +32,8 @@ from sim.ports import free_port
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.fakes import slack_requests
-from tests.harness.process import HarnessError, find_binary, wait_for
+from tests.harness.process import HarnessError, find_binary
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BOT_TOKEN = "xoxb-e2e-bot-token"
@@ -98,7 +99,7 @@ class BotProcess:
         self._log = self.log_path.open("ab")
         self._process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         try:
-            wait_for(self._healthy, ready_timeout, f"proxybot serve on {self.url}", interval=0.05)
+            wait_until(self._healthy, ready_timeout, f"proxybot serve on {self.url}", interval=0.05)
         except BaseException:
             self.kill()
             raise
@@ -342,11 +343,6 @@ def notification(
 
 def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {WEBHOOK_TOKEN}"}
-
-
-def wait_until(check: Callable[[], object], timeout: float, what: str, interval: float = 0.1) -> None:
-    """Poll `check` until it is truthy; fail naming `what` after `timeout` seconds."""
-    wait_for(lambda: True if check() else None, timeout, what, interval)
 
 
 def now() -> datetime:

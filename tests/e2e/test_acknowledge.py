@@ -30,10 +30,10 @@ from tests.e2e.stack import (
     rfc3339,
     summary_of,
     wait_degraded,
-    wait_until,
 )
 from tests.e2e.test_alertmanager_flow import ROUTE
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

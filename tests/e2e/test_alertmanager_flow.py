@@ -30,9 +30,9 @@ from tests.e2e.stack import (
     rfc3339,
     summary_of,
     wait_degraded,
-    wait_until,
 )
 from tests.harness.alertmanager import Alertmanager, Route
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,8 @@ import httpx
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, iter_texts
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import CHANNEL, alert_entry, auth, notification, now, proxy_alert, wait_until
+from tests.e2e.stack import CHANNEL, alert_entry, auth, notification, now, proxy_alert
+from tests.waiting import wait_until
 
 
 def test_the_message_names_the_replica_it_read(sim: SimServer, slack: FakeSlack, bots: BotLauncher) -> None:

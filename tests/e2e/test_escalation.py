@@ -28,11 +28,11 @@ from tests.e2e.stack import (
     rfc3339,
     summary_of,
     text_of,
-    wait_until,
     write_bot_config,
 )
 from tests.e2e.test_acknowledge import alertmanager, bot
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

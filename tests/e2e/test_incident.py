@@ -19,9 +19,10 @@ from sim.kube.resources import PROBE_NAME
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import CHANNEL, CLIENT, TARGET, WEBHOOK_TOKEN, BotProcess, now, rfc3339, wait_until
+from tests.e2e.stack import CHANNEL, CLIENT, TARGET, WEBHOOK_TOKEN, BotProcess, now, rfc3339
 from tests.e2e.test_alertmanager_flow import DELIVERY_TIMEOUT, ROUTE, am_alert, full_text, top_level_posts
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

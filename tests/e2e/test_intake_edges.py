@@ -27,9 +27,9 @@ from tests.e2e.stack import (
     notification,
     now,
     proxy_alert,
-    wait_until,
     write_bot_config,
 )
+from tests.waiting import wait_until
 
 TIMEOUT = 20.0
 JSON = {"Content-Type": "application/json"}

@@ -20,7 +20,7 @@ import yaml
 from tests.e2e.conftest import BotLauncher
 from tests.e2e.stack import REPO, BotProcess
 from tests.harness.descendants import Proc, descendants, still_running
-from tests.harness.process import wait_for
+from tests.waiting import wait_until
 
 WORKERS = 2
 # Orphans notice within milliseconds that the bot is gone; this leaves room on a loaded machine.
@@ -49,7 +49,7 @@ def with_pool_started(bot: BotProcess) -> set[Proc]:
         under = descendants(pid)
         return under if len(digest_workers(pid, under)) >= WORKERS else None
 
-    return wait_for(started, 30.0, "the digest pool's workers", interval=0.05)
+    return wait_until(started, 30.0, "the digest pool's workers", interval=0.05)
 
 
 def assert_all_gone(procs: set[Proc]) -> None:

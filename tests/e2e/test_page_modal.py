@@ -37,12 +37,12 @@ from tests.e2e.stack import (
     rfc3339,
     summary_of,
     wait_degraded,
-    wait_until,
     write_bot_config,
 )
 from tests.e2e.test_alertmanager_flow import ROUTE
 from tests.e2e.test_demo_page import shots, top_messages
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

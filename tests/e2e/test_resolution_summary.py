@@ -33,11 +33,10 @@ from tests.e2e.stack import (
     rfc3339,
     summary_of,
     wait_degraded,
-    wait_for,
-    wait_until,
 )
 from tests.e2e.test_alertmanager_flow import ROUTE
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +123,7 @@ def test_the_summarys_failed_requests_equal_the_simulators_count_over_the_window
         [{**alert, "startsAt": started, "endsAt": rfc3339(now() - timedelta(seconds=1))}]
     )
     wait_until(lambda: "RESOLVED" in message.text, TIMEOUT, "the message edited to resolved")
-    summary = wait_for(
+    summary = wait_until(
         lambda: next((r for r in slack.thread(CHANNEL, message.ts) if "Resolution summary" in r.text), None),
         TIMEOUT,
         "the resolution summary in the thread",

@@ -18,17 +18,8 @@ import httpx
 from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.bot.domain.alertmanager_samples import ALL_RESOLVED, FIRING, ONE_RESOLVED
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import (
-    CHANNEL,
-    BotProcess,
-    StoreView,
-    alert_entry,
-    auth,
-    notification,
-    now,
-    proxy_alert,
-    wait_until,
-)
+from tests.e2e.stack import CHANNEL, BotProcess, StoreView, alert_entry, auth, notification, now, proxy_alert
+from tests.waiting import wait_until
 
 TIMEOUT = 30.0
 SAMPLE_TARGET = "team-a/billing"  # the captured 0.25 bodies' target; no configured cluster matches it

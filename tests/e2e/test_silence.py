@@ -42,10 +42,10 @@ from tests.e2e.stack import (
     summary_of,
     text_of,
     wait_degraded,
-    wait_until,
 )
 from tests.fakes.slack_requests import button_body, signed
 from tests.harness.alertmanager import Alertmanager, Route
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

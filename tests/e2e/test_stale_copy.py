@@ -39,10 +39,10 @@ from tests.e2e.stack import (
     now,
     proxy_alert,
     rfc3339,
-    wait_until,
     write_bot_config,
 )
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

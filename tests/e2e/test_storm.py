@@ -19,7 +19,7 @@ import pytest
 from bot.alerts.storm import StormPolicy
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import CHANNEL, WEBHOOK_TOKEN, StoreView, auth, text_of, wait_until
+from tests.e2e.stack import CHANNEL, WEBHOOK_TOKEN, StoreView, auth, text_of
 from tests.e2e.storm_load import (
     SlackCoverage,
     by_method,
@@ -30,6 +30,7 @@ from tests.e2e.storm_load import (
     storm_target,
 )
 from tests.harness.alertmanager import Alertmanager, Route
+from tests.waiting import wait_until
 
 TARGETS = 500
 ALERTS = 2 * TARGETS

@@ -6,7 +6,8 @@
     fake, store                            fixtures: a strict fake Slack Web API, an open SQLite store
     SocketSlack                            `apps.connections.open`, one WebSocket, response URLs
 
-Signing, slash-command bodies, `asgi` and `eventually` are in tests/fakes/slack_requests.py.
+Signing, slash-command bodies and `asgi` are in tests/fakes/slack_requests.py; `eventually` is in
+tests/waiting.py.
 """
 
 from __future__ import annotations

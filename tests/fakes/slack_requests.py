@@ -5,18 +5,17 @@ The signing follows Slack's scheme (`v0=` HMAC-SHA256 of `v0:timestamp:body`), w
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import itertools
 import json
 import time
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 from starlette.types import ASGIApp
+
+from tests.waiting import eventually as eventually  # still imported from here by test_actions, test_commands
 
 BOT_TOKEN = "xoxb-test-token"
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -104,12 +103,3 @@ def button_body(
 def asgi(app: ASGIApp) -> httpx.AsyncClient:
     """An HTTP client calling the app in-process."""
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot")
-
-
-async def eventually(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    """Wait (bounded) until `check()` is truthy: the work runs after the ack."""
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        await asyncio.sleep(0.02)
-    return found

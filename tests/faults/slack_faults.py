@@ -23,9 +23,9 @@ import httpx
 
 from bench.loadgen import LoadRun, Outcome
 from sim.slack_api import FakeSlack, Message, iter_texts
-from tests.e2e.stack import CHANNEL, BotProcess, StoreView, auth, text_of, wait_until
+from tests.e2e.stack import CHANNEL, BotProcess, StoreView, auth, text_of
 from tests.e2e.storm_load import storm_bodies, storm_plan, storm_target
-from tests.harness.process import HarnessError
+from tests.waiting import WaitTimeout, wait_until
 
 # A storm group's second notification adds this to its thread line (`storm_group_line`).
 TARGET_IN_ROW = re.compile(r"\s(platform/storm-\d+)\s")
@@ -263,7 +263,7 @@ TABLE_SETTLES = 30.0 + 15.0
 def assert_all_delivered_in_order(slack: FakeSlack, targets: Sequence[str]) -> None:
     """Every target of the storm is in Slack, last with both of its alerts, never shown older after newer
     (waiting for the storm's table to be replaced with the last changes, as it is within its refresh)."""
-    with contextlib.suppress(HarnessError):  # the assertions below say what is missing
+    with contextlib.suppress(WaitTimeout):  # the assertions below say what is missing
         wait_until(lambda: not _undelivered(slack, targets), TABLE_SETTLES, "every target in its final state")
     shown = shown_per_target(slack)
     missing = [t for t in targets if t not in shown]

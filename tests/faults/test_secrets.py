@@ -31,16 +31,7 @@ from sim.ports import free_port
 from sim.postgres import PostgresServer
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
-from tests.e2e.stack import (
-    CHANNEL,
-    BotProcess,
-    alert_entry,
-    notification,
-    now,
-    proxy_alert,
-    proxybot_command,
-    wait_until,
-)
+from tests.e2e.stack import CHANNEL, BotProcess, alert_entry, notification, now, proxy_alert, proxybot_command
 from tests.fakes import postgres
 from tests.faults import upstream_faults
 from tests.faults.upstream_faults import (
@@ -53,6 +44,7 @@ from tests.faults.upstream_faults import (
     message_about,
     press,
 )
+from tests.waiting import wait_until
 
 two_clusters = upstream_faults.two_clusters
 postgres_server = postgres.postgres_server

@@ -14,7 +14,7 @@ import pytest
 
 from sim.slack_api import FakeSlack, SlackCall
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import CHANNEL, wait_until
+from tests.e2e.stack import CHANNEL
 from tests.faults.slack_faults import (
     FaultStore,
     Storm,
@@ -22,6 +22,7 @@ from tests.faults.slack_faults import (
     assert_never_crashed,
     duplicate_posts,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -29,9 +29,9 @@ from tests.e2e.stack import (
     now,
     proxy_alert,
     text_of,
-    wait_until,
 )
 from tests.faults.slack_faults import FaultStore, assert_never_crashed, duplicate_posts, metric
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ import pytest
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import CHANNEL, BotProcess, wait_until, write_bot_config
+from tests.e2e.stack import CHANNEL, BotProcess, write_bot_config
 from tests.faults.slack_faults import (
     FaultStore,
     SlackGate,
@@ -32,7 +32,7 @@ from tests.faults.slack_faults import (
     duplicate_posts,
     metric,
 )
-from tests.harness.process import wait_for
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_slack_down_for_minutes_loses_nothing_and_the_bot_stays_ready(
             slack.fail(method, status=503, retry_after=None, times=10**6)
         watch.sample_for(PHASE)
         storm.record(load.outcomes())
-        shown, held = wait_for(lambda: depth_at_rest(bot, store), 30.0, "a moment the backlog is at rest")
+        shown, held = wait_until(lambda: depth_at_rest(bot, store), 30.0, "a moment the backlog is at rest")
     for method in SLACK_METHODS:
         slack.heal(method)
     tries = metric(bot.url, "proxybot_slack_calls_total", outcome="SlackTransient")

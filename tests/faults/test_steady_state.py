@@ -36,18 +36,10 @@ import pytest
 
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
-from tests.e2e.stack import (
-    BotProcess,
-    StoreView,
-    alert_entry,
-    auth,
-    notification,
-    now,
-    proxy_alert,
-    wait_until,
-)
+from tests.e2e.stack import BotProcess, StoreView, alert_entry, auth, notification, now, proxy_alert
 from tests.faults import upstream_faults
 from tests.faults.upstream_faults import FAULTY, HEALTHY, TARGETS, ask, fault_config
+from tests.waiting import wait_until
 
 two_clusters = upstream_faults.two_clusters
 fault_slack = upstream_faults.fault_slack

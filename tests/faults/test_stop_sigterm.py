@@ -20,16 +20,7 @@ import pytest
 from sim.ports import free_port
 from sim.slack_api import FakeSlack
 from tests.e2e.conftest import BotLauncher
-from tests.e2e.stack import (
-    CLIENT,
-    WEBHOOK_TOKEN,
-    BotProcess,
-    now,
-    proxy_alert,
-    rfc3339,
-    summary_of,
-    wait_until,
-)
+from tests.e2e.stack import CLIENT, WEBHOOK_TOKEN, BotProcess, now, proxy_alert, rfc3339, summary_of
 from tests.e2e.storm_load import SECONDARY_GV, storm_bodies, storm_target
 from tests.faults.slack_faults import (
     FaultStore,
@@ -39,7 +30,7 @@ from tests.faults.slack_faults import (
     metric,
 )
 from tests.harness.alertmanager import Alertmanager, Route
-from tests.harness.process import HarnessError
+from tests.waiting import WaitTimeout, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -126,7 +117,7 @@ def test_sigterm_mid_storm_stops_accepting_finishes_in_flight_and_loses_nothing(
 
     restarted = bots.start(port=port)
     targets = [storm_target(i) for i in range(TARGETS)]
-    with contextlib.suppress(HarnessError):  # the assertions below say what is missing
+    with contextlib.suppress(WaitTimeout):  # the assertions below say what is missing
         wait_until(lambda: store.drained() and _all_shown(slack, targets), 60.0, "everything delivered")
     assert store.drained(), (store.unprocessed(), store.outbox_pending())
     assert store.outbox_failed() == 0

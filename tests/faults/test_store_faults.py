@@ -37,10 +37,11 @@ from sim.postgres import PostgresServer
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from tests.e2e.replicas import PgStoreView
-from tests.e2e.stack import BotProcess, StoreQueries, StoreView, wait_until
+from tests.e2e.stack import BotProcess, StoreQueries, StoreView
 from tests.fakes import postgres
 from tests.faults import upstream_faults
 from tests.faults.upstream_faults import FAULTY, HEALTHY, fault_config, message_about, post_alert
+from tests.waiting import wait_until
 
 two_clusters = upstream_faults.two_clusters
 fault_slack = upstream_faults.fault_slack

@@ -42,10 +42,10 @@ from tests.e2e.stack import (
     now,
     proxy_alert,
     text_of,
-    wait_until,
     write_bot_config,
 )
 from tests.fakes.slack_requests import button_body, command_body, signed
+from tests.waiting import wait_until
 
 SPEED = 20
 HEALTHY, FAULTY = "team-a", "team-b"

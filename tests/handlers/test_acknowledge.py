@@ -39,7 +39,8 @@ from tests.fakes.slack_app import (
     ref_value,
     store,
 )
-from tests.fakes.slack_requests import asgi, command_body, eventually, signed
+from tests.fakes.slack_requests import asgi, command_body, signed
+from tests.waiting import eventually
 
 __all__ = ["fake", "store"]
 

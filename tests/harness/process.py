@@ -8,15 +8,14 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self, TypeVar
+from typing import IO, Self
 
 import httpx
 
-T = TypeVar("T")
+from tests.waiting import WaitTimeout, wait_until
 
 # Every HTTP call the harness makes is bounded by this, so a wedged server fails a test instead of hanging it.
 HTTP_TIMEOUT = httpx.Timeout(5.0)
@@ -32,18 +31,6 @@ def find_binary(name: str, fallback: str) -> str:
     if found is None:
         raise HarnessError(f"{name} is not installed (expected on PATH or at {fallback})")
     return found
-
-
-def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
-    """Poll `check` until it returns something other than None; raise naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result is not None:
-            return result
-        if time.monotonic() >= deadline:
-            raise HarnessError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 class ServerProcess:
@@ -94,8 +81,8 @@ class ServerProcess:
                 return None
 
         try:
-            wait_for(ready, timeout, f"{url} to be ready")
-        except HarnessError as error:
+            wait_until(ready, timeout, f"{url} to be ready", interval=0.2)
+        except WaitTimeout as error:
             raise HarnessError(f"{error}\n{self.log_tail()}") from None
 
 
@@ -157,9 +144,15 @@ def run_until(
         ]
         for reader in readers:
             reader.start()
-        deadline = time.monotonic() + timeout
-        while process.poll() is None and time.monotonic() < deadline and not _holds(shows, "".join(out)):
-            time.sleep(0.1)
+        with contextlib.suppress(
+            WaitTimeout
+        ):  # on timeout it is stopped all the same; the caller checks the output
+            wait_until(
+                lambda: process.poll() is not None or _holds(shows, "".join(out)),
+                timeout,
+                f"{argv[0]} to show what it should",
+                interval=0.1,
+            )
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
         try:

@@ -21,8 +21,8 @@ from tests.harness.process import (
     ManagedServer,
     ServerProcess,
     find_binary,
-    wait_for,
 )
+from tests.waiting import WaitTimeout, wait_until
 
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -163,8 +163,8 @@ class Prometheus(ManagedServer):
     def wait_until(self, check: Callable[[Self], T | None], timeout: float, what: str) -> T:
         """Poll `check(self)` until it returns non-None; the error names `what` and shows the log."""
         try:
-            return wait_for(lambda: check(self), timeout, what, interval=0.5)
-        except HarnessError as error:
+            return wait_until(lambda: check(self), timeout, what, interval=0.5)
+        except WaitTimeout as error:
             raise HarnessError(f"{error}\nPrometheus log:\n{self.log_tail()}") from None
 
     def wait_for_scrapes(self, timeout: float = 30.0) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.harness.alertmanager import Alertmanager
-from tests.harness.process import HarnessError, wait_for
 from tests.harness.prometheus import Json, Prometheus, ScrapeJob
 from tests.harness.webhook import Delivery, WebhookSink
+from tests.waiting import WaitTimeout, wait_until
 
 ALWAYS_FIRING = """
 groups:
@@ -82,6 +82,6 @@ def test_prometheus_alerts_reach_the_webhook_through_alertmanager(tmp_path: Path
 
 def am_wait(sink: WebhookSink, am: Alertmanager, alertname: str) -> Delivery:
     try:
-        return wait_for(lambda: deliveries_with(sink, alertname), 20, f"{alertname} at the webhook")[0]
-    except HarnessError as error:
+        return wait_until(lambda: deliveries_with(sink, alertname), 20, f"{alertname} at the webhook", 0.2)[0]
+    except WaitTimeout as error:
         raise AssertionError(f"{error}\nAlertmanager log:\n{am.log_tail()}") from None

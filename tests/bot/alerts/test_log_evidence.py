@@ -38,7 +38,8 @@ from tests.e2e.stack import (
 )
 from tests.fakes.alert_pipeline import Harness, alert, cluster_config, details_of, text_of, webhook
 from tests.fakes.sim_scenarios import RecordingSimServer, started
-from tests.fakes.slack_requests import asgi, eventually
+from tests.fakes.slack_requests import asgi
+from tests.waiting import eventually
 
 # scenario -> (the alert it fires, what its message must show of the logs)
 SCENARIOS: dict[str, tuple[str, list[str]]] = {

@@ -33,7 +33,8 @@ from tests.fakes.slack_app import (
     ref_value,
     store,
 )
-from tests.fakes.slack_requests import BOT_TOKEN, SIGNING_SECRET, asgi, eventually, signed
+from tests.fakes.slack_requests import BOT_TOKEN, SIGNING_SECRET, asgi, signed
+from tests.waiting import eventually
 
 __all__ = ["fake", "store"]  # fixtures
 
