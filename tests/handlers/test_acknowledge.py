@@ -3,9 +3,7 @@ message posted and edited by the bot's own delivery worker at the strict fake Sl
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -172,10 +170,11 @@ async def test_acknowledge_edits_the_message_and_says_so_once_in_the_thread(
 
 
 async def eventually_done(store: Store, key: str) -> None:
-    deadline = time.monotonic() + 20
-    while (item := await store.outbox_item(key)) is None or item.state is not OutboxState.DONE:
-        assert time.monotonic() < deadline, f"gave up waiting for {key} to be sent"
-        await asyncio.sleep(0.02)
+    async def done() -> bool:
+        item = await store.outbox_item(key)
+        return item is not None and item.state is OutboxState.DONE
+
+    await eventually(done, f"{key} to be sent")
 
 
 async def test_an_edit_queued_while_a_press_is_handled_is_not_undone_by_the_acknowledgement(
@@ -203,10 +202,10 @@ async def test_an_edit_queued_while_a_press_is_handled_is_not_undone_by_the_ackn
 
 
 async def eventually_sent(store: Store) -> None:
-    deadline = time.monotonic() + 20
-    while await store.depth():
-        assert time.monotonic() < deadline, "gave up waiting for the outbox to be sent"
-        await asyncio.sleep(0.02)
+    async def sent() -> bool:
+        return not await store.depth()
+
+    await eventually(sent, "the outbox to be sent")
 
 
 async def test_unacknowledge_takes_the_line_off_and_turns_the_button_back(

@@ -109,7 +109,7 @@ async def test_the_intakes_wake_event_makes_the_worker_process_a_new_notificatio
         await watched.until(idle)  # the first drain found nothing; the worker now waits for the event
         await accept(store, group(1))
         for _ in range(20):
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # turns for nothing to happen: without the event the worker stays asleep
         assert await store.pending_count() == 1  # not polled: only the event wakes the worker
         wake.set()  # what the intake's on_accepted does
         await until_drained(watched)

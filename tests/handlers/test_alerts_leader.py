@@ -12,6 +12,7 @@ from bot.lease import Lease
 from bot.store import Store, StoredNotification, open_store
 from handlers.alerts import AlertWorker
 from tests.fakes.alert_pipeline import alert, webhook
+from tests.waiting import eventually
 
 
 class RecordingPipeline:
@@ -45,12 +46,6 @@ async def accept(store: Store, n: int) -> None:
     await store.accept(raw, AlertmanagerWebhook.model_validate_json(raw), 0.0)
 
 
-async def until(condition: object, limit: float = 10.0) -> None:
-    async with asyncio.timeout(limit):  # guards a hang; not a timing assertion
-        while not condition():  # type: ignore[operator]
-            await asyncio.sleep(0.02)
-
-
 async def test_the_leader_processes_and_the_next_replica_takes_over_when_it_dies(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     store_a, store_b = await open_store(url, owner="replica-a"), await open_store(url, owner="replica-b")
@@ -60,18 +55,18 @@ async def test_the_leader_processes_and_the_next_replica_takes_over_when_it_dies
     worker_b = AlertWorker(store_b, pipe_b, lease=Lease(store_b, ttl=1.0), poll=0.05)
     try:
         task_a = asyncio.create_task(worker_a.run())
-        await until(lambda: pipe_a.restores == 1)  # a leads
+        await eventually(lambda: pipe_a.restores == 1, "replica a to lead", timeout=10)
         task_b = asyncio.create_task(worker_b.run())
         for n in range(3):
             await accept(store_b, n)  # accepted by the replica that does not lead: nothing wakes a
-        await until(lambda: len(done) == 3)
+        await eventually(lambda: len(done) == 3, "three notifications done", timeout=10)
         assert {who for who, _ in done} == {"a"}
         task_a.cancel()  # a dies without handing the lease back
         with contextlib.suppress(asyncio.CancelledError):
             await task_a
         for n in range(3, 5):
             await accept(store_a, n)
-        await until(lambda: len(done) == 5)
+        await eventually(lambda: len(done) == 5, "five notifications done", timeout=10)
         assert [who for who, _ in done[3:]] == ["b", "b"]
         assert pipe_b.restores == 1  # the new leader starts from the store
         assert sorted(i for _, i in done) == list(range(1, 6))  # each notification once
@@ -89,6 +84,7 @@ async def test_a_store_that_fails_does_not_end_the_worker(tmp_path: Path) -> Non
     done: list[tuple[str, int]] = []
     worker = AlertWorker(store, RecordingPipeline(store, "a", done), retry_seconds=0.05)
     broken = {"on": True}
+    failed = {"reads": 0}
     real_pending = store.pending
 
     async def pending(
@@ -97,6 +93,7 @@ async def test_a_store_that_fails_does_not_end_the_worker(tmp_path: Path) -> Non
         if broken["on"]:
             from bot.store import StoreError
 
+            failed["reads"] += 1
             raise StoreError("sqlite: disk I/O error")
         return await real_pending(limit, besides=besides)
 
@@ -105,11 +102,13 @@ async def test_a_store_that_fails_does_not_end_the_worker(tmp_path: Path) -> Non
     try:
         await accept(store, 1)
         worker.wake()
-        await asyncio.sleep(0.2)
+        await eventually(
+            lambda: failed["reads"] >= 2, "the worker to read the failing store again", timeout=10
+        )
         assert not task.done()
         assert done == []
         broken["on"] = False  # the disk is back
-        await until(lambda: len(done) == 1)
+        await eventually(lambda: len(done) == 1, "the notification done", timeout=10)
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

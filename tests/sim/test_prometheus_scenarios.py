@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from sim.scenarios import SCENARIOS
 from sim.server import KSM_PATH, METRICS_PATH, SimServer
 from tests.harness.prometheus import Json, Prometheus, ScrapeJob
 from tests.harness.rules import shorten_rules
+from tests.waiting import WaitTimeout, wait_until
 
 RULES = Path(__file__).resolve().parents[2] / "config" / "rules" / "proxy-alerts.yaml"
 # Simulated seconds per wall second; the rules are shortened by the same factor.
@@ -191,12 +192,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
         observed = {
             e.scenario: start_run(stack, e, tmp_path_factory.mktemp(e.scenario)) for e in EXPECTATIONS
         }
-        deadline = time.monotonic() + max(e.until / e.speed for e in EXPECTATIONS) + 30
-        while any(run.final is None for run in observed.values()) and time.monotonic() < deadline:
+
+        def all_final() -> bool:
             for run in observed.values():
                 if run.final is None:
                     run.poll()
-            time.sleep(1.0)
+            return all(run.final is not None for run in observed.values())
+
+        longest = max(e.until / e.speed for e in EXPECTATIONS) + 30
+        with suppress(WaitTimeout):  # the tests below say which scenario never got there
+            wait_until(all_final, longest, "every scenario's final state", interval=1.0)
         yield observed
 
 

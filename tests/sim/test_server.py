@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from config.loader import load_config
 from sim.server import HOLD_SNAP, SimServer
+from tests.waiting import wait_until
 
 KUBECTL = "/usr/bin/kubectl"
 PROBE_PATH = "/apis/example.com/v1/namespaces/default/widgets?limit=1"
@@ -181,22 +182,23 @@ def test_written_config_validates(written: Path) -> None:
     assert cluster.targets[0].name == "platform/crd-store"
 
 
-def _wait_for(check_url: str, srv: SimServer, code: int) -> httpx.Response:
+def _answer(check_url: str, srv: SimServer, code: int) -> httpx.Response:
+    """The first answer of `check_url` with status `code`, waiting (bounded) for the scenario to get there."""
     with http(srv) as h:
-        for _ in range(200):
+
+        def answered() -> httpx.Response | None:
             resp = h.get(check_url, headers={"Authorization": f"Bearer {srv.token}"})
-            if resp.status_code == code:
-                return resp
-            time.sleep(0.05)
-    raise AssertionError(f"{check_url} never answered {code}; last {resp.status_code}")
+            return resp if resp.status_code == code else None
+
+        return wait_until(answered, 10, f"{check_url} to answer {code}", interval=0.05)
 
 
 def test_degraded_proxy_answers_503_status_with_retry_after() -> None:
     with SimServer(scenario="license-failure", speed=200) as srv:
-        resp = _wait_for(srv.cluster_url("team-a") + PROBE_PATH, srv, 503)
+        resp = _answer(srv.cluster_url("team-a") + PROBE_PATH, srv, 503)
         assert resp.headers["Retry-After"] == "1"
         assert resp.json()["reason"] == "ServiceUnavailable"
-        discovery = _wait_for(srv.cluster_url("team-a") + "/apis/example.com/v1", srv, 200).json()
+        discovery = _answer(srv.cluster_url("team-a") + "/apis/example.com/v1", srv, 200).json()
         assert {r["name"]: r["verbs"] for r in discovery["resources"]} == {
             "widgets": ["get"],
             "gadgets": ["get"],
@@ -214,15 +216,12 @@ def test_ownership_masked_named_get_is_404() -> None:
 def test_a_held_simulation_stops_at_its_second_and_answers_from_it() -> None:
     # target-down at 100x: the target hangs at t=60 (0.6 s in); held at t=30, it never does.
     with SimServer(scenario="target-down", speed=100, hold_at=30.0) as held:
-        deadline = time.monotonic() + 10
-        while not held.held:
-            assert time.monotonic() < deadline, "the simulated clock never reached its hold"
-            time.sleep(0.05)
+        wait_until(lambda: held.held, 10, "the simulated clock to reach its hold", interval=0.05)
         wall = time.monotonic()
         while time.monotonic() - wall < 1.0:  # more than 60 simulated seconds of wall time pass
             held.catch_up()
             assert held.world.now() == 30.0
-            time.sleep(0.05)
+            time.sleep(0.05)  # a sleep on purpose: wall time passes and the held clock must not move
         assert not any("stops answering" in what for _, what in held.world.log)
 
 
@@ -233,12 +232,9 @@ def test_a_hold_is_reached_in_one_step_and_its_shown_time_stops_there() -> None:
     srv = SimServer(scenario="healthy", speed=100, hold_at=5.0, epoch=1_000_000.0)
     srv.advance = lambda t: (seen.append(t), srv.world.advance_to(t))
     with srv:
-        deadline = time.monotonic() + 10
-        while not srv.held:
-            assert time.monotonic() < deadline, "the simulated clock never reached its hold"
-            time.sleep(0.01)
+        wait_until(lambda: srv.held, 10, "the simulated clock to reach its hold", interval=0.01)
         ran = srv.running_time()
-        time.sleep(0.05)
+        wait_until(lambda: srv.running_time() > ran, 10, "the clock work is paced by to go on", interval=0.01)
         assert srv.running_time() > ran, "the clock work is paced by goes on"
         assert srv.shown_time() == 1_000_000.0 + 5.0 / 100, "shown as the epoch plus the held second"
     assert seen[0] == 0.0, "the world starts at its first second, through `advance`"

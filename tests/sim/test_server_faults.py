@@ -84,7 +84,7 @@ def test_hang_never_answers_until_the_simulator_stops() -> None:
 
         caller = threading.Thread(target=waiting)
         caller.start()
-        time.sleep(0.5)
+        time.sleep(0.5)  # a wait for nothing: the hung request is not answered while the simulator runs
         assert not outcome
         started = time.monotonic()
     caller.join(timeout=10)

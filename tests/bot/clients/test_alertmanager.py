@@ -27,6 +27,7 @@ from config.settings import AlertmanagerSettings
 from sim.ports import free_port
 from tests.fakes.http_server import LocalServer, Request
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import eventually
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 TARGET = {"alertname": "ResourceProxyNoHealthyPeers", "target": "platform/crd-store", "cluster": "team-a"}
@@ -57,10 +58,10 @@ def silenced_by(am: Alertmanager, labels: dict[str, str]) -> list[str] | None:
 
 async def wait_silenced_by(am: Alertmanager, labels: dict[str, str], silence: str) -> None:
     # Alertmanager marks an alert silenced when it is next evaluated; give it a bounded while.
-    deadline = time.monotonic() + 20
-    while silence not in (await asyncio.to_thread(silenced_by, am, labels) or []):
-        assert time.monotonic() < deadline, f"alert {labels} never silenced by {silence}"
-        await asyncio.sleep(0.2)
+    async def silenced() -> bool:
+        return silence in (await asyncio.to_thread(silenced_by, am, labels) or [])
+
+    await eventually(silenced, f"alert {labels} silenced by {silence}", timeout=20, interval=0.2)
 
 
 @pytest.mark.slow
