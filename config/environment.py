@@ -1,23 +1,29 @@
-"""The `PROXYBOT_*` environment variables: the config path, one override per secret, and those that mean
-nothing.
+"""The `PROXYBOT_*` environment variables: the config path, one override per secret, the directory of
+secret files, and those that mean nothing.
 
 Only secrets and the config path come from `PROXYBOT_*` variables; everything else is in the file, where
-`${VAR}` reads any variable. A `PROXYBOT_*` name proxybot does not read is a typo or a guess (e.g.
-`PROXYBOT_SLACK_TOKEN`, `PROXYBOT_SERVER_PORT`), so it is warned about with the name it probably meant.
+`${VAR}` reads any variable. A secret can also be a file named as its variable in `PROXYBOT_SECRETS_DIR`
+(a Kubernetes Secret mounted as a volume: the value then never is in the process's environment, which
+every child process and `/proc/<pid>/environ` would see); a variable that is set wins over its file. A
+`PROXYBOT_*` name proxybot does not read is a typo or a guess (e.g. `PROXYBOT_SLACK_TOKEN`,
+`PROXYBOT_SERVER_PORT`), so it is warned about with the name it probably meant.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 from pydantic import BaseModel
 
+from config.errors import ConfigError
 from config.fields import Loc
 from config.settings import Settings
 
 PREFIX = "PROXYBOT_"
 CONFIG_ENV = "PROXYBOT_CONFIG"
+SECRETS_DIR_ENV = "PROXYBOT_SECRETS_DIR"
 
 # Every secret can come from the environment; the variable wins over the file.
 SECRET_OVERRIDES: Mapping[str, tuple[str, ...]] = {
@@ -28,7 +34,7 @@ SECRET_OVERRIDES: Mapping[str, tuple[str, ...]] = {
     "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD": ("alertmanager", "webhook_password"),
     "PROXYBOT_STORE_URL": ("store", "url"),
 }
-KNOWN = (CONFIG_ENV, *SECRET_OVERRIDES)
+KNOWN = (CONFIG_ENV, SECRETS_DIR_ENV, *SECRET_OVERRIDES)
 
 
 def env_hint(loc: Loc) -> str:
@@ -69,5 +75,32 @@ def _config_key(words: str, model: type[BaseModel], prefix: str = "") -> str | N
 
 
 def overrides(env: Mapping[str, str]) -> Iterator[tuple[str, str]]:
-    """(variable, value) of every secret override set (an empty variable counts as unset)."""
-    return ((name, env[name]) for name in SECRET_OVERRIDES if env.get(name, "").strip())
+    """(variable, value) of every secret override set: the variable, else its file in `PROXYBOT_SECRETS_DIR`
+    (an empty variable or file counts as unset); ConfigError when that directory or a file in it cannot
+    be read."""
+    files = _secrets_dir(env)
+    for name in SECRET_OVERRIDES:
+        if env.get(name, "").strip():
+            yield name, env[name]
+        elif files is not None and (value := _secret_file(files / name)):
+            yield name, value
+
+
+def _secrets_dir(env: Mapping[str, str]) -> Path | None:
+    given = env.get(SECRETS_DIR_ENV, "").strip()
+    if not given:
+        return None
+    if not Path(given).is_dir():
+        raise ConfigError([f"{SECRETS_DIR_ENV}: {given} is not a directory"])
+    return Path(given)
+
+
+def _secret_file(path: Path) -> str:
+    """The file's value, stripped; "" when there is no such file (a Secret without that key)."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+        raise ConfigError([f"{SECRETS_DIR_ENV}: cannot read {path}: {why}"]) from None

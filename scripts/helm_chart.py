@@ -280,7 +280,8 @@ PARTS = (
 )
 SECRET_VALUES: Values = {"existingSecret": "", "secret": {"create": True, "values": PLACEHOLDERS}}
 SECRET_HEADER = """\
-TEMPLATE: the secrets proxybot reads from the environment (config/environment.py). Not applied by either
+TEMPLATE: the secrets proxybot reads, keyed by their PROXYBOT_* variables (config/environment.py); the
+pods mount them as files (PROXYBOT_SECRETS_DIR), never as environment variables. Not applied by either
 variant on purpose: fill in a copy outside the repository, or create it directly (config/deploy/README.md,
 step 7):
 

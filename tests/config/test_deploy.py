@@ -64,7 +64,14 @@ def container(variant: str) -> Doc:
 
 
 def secret_refs(variant: str) -> dict[str, Doc]:
-    return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container(variant)["env"] if "valueFrom" in e}
+    """Each key of the Secret the pod reads as a file: {name, key, optional} (waited for unless optional)."""
+    volumes = {v["name"]: v for v in pod(variant)["volumes"]}
+    sources = [s["secret"] for s in volumes["secrets"]["projected"]["sources"]]
+    return {
+        item["path"]: {"name": s["name"], "key": item["key"], "optional": bool(s.get("optional"))}
+        for s in sources
+        for item in s["items"]
+    }
 
 
 # -- schemas ---------------------------------------------------------------------------------------
@@ -119,12 +126,14 @@ def without_variant_parts(docs: tuple[Doc, ...]) -> list[Doc]:
         spec = doc["spec"]["template"]["spec"]
         spec.pop("affinity", None)
         spec["volumes"] = [v for v in spec["volumes"] if v["name"] != "data"]
+        for volume in spec["volumes"]:  # which Secret keys the pod waits for (the store URL) is the variant's
+            if volume["name"] == "secrets":
+                sources = volume["projected"]["sources"]
+                keys = sorted(item["key"] for source in sources for item in source["secret"]["items"])
+                volume["projected"]["sources"] = keys
         for c in spec["containers"]:
             c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "data"]
             c["env"] = sorted(c["env"], key=lambda e: str(e["name"]))
-            for e in c["env"]:
-                if e["name"] == "PROXYBOT_STORE_URL":
-                    e["valueFrom"]["secretKeyRef"].pop("optional", None)
     return sorted(kept, key=lambda d: (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]))
 
 
@@ -225,7 +234,8 @@ def test_config_and_kubeconfigs_share_the_directory_the_pod_reads(variant: str, 
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_every_environment_secret_comes_from_the_tokens_secret(variant: str) -> None:
+def test_every_secret_is_a_file_of_the_tokens_secret(variant: str) -> None:
+    assert all("valueFrom" not in e for e in container(variant)["env"])  # never in the environment
     refs = secret_refs(variant)
     assert set(refs) == set(SECRET_OVERRIDES)
     assert all(ref["name"] == "proxybot-tokens" and ref["key"] == name for name, ref in refs.items())
@@ -233,9 +243,9 @@ def test_every_environment_secret_comes_from_the_tokens_secret(variant: str) -> 
     assert template <= set(SECRET_OVERRIDES)
     required = {"PROXYBOT_SLACK_BOT_TOKEN", "PROXYBOT_SLACK_SIGNING_SECRET", "PROXYBOT_SLACK_APP_TOKEN"}
     assert template >= required | {"PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"}
-    assert not refs["PROXYBOT_SLACK_BOT_TOKEN"].get("optional", False)
+    assert not refs["PROXYBOT_SLACK_BOT_TOKEN"]["optional"]
     # Only the PostgreSQL variant needs the store URL: without it, its pods must not start at all.
-    assert refs["PROXYBOT_STORE_URL"].get("optional", False) is (variant == "sqlite")
+    assert refs["PROXYBOT_STORE_URL"]["optional"] is (variant == "sqlite")
 
 
 # -- RBAC ------------------------------------------------------------------------------------------

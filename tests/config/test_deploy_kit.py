@@ -27,7 +27,7 @@ import yaml
 from bot.domain.paths import probe_path
 from bot.inbound.slack import EVENTS_PATH
 from config.clusters import ClusterSettings
-from config.environment import CONFIG_ENV, SECRET_OVERRIDES
+from config.environment import KNOWN
 from config.settings import Settings
 from tests.fakes.manifests import DEPLOY, K8S_VERSIONS, ROOT, Doc, kustomize, listed, shipped_settings
 from tests.harness.prometheus import Prometheus
@@ -700,5 +700,5 @@ def test_every_repository_path_a_guide_names_exists(guide: str) -> None:
 def test_every_proxybot_variable_a_guide_names_is_one_proxybot_reads(guide: str) -> None:
     """A renamed or guessed variable in a command (PROXYBOT_SLACK_TOKEN) would be ignored by the pod."""
     named = set(re.findall(r"\bPROXYBOT_[A-Z][A-Z_]*[A-Z]\b", (ROOT / guide).read_text()))
-    unknown = sorted(named - {*SECRET_OVERRIDES, CONFIG_ENV})
+    unknown = sorted(named - set(KNOWN))
     assert not unknown, f"{guide} names variables proxybot does not read: {unknown}"

@@ -27,7 +27,7 @@ from bot.app import Deps, create_app
 from bot.cli.console import Console
 from bot.cli.main import build_parser
 from bot.store import open_store
-from config.environment import CONFIG_ENV, SECRET_OVERRIDES
+from config.environment import CONFIG_ENV, SECRET_OVERRIDES, SECRETS_DIR_ENV
 from config.loader import parse_config
 from config.settings import Settings
 from scripts import helm_chart
@@ -317,7 +317,7 @@ def config_map_data(case: str) -> dict[str, str]:
 
 def pod_config(case: str, directory: Path, env: dict[str, str] | None = None) -> tuple[Path, Settings]:
     """The rendered proxybot.yaml as the pod reads it: beside the in-cluster kubeconfig and the kubeconfigs
-    Secret's files (stubbed), with the Secret's variables."""
+    Secret's files (stubbed), with the Secret's keys as files in PROXYBOT_SECRETS_DIR (and `env`)."""
     data = config_map_data(case)
     for name, text in data.items():
         (directory / name).write_text(text)
@@ -330,10 +330,17 @@ def pod_config(case: str, directory: Path, env: dict[str, str] | None = None) ->
         "PROXYBOT_SLACK_SIGNING_SECRET": "a1b2c3d4",
         "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN": "f00dfeed",
         "PROXYBOT_STORE_URL": f"sqlite:///{directory / 'proxybot.db'}",  # the pod's volume is not here
-    } | (env or {})
+    }
+    files = directory / "secrets"
+    files.mkdir()
+    for name, value in secrets.items():
+        (files / name).write_text(value)
     path = directory / "proxybot.yaml"
     return path, parse_config(
-        data["proxybot.yaml"], base_dir=directory, env=secrets, purpose="serve"
+        data["proxybot.yaml"],
+        base_dir=directory,
+        env={SECRETS_DIR_ENV: str(files)} | (env or {}),
+        purpose="serve",
     ).settings
 
 
@@ -360,15 +367,10 @@ def test_the_command_port_and_env_are_what_serve_reads(case: str, tmp_path: Path
     assert (port["name"], port["containerPort"]) == ("http", args.port)
     assert args.host == settings.server.host == "0.0.0.0"  # noqa: S104 (in a pod, loopback is unreachable)
     assert settings.server.port == args.port  # the config says what the command line does
-    env = {e["name"]: e for e in c["env"]}
-    assert set(env) == {CONFIG_ENV, "MPLCONFIGDIR", *SECRET_OVERRIDES}
-    secret = next(e["valueFrom"]["secretKeyRef"]["name"] for e in c["env"] if "valueFrom" in e)
-    assert all(
-        e["valueFrom"]["secretKeyRef"] | {"optional": None} == {"name": secret, "key": name, "optional": None}
-        for name, e in env.items()
-        if name in SECRET_OVERRIDES
-    )
-    assert secret == MATRIX[case]["existingSecret"]
+    env = {e["name"]: e["value"] for e in c["env"]}
+    assert set(env) == {CONFIG_ENV, "MPLCONFIGDIR", SECRETS_DIR_ENV}
+    assert "envFrom" not in c
+    assert secret_files(case) == (MATRIX[case]["existingSecret"], set(SECRET_OVERRIDES))
     service = one(case, "Service")["spec"]
     assert service["ports"] == [{"name": "http", "port": args.port, "targetPort": "http", "protocol": "TCP"}]
 
@@ -403,13 +405,55 @@ def test_every_path_serve_reads_or_writes_is_mounted(case: str, tmp_path: Path) 
     assert one(case, "PersistentVolumeClaim")["metadata"]["name"] == claim
 
 
-@pytest.mark.parametrize("case", ["defaults", "socket-mode"])
-def test_the_slack_secret_required_follows_the_mode(case: str) -> None:
-    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container(case)["env"] if "valueFrom" in e}
-    socket = case == "socket-mode"
-    assert refs["PROXYBOT_SLACK_APP_TOKEN"]["optional"] is not socket
-    assert refs["PROXYBOT_SLACK_SIGNING_SECRET"]["optional"] is socket
-    assert "optional" not in refs["PROXYBOT_SLACK_BOT_TOKEN"]
+def secrets_volume(case: str) -> Doc:
+    """The volume mounted at PROXYBOT_SECRETS_DIR."""
+    c = container(case)
+    where = next(e["value"] for e in c["env"] if e["name"] == SECRETS_DIR_ENV)
+    (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == where]
+    assert mount.get("readOnly") is True
+    (volume,) = [v for v in pod_spec(case)["volumes"] if v["name"] == mount["name"]]
+    return dict(volume)
+
+
+def secret_files(case: str) -> tuple[str, set[str]]:
+    """(the Secret, the keys the pod reads as files) of the secrets volume, each file named as its key."""
+    sources = [s["secret"] for s in secrets_volume(case)["projected"]["sources"]]
+    (name,) = {s["name"] for s in sources}
+    items = [item for s in sources for item in s["items"]]
+    assert all(item["path"] == item["key"] for item in items)
+    return name, {item["key"] for item in items}
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_no_secret_is_in_the_environment_they_are_files_only_the_pod_reads(case: str) -> None:
+    """Kubernetes Secrets reach the pod as a read-only volume, never `env`/`envFrom`: a variable is in the
+    environment of every process the bot starts."""
+    c, spec = container(case), pod_spec(case)
+    assert "envFrom" not in c
+    assert all("valueFrom" not in e for e in c["env"]), c["env"]
+    assert not re.search(r"xoxb-|xapp-|secretKeyRef", json.dumps(c["env"]))
+    volume = secrets_volume(case)["projected"]
+    assert volume["defaultMode"] == 0o440  # the owner (root) and the pod's group (fsGroup) read them
+    context = spec["securityContext"]
+    assert context["fsGroup"] == context["runAsGroup"]
+
+
+@pytest.mark.parametrize(
+    ("case", "required"),
+    [
+        ("defaults", {"PROXYBOT_SLACK_SIGNING_SECRET"}),
+        ("socket-mode", {"PROXYBOT_SLACK_APP_TOKEN"}),
+        ("postgres-secret", {"PROXYBOT_SLACK_SIGNING_SECRET", "PROXYBOT_STORE_URL"}),
+    ],
+)
+def test_the_pod_waits_for_the_secret_keys_its_mode_needs(case: str, required: set[str]) -> None:
+    required |= {"PROXYBOT_SLACK_BOT_TOKEN", "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN"}
+    sources = [s["secret"] for s in secrets_volume(case)["projected"]["sources"]]
+    waited = {i["key"] for s in sources if not s.get("optional") for i in s["items"]}
+    assert waited == required
+    assert {i["key"] for s in sources if s.get("optional") for i in s["items"]} == set(
+        SECRET_OVERRIDES
+    ) - required
 
 
 async def test_the_probes_ask_what_the_app_answers(tmp_path: Path) -> None:
@@ -557,10 +601,7 @@ def test_an_existing_configmap_replaces_the_rendered_one() -> None:
 def test_a_created_secret_holds_only_the_values_given() -> None:
     secret = one("chart-secret", "Secret")
     assert secret["stringData"] == MATRIX["chart-secret"]["secret"]["values"]
-    refs = {
-        e["valueFrom"]["secretKeyRef"]["name"] for e in container("chart-secret")["env"] if "valueFrom" in e
-    }
-    assert refs == {secret["metadata"]["name"]}
+    assert secret_files("chart-secret")[0] == secret["metadata"]["name"]
     assert not re.search(r"xoxb-|PROXYBOT_", config_map_data("chart-secret")["proxybot.yaml"])
 
 

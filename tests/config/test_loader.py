@@ -170,6 +170,32 @@ def test_an_empty_override_counts_as_unset(tmp_path: Path) -> None:
     assert settings.slack.bot_token == SecretStr("xoxb-from-file")
 
 
+def test_secrets_are_read_from_files_named_as_their_variables_in_the_secrets_dir(tmp_path: Path) -> None:
+    """A Secret mounted as a volume: its files are the overrides; a variable set still wins over its file."""
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "PROXYBOT_SLACK_BOT_TOKEN").write_text("xoxb-from-a-file\n")
+    (secrets / "PROXYBOT_SLACK_SIGNING_SECRET").write_text("signing-from-a-file")
+    (secrets / "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN").write_text("")  # an empty file counts as unset
+    kube = kubeconfig(tmp_path / "prod.kubeconfig", "prod")
+    path = write(tmp_path, minimal(bot_token="changeme", signing_secret="changeme", kubeconfig=str(kube)))
+    env = {"PROXYBOT_SECRETS_DIR": str(secrets), "PROXYBOT_SLACK_SIGNING_SECRET": "signing-from-env"}
+    loaded = load_config(path, env=env, purpose="serve")
+    assert loaded.settings.slack.bot_token == SecretStr("xoxb-from-a-file")
+    assert loaded.settings.slack.signing_secret == SecretStr("signing-from-env")
+    assert loaded.settings.alertmanager.webhook_token == SecretStr("real-webhook-token")
+    assert loaded.env_overrides == ("PROXYBOT_SLACK_BOT_TOKEN", "PROXYBOT_SLACK_SIGNING_SECRET")
+    assert loaded.warnings == ()  # PROXYBOT_SECRETS_DIR is a variable proxybot reads
+
+
+def test_a_secrets_dir_that_is_not_one_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, minimal())
+    missing = tmp_path / "nowhere"
+    assert problems_of(path, {"PROXYBOT_SECRETS_DIR": str(missing)}) == [
+        f"PROXYBOT_SECRETS_DIR: {missing} is not a directory"
+    ]
+
+
 @pytest.mark.parametrize("placeholder", ["changeme", "xoxb-...", "'<bot-token>'", "''", "CHANGEME"])
 def test_placeholder_secrets_are_refused_for_serve_and_allowed_for_demo(
     tmp_path: Path, placeholder: str

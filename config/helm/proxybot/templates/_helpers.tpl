@@ -97,6 +97,34 @@ The checks that the schema cannot make, each failing with the value to change. C
 {{- end -}}
 {{- end -}}
 
+{{/* Where the Secret's keys are files (PROXYBOT_SECRETS_DIR). */}}
+{{- define "proxybot.secretsDir" -}}
+/var/run/secrets/proxybot
+{{- end -}}
+
+{{/*
+The Secret's keys (config/environment.py SECRET_OVERRIDES) as JSON: `required`, those the pod waits for
+(the bot token, the webhook token, the signing secret in HTTP mode or the app token in Socket Mode, the
+store URL with storeUrlFromSecret), and `optional`, the others.
+*/}}
+{{- define "proxybot.secretKeys" -}}
+{{- $required := list "PROXYBOT_SLACK_BOT_TOKEN" "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN" -}}
+{{- $optional := list "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD" -}}
+{{- if .Values.socketMode -}}
+{{- $required = append $required "PROXYBOT_SLACK_APP_TOKEN" -}}
+{{- $optional = append $optional "PROXYBOT_SLACK_SIGNING_SECRET" -}}
+{{- else -}}
+{{- $required = append $required "PROXYBOT_SLACK_SIGNING_SECRET" -}}
+{{- $optional = append $optional "PROXYBOT_SLACK_APP_TOKEN" -}}
+{{- end -}}
+{{- if .Values.storeUrlFromSecret -}}
+{{- $required = append $required "PROXYBOT_STORE_URL" -}}
+{{- else -}}
+{{- $optional = append $optional "PROXYBOT_STORE_URL" -}}
+{{- end -}}
+{{- dict "required" $required "optional" $optional | toJson -}}
+{{- end -}}
+
 {{/* A cluster's or target's namespace in the control plane cluster: configured, else vcluster-<name>. */}}
 {{- define "proxybot.planeNamespace" -}}
 {{- .plane.namespace | default (printf "vcluster-%s" .name) -}}
