@@ -1,13 +1,17 @@
 """Every subcommand of both front ends in one table: `/proxy NAME` (handlers/commands.py) and `proxybot NAME`
 (bot/cli/).
 
-One `SubcommandSpec` per name gives what the front ends derive from it: the slash command's grammar
-(`Usage`, parsed by handlers/command_args.py), its help entry (bot/render/help.py), who may run it
-(`Access`, handlers/command_access.py), and the console command (`cli`: the bot/cli module whose
-`CONSOLE_COMMANDS` holds it, imported only when that command runs). The `/proxy` planners are keyed by these
-names in handlers/commands.py; tests/bot/test_subcommands.py fails when a front end lacks one.
+One `SubcommandSpec` per name gives what the front ends derive from it: the grammar (`Usage`: positionals
+and `Option`s), which both the `/proxy` parser (handlers/command_args.py) and the console command's
+arguments (bot/cli/output.py's `from_grammar`) read; its help entry (bot/render/help.py) and the Slack
+manifests' usage hint (`Usage.hint`); who may run it (`Access`, handlers/command_access.py);
+and the console command (`cli`: the bot/cli module whose `CONSOLE_COMMANDS` holds it, imported only when
+that command runs). The `/proxy` planners are keyed by these names in handlers/commands.py;
+tests/bot/test_subcommands.py fails when a front end lacks one.
 
-Only the standard library is imported here: `proxybot --help` reads this table and nothing else.
+Only the standard library is imported here: `proxybot --help` reads this table and nothing else. So a
+console help text that names a check's limit says `{NAME}`, and the console command gives the value
+(`from_grammar(NAME, LIMIT=...)` in its bot/cli module).
 """
 
 from __future__ import annotations
@@ -27,15 +31,39 @@ class Takes(Enum):
 
 
 @dataclass(frozen=True)
+class Option:
+    """One option of a grammar: how many values it takes, and how the console shows and reads it."""
+
+    takes: Takes
+    metavar: str | None = None  # None: argparse's (the name in capitals)
+    help: str = ""  # the console's help line; `{NAME}` is a fact the console command gives
+    default: str | None = None  # the console's default, read as if typed (`{NAME}` too)
+    number: bool = False  # the console reads a whole number (`/proxy`: the planner's whole_number)
+    required: bool = False  # `/proxy` asks for it once the asker may run the command (check_required)
+
+
+# The console's help of a positional, unless the grammar says otherwise (`Usage.about`).
+ABOUT = {"TARGET": "a configured target, <project>/<name>"}
+
+
+@dataclass(frozen=True)
 class Usage:
     """One subcommand's grammar: positional names (`?` suffix: optional) and options."""
 
     positionals: tuple[str, ...] = ()
-    options: Mapping[str, Takes] = field(default_factory=dict)
+    options: Mapping[str, Option] = field(default_factory=dict)
+    about: Mapping[str, str] = field(default_factory=dict)  # a positional's console help, by name
 
     @property
     def required(self) -> int:
         return sum(1 for p in self.positionals if not p.endswith("?"))
+
+    def hint(self) -> str:
+        """The positionals as a usage hint shows them: `TARGET [DURATION]` (each one's first form)."""
+        words = [p.rstrip("?").split("|")[0] for p in self.positionals]
+        return " ".join(
+            f"[{w}]" if p.endswith("?") else w for p, w in zip(self.positionals, words, strict=True)
+        )
 
 
 class Access(Enum):
@@ -76,6 +104,9 @@ _TARGET = ("TARGET",)
 _STATUS = "the quick-triage verdict per target (is the target down or the proxy degraded?), live proxy "
 _STATUS += "state per group/version, the diagnosis, the proxy's APIServices and the vCluster versions"
 _PROBE = "the guide's synthetic probe: GET /apis/<gv>/namespaces/<ns>/<resource>?limit=1 through the client"
+_WINDOW = "window for Prometheus' increase() (default 15m); without prometheus.url the counts are totals "
+_WINDOW += "since the proxy started"
+_CROSS_CLUSTER = "the ends are on different control plane clusters: CIDRs of the peers' advertised endpoints"
 
 SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
     SubcommandSpec(
@@ -85,7 +116,12 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
     ),
     SubcommandSpec(
         "status",
-        Slash(Usage(("TARGET?",)), "status [TARGET]", _STATUS, "status platform/crd-store"),
+        Slash(
+            Usage(("TARGET?",), about={"TARGET": "one configured target (default: all)"}),
+            "status [TARGET]",
+            _STATUS,
+            "status platform/crd-store",
+        ),
         cli="bot.cli.status",
     ),
     SubcommandSpec(
@@ -101,7 +137,7 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
     SubcommandSpec(
         "reasons",
         Slash(
-            Usage(_TARGET, {"--window": Takes.ONE}),
+            Usage(_TARGET, {"--window": Option(Takes.ONE, help=_WINDOW, default="15m")}),
             "reasons TARGET [--window 15m]",
             "outcome reasons (request, termination, dial failure, discovery fallback) with their meaning",
             "reasons platform/crd-store --window 1h",
@@ -114,7 +150,16 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
         Slash(
             Usage(
                 _TARGET,
-                {"--gv": Takes.ONE, "--resource": Takes.ONE, "--namespace": Takes.ONE, "--repeat": Takes.ONE},
+                {
+                    "--gv": Option(Takes.ONE, "G/V", "group/version (one of the target's group_versions)"),
+                    "--resource": Option(
+                        Takes.ONE, "R", "plural resource name (default: the target's probe)"
+                    ),
+                    "--namespace": Option(Takes.ONE, "N", "namespace (default: the target's probe)"),
+                    "--repeat": Option(
+                        Takes.ONE, "N", "requests in a series, 1-{MAX_REPEAT} (default 1)", "1", number=True
+                    ),
+                },
             ),
             "probe TARGET [--gv G/V] [--resource R] [--namespace N] [--repeat N]",
             _PROBE,
@@ -127,7 +172,18 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
     SubcommandSpec(
         "path",
         Slash(
-            Usage(_TARGET, {"--samples": Takes.ONE}),
+            Usage(
+                _TARGET,
+                {
+                    "--samples": Option(
+                        Takes.ONE,
+                        "N",
+                        "requests on each side, 1-{MAX_SAMPLES} (default {DEFAULT_SAMPLES})",
+                        "{DEFAULT_SAMPLES}",
+                        number=True,
+                    )
+                },
+            ),
             "path TARGET [--samples N]",
             "direct or relayed? latency floor, dial step and both ends' NetworkPolicies",
             "path platform/crd-store --samples 5",
@@ -139,7 +195,17 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
     SubcommandSpec(
         "logs",
         Slash(
-            Usage(_TARGET, {"--since": Takes.ONE}),
+            Usage(
+                _TARGET,
+                {
+                    "--since": Option(
+                        Takes.ONE,
+                        "D",
+                        "the lines of the last D (e.g. 10m, 1h; at most {SINCE_MAX_LINES} per pod) instead "
+                        "of the last {TAIL_LINES}",
+                    )
+                },
+            ),
             "logs TARGET [--since 10m]",
             "the client control plane's log lines the vendor's log reference explains, per pod, with what "
             "to do",
@@ -151,7 +217,14 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
     SubcommandSpec(
         "verify",
         Slash(
-            Usage((), {"--cluster": Takes.ONE}),
+            Usage(
+                (),
+                {
+                    "--cluster": Option(
+                        Takes.ONE, "NAME", "verify one configured client cluster (default: all)"
+                    )
+                },
+            ),
             "verify [--cluster NAME]",
             "is the monitoring working: scrape up, rules loaded, probe CronJob succeeding, metrics readable, "
             "APIServices Available (no orphans), vCluster versions",
@@ -166,11 +239,13 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
             Usage(
                 (),
                 {
-                    "--client": Takes.ONE,
-                    "--target": Takes.ONE,
-                    "--cross-cluster": Takes.SEVERAL,
-                    "--stun": Takes.REPEATED,
-                    "--stun-port": Takes.REPEATED,
+                    "--client": Option(Takes.ONE, "NS/RELEASE", "the client's control plane", required=True),
+                    "--target": Option(Takes.ONE, "NS/RELEASE", "the target's control plane", required=True),
+                    "--cross-cluster": Option(Takes.SEVERAL, "CIDR", _CROSS_CLUSTER),
+                    "--stun": Option(Takes.REPEATED, "CIDR", "STUN endpoint CIDR (default {ANYWHERE_V4})"),
+                    "--stun-port": Option(
+                        Takes.REPEATED, "PORT", "STUN UDP port (default {DEFAULT_STUN_PORT})"
+                    ),
                 },
             ),
             "netpol --client NS/RELEASE --target NS/RELEASE [--cross-cluster CIDR...]",
@@ -202,7 +277,7 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
         "silence",
         # `silence TARGET [DURATION]`, `silence list`, `silence expire ID`: told apart by the first word.
         Slash(
-            Usage(("TARGET|list|expire", "DURATION|ID?"), {"--reason": Takes.WORDS}),
+            Usage(("TARGET|list|expire", "DURATION|ID?"), {"--reason": Option(Takes.WORDS, "TEXT")}),
             "silence TARGET [DURATION] [--reason TEXT] · silence list · silence expire ID",
             "Alertmanager silences for one target's alerts (default 1h)",
             "silence platform/crd-store 2h --reason target upgrade",

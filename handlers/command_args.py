@@ -117,10 +117,11 @@ def _read_options(sub: str, usage: Usage, words: list[str]) -> tuple[list[str], 
             i += 1
             continue
         name, eq, inline = word.partition("=")
-        takes = usage.options.get(name)
-        if takes is None:
+        option = usage.options.get(name)
+        if option is None:
             known = ", ".join(usage.options) or "none"
             raise InputError(f"{sub}: {shown(name)} is not an option of {sub} (options: {known})")
+        takes = option.takes
         values, i = _values(words, i + 1, takes, [inline] if eq else [])
         if not values or any(v == "" for v in values):
             raise InputError(f"{sub}: {name} needs a value")
@@ -152,6 +153,16 @@ def _check_positionals(sub: str, usage: Usage, args: list[str]) -> None:
     if len(args) > len(usage.positionals):
         extra = " ".join(shown(a, 30) for a in args[len(usage.positionals) :])
         raise InputError(f"{sub}: unexpected {extra} (see `/proxy help {sub}`)")
+
+
+def check_required(inv: Invocation) -> None:
+    """The options the grammar requires are given (checked once the asker may run the command)."""
+    usage = USAGES[inv.sub]
+    missing = [name for name, option in usage.options.items() if option.required and name not in inv.options]
+    if missing:
+        shapes = {usage.options[name].metavar for name in missing}
+        shape = next(iter(shapes)) if len(shapes) == 1 else None
+        raise InputError(f"{inv.sub}: {' and '.join(missing)}{f' {shape}' if shape else ''} required")
 
 
 def whole_number(flag: str, text: str) -> int:

@@ -62,7 +62,7 @@ from handlers.command_access import (
     target_for,
 )
 from handlers.command_ack import plan_ack
-from handlers.command_args import Invocation, parse_invocation, whole_number
+from handlers.command_args import Invocation, check_required, parse_invocation, whole_number
 from handlers.command_silence import Silences, plan_silence
 from handlers.respond import Asked, answering, say
 
@@ -188,6 +188,7 @@ def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     """Validate and authorize one command (no request made yet); Refused or InputError say why not."""
     if SLASH[inv.sub].access is not Access.ANYONE:
         granted(deps.settings, asker, inv.sub)
+    check_required(inv)
     return PLANNERS[inv.sub](deps, inv, asker)
 
 
@@ -302,12 +303,9 @@ def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
 
 
 def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
-    given = {name: inv.one(name) for name in ("--client", "--target")}
-    missing = [name for name, value in given.items() if value is None]
-    if missing:
-        raise InputError(f"netpol: {' and '.join(missing)} NS/RELEASE required")
-    client = parse_endpoint("--client", given["--client"] or "")
-    target = parse_endpoint("--target", given["--target"] or "")
+    # --client and --target are required by the grammar: plan_for has refused a command without them.
+    client = parse_endpoint("--client", inv.one("--client") or "")
+    target = parse_endpoint("--target", inv.one("--target") or "")
     cross = cross_cluster(inv.many("--cross-cluster"), inv.many("--stun"), inv.many("--stun-port"))
     message = netpol_message(netpol(client, target, cross))
 

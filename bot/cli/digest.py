@@ -20,7 +20,7 @@ from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
-    add_common_arguments,
+    from_grammar,
     load_settings_for,
     refuse,
     with_progress,
@@ -37,8 +37,7 @@ from config.settings import Settings
 PREVIEW = "preview"
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
+def _post_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--post", action="store_true", help="post it to the digest channel (with its charts)")
 
 
@@ -103,7 +102,7 @@ def digest_subcommand(args: argparse.Namespace, console: Console) -> int:
 CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         name="digest",
-        add_arguments=_arguments,
+        add_arguments=from_grammar("digest", _post_argument),
         run=digest_subcommand,
     ),
 )

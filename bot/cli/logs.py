@@ -12,27 +12,9 @@ import argparse
 from bot.checks.context import resolve_target
 from bot.checks.logs import SINCE_MAX_LINES, TAIL_LINES, check_logs, parse_since
 from bot.cli.console import Console, ConsoleCommand
-from bot.cli.output import (
-    add_common_arguments,
-    add_target_argument,
-    finish,
-    load_settings_for,
-    refuse,
-    run_check,
-)
+from bot.cli.output import finish, from_grammar, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_logs import logs_message
-
-
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    add_target_argument(parser)
-    parser.add_argument(
-        "--since",
-        metavar="D",
-        help=f"the lines of the last D (e.g. 10m, 1h; at most {SINCE_MAX_LINES} per pod) instead of the "
-        f"last {TAIL_LINES}",
-    )
 
 
 def logs_subcommand(args: argparse.Namespace, console: Console) -> int:
@@ -55,7 +37,7 @@ def logs_subcommand(args: argparse.Namespace, console: Console) -> int:
 CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         name="logs",
-        add_arguments=_arguments,
+        add_arguments=from_grammar("logs", SINCE_MAX_LINES=SINCE_MAX_LINES, TAIL_LINES=TAIL_LINES),
         run=logs_subcommand,
     ),
 )

@@ -13,26 +13,8 @@ from bot.checks.netpol import (
     parse_endpoint,
 )
 from bot.cli.console import Console, ConsoleCommand
-from bot.cli.output import add_common_arguments, finish, refuse
+from bot.cli.output import finish, from_grammar, refuse
 from bot.errors import InputError
-
-
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)  # --config is accepted for uniformity; netpol reads no cluster
-    parser.add_argument("--client", required=True, metavar="NS/RELEASE", help="the client's control plane")
-    parser.add_argument("--target", required=True, metavar="NS/RELEASE", help="the target's control plane")
-    parser.add_argument(
-        "--cross-cluster",
-        nargs="+",
-        metavar="CIDR",
-        help="the ends are on different control plane clusters: CIDRs of the peers' advertised endpoints",
-    )
-    parser.add_argument(
-        "--stun", action="append", metavar="CIDR", help=f"STUN endpoint CIDR (default {ANYWHERE_V4})"
-    )
-    parser.add_argument(
-        "--stun-port", action="append", metavar="PORT", help=f"STUN UDP port (default {DEFAULT_STUN_PORT})"
-    )
 
 
 def netpol_subcommand(args: argparse.Namespace, console: Console) -> int:
@@ -65,7 +47,8 @@ def terminal_text(result: NetpolResult) -> str:
 CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         name="netpol",
-        add_arguments=_arguments,
+        # --config is accepted for uniformity; netpol reads no cluster.
+        add_arguments=from_grammar("netpol", ANYWHERE_V4=ANYWHERE_V4, DEFAULT_STUN_PORT=DEFAULT_STUN_PORT),
         run=netpol_subcommand,
     ),
 )

@@ -1,6 +1,6 @@
-"""What every check subcommand shares: `--config`/`--json`, refusing bad input with exit 2 before any request,
-a progress line on stderr when the work takes more than a second, and one JSON object or the terminal
-view on stdout.
+"""What every check subcommand shares: its arguments from its grammar (bot/subcommands.py) and `--config`/
+`--json`, refusing bad input with exit 2 before any request, a progress line on stderr when the work takes
+more than a second, and one JSON object or the terminal view on stdout.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +17,7 @@ from bot.cli.console import Console
 from bot.errors import ConfigError, InputError
 from bot.render.blocks import Message
 from bot.render.terminal import Style, colour_enabled, show
+from bot.subcommands import ABOUT, SLASH, Option, Takes
 from config.loader import config_path, load_config
 from config.settings import Settings
 
@@ -28,6 +29,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 PROGRESS_AFTER = 1.0
 R = TypeVar("R")
+AddArguments = Callable[[argparse.ArgumentParser], None]
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -40,9 +42,47 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
-def add_target_argument(parser: argparse.ArgumentParser) -> None:
-    """The TARGET positional of the checks that read one target."""
-    parser.add_argument("target", metavar="TARGET", help="a configured target, <project>/<name>")
+def from_grammar(name: str, extra: AddArguments | None = None, **facts: object) -> AddArguments:
+    """`--config`, `--json`, then the arguments of `name`'s grammar in bot/subcommands.py (the words
+    `/proxy NAME` reads too), then `extra`'s own. `facts` are the check's values its help texts name."""
+    usage = SLASH[name].grammar
+
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        add_common_arguments(parser)
+        for word in usage.positionals:
+            shown = word.rstrip("?")
+            nargs = "?" if word.endswith("?") else None
+            about = usage.about.get(shown, ABOUT.get(shown, "")).format_map(facts)
+            parser.add_argument(shown.lower(), metavar=shown, nargs=nargs, help=about)
+        for flag, option in usage.options.items():
+            parser.add_argument(flag, **_console_option(option, facts))
+        if extra is not None:
+            extra(parser)
+
+    return add_arguments
+
+
+# How argparse reads each `Takes` (a WORDS option on the console: its words, as the shell split them).
+_SHAPES: dict[Takes, dict[str, Any]] = {
+    Takes.ONE: {},
+    Takes.REPEATED: {"action": "append"},
+    Takes.SEVERAL: {"nargs": "+"},
+    Takes.WORDS: {"nargs": "+"},
+}
+
+
+def _console_option(option: Option, facts: Mapping[str, object]) -> dict[str, Any]:
+    kwargs = {**_SHAPES[option.takes], "help": option.help.format_map(facts)}
+    if option.metavar is not None:
+        kwargs["metavar"] = option.metavar
+    if option.number:
+        kwargs["type"] = int
+    if option.default is not None:
+        default = option.default.format_map(facts)
+        kwargs["default"] = int(default) if option.number else default
+    if option.required:
+        kwargs["required"] = True
+    return kwargs
 
 
 def load_settings_for(args: argparse.Namespace, console: Console) -> Settings:

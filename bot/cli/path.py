@@ -14,14 +14,7 @@ from bot.checks.netpol_read import EndVerdict
 from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, PathResult, check_path, check_samples
 from bot.checks.path_signals import LatencySeries
 from bot.cli.console import Console, ConsoleCommand
-from bot.cli.output import (
-    add_common_arguments,
-    add_target_argument,
-    finish,
-    load_settings_for,
-    refuse,
-    run_check,
-)
+from bot.cli.output import finish, from_grammar, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_path import path_message
 
@@ -77,18 +70,6 @@ def path_report(result: PathResult) -> dict[str, Any]:
     }
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    add_target_argument(parser)
-    parser.add_argument(
-        "--samples",
-        type=int,
-        default=DEFAULT_SAMPLES,
-        metavar="N",
-        help=f"requests on each side, 1-{MAX_SAMPLES} (default {DEFAULT_SAMPLES})",
-    )
-
-
 def path_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Sample both sides, read the dial histogram and both ends' NetworkPolicies, and weigh them."""
     try:
@@ -109,7 +90,7 @@ def path_subcommand(args: argparse.Namespace, console: Console) -> int:
 CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         name="path",
-        add_arguments=_arguments,
+        add_arguments=from_grammar("path", MAX_SAMPLES=MAX_SAMPLES, DEFAULT_SAMPLES=DEFAULT_SAMPLES),
         run=path_subcommand,
     ),
 )

@@ -8,42 +8,11 @@ from contextlib import AsyncExitStack
 from bot.checks.context import CheckContext, resolve_target
 from bot.checks.status import ReasonsResult, parse_window, run_reasons, run_status
 from bot.cli.console import Console, ConsoleCommand
-from bot.cli.output import (
-    add_common_arguments,
-    add_target_argument,
-    finish,
-    load_settings_for,
-    now,
-    refuse,
-    run_check,
-)
+from bot.cli.output import finish, from_grammar, load_settings_for, now, refuse, run_check
 from bot.clients.prometheus import PrometheusClient
 from bot.errors import ConfigError, InputError
 from bot.render.checks_status import peers_message, reasons_message, status_message
 from config.settings import Settings
-
-DEFAULT_WINDOW = "15m"
-
-
-def _status_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument("target", metavar="TARGET", nargs="?", help="one configured target (default: all)")
-
-
-def _peers_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    add_target_argument(parser)
-
-
-def _reasons_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    add_target_argument(parser)
-    parser.add_argument(
-        "--window",
-        default=DEFAULT_WINDOW,
-        help=f"window for Prometheus' increase() (default {DEFAULT_WINDOW}); without prometheus.url the "
-        "counts are totals since the proxy started",
-    )
 
 
 def _live(args: argparse.Namespace, console: Console, check: str) -> int:
@@ -93,7 +62,7 @@ def reasons_subcommand(args: argparse.Namespace, console: Console) -> int:
 
 
 CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
-    ConsoleCommand("status", _status_arguments, status_subcommand),
-    ConsoleCommand("peers", _peers_arguments, peers_subcommand),
-    ConsoleCommand("reasons", _reasons_arguments, reasons_subcommand),
+    ConsoleCommand("status", from_grammar("status"), status_subcommand),
+    ConsoleCommand("peers", from_grammar("peers"), peers_subcommand),
+    ConsoleCommand("reasons", from_grammar("reasons"), reasons_subcommand),
 )

@@ -13,7 +13,7 @@ from bot.checks.context import CheckContext
 from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
 from bot.checks.verify_lines import VerifyResult
 from bot.cli.console import Console, ConsoleCommand
-from bot.cli.output import add_common_arguments, finish, load_settings_for, refuse, run_check
+from bot.cli.output import finish, from_grammar, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
 from bot.render.checks_verify import verify_message
 from config.clusters import ClusterSettings
@@ -48,13 +48,6 @@ async def _verify(ctx: CheckContext, clusters: tuple[ClusterSettings, ...]) -> V
             await prometheus.aclose()
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument(
-        "--cluster", metavar="NAME", help="verify one configured client cluster (default: all)"
-    )
-
-
 def verify_subcommand(args: argparse.Namespace, console: Console) -> int:
     """Scrape up, rules loaded, probe CronJob running and visible, /metrics/syncer readable."""
     try:
@@ -69,7 +62,7 @@ def verify_subcommand(args: argparse.Namespace, console: Console) -> int:
 CONSOLE_COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         name="verify",
-        add_arguments=_arguments,
+        add_arguments=from_grammar("verify"),
         run=verify_subcommand,
     ),
 )

@@ -89,3 +89,16 @@ def test_the_parser_of_one_command_imports_only_it_and_runs_it(name: str) -> Non
     assert subparsers.choices[name].get_default("run") is console_subcommand(BY_NAME[name]).run  # type: ignore[attr-defined]
     others = [n for n in subparsers.choices if n != name]  # type: ignore[attr-defined]
     assert all(subparsers.choices[n].get_default("run") is None for n in others)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", [spec.name for spec in CONSOLE if spec.slash is not None])
+def test_a_console_command_reads_the_words_of_its_slash_grammar(name: str) -> None:
+    [subparsers] = [a for a in build_parser(argv=[name])._actions if a.dest == "subcommand"]
+    actions = subparsers.choices[name]._actions  # type: ignore[attr-defined]
+    grammar = SLASH[name].grammar
+    flags = {flag for action in actions for flag in action.option_strings}
+    assert set(grammar.options) <= flags
+    positionals = [action.metavar for action in actions if not action.option_strings]
+    assert positionals == [p.rstrip("?") for p in grammar.positionals]
+    required = {flag for action in actions if action.required for flag in action.option_strings}
+    assert required == {flag for flag, option in grammar.options.items() if option.required}

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.errors import InputError
-from handlers.command_args import USAGES, parse_duration, parse_invocation, split_words
+from handlers.command_args import USAGES, check_required, parse_duration, parse_invocation, split_words
 
 
 @pytest.mark.parametrize(
@@ -80,3 +80,15 @@ def test_durations(text: str, seconds: int) -> None:
 def test_bad_durations_are_refused(text: str) -> None:
     with pytest.raises(InputError, match="DURATION"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("netpol --client a/b", "netpol: --target NS/RELEASE required"),
+        ("netpol", "netpol: --client and --target NS/RELEASE required"),
+    ],
+)
+def test_an_option_the_grammar_requires_is_asked_for(text: str, problem: str) -> None:
+    with pytest.raises(InputError, match=re.escape(problem)):
+        check_required(parse_invocation(text))
