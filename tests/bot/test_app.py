@@ -21,6 +21,7 @@ from bot.store import OutboxKind, StoreError, open_store
 from config.loader import parse_config
 from config.settings import Settings
 from tests.bot.domain.alertmanager_samples import FIRING
+from tests.waiting import eventually
 
 CONFIG = """
 slack: {default_channel: "#alerts"}
@@ -185,13 +186,12 @@ async def test_request_activity_lets_background_work_wait_for_a_quiet_moment(dep
     app = create_app(deps, extra=[Route("/slow", slow)])
     async with client(app) as http:
         request = asyncio.create_task(http.get("/slow"))
-        while activity.in_flight == 0:
-            await asyncio.sleep(0.001)
+        await eventually(lambda: activity.in_flight, "the slow request in flight", timeout=5, interval=0.001)
         started = time.monotonic()
         await activity.quiet(0.05)  # bounded: the request is still in flight
         assert time.monotonic() - started >= 0.04
         waiter = asyncio.create_task(activity.quiet(10))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a wait for nothing: the waiter must not return while a request runs
         assert not waiter.done()
         release.set()
         assert (await request).text == "done"
@@ -203,11 +203,12 @@ async def test_a_worker_that_ignores_cancellation_does_not_hold_the_stop(
     deps: Deps, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(app_module, "SHUTDOWN_GRACE", 0.2)
-    ended = asyncio.Event()
+    running, ended = asyncio.Event(), asyncio.Event()
 
     async def stubborn() -> None:
+        running.set()
         try:
-            await asyncio.sleep(3600)
+            await asyncio.sleep(3600)  # not a wait for time: it runs until it is cancelled
         except asyncio.CancelledError:
             await asyncio.sleep(1.0)  # a bug: it swallows the cancel and carries on for a while
         ended.set()
@@ -215,7 +216,7 @@ async def test_a_worker_that_ignores_cancellation_does_not_hold_the_stop(
     app = create_app(deps, [stubborn])
     started = time.monotonic()
     async with app.router.lifespan_context(app):
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(running.wait(), 5)  # the worker is inside its sleep: the stop cancels it there
     elapsed = time.monotonic() - started
     assert elapsed < 0.9
     await ended.wait()

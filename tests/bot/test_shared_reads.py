@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from bot.shared_reads import SharedReads
+from tests.waiting import eventually
 
 
 class Clock:
@@ -39,7 +40,7 @@ async def test_concurrent_callers_share_one_read_and_later_ones_get_it_within_tt
     reads: SharedReads[str, int] = SharedReads(5.0, clock)
     source.gate.clear()
     waiting = [asyncio.create_task(reads.get("a", source.read, name="read-a")) for _ in range(5)]
-    await asyncio.sleep(0)
+    await eventually(lambda: source.reads == 1, "the shared read to start, every caller waiting on it")
     source.gate.set()
     assert await asyncio.gather(*waiting) == [1] * 5
     clock.now = 4.9
@@ -55,7 +56,7 @@ async def test_peek_is_the_value_get_would_return_at_once_and_none_otherwise() -
     assert reads.peek("a") is None  # never read
     source.gate.clear()
     waiting = asyncio.create_task(reads.get("a", source.read, name="read-a"))
-    await asyncio.sleep(0)
+    await eventually(lambda: source.reads == 1, "the read to start")
     assert reads.peek("a") is None  # in flight: a caller would wait
     source.gate.set()
     assert await waiting == 1
@@ -77,7 +78,7 @@ async def test_a_caller_that_stops_waiting_leaves_the_read_to_fill_the_cache() -
         async with asyncio.timeout(0.01):
             await reads.get("a", source.read, name="read-a")
     source.gate.set()
-    await asyncio.sleep(0.01)
+    await eventually(lambda: reads.peek("a") is not None, "the abandoned read to fill the cache")
     assert await reads.get("a", source.read, name="read-a") == 1
     assert source.reads == 1
 
@@ -97,7 +98,7 @@ async def test_cancel_pending_stops_reads_nobody_waits_for() -> None:
     reads: SharedReads[str, int] = SharedReads(5.0, Clock())
     source.gate.clear()
     caller = asyncio.create_task(reads.get("a", source.read, name="read-a"))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: source.reads == 1, "the read to start")
     assert source.reads == 1  # started, waiting at the gate
     await reads.cancel_pending()
     with pytest.raises(asyncio.CancelledError):

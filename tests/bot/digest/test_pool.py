@@ -61,7 +61,7 @@ class CountingPages:
     async def syncer_metrics(self, *, timeout: float) -> str:
         self.active += 1
         self.peak = max(self.peak, self.active)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the fake's fetch takes a while, so fetches overlap
         self.active -= 1
         return page("p/t", 2)
 
@@ -133,17 +133,19 @@ from bot.digest.pool import digest_pool, warm_up
 async def main() -> None:
     pool = digest_pool(2)
     gaps = [0.0]
+    ticked = asyncio.Event()
 
     async def ticking() -> None:
         last = time.monotonic()
         while True:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # not a wait: a tick, its gap measured
             now = time.monotonic()
             gaps.append(now - last)
             last = now
+            ticked.set()
 
     ticker = asyncio.create_task(ticking())
-    await asyncio.sleep(0.05)
+    await ticked.wait()
     started = time.monotonic()
     await warm_up(pool)
     took = time.monotonic() - started

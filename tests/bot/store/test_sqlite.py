@@ -112,16 +112,21 @@ async def test_a_closed_store_refuses_work(db_path: Path) -> None:
 async def test_closing_joins_the_store_thread_off_the_event_loop(db_path: Path) -> None:
     thread = ConnectionThread(lambda: sqlite3.connect(db_path, check_same_thread=False))
     await thread.start()
-    release = threading.Event()
-    busy = asyncio.create_task(thread.run(lambda conn: release.wait(5)))
-    await asyncio.sleep(0.05)  # the store thread is inside that work now
+    release, started = threading.Event(), threading.Event()
+
+    def work(conn: sqlite3.Connection) -> bool:
+        started.set()
+        return release.wait(5)
+
+    busy = asyncio.create_task(thread.run(work))
+    await asyncio.to_thread(started.wait, 5)  # the store thread is inside that work now
     closing = asyncio.create_task(thread.close())
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one turn, not a wait for time: close() queues its work and awaits it
     closing.cancel()  # the closer stops waiting: the thread is still joined, while the loop runs on
     threading.Timer(0.3, release.set).start()
     ticks = 0
     while not closing.done():
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # not a wait: the loop's other work, counted while the thread is joined
         ticks += 1
     assert ticks >= 10, "the loop kept running while the store thread finished its work"
     assert await busy is True

@@ -65,7 +65,7 @@ async def test_a_cancelled_callers_queued_work_never_runs_and_started_work_finis
     running = asyncio.create_task(thread.run(busy))
     await asyncio.to_thread(started.wait, 5)
     queued = asyncio.create_task(thread.run(lambda conn: ran.append("queued")))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn, not a wait for time: the task queues its work behind `busy`
     running.cancel()
     queued.cancel()
     for task in (running, queued):  # both callers stop waiting while the store thread is still busy
@@ -100,7 +100,7 @@ async def test_work_that_raises_what_a_future_refuses_strands_no_other_caller(
     # Queued behind `hold`, so their results are handed back in one wake of the loop.
     empty = asyncio.create_task(thread.run(lambda conn: next(iter(()))))  # StopIteration
     after = asyncio.create_task(thread.run(lambda conn: "answered"))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn, not a wait for time: both tasks queue their work behind `hold`
     release.set()
     await held
     # Bounded: a result that was never handed over would leave these waiting for ever.
@@ -123,7 +123,7 @@ async def test_close_runs_what_was_queued_first_then_ends_the_thread_and_the_con
     with pytest.raises(StoreError, match="started already"):
         await thread.start()
     queued = asyncio.create_task(thread.run(lambda conn: conn.execute("SELECT 2").fetchone()))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn, not a wait for time: the task queues its work before the close
     await thread.close()
     assert await queued == (2,)
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
