@@ -1,5 +1,6 @@
 """The shipped Slack app manifests (HTTP mode and Socket Mode): `/proxy` with a usage hint naming exactly the
-subcommands Slack answers, the five scopes and no more, interactivity on, request URLs on /slack/events."""
+subcommands Slack answers (generated from the table by scripts/slack_manifest.py), the five scopes and no
+more, interactivity on, request URLs on /slack/events."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import yaml
 
 from bot.inbound.slack import EVENTS_PATH
 from bot.subcommands import CONSOLE, SLASH
+from scripts import slack_manifest
 
 SLACK = Path(__file__).resolve().parents[2] / "config" / "slack"
 HTTP_MODE = SLACK / "manifest.yaml"
@@ -105,3 +107,27 @@ def test_the_two_variants_differ_only_in_transport() -> None:
         manifest["settings"]["interactivity"].pop("request_url", None)
         manifest["settings"].pop("socket_mode_enabled")
     assert http == socket
+
+
+def test_the_committed_usage_hints_are_the_tables() -> None:
+    # scripts/slack_manifest.py writes the hint from bot/subcommands.py: edit the table, then run
+    # `python -m scripts.slack_manifest write`.
+    assert list(slack_manifest.differences()) == []
+    assert slack_manifest.main(["check"]) == 0
+
+
+def test_the_check_names_a_hint_edited_by_hand(tmp_path: Path) -> None:
+    edited = tmp_path / HTTP_MODE.name
+    edited.write_text(HTTP_MODE.read_text().replace(" | digest", ""))
+    [problem] = slack_manifest.differences([edited])
+    assert problem.startswith(f"{edited}: usage_hint is not the table's")
+    slack_manifest.write([edited])
+    assert edited.read_text() == HTTP_MODE.read_text()
+
+
+def test_the_hint_shows_each_subcommands_positionals_and_help_last() -> None:
+    alternatives = slack_manifest.usage_hint().split(" | ")
+    assert alternatives[0] == "status [TARGET]"
+    assert "silence TARGET [DURATION]" in alternatives
+    assert "netpol" in alternatives
+    assert alternatives[-1] == "help [SUBCOMMAND]"
