@@ -9,6 +9,7 @@ import pytest
 from bot.domain.snapshot import REQUESTS
 from bot.errors import ClusterError
 from bot.live import LiveState
+from tests.waiting import eventually
 
 PAGE = """# TYPE vcluster_proxy_request_total counter
 vcluster_proxy_request_total{{target="p/t",group_version="example.com/v1",verb="get",code="503",\
@@ -48,7 +49,7 @@ async def test_concurrent_callers_share_one_read() -> None:
     cluster.gate = asyncio.Event()
     live = LiveState({"c1": cluster}, monotonic=Clock())
     callers = [asyncio.create_task(live.read("c1")) for _ in range(500)]
-    await asyncio.sleep(0)
+    await eventually(lambda: cluster.reads == 1, "the shared read to start, every caller waiting on it")
     cluster.gate.set()
     reads = await asyncio.gather(*callers)
     assert cluster.reads == 1
@@ -122,8 +123,7 @@ async def test_keep_warm_reads_every_cluster_until_cancelled() -> None:
     clusters = {"c1": FakeCluster(), "c2": FakeCluster()}
     live = LiveState(clusters, ttl=0)
     task = asyncio.create_task(live.keep_warm(0.01))
-    while clusters["c2"].reads < 3:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: clusters["c2"].reads >= 3, "three rounds of keeping c2 warm")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -148,13 +148,13 @@ async def test_a_caller_past_its_budget_leaves_the_read_to_fill_the_cache_until_
         async with asyncio.timeout(0.01):
             await live.read("c1")
     cluster.gate.set()
-    await asyncio.sleep(0.01)
+    await eventually(lambda: live.ready("c1"), "the late read to fill the cache")
     assert (await live.read("c1")).ok
     assert cluster.reads == 1  # the late read answered the next caller
     cluster.gate.clear()  # the next read never answers
     stale = LiveState({"c1": cluster}, monotonic=Clock())
     waiting = asyncio.create_task(stale.read("c1"))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: cluster.reads == 2, "the read that never answers to start")
     await stale.cancel_pending()
     with pytest.raises(asyncio.CancelledError):
         await waiting
@@ -177,7 +177,7 @@ async def test_a_source_whose_last_read_failed_holds_the_next_caller_only_briefl
     # The read went on: once it answers, the next caller gets what it brought.
     cluster.fail = None
     cluster.gate.set()
-    await asyncio.sleep(0.01)
+    await eventually(lambda: live.ready("c1"), "the read that went on to fill the cache")
     assert (await live.read("c1")).ok
     assert cluster.reads == 2
 

@@ -25,6 +25,7 @@ from sim.server import SimServer
 from tests.fakes.prom_windows import ASK, a_window
 from tests.fakes.sim_scrape import syncer_jobs
 from tests.harness.prometheus import Prometheus
+from tests.waiting import eventually
 
 CLUSTER = ClusterSettings.model_validate(
     {
@@ -114,12 +115,17 @@ class Clock:
         return self.now
 
 
+def window_reads_running() -> bool:
+    """Whether a shared window read (a task of its own, named after its target) is still running."""
+    return any(task.get_name().startswith("prometheus-window-") for task in asyncio.all_tasks())
+
+
 async def test_concurrent_asks_share_one_read_and_it_is_cached_for_ttl() -> None:
     fake, clock = CountingPrometheus(), Clock()
     fake.gate = asyncio.Event()
     enricher = PromEnricher(fake, ttl=5, monotonic=clock)
     waiting = [asyncio.create_task(enricher.window(ASK)) for _ in range(50)]
-    await asyncio.sleep(0)
+    await eventually(lambda: fake.calls == 3, "the shared read's three queries, every caller waiting on it")
     fake.gate.set()
     await asyncio.gather(*waiting)
     assert fake.calls == 3  # counters, buckets, p99s: once for fifty callers
@@ -138,7 +144,7 @@ async def test_a_caller_that_stops_waiting_leaves_the_read_to_fill_the_cache() -
         async with asyncio.timeout(0.05):
             await enricher.window(ASK)
     fake.gate.set()
-    await asyncio.sleep(0.01)
+    await eventually(lambda: not window_reads_running(), "the abandoned read to fill the cache")
     await enricher.window(ASK)
     assert fake.calls == 3
 
@@ -169,7 +175,7 @@ async def test_while_prometheus_fails_a_caller_waits_only_briefly_then_hears_the
     assert str(told.value) == "Prometheus down (the last query, 7s ago; asking again)"
     fake.fail = False
     fake.gate.set()  # the read went on; answering, it ends the failing state
-    await asyncio.sleep(0.01)
+    await eventually(lambda: not window_reads_running(), "the read that went on to answer")
     assert (await enricher.window(ASK)).ask == ASK
     fake.gate = asyncio.Event()
     other = dataclasses.replace(ASK, target="team-a/other")

@@ -16,6 +16,7 @@ from bot.live import LiveState
 from config.loader import load_config
 from config.settings import Settings
 from sim.server import SimServer
+from tests.waiting import eventually
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +104,30 @@ async def test_each_reader_opens_once_and_a_slow_kubeconfig_holds_up_no_open_rea
     try:
         opened = await ctx.client(team_a)
         slow = [asyncio.create_task(ctx.reader("slow", fifo, "team-a")) for _ in range(2)]
-        await asyncio.sleep(0.05)  # both are waiting for the slow file now
+        # Both wait for the slow file once a reader has it open: it then reads until our end is closed.
+        writer = await eventually(lambda: _writer_end(fifo), "a reader opening the slow kubeconfig")
         assert await asyncio.wait_for(ctx.client(team_a), timeout=1) is opened
         assert not any(task.done() for task in slow)
-        await asyncio.to_thread(fifo.write_text, team_a.kubeconfig.read_text())
+        await asyncio.to_thread(_write_and_close, writer, team_a.kubeconfig.read_bytes())
         first, second = await asyncio.wait_for(asyncio.gather(*slow), timeout=5)
         assert first is second
     finally:
         await ctx.aclose()
+
+
+def _writer_end(fifo: Path) -> int | None:
+    """The FIFO opened for writing, once a reader has it open (before then the open is refused)."""
+    try:
+        writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # ENXIO: nobody is reading it yet
+        return None
+    os.set_blocking(writer, True)
+    return writer
+
+
+def _write_and_close(writer: int, data: bytes) -> None:
+    with os.fdopen(writer, "wb") as end:
+        end.write(data)
 
 
 def test_live_sources_are_every_cluster_and_its_listed_replicas(settings: Settings) -> None:

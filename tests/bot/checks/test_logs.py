@@ -222,7 +222,7 @@ async def test_the_alerts_reader_reads_a_bounded_number_of_clusters_at_once(tmp_
         async def get(self, path: ApiPath, *, timeout: float) -> RawResponse:
             Counting.now += 1
             Counting.peak = max(Counting.peak, Counting.now)
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the fake's read takes a while, so reads overlap
             Counting.now -= 1
             return await super().get(path, timeout=timeout)
 

@@ -92,14 +92,14 @@ async def test_the_kubeconfig_is_loaded_off_the_event_loop(kubeconfig: Path, tmp
     text = kubeconfig.read_text()
 
     def slow_writer() -> None:
-        time.sleep(0.3)
+        time.sleep(0.3)  # the slow file: the loop must keep turning meanwhile
         fifo.write_text(text)
 
     threading.Thread(target=slow_writer, daemon=True).start()
     connecting = asyncio.create_task(KubeReader.connect("team-a", fifo, "team-a"))
     ticks = 0
     while not connecting.done():
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # not a wait: the loop's other work, counted while the file is read
         ticks += 1
     kube = await connecting
     try:
