@@ -100,3 +100,37 @@ def write_config(
     )
     path.write_text(header + yaml.safe_dump(proxybot_config(world, kube_dir), sort_keys=False))
     return path
+
+
+def write_platform_config(
+    path: Path,
+    url: str,
+    access_key: str,
+    ca_pem: bytes,
+    contexts: dict[str, tuple[str, str]],
+    *,
+    scenario: str,
+) -> Path:
+    """The proxybot config at `path` naming the platform (`platform:`, no `clusters:`).
+
+    Beside it, owner-readable only, with relative paths: the access key in `<stem>.access-key`, the CA in
+    `<stem>.ca.pem`, and for kubectl a kubeconfig with the platform's contexts (management API, each
+    instance, the connected cluster) in `<stem>.kubeconfigs/platform.yaml`.
+    """
+    path = path.absolute()
+    key_file, ca_file = f"{path.stem}.access-key", f"{path.stem}.ca.pem"
+    for name, blob in ((key_file, access_key.encode() + b"\n"), (ca_file, ca_pem)):
+        (path.parent / name).write_bytes(blob)
+        (path.parent / name).chmod(0o600)
+    kube_dir = f"{path.stem}.kubeconfigs"
+    write_kubeconfigs(ca_pem, {"platform": contexts}, path.parent / kube_dir)
+    header = (
+        f"# Written by `proxybot sim --platform --scenario {scenario}`; valid while that simulator runs.\n"
+        f"# kubectl through the platform: {kube_dir}/platform.yaml (contexts: {', '.join(contexts)})\n"
+    )
+    config = {
+        "slack": {"default_channel": "#proxybot-sim"},
+        "platform": {"url": url, "access_key_file": key_file, "ca_file": ca_file},
+    }
+    path.write_text(header + yaml.safe_dump(config, sort_keys=False))
+    return path

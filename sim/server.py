@@ -27,7 +27,8 @@ from sim.kube import objects
 from sim.kube.api import Query, Reply
 from sim.kube.clusters import ClientView, ClusterView, ControlPlaneView, TargetView
 from sim.kube.resources import kube_state_metrics
-from sim.kubeconfig import Contexts, write_config
+from sim.kubeconfig import Contexts, write_config, write_platform_config
+from sim.platform import PlatformStandIn
 from sim.scenarios import build_world
 from sim.world import World
 
@@ -88,6 +89,7 @@ class SimServer:
         clients: int = 1,
         hold_at: float | None = None,
         epoch: float | None = None,
+        platform: bool = False,
     ) -> None:
         self.scenario = scenario
         self.speed = speed
@@ -110,6 +112,9 @@ class SimServer:
         self._socket.bind((host, port))
         self.port: int = self._socket.getsockname()[1]
         self._views = self._build_views()
+        # `platform=True`: the vCluster Platform stand-in answers its paths and its access key's requests.
+        self.platform = PlatformStandIn(self.world, self._view_of) if platform else None
+        self._platform_fault: ApiFault | None = None
         # kubectl's `get --raw` drops the server URL's path, so each cluster's own tokens also route to it.
         self._identities: dict[str, tuple[str | None, bool]] = {
             self.token: (None, True),
@@ -167,6 +172,37 @@ class SimServer:
         else:
             self._faults[cluster] = fault
 
+    def set_platform_fault(self, fault: ApiFault | None) -> None:
+        """Make the platform stand-in (all its paths) misbehave from the next request; None heals it."""
+        if self.platform is None:
+            raise KeyError("this simulator does not play the platform (platform=True)")
+        self._platform_fault = fault
+
+    @property
+    def platform_url(self) -> str:
+        """The platform's URL (what `platform.url` names); the management API is under it."""
+        if self.platform is None:
+            raise KeyError("this simulator does not play the platform (platform=True)")
+        return self.base_url
+
+    def platform_contexts(self) -> dict[str, tuple[str, str]]:
+        """The platform's kubeconfig contexts, all with its access key: `management`, `<project>/<name>` per
+        instance a simulated cluster serves, `cluster/<name>` for the connected cluster."""
+        if self.platform is None:
+            raise KeyError("this simulator does not play the platform (platform=True)")
+        platform, key = self.platform, self.platform.access_key
+        found = {"management": (self.base_url + platform.management_path, key)}
+        with self.lock:
+            instances = platform.inventory.refresh()
+        for i in instances:
+            if i.served_by is not None:
+                found[f"{i.project}/{i.name}"] = (
+                    self.base_url + platform.virtual_cluster_path(i.project, i.name),
+                    key,
+                )
+        found[f"cluster/{CONTROL_PLANE}"] = (self.base_url + platform.cluster_path(CONTROL_PLANE), key)
+        return found
+
     def kube_contexts(self) -> Contexts:
         """Each cluster's kubeconfig contexts: `<cluster>`, `<cluster>-no-metrics`, and `<pod>` per client
         replica (pinned to that pod)."""
@@ -181,7 +217,13 @@ class SimServer:
         return found
 
     def write_config(self, path: Path) -> Path:
-        """Kubeconfigs for every cluster and a proxybot config at `path` pointing at them."""
+        """Kubeconfigs for every cluster and a proxybot config at `path` pointing at them; when the simulator
+        plays the platform, a config with `platform:` (its URL, key file and CA) and no `clusters:`."""
+        if self.platform is not None:
+            key, served = self.platform.access_key, self.platform_contexts()
+            return write_platform_config(
+                path, self.base_url, key, self.ca_pem, served, scenario=self.scenario
+            )
         contexts = self.kube_contexts()
         return write_config(
             path, self.world, self.ca_pem, contexts, scenario=self.scenario, ksm_url=self.ksm_url
@@ -270,6 +312,15 @@ class SimServer:
 
     # -- HTTP ----------------------------------------------------------------------------------
 
+    def _view_of(self, name: str) -> ClusterView | None:
+        """A cluster's view by name; a tenant the fleet gained since the start gets one now."""
+        view = self._views.get(name)
+        if view is None and name in self.world.platform.clients:
+            view = self._views[name] = ClientView(self.world, self.world.platform.clients[name])
+        elif view is None and name in self.world.platform.targets:
+            view = self._views[name] = TargetView(self.world, self.world.platform.targets[name])
+        return view
+
     def _build_views(self) -> dict[str, ClusterView]:
         views: dict[str, ClusterView] = {CONTROL_PLANE: ControlPlaneView(self.world)}
         for name, client in self.world.platform.clients.items():
@@ -288,11 +339,17 @@ class SimServer:
         faulty = await self._fault(request)
         if faulty is not None:
             return faulty
-        identity = self._identities.get(self._bearer(request))
+        path, token = request.url.path, self._bearer(request)
+        platform = self.platform
+        if platform is not None and platform.answers(path, token):
+            routed = await asyncio.to_thread(self._locked, lambda: platform.route(path, token))
+            if isinstance(routed, Reply):
+                return _json(routed)
+            return await self._serve(request, routed.view, routed.path)
+        identity = self._identities.get(token)
         if identity is None:
             return _json(Reply(401, objects.status(401, "Unauthorized")))
         bound, may_read_metrics = identity
-        path = request.url.path
         if path == KSM_PATH:
             text = await asyncio.to_thread(self._locked, lambda: kube_state_metrics(self.world))
             return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
@@ -304,6 +361,10 @@ class SimServer:
                 f'forbidden: User "system:serviceaccount:monitoring:limited" cannot get path "{METRICS_PATH}"'
             )
             return _json(Reply(403, objects.status(403, msg)))
+        return await self._serve(request, view, rest)
+
+    async def _serve(self, request: Request, view: ClusterView, rest: str) -> Response:
+        """One request answered by one cluster's view, after its simulated latency."""
         body = await request.body() if request.method in ("POST", "PUT", "PATCH") else b""
         if len(body) > MAX_BODY:
             return _json(Reply(413, objects.status(413, f"request body over {MAX_BODY} bytes")))
@@ -320,17 +381,27 @@ class SimServer:
             await asyncio.sleep(min(reply.took / self.speed, MAX_REAL_DELAY))
         return _json(reply)
 
+    def _fault_of(self, request: Request) -> ApiFault | None:
+        """The fault of what a request reaches: the platform (any of its requests) or one cluster."""
+        path, token = request.url.path, self._bearer(request)
+        parts = path.split("/")
+        cluster: str | None = None
+        if self.platform is not None and self.platform.answers(path, token):
+            if self._platform_fault is not None:
+                return self._platform_fault
+            cluster = self.platform.cluster_of(path)
+        elif len(parts) >= 3 and parts[1] == "clusters":
+            cluster = parts[2]
+        else:
+            bound = self._identities.get(token, (None, True))[0]
+            cluster = None if bound is None else bound.split("/")[0]
+        return None if cluster is None else self._faults.get(cluster)
+
     async def _fault(self, request: Request) -> Response | None:
         """The answer of a faulty cluster's API server, or None to answer normally (after any delay)."""
-        if not self._faults:
+        if not self._faults and self._platform_fault is None:
             return None
-        parts = request.url.path.split("/")
-        if len(parts) >= 3 and parts[1] == "clusters":
-            cluster: str | None = parts[2]
-        else:
-            bound = self._identities.get(self._bearer(request), (None, True))[0]
-            cluster = None if bound is None else bound.split("/")[0]
-        fault = None if cluster is None else self._faults.get(cluster)
+        fault = self._fault_of(request)
         if fault is None:
             return None
         if fault.kind == "unauthorized":
