@@ -27,6 +27,7 @@ from bot.store.models import GroupFacts
 from config.settings import DigestSettings, Settings
 from handlers.digest import DigestScheduler, latest_fire, next_run, period_key, register, within_grace
 from tests.fakes.alert_pipeline import NoSlack
+from tests.waiting import eventually
 
 BERLIN = ZoneInfo("Europe/Berlin")
 T = TypeVar("T")
@@ -168,7 +169,7 @@ class RecordingPoster:
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
-            await asyncio.sleep(self.delay)
+            await asyncio.sleep(self.delay)  # the fake's post takes this long
             self.posts.append((channel, period, message, len(charts)))
         finally:
             self.active -= 1
@@ -305,8 +306,7 @@ async def test_the_real_scheduler_fires_and_never_overlaps(tmp_path: Path) -> No
     runner = DigestRunner(settings(), store, DigestSources(unreadable), poster)
     schedule = DigestScheduler(runner, CronTrigger(second="*", timezone=BERLIN), BERLIN, sample_interval=None)
     task = asyncio.create_task(schedule.run())
-    while len(poster.posts) < 2:
-        await asyncio.sleep(0.05)
+    await eventually(lambda: len(poster.posts) >= 2, "two digests posted", timeout=60, interval=0.05)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     await store.close()

@@ -30,7 +30,7 @@ async def test_a_read_done_in_time_is_its_result() -> None:
 
 
 async def test_a_read_still_running_is_late_and_not_waited_for() -> None:
-    task = asyncio.create_task(asyncio.sleep(10, "page"))
+    task = asyncio.create_task(asyncio.sleep(10, "page"))  # a fake read, still running when looked at
     assert within_budget(task, 2.0) == Unavailable(2.0, late=True)
     assert not task.done()
     task.cancel()
@@ -39,7 +39,7 @@ async def test_a_read_still_running_is_late_and_not_waited_for() -> None:
 
 async def test_a_failed_or_cancelled_read_says_so() -> None:
     failed = asyncio.create_task(_fail())
-    cancelled = asyncio.create_task(asyncio.sleep(10, "page"))
+    cancelled = asyncio.create_task(asyncio.sleep(10, "page"))  # a fake read, cancelled before it ends
     cancelled.cancel()
     await asyncio.wait([failed, cancelled])
     missed = within_budget(failed, 2.0)

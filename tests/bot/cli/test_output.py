@@ -14,5 +14,6 @@ async def test_progress_line_only_for_slow_work() -> None:
     console = Console({}, out, err)
     assert await with_progress(asyncio.sleep(0, "done"), console, "probing…", after=10) == "done"
     assert err.getvalue() == ""
+    # The slow work is a fake that takes 50 ms, after a progress delay of 0.
     assert await with_progress(asyncio.sleep(0.05, "slow"), console, "probing…", after=0) == "slow"
     assert err.getvalue() == "probing…\n"

@@ -83,7 +83,7 @@ class SlowChunks(Chunks):
 
     async def __call__(self) -> Message:
         if self.pulled >= 1:
-            await asyncio.sleep(3600)
+            await asyncio.sleep(3600)  # the fake client's stall: it is cut off long before
         return await super().__call__()
 
 

@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from bot.inbound import protocol
 from bot.inbound.protocol import MAX_HEAD_BYTES, BoundedHttpToolsProtocol
+from tests.waiting import eventually
 
 
 async def _ok(_: object) -> PlainTextResponse:
@@ -27,8 +28,7 @@ async def serving() -> AsyncIterator[int]:
     config = uvicorn.Config(app, host="127.0.0.1", port=0, http=BoundedHttpToolsProtocol, log_level="error")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: server.started, "uvicorn to start serving", timeout=10)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield port
