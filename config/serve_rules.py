@@ -1,9 +1,11 @@
 """What `serve` needs beyond valid settings: real secrets, webhook authentication, kubeconfigs that load,
-the credential and CA files of the Prometheus and Alertmanager clients.
+the credential and CA files of the Prometheus and Alertmanager clients; and the grants that should name
+their channel by ID.
 
 `serve` refuses every problem found here; `check` refuses the ones that are wrong wherever the config is
 read (a kubeconfig that is not one) and warns about the rest (a placeholder secret, a file mounted only at
-deploy time); `demo` asks none of it.
+deploy time); `demo` asks none of it. A grant given to a `#name` is warned about by both `check` and
+`serve` (which logs it): it holds for whichever channel bears the name now.
 """
 
 from __future__ import annotations
@@ -36,11 +38,41 @@ def purpose_problems(settings: Settings, purpose: Purpose) -> tuple[list[str], l
         *_kubeconfig_problems(settings),
         *_client_file_problems(settings),
     ]
+    advice = list(grants_by_name(settings))
     if purpose == "serve":
-        return [problem for problem, _ in found], []
+        return [problem for problem, _ in found], advice
     errors = [problem for problem, fatal_for_check in found if fatal_for_check]
     warnings = [f"{problem}{REFUSED_BY_SERVE}" for problem, fatal in found if not fatal]
-    return errors, warnings
+    return errors, warnings + advice
+
+
+def grants_by_name(settings: Settings) -> Iterator[str]:
+    """A warning per channel granted queries by its `#name` (in `access.channels`, or as an alert channel
+    while `access.alert_channels_may_query` is on): Slack lets a channel be renamed and its name taken by a
+    new channel, which then holds the grant. A channel ID (C…) names one channel for good."""
+    for index, grant in enumerate(settings.access.channels):
+        if grant.channel.startswith("#"):
+            loc = ("access", "channels", index, "channel")
+            yield f"{format_loc(loc)}: {grant.channel!r} {_BY_NAME}"
+    if not settings.access.alert_channels_may_query:
+        return
+    named: dict[str, Loc] = {}
+    for index, cluster in enumerate(settings.clusters):
+        loc = ("clusters", index, "channel") if cluster.channel else ("slack", "default_channel")
+        channel = settings.alert_channel(cluster)
+        if channel is not None and channel.startswith("#"):
+            named.setdefault(channel, loc)
+    for channel, loc in named.items():
+        yield f"{format_loc(loc)}: {channel!r}, an alert channel, may query its clusters by name " + (
+            f"(access.alert_channels_may_query); {_BY_NAME.removeprefix('grants queries by name: ')}"
+        )
+
+
+_BY_NAME = (
+    "grants queries by name: whichever channel bears that name now holds the grant (renamed, the channel "
+    "loses it; a new channel given the name takes it over); name the channel by its ID (C0123ABCDE: in "
+    "Slack, the channel's details, at the bottom)"
+)
 
 
 def secret_fields(model: BaseModel, loc: Loc = ()) -> Iterator[tuple[Loc, SecretStr | None]]:

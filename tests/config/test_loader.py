@@ -23,7 +23,7 @@ REAL_SECRETS = {
 
 MINIMAL = """\
 slack:
-  default_channel: "#alerts"
+  default_channel: C0ALERTS01
   bot_token: {bot_token}
   signing_secret: {signing_secret}
 alertmanager: {alertmanager}
@@ -352,7 +352,7 @@ def test_an_unquoted_hash_channel_is_a_comment_and_the_problem_says_to_quote_it(
 
 def test_an_unquoted_default_channel_is_named_before_the_missing_channel_it_causes(tmp_path: Path) -> None:
     path = write(
-        tmp_path, minimal().replace('default_channel: "#alerts"', "default_channel:   #alerts # ops")
+        tmp_path, minimal().replace("default_channel: C0ALERTS01", "default_channel:   #alerts # ops")
     )
     assert problems_of(path) == [
         f"{path} line 2: `default_channel: #alerts` is a YAML comment, not a channel, so no channel is set; "

@@ -21,7 +21,7 @@ DEPLOY_GUIDE = ROOT / "config" / "deploy" / "README.md"
 SECRET_TEMPLATE = ROOT / "config" / "deploy" / "secret.template.yaml"
 
 CONFIG = """\
-slack: {default_channel: "#alerts", bot_token: xoxb-1-real, signing_secret: real-signing}
+slack: {default_channel: C0ALERTS01, bot_token: xoxb-1-real, signing_secret: real-signing}
 alertmanager: ALERTMANAGER
 clusters:
   - name: prod
@@ -156,3 +156,37 @@ def test_the_clients_credential_files_must_be_there_for_serve(tmp_path: Path) ->
     assert refused(path, purpose="check") == [not_a_ca]  # wrong wherever the config is read
     (tmp_path / "am-ca.pem").write_text(trustme.CA().cert_pem.bytes().decode())
     assert load_config(path, env={}, purpose="serve").warnings == ()
+
+
+GRANTS = """\
+access:
+  channels:
+    - {channel: "#ops", clusters: ["*"]}
+    - {channel: C0PLATONCALL, clusters: [prod]}
+"""
+
+
+def test_a_grant_to_a_channel_name_is_warned_about_by_check_and_serve(tmp_path: Path) -> None:
+    """Slack lets a channel be renamed and its name taken by a new channel: a grant to `#ops` would then
+    let whoever made the new #ops query every cluster. The warning recommends the ID."""
+    path = write(tmp_path)
+    text = path.read_text().replace("C0ALERTS01", '"#alerts"') + GRANTS
+    path.write_text(text)
+    for purpose in ("check", "serve"):
+        warnings = load_config(path, env={}, purpose=purpose).warnings
+        assert [w.split(": ")[0] for w in warnings] == ["access.channels[0].channel", "slack.default_channel"]
+        assert all("by name" in w and "ID (C0123ABCDE" in w for w in warnings)
+        assert "'#ops' grants queries by name" in warnings[0]
+        assert "access.alert_channels_may_query" in warnings[1]
+    path.write_text(text + "  alert_channels_may_query: false\n")
+    [warning] = load_config(path, env={}, purpose="check").warnings
+    assert warning.startswith("access.channels[0].channel: '#ops'")
+    path.write_text(text.replace('"#ops"', "C0OPS00001").replace('"#alerts"', "C0ALERTS01"))
+    assert load_config(path, env={}, purpose="serve").warnings == ()
+    assert load_config(path, env={}, purpose="demo").warnings == ()
+
+
+def test_the_shipped_configs_grant_by_channel_id() -> None:
+    env = {"SLACK_BOT_TOKEN": "xoxb-1-x", "SLACK_SIGNING_SECRET": "y", "ALERTMANAGER_WEBHOOK_TOKEN": "z"}
+    warnings = load_config(ROOT / "config" / "proxybot.example.yaml", env=env).warnings
+    assert not [w for w in warnings if "by name" in w], warnings

@@ -21,7 +21,7 @@ EXAMPLE = ROOT / "config" / "proxybot.example.yaml"
 
 VALID = """\
 slack:
-  default_channel: "#alerts"
+  default_channel: C0ALERTS01
   bot_token: xoxb-SECRET-bot-token
   signing_secret: SECRET-signing
 alertmanager: {webhook_token: SECRET-webhook}
