@@ -52,18 +52,17 @@ def grants_by_name(settings: Settings) -> Iterator[str]:
     new channel, which then holds the grant. A channel ID (C…) names one channel for good."""
     for index, grant in enumerate(settings.access.channels):
         if grant.channel.startswith("#"):
-            loc = ("access", "channels", index, "channel")
-            yield f"{format_loc(loc)}: {grant.channel!r} {_BY_NAME}"
+            yield f"{format_loc(('access', 'channels', index, 'channel'))}: {grant.channel!r} {_BY_NAME}"
     if not settings.access.alert_channels_may_query:
         return
     named: dict[str, Loc] = {}
     for index, cluster in enumerate(settings.clusters):
-        loc = ("clusters", index, "channel") if cluster.channel else ("slack", "default_channel")
+        loc: Loc = ("clusters", index, "channel") if cluster.channel else ("slack", "default_channel")
         channel = settings.alert_channel(cluster)
         if channel is not None and channel.startswith("#"):
             named.setdefault(channel, loc)
-    for channel, loc in named.items():
-        yield f"{format_loc(loc)}: {channel!r}, an alert channel, may query its clusters by name " + (
+    for channel, where in named.items():
+        yield f"{format_loc(where)}: {channel!r}, an alert channel, may query its clusters by name " + (
             f"(access.alert_channels_may_query); {_BY_NAME.removeprefix('grants queries by name: ')}"
         )
 
