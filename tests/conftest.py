@@ -12,17 +12,18 @@ report to the controller (`workeroutput`), which fails the run, since a worker's
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing.forkserver
 import multiprocessing.resource_tracker
 import os
 import signal
 import sys
-import time
 
 import pytest
 
 from tests.harness.descendants import Proc, descendants, reap_zombie_children
+from tests.waiting import WaitTimeout, wait_until
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 # Orphans notice their maker is gone within milliseconds; this leaves room on a loaded machine (a bot's
@@ -117,10 +118,9 @@ def _kill_left_behind() -> list[str]:
 
 def _outliving(within: float) -> set[Proc]:
     """What is still left behind after waiting up to `within` seconds for it to end."""
-    deadline = time.monotonic() + within
-    while (left := _left_behind()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
+    with contextlib.suppress(WaitTimeout):  # what is left is the answer, not a failure
+        wait_until(lambda: not _left_behind(), within, "the processes left behind to end", interval=0.05)
+    return _left_behind()
 
 
 def _left_behind() -> set[Proc]:

@@ -76,7 +76,7 @@ class FakePages:
     async def syncer_metrics(self, *, timeout: float) -> str:
         if self.text is None:
             await asyncio.Event().wait()
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the fake's page takes a while to come
         assert self.text is not None
         return self.text
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.waiting import WaitTimeout, wait_until
 
 PROC = Path("/proc")
 
@@ -80,12 +81,9 @@ def descendants(root: int) -> set[Proc]:
 
 def still_running(procs: set[Proc], within: float = 0.0) -> set[Proc]:
     """Those of `procs` that are still running, after waiting up to `within` seconds for them to end."""
-    deadline = time.monotonic() + within
-    while True:
-        running = {proc for proc in procs if proc.running()}
-        if not running or time.monotonic() >= deadline:
-            return running
-        time.sleep(0.05)
+    with contextlib.suppress(WaitTimeout):  # what still runs is the answer, not a failure
+        wait_until(lambda: not any(proc.running() for proc in procs), within, "the processes to end", 0.05)
+    return {proc for proc in procs if proc.running()}
 
 
 def reap_zombie_children() -> None:

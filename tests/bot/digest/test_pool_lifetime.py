@@ -30,7 +30,7 @@ MAKER = textwrap.dedent(
         print("ready", flush=True)
         if sys.stdin.readline().strip() == "os._exit":
             os._exit(0)
-        await asyncio.sleep(3600)
+        await asyncio.sleep(3600)  # not a wait for time: it runs until it is killed
 
     asyncio.run(main())
     """

@@ -84,7 +84,7 @@ def test_the_affinity_bounds_a_bigger_quota(tmp_path: Path, monkeypatch: pytest.
 
 
 def _pid_after_a_while() -> int:
-    time.sleep(0.2)
+    time.sleep(0.2)  # the fake task takes a while, so the pool hands one to every worker
     return os.getpid()
 
 

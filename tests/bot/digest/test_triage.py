@@ -104,7 +104,7 @@ class SlowTriage:
 
     async def read(self, cluster: ClusterSettings) -> ClusterTriage:
         if cluster.name == self.hung:
-            await asyncio.sleep(10)
+            await asyncio.sleep(10)  # the fake's hung control plane
         return triage(cluster.name, {t.name: READY for t in cluster.targets})
 
 

@@ -30,7 +30,7 @@ CHILD = textwrap.dedent(
         second = await store.accept(samples.ONE_RESOLVED, parse_webhook(samples.ONE_RESOLVED), 11.0)
         await store.mark_processed(first.id)
         print(first.id, second.id, flush=True)
-        await asyncio.sleep(3600)
+        await asyncio.sleep(3600)  # not a wait for time: it runs until it is killed
 
     asyncio.run(main(sys.argv[1]))
     """
