@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim.scenarios import SCENARIOS
+
+if TYPE_CHECKING:
+    from sim.server import SimServer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,6 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=7, help="seed of the simulated traffic")
     parser.add_argument(
         "--write-config", type=Path, metavar="F", help="write a proxybot config (and kubeconfigs)"
+    )
+    parser.add_argument(
+        "--platform",
+        action="store_true",
+        help="also play the vCluster Platform (management API, proxy paths, one access key); "
+        "--write-config then writes platform: and no clusters:",
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
 
@@ -35,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
     from sim.server import SimServer
 
     try:
-        server = SimServer(scenario=args.scenario, speed=args.speed, seed=args.seed, port=args.port)
+        server = SimServer(
+            scenario=args.scenario, speed=args.speed, seed=args.seed, port=args.port, platform=args.platform
+        )
     except OSError as exc:
         print(f"cannot listen on port {args.port}: {exc.strerror}", file=sys.stderr)
         return 1
@@ -44,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         for info in srv.clusters():
             print(f"  {info.kind:<13} {info.name:<14} {info.server_url}")
         print(f"  kube-state-metrics         {srv.ksm_url}")
+        if srv.platform is not None:
+            _print_platform(srv, args.write_config is None)
         if args.write_config is not None:
             print(f"wrote {srv.write_config(args.write_config)}")
         print("Ctrl-C to stop", flush=True)
@@ -52,3 +66,13 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("stopped")
     return 0
+
+
+def _print_platform(srv: SimServer, show_key: bool) -> None:
+    """The platform's paths; its (throwaway) key only when no config file will hold it."""
+    assert srv.platform is not None
+    print(f"  platform                   {srv.platform_url}")
+    for name, (url, _) in srv.platform_contexts().items():
+        print(f"    {name:<24} {url}")
+    if show_key:
+        print(f"  access key                 {srv.platform.access_key}")

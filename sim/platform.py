@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sim.defaults import CONTROL_PLANE
 from sim.kube import objects
-from sim.kube.api import LocalResource, Query, Reply, ResourcePath, not_found
+from sim.kube.api import LocalResource, Query, Reply, ResourcePath, not_found, parse_resource_path
 from sim.kube.clusters import ClusterView
 from sim.kube.objects import Json
 from sim.platform_instances import (
@@ -37,6 +37,7 @@ from sim.platform_instances import (
     fleet_instances,
     project_namespace,
 )
+from sim.platform_watch import WatchPlan, plan
 from sim.world import World
 
 PREFIX = "/kubernetes"
@@ -132,7 +133,7 @@ class ManagementView(ClusterView):
             return _invalid("namespace", rp.namespace)
         reply = super()._read(rp, q)
         body = reply.body
-        if reply.code == 200 and isinstance(body, dict) and body.get("kind") == f"{KIND}List":
+        if reply.code == 200 and isinstance(body, dict) and body.get("kind") in (f"{KIND}List", "Table"):
             body["metadata"]["resourceVersion"] = str(self.inventory.resource_version)
         return reply
 
@@ -184,6 +185,22 @@ class PlatformStandIn:
         if len(parts) >= 2 and parts[0] == "cluster":
             return self._cluster(parts[1], _rest(parts[2:]))
         return not_found(path)
+
+    def watch(self, path: str, params: Mapping[str, str]) -> WatchPlan | Reply:
+        """The watch a management API request asks for (`?watch=1` on the instances' list path)."""
+        rp = parse_resource_path(path)
+        if rp is None or (rp.group_version, rp.plural) != (API_VERSION, PLURAL):
+            return not_found(path)
+        if rp.name is not None or rp.subresource is not None:
+            return Reply(405, objects.status(405, "watch a list path, with fieldSelector=metadata.name=NAME"))
+        if rp.namespace is not None and not _DNS_LABEL.fullmatch(rp.namespace):
+            return _invalid("namespace", rp.namespace)
+        found = plan(rp.namespace, params)
+        return Reply(400, objects.status(400, found)) if isinstance(found, str) else found
+
+    def read(self) -> tuple[list[Json], int]:
+        """Every instance's document and the fleet's resource version (call under the world's lock)."""
+        return self.inventory.documents(), self.inventory.resource_version
 
     def _virtual_cluster(self, project: str, name: str, rest: str) -> Routed | Reply:
         for what, value in (("project", project), ("virtual cluster", name)):

@@ -18,7 +18,7 @@ import trustme
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from sim.clock import ScaledWallClock
@@ -29,6 +29,7 @@ from sim.kube.clusters import ClientView, ClusterView, ControlPlaneView, TargetV
 from sim.kube.resources import kube_state_metrics
 from sim.kubeconfig import Contexts, write_config, write_platform_config
 from sim.platform import PlatformStandIn
+from sim.platform_watch import is_watch, stream
 from sim.scenarios import build_world
 from sim.world import World
 
@@ -345,6 +346,8 @@ class SimServer:
             routed = await asyncio.to_thread(self._locked, lambda: platform.route(path, token))
             if isinstance(routed, Reply):
                 return _json(routed)
+            if routed.view is platform.management and is_watch(request.query_params):
+                return self._watch(platform, routed.path, request)
             return await self._serve(request, routed.view, routed.path)
         identity = self._identities.get(token)
         if identity is None:
@@ -362,6 +365,16 @@ class SimServer:
             )
             return _json(Reply(403, objects.status(403, msg)))
         return await self._serve(request, view, rest)
+
+    def _watch(self, platform: PlatformStandIn, path: str, request: Request) -> Response:
+        """A watch on the platform's instances, streamed until its timeout or the simulator's stop."""
+        if request.method != "GET":
+            return _json(Reply(405, objects.status(405, "a watch is a GET")))
+        watch = platform.watch(path, request.query_params)
+        if isinstance(watch, Reply):
+            return _json(watch)
+        events = stream(watch, lambda: self._locked(platform.read), self._stop.is_set)
+        return StreamingResponse(events, media_type="application/json")
 
     async def _serve(self, request: Request, view: ClusterView, rest: str) -> Response:
         """One request answered by one cluster's view, after its simulated latency."""
