@@ -157,7 +157,11 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
                     ),
                     "--namespace": Option(Takes.ONE, "N", "namespace (default: the target's probe)"),
                     "--repeat": Option(
-                        Takes.ONE, "N", "requests in a series, 1-{MAX_REPEAT} (default 1)", "1", number=True
+                        Takes.ONE,
+                        "N",
+                        "requests in a series, 1-{MAX_REPEAT} (default 1)",
+                        default="1",
+                        number=True,
                     ),
                 },
             ),
@@ -179,7 +183,7 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
                         Takes.ONE,
                         "N",
                         "requests on each side, 1-{MAX_SAMPLES} (default {DEFAULT_SAMPLES})",
-                        "{DEFAULT_SAMPLES}",
+                        default="{DEFAULT_SAMPLES}",
                         number=True,
                     )
                 },
