@@ -7,11 +7,11 @@ after it ends each must be gone within a moment. Before the fix a SIGTERM left a
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ import yaml
 from tests.e2e.conftest import BotLauncher
 from tests.e2e.stack import REPO, BotProcess
 from tests.harness.descendants import Proc, descendants, still_running
-from tests.waiting import wait_until
+from tests.waiting import WaitTimeout, wait_until
 
 WORKERS = 2
 # Orphans notice within milliseconds that the bot is gone; this leaves room on a loaded machine.
@@ -84,10 +84,13 @@ def test_no_process_outlives_a_failed_start(bots_with_pool: BotLauncher, bot_con
         argv = [sys.executable, "-m", "bot", "serve", "--config", str(bot_config), "--port", str(port)]
         serve = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         seen: dict[Proc, str] = {}  # each with its command line, read while it runs
-        deadline = time.monotonic() + 60
-        while serve.poll() is None and time.monotonic() < deadline:
-            seen |= {proc: proc.command() for proc in descendants(serve.pid) if proc not in seen}
-            time.sleep(0.005)
+
+        def exited() -> bool:
+            seen.update({proc: proc.command() for proc in descendants(serve.pid) if proc not in seen})
+            return serve.poll() is not None
+
+        with contextlib.suppress(WaitTimeout):  # killed below if it still runs
+            wait_until(exited, 60, "the failed start to exit", interval=0.005)
         if serve.poll() is None:
             serve.kill()
         out, _ = serve.communicate(timeout=10)

@@ -46,7 +46,7 @@ def kill_and_restart(
     """Wait a random moment, SIGKILL the bot (which must still be running: it never died by itself), start
     a new one on the same store and port; the moment, in seconds after the last start."""
     moment = rng.uniform(0.2, 2.0)
-    time.sleep(moment)
+    time.sleep(moment)  # the random moment is the point: the kill lands wherever the bot is then
     assert bot.running, f"proxybot serve died by itself:\n{bot.log_tail()}"
     bot.kill()
     return moment, bots.start(port=port)

@@ -197,7 +197,7 @@ def test_no_secret_reaches_a_log_a_slack_payload_metrics_or_json(
         wait_until(
             lambda: slack.calls_to("apps.connections.open"), TIMEOUT, "Socket Mode's connection attempt"
         )
-        time.sleep(1.0)
+        time.sleep(1.0)  # a while for whatever it logs after the attempt: nothing in particular is awaited
     outputs["serve in Socket Mode"] = socket_bot.log_text()
 
     leaks.search("serve's output", served)

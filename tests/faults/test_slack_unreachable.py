@@ -72,7 +72,7 @@ class Watch:
             self.ready.append(httpx.get(f"{self.bot.url}/readyz", timeout=5.0).status_code)
             self.depth.append(metric(self.bot.url, "proxybot_outbox_depth"))
             self.oldest.append(metric(self.bot.url, "proxybot_outbox_oldest_pending_age_seconds"))
-            time.sleep(0.5)
+            time.sleep(0.5)  # the sampling's pace: samples over a period, nothing awaited
 
 
 def depth_at_rest(bot: BotProcess, store: FaultStore) -> tuple[float, int] | None:

@@ -120,7 +120,7 @@ def test_memory_and_open_files_stay_flat_under_steady_traffic(
                 samples.append(sample(bot.pid, elapsed))
                 next_sample += SAMPLE_EVERY
             tick += 1
-            time.sleep(max(0.0, started + tick * TICK - time.monotonic()))
+            time.sleep(max(0.0, started + tick * TICK - time.monotonic()))  # the load's pace, not a wait
     store = StoreView(tmp_path / "bot.db")
     wait_until(lambda: store.unprocessed() == 0 and store.outbox_pending() == 0, 60.0, "the outbox drained")
     samples.append(sample(bot.pid, time.monotonic() - started))

@@ -70,8 +70,10 @@ def push_until(am: Alertmanager, alerts: list[dict[str, Any]], store: FaultStore
     size = TARGETS // BATCHES
     for n in range(BATCHES):
         am.post_alerts(alerts[n * size : (n + 1) * size])
-        time.sleep(0.25)
-        if store.notifications() >= accepted:
+        with contextlib.suppress(WaitTimeout):  # the storm's pace: the next batch follows 0.25 s later
+            wait_until(
+                lambda: store.notifications() >= accepted, 0.25, f"{accepted} notifications", interval=0.05
+            )
             return (n + 1) * size
     wait_until(lambda: store.notifications() >= accepted, 30.0, f"{accepted} notifications accepted")
     return TARGETS

@@ -21,7 +21,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,7 +206,12 @@ def test_a_store_that_cannot_write_refuses_with_503_and_recovers_by_itself(
         assert any(fault.words in p and p.startswith("store: ") for p in ready.json()["problems"]), ready.text
         assert httpx.get(f"{bot.url}/healthz", timeout=5.0).status_code == 200
         assert refused_503(bot) >= 1
-        time.sleep(SLACK_LATENCY + 1.0)  # the post returns; recording it fails; the workers retry
+        # The post returns; recording it fails; the workers retry.
+        wait_until(
+            lambda: "delivery: the store failed" in bot.log_text(),
+            SLACK_LATENCY + 20.0,
+            "recording the post in flight to fail",
+        )
         assert bot.running
     finally:
         slack.latency = 0.0

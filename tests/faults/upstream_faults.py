@@ -162,10 +162,8 @@ def ask(
         mine = [r for r in slack.responses if r["key"] == key]
         return mine[-1] if mine and not _is_progress(mine[-1]) else None
 
-    deadline = started + timeout
-    while (answer := final()) is None:
-        assert time.monotonic() < deadline, f"no answer to /proxy {text} within {timeout:g}s"
-        time.sleep(0.05)
+    left = started + timeout - time.monotonic()
+    answer = wait_until(final, left, f"an answer to /proxy {text} within {timeout:g}s", interval=0.05)
     return time.monotonic() - started, answer
 
 
@@ -234,10 +232,13 @@ def press(
         f"{bot.url}/slack/events", content=body, headers=signed(body, secret=secret), timeout=10.0
     )
     assert (acked.status_code, acked.text) == (200, ""), acked.text
-    deadline = started + timeout
-    while not (answers := [r for r in slack.responses if r["key"] == key]):
-        assert time.monotonic() < deadline, f"no answer to {label} within {timeout:g}s"
-        time.sleep(0.05)
+    left = started + timeout - time.monotonic()
+    answers = wait_until(
+        lambda: [r for r in slack.responses if r["key"] == key],
+        left,
+        f"an answer to {label} within {timeout:g}s",
+        interval=0.05,
+    )
     return time.monotonic() - started, str(answers[-1]["text"])
 
 
