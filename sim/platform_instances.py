@@ -89,13 +89,31 @@ def _plurals(target: TargetCluster, gv: str, named: list[str] | None) -> list[st
 
 
 def _tenant_values(tenant: Tenant) -> dict[str, Any]:
-    """What every tenant's vcluster.yaml carries here: its NetworkPolicy switch and control-plane env."""
-    values: dict[str, Any] = {"policies": {"networkPolicy": {"enabled": tenant.network_policy.enabled}}}
+    """What every tenant's vcluster.yaml carries here: its NetworkPolicy values (the UDP rules between the
+    proxy's ends, as `proxybot netpol` writes them) and its control-plane env."""
+    policy = tenant.network_policy
+    rules = {
+        "egress": [_udp_rule("to", ns) for ns in policy.udp_egress_to],
+        "ingress": [_udp_rule("from", ns) for ns in policy.udp_ingress_from],
+    }
+    network_policy: dict[str, Any] = {"enabled": policy.enabled}
+    if any(rules.values()):
+        network_policy["controlPlane"] = {way: found for way, found in rules.items() if found}
+    values: dict[str, Any] = {"policies": {"networkPolicy": network_policy}}
     if tenant.env:
         values["controlPlane"] = {
             "statefulSet": {"env": [{"name": k, "value": v} for k, v in tenant.env.items()]}
         }
     return values
+
+
+def _udp_rule(way: str, namespace: str) -> dict[str, Any]:
+    """UDP (any port) to or from the control plane pods of the tenant in `namespace`."""
+    peer = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "podSelector": {"matchLabels": {"app": "vcluster"}},
+    }
+    return {way: [peer], "ports": [{"protocol": "UDP"}]}
 
 
 def refused_values() -> dict[str, Any]:
