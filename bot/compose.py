@@ -32,9 +32,6 @@ from bot.alerts.silences import SilenceWatch
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
 from bot.app import Deps, ReadinessCheck, create_app
-from bot.checks.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
-from bot.checks.logs import ControlPlaneLogReader
-from bot.checks.triage import SharedTargetPods
 from bot.checks.verify import open_prometheus
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
@@ -244,7 +241,10 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float | No
     )
     logs = ControlPlaneLogReader(ctx)
     try:
-        watch = _silence_watch(settings, clients, delivery, deps, lease)
+        # Every silence proxybot makes or lists goes through one `MadeSilences`: only those it made are
+        # attributed to a Slack user.
+        made = None if clients.alertmanager is None else MadeSilences(clients.alertmanager, clients.store)
+        watch = _silence_watch(settings, clients, made, delivery, deps, lease)
         alert_worker = _alert_worker(
             settings, clients, deps, delivery, live, enricher, lease, logs, ctx, watch
         )
@@ -260,13 +260,13 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float | No
             lease=lease,
             observe=lambda outcome: deps.metrics.escalations.labels(outcome.value).inc(),
         )
-        command_deps = _command_deps(settings, clients, deps.metrics, ctx, digests.runner.post_now)
+        command_deps = _command_deps(settings, clients, made, deps.metrics, ctx, digests.runner.post_now)
         command_deps = replace(command_deps, acks=acks)
         routes, slack_workers = slack_inbound(
             settings,
             deps,
             command_deps,
-            clients.alertmanager,
+            made,
             delivery,
             acks=acks,
             views=clients.slack,
@@ -397,11 +397,16 @@ def _digests(
 
 
 def _silence_watch(
-    settings: Settings, clients: Clients, delivery: Delivery, deps: Deps, lease: Lease | None
+    settings: Settings,
+    clients: Clients,
+    made: MadeSilences | None,
+    delivery: Delivery,
+    deps: Deps,
+    lease: Lease | None,
 ) -> SilenceWatch | None:
     """Alertmanager's silences, read every few seconds and laid over the messages they cover; the
     silenced groups' alerts looked up, so a group that ended under a silence resolves."""
-    if clients.alertmanager is None:
+    if made is None:
         return None
     every = settings.alertmanager.poll_interval
     ends = None
@@ -410,7 +415,7 @@ def _silence_watch(
         ends = SilencedEnds(
             clients.active_alerts, clients.store, _arrived(deps), clients.pacing, every, leading
         )
-    watch = SilenceWatch(clients.alertmanager, clients.store, delivery, every, ends)
+    watch = SilenceWatch(made, clients.store, delivery, every, ends)
     delivery.show_silences(watch)
     return watch
 
@@ -418,12 +423,13 @@ def _silence_watch(
 def _command_deps(
     settings: Settings,
     clients: Clients,
+    silences: MadeSilences | None,
     metrics: BotMetrics,
     ctx: CheckContext,
     digest_now: commands.DigestNow,
 ) -> commands.CommandDeps:
     shared = commands.CommandDeps.for_settings(
-        settings, ctx=ctx, silences=clients.alertmanager, digest=digest_now, prometheus=clients.prometheus
+        settings, ctx=ctx, silences=silences, digest=digest_now, prometheus=clients.prometheus
     )
     return replace(
         shared,

@@ -84,7 +84,8 @@ class Matcher:
 
 @dataclass(frozen=True, slots=True)
 class Silence:
-    """A silence as Alertmanager reports it."""
+    """A silence as Alertmanager reports it; `made_here` when proxybot's store says proxybot made it
+    (`bot.silence_makers`), its `created_by` then the author proxybot wrote."""
 
     id: str
     state: str  # active, pending or expired
@@ -93,6 +94,7 @@ class Silence:
     ends_at: datetime
     created_by: str
     comment: str
+    made_here: bool = False
 
 
 def silence_id(value: str) -> str:

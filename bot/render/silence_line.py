@@ -12,29 +12,43 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.clients.alertmanager import Silence
 from bot.render.acknowledge import line_at, mention
-from bot.render.blocks import Block, Message, context, esc, truncate
+from bot.render.blocks import Block, Message, context, esc, one_line, truncate
 from bot.render.slack import ACTION_EXPIRE_SILENCE, ACTION_SILENCE, ACTIONS_BLOCK_ID
 
 SILENCE_BLOCK_ID = "proxy_silence_line"
 SILENCE_LABEL, EXPIRE_LABEL = "Silence…", "Expire silence"
 MAX_COMMENT_SHOWN = 200
-# proxybot's own silences say who made them as "name (Slack U…)": shown as a mention.
+# proxybot writes who made its silences as "name (Slack U…)": shown as a mention, for those it made only.
 _SLACK_MAKER = re.compile(r"\(Slack ([UW][A-Z0-9]{2,20})\)$")
 
 
 @dataclass(frozen=True, slots=True)
 class ShownSilence:
-    """The silence a message shows: who made it, until when, why (as Alertmanager has them)."""
+    """The silence a message shows: who made it, until when, why (as Alertmanager has them), and whether
+    proxybot made it (`bot.silence_makers`: its store says so, never its `createdBy`).
+
+    `made_here` None: the caller did not say (the delivery worker before it builds this with `of`), and
+    the author is read as before, from `createdBy`'s "(Slack U…)"."""
 
     created_by: str
     ends_at: datetime
     comment: str
+    made_here: bool | None = None
+
+    @classmethod
+    def of(cls, silence: Silence) -> ShownSilence:
+        return cls(silence.created_by, silence.ends_at, silence.comment, silence.made_here)
 
 
-def maker(created_by: str) -> str:
-    found = _SLACK_MAKER.search(created_by)
-    return mention(found.group(1)) if found else esc(created_by)
+def maker(silence: ShownSilence) -> str:
+    """Who made it, as the line names them: the Slack user proxybot made it for (a mention), else the
+    `createdBy` of a silence made outside proxybot, as plain text, whatever it claims."""
+    found = _SLACK_MAKER.search(silence.created_by)
+    if found is not None and silence.made_here is not False:
+        return mention(found.group(1))
+    return esc(one_line(silence.created_by))
 
 
 def until_words(at: datetime, now: datetime | None) -> str:
@@ -46,7 +60,9 @@ def until_words(at: datetime, now: datetime | None) -> str:
 
 def silence_line(silence: ShownSilence, now: datetime | None = None) -> str:
     comment = truncate(esc(silence.comment), MAX_COMMENT_SHOWN)
-    return f"🔕 Silenced by {maker(silence.created_by)} until {until_words(silence.ends_at, now)}: {comment}"
+    until = until_words(silence.ends_at, now)
+    outside = " (made outside proxybot)" if silence.made_here is False else ""
+    return f"🔕 Silenced by {maker(silence)} until {until}{outside}: {comment}"
 
 
 def shown_silenced(message: Message, silence: ShownSilence | None, now: datetime | None = None) -> Message:

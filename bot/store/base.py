@@ -13,7 +13,7 @@ in the store, by the store's `owner` (one per process):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -117,6 +117,14 @@ class GroupStore(Protocol):
 
     async def channel_id_of(self, channel: str) -> str | None:
         """The Slack ID of a configured channel, as some group's post in it answered; None if unknown."""
+        ...
+
+    async def record_silence_made(self, silence_id: str, created_by: str) -> None:
+        """Remember that proxybot made this silence, with the author it wrote (kept once per id)."""
+        ...
+
+    async def silences_made(self, ids: Sequence[str]) -> dict[str, str]:
+        """Of these silence ids, those proxybot made, each with the author it wrote."""
         ...
 
 

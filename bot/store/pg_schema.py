@@ -134,6 +134,14 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX oncall_events_episode ON oncall_events (channel, group_key, episode)",
         "CREATE INDEX oncall_events_kind ON oncall_events (kind, at)",
     ),
+    # 6: the SQLite schema's migration 9, the silences proxybot made.
+    (
+        """CREATE TABLE silences_made (
+            silence_id TEXT PRIMARY KEY,
+            created_by TEXT NOT NULL,
+            made_at DOUBLE PRECISION NOT NULL
+        )""",
+    ),
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import cache
 from types import TracebackType
@@ -38,6 +38,7 @@ from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
 from bot.store import oncall as oncall_sql
 from bot.store import outbox as outbox_sql
+from bot.store import silences_made as silences_sql
 from bot.store import write_probe as probe_sql
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.errors import StoreError
@@ -260,6 +261,16 @@ class PostgresStore:
     async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]:
         rows = await self._all(oncall_sql.OF_KIND, (kind.value, since))
         return [oncall_sql.from_row(row) for row in rows]
+
+    # -- the silences proxybot made ------------------------------------------------------------------
+    async def record_silence_made(self, silence_id: str, created_by: str) -> None:
+        await self._change(silences_sql.INSERT, (silence_id, created_by, self._clock()))
+
+    async def silences_made(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        rows = await self._all(silences_sql.of_ids(len(ids)), tuple(ids))
+        return {str(silence_id): str(created_by) for silence_id, created_by in rows}
 
     async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
         row = await self._one(outbox_sql.LAST_PAYLOAD, outbox_sql.last_payload_params(channel, key, prefix))

@@ -149,6 +149,14 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX oncall_events_episode ON oncall_events (channel, group_key, episode);
     CREATE INDEX oncall_events_kind ON oncall_events (kind, at);
     """,
+    # 9: the silences proxybot made, by id, with the author it wrote (who they are attributed to).
+    """
+    CREATE TABLE silences_made (
+        silence_id TEXT PRIMARY KEY,
+        created_by TEXT NOT NULL,
+        made_at REAL NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

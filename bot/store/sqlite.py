@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +33,7 @@ from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
 from bot.store import oncall as oncall_sql
 from bot.store import outbox as outbox_sql
+from bot.store import silences_made as silences_sql
 from bot.store import write_probe as probe_sql
 from bot.store.arrivals import ArrivalQueue
 from bot.store.digests import DigestRun, FleetSample
@@ -162,6 +163,14 @@ class SqliteStore:
 
     async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]:
         return await self._thread.run(lambda conn: oncall_sql.of_kind(conn, kind, since))
+
+    # -- the silences proxybot made ------------------------------------------------------------------
+    async def record_silence_made(self, silence_id: str, created_by: str) -> None:
+        now = self._clock()
+        await self._thread.run(lambda conn: silences_sql.record(conn, silence_id, created_by, now))
+
+    async def silences_made(self, ids: Sequence[str]) -> dict[str, str]:
+        return await self._thread.run(lambda conn: silences_sql.makers(conn, ids))
 
     async def last_payload(self, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
         return await self._thread.run(lambda conn: outbox_sql.last_payload(conn, channel, key, prefix))
