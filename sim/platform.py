@@ -44,6 +44,8 @@ PREFIX = "/kubernetes"
 MANAGEMENT = f"{PREFIX}/management"
 GROUP = API_VERSION.split("/")[0]
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+# The platform user whose keys the stand-in hands out, as its 403s name it.
+KEY_USER = "proxybot"
 # The simulator's view of one tenant cluster (by name), or None when it serves none by that name.
 ViewOf = Callable[[str], ClusterView | None]
 
@@ -144,6 +146,8 @@ class PlatformStandIn:
     def __init__(self, world: World, view_of: ViewOf) -> None:
         self.world = world
         self.access_key = secrets.token_urlsafe(32)
+        # Every key the platform accepts, and the project it is scoped to (None: the whole platform).
+        self._keys: dict[str, str | None] = {self.access_key: None}
         self.inventory = Inventory(world)
         self.management = ManagementView(world, self.inventory)
         self._view_of = view_of
@@ -162,29 +166,47 @@ class PlatformStandIn:
 
     def rotate_key(self) -> str:
         """A new access key; the old one is refused from now on (a rotated or deleted key)."""
+        del self._keys[self.access_key]
         self.access_key = secrets.token_urlsafe(32)
+        self._keys[self.access_key] = None
         return self.access_key
+
+    def scoped_key(self, project: str) -> str:
+        """Another key, scoped to one project as the platform scopes keys: that project's instances and
+        virtual clusters; 403 for every project's list, other projects and the connected clusters."""
+        key = secrets.token_urlsafe(32)
+        self._keys[key] = project
+        return key
 
     def answers(self, path: str, token: str) -> bool:
         """Whether a request is the platform's: one of its paths, or its key (`get --raw` drops the path)."""
-        return (
-            path == PREFIX or path.startswith(PREFIX + "/") or secrets.compare_digest(token, self.access_key)
-        )
+        return path == PREFIX or path.startswith(PREFIX + "/") or token in self._keys
 
     def route(self, path: str, token: str) -> Routed | Reply:
         """The view and path a request reaches, or the platform's refusal (call under the world's lock)."""
-        if not token or not secrets.compare_digest(token, self.access_key):
+        if not token or token not in self._keys:
             return Reply(401, objects.status(401, "Unauthorized"))
+        scope = self._keys[token]
         if not (path == PREFIX or path.startswith(PREFIX + "/")):
-            return Routed(self.management, path)
+            return self._management(path, scope)
         parts = path.split("/")[2:]
         if parts[:1] == ["management"]:
-            return Routed(self.management, _rest(parts[1:]))
+            return self._management(_rest(parts[1:]), scope)
         if len(parts) >= 4 and parts[0] == "project" and parts[2] == "virtualcluster":
-            return self._virtual_cluster(parts[1], parts[3], _rest(parts[4:]))
+            return self._virtual_cluster(parts[1], parts[3], _rest(parts[4:]), scope)
         if len(parts) >= 2 and parts[0] == "cluster":
-            return self._cluster(parts[1], _rest(parts[2:]))
+            return self._cluster(parts[1], _rest(parts[2:]), scope)
         return not_found(path)
+
+    def _management(self, path: str, scope: str | None) -> Routed | Reply:
+        """The management API; a scoped key reads its own project's namespace only (discovery: any key)."""
+        rp = parse_resource_path(path)
+        if scope is None or rp is None or rp.namespace == project_namespace(scope):
+            return Routed(self.management, path)
+        group = _group(rp.group_version)
+        where = "at the cluster scope" if rp.namespace is None else f'in the namespace "{rp.namespace}"'
+        what = f"{rp.plural}.{group}" + (f' "{rp.name}"' if rp.name else "")
+        return _forbidden(what, "get" if rp.name else "list", rp.plural, group, where)
 
     def watch(self, path: str, params: Mapping[str, str]) -> WatchPlan | Reply:
         """The watch a management API request asks for (`?watch=1` on the instances' list path)."""
@@ -202,10 +224,13 @@ class PlatformStandIn:
         """Every instance's document and the fleet's resource version (call under the world's lock)."""
         return self.inventory.documents(), self.inventory.resource_version
 
-    def _virtual_cluster(self, project: str, name: str, rest: str) -> Routed | Reply:
+    def _virtual_cluster(self, project: str, name: str, rest: str, scope: str | None) -> Routed | Reply:
         for what, value in (("project", project), ("virtual cluster", name)):
             if not _DNS_LABEL.fullmatch(value):
                 return _invalid(what, value)
+        if scope is not None and scope != project:
+            where = f'in the namespace "{project_namespace(project)}"'
+            return _forbidden(f'{PLURAL}.{GROUP} "{name}"', "use", PLURAL, GROUP, where)
         instance = self.inventory.find(project, name)
         if instance is None:
             message = f'{PLURAL}.{GROUP} "{name}" not found in project "{project}"'
@@ -216,9 +241,11 @@ class PlatformStandIn:
             return Reply(503, objects.status(503, message), {"Retry-After": "10"})
         return Routed(view, rest)
 
-    def _cluster(self, name: str, rest: str) -> Routed | Reply:
+    def _cluster(self, name: str, rest: str, scope: str | None) -> Routed | Reply:
         if not _DNS_LABEL.fullmatch(name):
             return _invalid("cluster", name)
+        if scope is not None:
+            return _forbidden(f'clusters.{GROUP} "{name}"', "use", "clusters", GROUP, "at the cluster scope")
         view = self._view_of(name) if name == CONTROL_PLANE else None
         if view is None:
             message = f'clusters.{GROUP} "{name}" not found'
@@ -235,6 +262,19 @@ class PlatformStandIn:
         if path.startswith(PREFIX + "/cluster/") and len(parts) >= 2:
             return parts[1]
         return None
+
+
+def _group(group_version: str) -> str:
+    return group_version.split("/")[0] if "/" in group_version else ""
+
+
+def _forbidden(what: str, verb: str, resource: str, group: str, where: str) -> Reply:
+    """Kubernetes' 403: who may not do what, where."""
+    message = (
+        f'{what} is forbidden: User "{KEY_USER}" cannot {verb} resource "{resource}" in API group "{group}" '
+        f"{where}"
+    )
+    return Reply(403, objects.status(403, message, {"group": group, "kind": resource}))
 
 
 def _rest(parts: list[str]) -> str:

@@ -308,3 +308,40 @@ def test_proxybot_sim_platform_writes_a_platform_config(tmp_path: Path) -> None:
     assert "access key" not in shown  # the key is in the written file, not on the terminal
     written = yaml.safe_load(config.read_text())
     assert set(written) == {"slack", "platform"}
+
+
+def test_a_rotated_key_is_refused_and_the_new_one_works() -> None:
+    with SimServer(scenario="healthy", speed=20, platform=True) as rotating:
+        assert rotating.platform is not None
+        old = rotating.platform.access_key
+        new = rotating.platform.rotate_key()
+        assert get(rotating, "/kubernetes/management" + INSTANCES, token=old).status_code == 401
+        assert get(rotating, "/kubernetes/management" + INSTANCES, token=new).status_code == 200
+
+
+def test_a_project_scoped_key_reads_its_project_only(srv: SimServer) -> None:
+    assert srv.platform is not None
+    key = srv.platform.scoped_key(PROJECT)
+    mine = kubectl(
+        srv, "/kubernetes/management", "get", "virtualclusterinstances", "-n", NAMESPACE, token=key
+    )
+    assert mine.returncode == 0, mine.stderr
+    assert CLIENT in mine.stdout
+    everywhere = kubectl(srv, "/kubernetes/management", "get", "virtualclusterinstances", "-A", token=key)
+    assert everywhere.returncode != 0
+    assert 'cannot list resource "virtualclusterinstances"' in everywhere.stderr
+    assert "at the cluster scope" in everywhere.stderr
+    refusals = {
+        "/kubernetes/management" + INSTANCES.replace("/virtual", "/namespaces/p-other/virtual"): "list",
+        f"/kubernetes/project/other/virtualcluster/{CLIENT}/version": "use",
+        f"/kubernetes/cluster/{CONTROL_PLANE}/version": "use",
+    }
+    for path, verb in refusals.items():
+        answer = get(srv, path, token=key)
+        assert answer.status_code == 403, path
+        assert answer.json()["reason"] == "Forbidden"
+        assert f"cannot {verb} resource" in answer.json()["message"]
+    assert (
+        get(srv, f"/kubernetes/project/{PROJECT}/virtualcluster/{CLIENT}/version", token=key).status_code
+        == 200
+    )
