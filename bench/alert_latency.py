@@ -43,10 +43,10 @@ import httpx
 import yaml
 
 from bot.alerts.prom_enrich import PromEnricher, ask_for
-from bot.checks.context import CheckContext
-from bot.checks.logs import read_control_plane
-from bot.checks.triage import read_target_pods
 from bot.clients.prometheus import PrometheusClient
+from bot.reads.context import CheckContext
+from bot.reads.control_plane_logs import read_control_plane
+from bot.reads.triage import read_target_pods
 from config.loader import load_config
 from config.settings import Settings
 from sim.server import SimServer

@@ -46,6 +46,10 @@ from bot.lease import Lease, lease_timings
 from bot.live import LiveState, MetricsSource
 from bot.metrics import BotMetrics
 from bot.ports import Clock, Worker
+from bot.reads.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
+from bot.reads.control_plane_logs import ControlPlaneLogReader
+from bot.reads.triage import SharedTargetPods
+from bot.silence_makers import MadeSilences
 from bot.store import Store, StoreError, open_store
 from config.settings import Settings
 from handlers import actions, alerts, commands, digest

@@ -4,7 +4,7 @@ Concurrent callers share the read in flight, and later callers within `ttl` get 
 as a task of its own, shielded from its callers: one that stops waiting (its enrichment budget ran out)
 leaves the read running, and what it brings fills the cache for the next caller. A read that raises is
 not cached: the next caller reads again. Used by `bot.live.LiveState` (cluster pages),
-`bot.alerts.prom_enrich.PromEnricher` (Prometheus windows), `bot.checks.triage.SharedTargetPods` (target
+`bot.alerts.prom_enrich.PromEnricher` (Prometheus windows), `bot.reads.triage.SharedTargetPods` (target
 pods) and `bot.checks.logs.ControlPlaneLogReader` (control-plane logs). `peek` is what a caller would get
 without waiting: the alert pipeline uses a read in hand at once (`bot.alerts.budget.in_hand`).
 """

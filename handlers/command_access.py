@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks.context import TargetRef, resolve_target
 from bot.errors import Refused
+from bot.reads.context import TargetRef, resolve_target
 from bot.render.blocks import code
 from bot.subcommands import SLASH, Access
 from config.clusters import ClusterSettings

@@ -29,8 +29,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from bot.checks.context import CheckContext, TargetRef
-from bot.checks.logs import check_logs, parse_since
+from bot.checks.logs import check_logs
 from bot.checks.netpol import cross_cluster, netpol, parse_endpoint
 from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request
@@ -40,6 +39,8 @@ from bot.checks.verify import check_verify, chosen_clusters
 from bot.clients.prometheus import PrometheusClient
 from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, Refused
+from bot.reads.context import CheckContext, TargetRef
+from bot.reads.control_plane_logs import parse_since
 from bot.render.blocks import Message, code, text_message
 from bot.render.checks_logs import logs_message
 from bot.render.checks_netpol import netpol_message

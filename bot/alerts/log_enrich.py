@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from bot.alerts.budget import in_hand, within_budget
-from bot.checks.context import TargetRef
-from bot.checks.logs import ControlPlaneLogs, evidence_for
 from bot.domain.enrichment import Unavailable
 from bot.domain.log_reference import LogEvidence
+from bot.reads.context import TargetRef
+from bot.reads.control_plane_logs import ControlPlaneLogs, evidence_for
 from config.clusters import ClusterSettings
 from config.settings import Settings
 

@@ -97,7 +97,7 @@ class LiveStateReader(Protocol):
 
 
 class TargetPodsSource(Protocol):
-    """Target control-plane pods by target name (`bot.checks.triage.SharedTargetPods` is one)."""
+    """Target control-plane pods by target name (`bot.reads.triage.SharedTargetPods` is one)."""
 
     async def read(self, target: str) -> TargetPods: ...
 

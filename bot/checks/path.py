@@ -29,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.checks.context import CheckContext, TargetRef
 from bot.checks.path_signals import (
     DEFAULT_THRESHOLDS,
     DialDirectReading,
@@ -46,6 +45,7 @@ from bot.checks.path_signals import (
 from bot.domain.paths import ApiPath, probe_path
 from bot.domain.proxy_answers import DIAL_TIMEOUT
 from bot.errors import InputError
+from bot.reads.context import CheckContext, TargetRef
 
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 50

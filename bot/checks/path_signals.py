@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.checks.context import CheckContext, TargetRef
-from bot.checks.control_plane import read_statefulset
 from bot.checks.netpol_read import (
     ControlPlanePods,
     Direction,
@@ -29,6 +27,8 @@ from bot.domain.paths import ApiPath
 from bot.domain.quantile import P50, P99, delta_quantile, quantile_of
 from bot.domain.snapshot import DIAL_DURATION, ProxySnapshot
 from bot.errors import ClusterError, MetricsParseError
+from bot.reads.context import CheckContext, TargetRef
+from bot.reads.control_plane import read_statefulset
 from config.clusters import ControlPlaneSettings
 
 if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.checks.context import TargetRef, resolve_target
 from bot.domain.paths import ApiPath, probe_path
 from bot.errors import InputError
+from bot.reads.context import TargetRef, resolve_target
 from config.settings import Settings
 
 PROBE_TIMEOUT = 15.0  # the guide's probe: --request-timeout=15s

@@ -29,7 +29,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.checks.context import CheckContext
 from bot.checks.probe import (
     PROBE_TIMEOUT,
     ProbeAttempt,
@@ -43,6 +42,7 @@ from bot.domain.diagnosis_readings import describe_peers
 from bot.domain.paths import ApiPath, discovery_path
 from bot.errors import ClusterError
 from bot.live import ClusterRead
+from bot.reads.context import CheckContext
 
 if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
     from bot.clients.kube import RawResponse

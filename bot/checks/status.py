@@ -20,8 +20,6 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from bot.checks.context import CheckContext, TargetRef, resolve_target
-from bot.checks.triage import ClusterTriage, fleet_newest, read_triage, verdict_of
 from bot.clients.prometheus import PrometheusClient
 from bot.domain.diagnosis import diagnose
 from bot.domain.durations import parse_duration
@@ -41,6 +39,8 @@ from bot.domain.verdict import TargetVerdict, Verdict, verdict_dict
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from bot.prom_queries import counters_query, window_from
+from bot.reads.context import CheckContext, TargetRef, resolve_target
+from bot.reads.triage import ClusterTriage, fleet_newest, read_triage, verdict_of
 from config.clusters import ClusterSettings, replica_source
 from config.settings import Settings
 

@@ -29,8 +29,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
-from bot.checks.context import CHECK_TIMEOUT, CheckContext, suggested
-from bot.checks.triage import ClusterTriage, fleet_newest, read_triage
 from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
 from bot.checks.verify_lines import (
     Outcome,
@@ -56,6 +54,8 @@ from bot.domain.paths import SYNCER_METRICS
 from bot.domain.snapshot import PEERS
 from bot.domain.versions import VClusterVersion, version_findings
 from bot.errors import ClusterError, InputError, MetricsParseError, UpstreamError
+from bot.reads.context import CHECK_TIMEOUT, CheckContext, suggested
+from bot.reads.triage import ClusterTriage, fleet_newest, read_triage
 from config.clusters import ClusterSettings
 from config.settings import Settings
 

@@ -15,7 +15,6 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from bot.checks.context import CheckContext
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import (
     EXIT_FAILED,
@@ -30,6 +29,7 @@ from bot.clients.slack import SlackClient
 from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.runner import BuiltDigest, DigestRunner, DigestSources, DirectPoster
 from bot.errors import ConfigError, InputError, UpstreamError
+from bot.reads.context import CheckContext
 from bot.render.terminal import Style, colour_enabled, show
 from bot.store import open_store
 from config.settings import Settings

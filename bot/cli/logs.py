@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-from bot.checks.context import resolve_target
-from bot.checks.logs import SINCE_MAX_LINES, TAIL_LINES, check_logs, parse_since
+from bot.checks.logs import check_logs
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import finish, from_grammar, load_settings_for, refuse, run_check
 from bot.errors import ConfigError, InputError
+from bot.reads.context import resolve_target
+from bot.reads.control_plane_logs import SINCE_MAX_LINES, TAIL_LINES, parse_since
 from bot.render.checks_logs import logs_message
 
 

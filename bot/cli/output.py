@@ -22,7 +22,7 @@ from config.loader import config_path, load_config
 from config.settings import Settings
 
 if TYPE_CHECKING:
-    from bot.checks.context import CheckContext
+    from bot.reads.context import CheckContext
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -119,7 +119,7 @@ def run_check(
 ) -> R:
     """Run one check with its own context (readers closed afterwards) on a fresh event loop."""
 
-    from bot.checks.context import CheckContext  # the kube client, only for a check that reads clusters
+    from bot.reads.context import CheckContext  # the kube client, only for a check that reads clusters
 
     async def main() -> R:
         ctx = CheckContext(settings)

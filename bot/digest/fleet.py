@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from bot.checks.context import CheckContext
-from bot.checks.triage import ClusterTriage, read_triage
 from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
 from bot.checks.verify_lines import Outcome
 from bot.domain.digest import ProbeRun
 from bot.errors import ClusterError
 from bot.live import ClusterRead
 from bot.ports import Clock
+from bot.reads.context import CheckContext
+from bot.reads.triage import ClusterTriage, read_triage
 from config.clusters import ClusterSettings
 
 ReadCluster = Callable[[str], Awaitable[ClusterRead]]
@@ -189,7 +189,7 @@ class TriageSource(Protocol):
 
 @dataclass
 class ContextTriage:
-    """The triage reads of `bot.checks.triage` over a `CheckContext`."""
+    """The triage reads of `bot.reads.triage` over a `CheckContext`."""
 
     ctx: CheckContext
 

@@ -20,7 +20,6 @@ from dataclasses import replace
 from typing import Any
 
 from bot.checks.status import reason_counts
-from bot.checks.triage import ClusterTriage, fleet_newest, metrics_of
 from bot.digest.fleet import ClusterOutcome
 from bot.domain.delta import counter_increase
 from bot.domain.diagnosis import diagnose
@@ -34,6 +33,7 @@ from bot.domain.verdict import (
 )
 from bot.domain.versions import TenantVersion, too_old
 from bot.live import ClusterRead
+from bot.reads.triage import ClusterTriage, fleet_newest, metrics_of
 from config.clusters import ClusterSettings, TargetSettings
 
 

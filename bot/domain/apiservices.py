@@ -6,7 +6,7 @@ name built here (vCluster shortens long names with a hash). Both objects carry t
 `vcluster.loft.sh/protected=resource-proxy`; a protected APIService whose group/version the bot's
 configuration no longer names is an orphan: it is not garbage-collected and keeps that group/version
 unavailable, and removing it takes the vendor's steps (the label first: deletes of labelled objects are
-denied). What is read is `bot.checks.apiservices`; what it means is decided here.
+denied). What is read is `bot.reads.apiservices`; what it means is decided here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The vendor's quick triage, run by the bot: is the proxy degraded or is the target down?
 
-Three inputs, read by the checks (`bot.checks.triage`) and judged here:
+Three inputs, read by the checks (`bot.reads.triage`) and judged here:
 
     TargetPods      the target's control-plane pods (`-l app=vcluster` in its namespace of the control
                     plane cluster): Ready or not

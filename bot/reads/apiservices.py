@@ -15,7 +15,6 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.checks.context import CheckContext
 from bot.domain.apiservices import (
     PROTECTED_SELECTOR,
     ApiService,
@@ -27,6 +26,7 @@ from bot.domain.apiservices import (
 )
 from bot.domain.paths import apiservice_path, labelled_apiservices_path, service_path
 from bot.errors import ClusterError, InputError
+from bot.reads.context import CheckContext
 from config.clusters import ClusterSettings, TargetSettings
 
 if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader

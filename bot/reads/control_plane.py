@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bot.checks.context import CheckContext
 from bot.domain.paths import CONTROL_PLANE_PODS, control_plane_pods_path, statefulset_path
 from bot.domain.verdict import PodState, TargetPods
 from bot.domain.versions import Role, TenantVersion, from_statefulset
 from bot.errors import ClusterError, InputError
+from bot.reads.context import CheckContext
 from config.clusters import ControlPlaneSettings
 
 NOT_CONFIGURED = "no control_plane is configured for it"

@@ -19,9 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks.apiservices import read_apiservices
-from bot.checks.context import CheckContext
-from bot.checks.control_plane import read_pods, read_version
 from bot.domain.apiservices import ClientApiServices, apiservice_findings
 from bot.domain.diagnosis_readings import Readings
 from bot.domain.findings import Finding
@@ -36,6 +33,9 @@ from bot.domain.verdict import (
 )
 from bot.domain.versions import Role, TenantVersion, VClusterVersion, newest, too_old, version_findings
 from bot.live import ClusterRead
+from bot.reads.apiservices import read_apiservices
+from bot.reads.context import CheckContext
+from bot.reads.control_plane import read_pods, read_version
 from bot.shared_reads import SharedReads
 from config.clusters import ClusterSettings, TargetSettings
 

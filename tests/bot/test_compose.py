@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from bot import compose
-from bot.checks.context import live_sources
 from bot.clients.prometheus import PrometheusClient
 from bot.clients.slack import SlackClient
+from bot.reads.context import live_sources
 from bot.store import StoreError
 from config.loader import load_config
 from config.settings import Settings, SlackSettings

@@ -45,7 +45,7 @@ two_clusters = upstream_faults.two_clusters
 fault_slack = upstream_faults.fault_slack
 
 BUDGET = 5.0  # enrichment.timeout_seconds, the default
-CHECK_TIMEOUT = 5.0  # bot.checks.context.CHECK_TIMEOUT
+CHECK_TIMEOUT = 5.0  # bot.reads.context.CHECK_TIMEOUT
 LIVE_TTL = 5.0  # how long LiveState keeps a read, failed or not
 SLOW = 3.0
 # Polling, delivery and a loaded 2-core machine, on top of the budget.

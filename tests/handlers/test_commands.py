@@ -24,12 +24,12 @@ from pydantic import SecretStr
 
 from bot import compose
 from bot.app import Deps, create_app
-from bot.checks.context import CheckContext
 from bot.clients.alertmanager import Matcher, Silence
 from bot.compose import slack_endpoints
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
 from bot.errors import InputError, UpstreamError
+from bot.reads.context import CheckContext
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
 from bot.store import AlertGroupState, Store
 from config.loader import parse_config

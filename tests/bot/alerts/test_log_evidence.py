@@ -20,8 +20,8 @@ import pytest
 
 from bot import compose
 from bot.alerts.pipeline import AlertPipeline
-from bot.checks.logs import ControlPlaneLogs
 from bot.domain.log_reference import PodLog
+from bot.reads.control_plane_logs import ControlPlaneLogs
 from config.clusters import ClusterSettings
 from config.loader import load_config
 from config.settings import Settings

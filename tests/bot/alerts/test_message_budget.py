@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 
 from bot.alerts.pipeline import AlertPipeline
-from bot.checks.context import CheckContext
-from bot.checks.logs import ControlPlaneLogReader
-from bot.checks.triage import SharedTargetPods
 from bot.compose import open_clients
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.domain.alerts_catalog import ALERTS, AlertScope
 from bot.live import LiveState
+from bot.reads.context import CheckContext
+from bot.reads.control_plane_logs import ControlPlaneLogReader
+from bot.reads.triage import SharedTargetPods
 from bot.render.alert_message import MAX_LINES, MAX_VISIBLE
 from bot.render.blocks import Message, block_units
 from bot.render.terminal import show

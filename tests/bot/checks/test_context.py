@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.checks.context import CheckContext, live_sources, resolve_target, suggested
 from bot.clients.kube import KubeReader
 from bot.errors import InputError
 from bot.live import LiveState
+from bot.reads.context import CheckContext, live_sources, resolve_target, suggested
 from config.loader import load_config
 from config.settings import Settings
 from sim.server import SimServer

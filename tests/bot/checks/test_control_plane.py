@@ -1,4 +1,4 @@
-"""A control-plane pod's readiness as the triage reads it (bot/checks/control_plane.py)."""
+"""A control-plane pod's readiness as the triage reads it (bot/reads/control_plane.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bot.checks.control_plane import pod_state
 from bot.domain.verdict import PodState
+from bot.reads.control_plane import pod_state
 
 
 def pod(

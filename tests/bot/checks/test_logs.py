@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-from bot.checks.context import CheckContext, TargetRef, resolve_target
-from bot.checks.logs import (
-    SINCE_MAX_LINES,
-    TAIL_LINES,
-    ControlPlaneLogReader,
-    check_logs,
-    parse_since,
-    read_control_plane,
-)
+from bot.checks.logs import check_logs
 from bot.clients.kube import KubeReader, RawResponse
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError
+from bot.reads.context import CheckContext, TargetRef, resolve_target
+from bot.reads.control_plane_logs import (
+    SINCE_MAX_LINES,
+    TAIL_LINES,
+    ControlPlaneLogReader,
+    parse_since,
+    read_control_plane,
+)
 from config.clusters import ControlPlaneSettings
 from config.settings import Settings
 from tests.fakes.config_data import cluster, config

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from bot.checks.context import CheckContext, resolve_target
 from bot.checks.netpol_read import (
     ControlPlanePods,
     Direction,
@@ -20,6 +19,7 @@ from bot.checks.netpol_read import (
 )
 from bot.checks.path import MAX_SAMPLES, PathResult, PathVerdict, check_path, check_samples
 from bot.errors import InputError
+from bot.reads.context import CheckContext, resolve_target
 from config.loader import load_config
 from sim.server import SimServer
 
@@ -200,9 +200,9 @@ def test_relay_fallback_is_likely_relayed_with_the_fix(relayed: PathResult) -> N
 
 
 def test_nothing_answering_through_the_client_is_unknown_whatever_the_policies(healthy: PathResult) -> None:
-    from bot.checks.context import TargetRef
     from bot.checks.path import weigh
     from bot.checks.path_signals import DialReading, LatencySeries
+    from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
     silent = LatencySeries("client", (), ("503 all_quarantined",) * 5)
@@ -240,9 +240,9 @@ def _target_settings() -> tuple[Any, Any]:
 def test_neither_path_answering_cannot_judge_the_path_and_points_at_the_target(healthy: PathResult) -> None:
     # The tour's target-down: 0 answered through the proxy, 0 directly (503), a dial step (the dials to a
     # dead target time out): the relay is not the story, the target is. Nothing blames NAT or the relay.
-    from bot.checks.context import TargetRef
     from bot.checks.path import weigh
     from bot.checks.path_signals import DialReading, LatencySeries
+    from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
     silent = LatencySeries("client", (), ("HTTP 503",) * 5)
@@ -262,9 +262,9 @@ def test_a_dial_step_up_to_the_timeout_is_dials_failing_not_the_relay(healthy: P
     """loft-sh/vcluster-docs troubleshoot/resource-proxy.mdx, "Requests time out after about 60 seconds":
     failures near 5 s are dial failures; the operations page, "Confirm which path you are on": the relay
     adds a hop, a step in dial latency, and keeps traffic flowing."""
-    from bot.checks.context import TargetRef
     from bot.checks.path import weigh
     from bot.checks.path_signals import DialReading
+    from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
     stepped = DialReading(recent_p99=4.9, earlier_p99=0.01, recent_dials=3, window_seconds=3, step=True)
@@ -280,9 +280,9 @@ def test_the_advice_to_remove_dial_direct_false_names_the_tsnet_page_that_sets_i
     """loft-sh/vcluster-docs platform/troubleshoot/tsnet-connectivity.mdx, "Solution": the platform sets
     TS_DEBUG_DIAL_DIRECT=false where restricted egress breaks TSNet; the operations guide, "Prefer direct
     connections over the DERP relay", wants the direct path. The fix says both, in one clause."""
-    from bot.checks.context import TargetRef
     from bot.checks.path import weigh
     from bot.checks.path_signals import DialDirectReading, DialReading
+    from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
     off = DialDirectReading(True, "TS_DEBUG_DIAL_DIRECT=false in StatefulSet vcluster-team-a/team-a")
@@ -300,9 +300,9 @@ def test_no_new_dials_beside_a_lifetime_p99_near_the_timeout_is_read_not_just_sh
     """The tour's target-down path check showed "no dials to compare (p99 lifetime 4683.0 ms)" and left it
     to the reader: a dial p99 near the 5 s timeout since the proxy started is dials failing on the peer
     path (loft-sh/vcluster-docs troubleshoot/resource-proxy.mdx)."""
-    from bot.checks.context import TargetRef
     from bot.checks.path import weigh
     from bot.checks.path_signals import DialReading
+    from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
     quiet = DialReading(lifetime_p99=4.683)

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from bot.checks.context import CheckContext
 from bot.checks.probe import ProbeOutcome, probe_request
 from bot.checks.probe_run import probe_with, run_probe
 from bot.clients.kube import RawResponse
@@ -17,6 +16,7 @@ from bot.domain.parser import parse_syncer
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError
 from bot.live import ClusterRead
+from bot.reads.context import CheckContext
 from config.loader import load_config
 from config.settings import Settings
 from sim.server import SimServer

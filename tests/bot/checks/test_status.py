@@ -11,7 +11,6 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
-from bot.checks.context import CheckContext
 from bot.checks.status import (
     SINCE_START,
     ReasonsResult,
@@ -26,6 +25,7 @@ from bot.clients.prometheus import PrometheusClient
 from bot.domain.findings import Severity
 from bot.domain.parser import parse_syncer
 from bot.errors import InputError
+from bot.reads.context import CheckContext
 from bot.render.blocks import MAX_BLOCKS
 from bot.render.checks_status import reasons_message, status_message
 from config.loader import load_config

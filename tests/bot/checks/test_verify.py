@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.checks.context import CheckContext
-from bot.checks.triage import ClusterTriage, TargetTriage
 from bot.checks.verify import (
     CLUSTER_ROLE_FIX,
     GUIDE_ALERTS,
@@ -34,6 +32,8 @@ from bot.domain.apiservices import ApiService, ApiServiceRead, ClientApiServices
 from bot.domain.verdict import TargetPods
 from bot.domain.versions import Role, TenantVersion, parse_version
 from bot.errors import InputError
+from bot.reads.context import CheckContext
+from bot.reads.triage import ClusterTriage, TargetTriage
 from config.loader import load_config, parse_config
 from config.settings import Settings
 from sim.defaults import CLIENT

@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from bot.checks.context import CheckContext
 from bot.checks.verify_cronjob import (
     CONTROL_PLANE_ROLE,
     PROBE_CRONJOB,
@@ -19,6 +18,7 @@ from bot.checks.verify_cronjob import (
     schedule_interval,
 )
 from bot.checks.verify_lines import Outcome, VerifyLine
+from bot.reads.context import CheckContext
 from config.settings import Settings
 from tests.fakes.http_server import LocalServer, Request
 
