@@ -3,7 +3,7 @@
 The ack listener only acks (an empty 200, within milliseconds); everything else runs afterwards as a bolt
 lazy listener, so neither a hung cluster nor an alert storm delays an ack. Flow of one command:
 
-    parse (handlers.command_args) -> authorize + validate (a `Plan`) -> [progress note] -> check -> answer
+    parse (command_args) -> authorize + validate (a `CommandPlan`) -> [progress note] -> check -> answer
 
 Authorization comes from `access` alone (`Settings.may_query` / `may_silence`): a channel may query the
 clusters it is granted (and a cluster's alert channel that cluster); a direct message follows
@@ -114,7 +114,7 @@ class CommandDeps:
 
 
 @dataclass(frozen=True)
-class Plan:
+class CommandPlan:
     """A validated, authorized command: its work, and the note to give first when it takes long."""
 
     work: Work
@@ -161,7 +161,7 @@ async def answer(deps: CommandDeps, body: Mapping[str, Any], respond: AsyncRespo
         deps.observe(sub, time.monotonic() - started)
 
 
-async def _run(plan: Plan, respond: AsyncRespond) -> Message:
+async def _run(plan: CommandPlan, respond: AsyncRespond) -> Message:
     if plan.progress is None:
         return await plan.work()
     if plan.at_once:
@@ -185,7 +185,7 @@ def _target_arg(inv: Invocation) -> str:
 # -- plans per subcommand ---------------------------------------------------------------------------
 
 
-def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     """Validate and authorize one command (no request made yet); Refused or InputError say why not."""
     if SLASH[inv.sub].access is not Access.ANYONE:
         granted(deps.settings, asker, inv.sub)
@@ -193,7 +193,7 @@ def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     return PLANNERS[inv.sub](deps, inv, asker)
 
 
-def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     allowed = allowed_subcommands(
         deps.settings, asker.who, silences=deps.silences is not None, digest=deps.digest is not None
     )
@@ -203,10 +203,10 @@ def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     async def work() -> Message:
         return message
 
-    return Plan(work)
+    return CommandPlan(work)
 
 
-def _plan_status(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_status(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     name = inv.arg(0)
     targets: tuple[str, ...] | None = None
     if name is not None:
@@ -222,7 +222,7 @@ def _plan_status(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     async def work() -> Message:
         return shown(await _status(deps.ctx, targets), deps.now())
 
-    return Plan(work, f"reading the live state of {what}…")
+    return CommandPlan(work, f"reading the live state of {what}…")
 
 
 def _names(clusters: tuple[ClusterSettings, ...]) -> tuple[str, ...]:
@@ -238,7 +238,7 @@ async def _status(ctx: CheckContext, targets: tuple[str, ...] | None) -> StatusR
     return StatusResult(tuple(t for result in results for t in result.targets), tuple(reads.values()))
 
 
-def _plan_reasons(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_reasons(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     ref = target_for(deps.settings, asker, _target_arg(inv))
     window = parse_window(inv.one("--window") or "15m")
 
@@ -246,10 +246,10 @@ def _plan_reasons(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
         result = await run_reasons(deps.ctx, ref.name, window=window, prometheus=deps.prometheus)
         return reasons_message(result)
 
-    return Plan(work, f"reading the reasons of {ref.name}…")
+    return CommandPlan(work, f"reading the reasons of {ref.name}…")
 
 
-def _plan_probe(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_probe(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     ref = target_for(deps.settings, asker, _target_arg(inv))
     request = probe_request(
         deps.settings,
@@ -260,18 +260,18 @@ def _plan_probe(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     )
     repeat = check_repeat(whole_number("--repeat", inv.one("--repeat") or "1"))
     times = "" if repeat == 1 else f" {repeat} times"
-    return Plan(lambda: _probe(deps, request, repeat), f"probing {ref.name}{times}…", at_once=True)
+    return CommandPlan(lambda: _probe(deps, request, repeat), f"probing {ref.name}{times}…", at_once=True)
 
 
 async def _probe(deps: CommandDeps, request: ProbeRequest, repeat: int) -> Message:
     return probe_message(await run_probe(deps.ctx, request, repeat=repeat))
 
 
-def _plan_path(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_path(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     ref = target_for(deps.settings, asker, _target_arg(inv))
     samples = check_samples(whole_number("--samples", inv.one("--samples") or str(DEFAULT_SAMPLES)))
     note = f"checking the path to {ref.name} ({samples} samples each way, dial latency, NetworkPolicies)…"
-    return Plan(lambda: _path(deps, ref, samples), note, at_once=True)
+    return CommandPlan(lambda: _path(deps, ref, samples), note, at_once=True)
 
 
 async def _path(deps: CommandDeps, ref: TargetRef, samples: int) -> Message:
@@ -279,17 +279,17 @@ async def _path(deps: CommandDeps, ref: TargetRef, samples: int) -> Message:
     return path_message(result)
 
 
-def _plan_logs(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_logs(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     ref = target_for(deps.settings, asker, _target_arg(inv))
     since = parse_since(inv.one("--since"))
 
     async def work() -> Message:
         return logs_message(await check_logs(deps.ctx, ref, since=since))
 
-    return Plan(work, f"reading the control-plane logs of {ref.cluster.name}…")
+    return CommandPlan(work, f"reading the control-plane logs of {ref.cluster.name}…")
 
 
-def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     clusters = chosen_clusters(deps.settings, inv.one("--cluster"))
     refused = next((c for c in clusters if not deps.settings.may_query(c.name, asker.who)), None)
     if refused is not None and inv.one("--cluster") is not None:
@@ -300,10 +300,10 @@ def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
         return verify_message(await check_verify(deps.ctx, deps.prometheus, clusters=clusters))
 
     note = "verifying the monitoring (Prometheus, probe CronJobs, /metrics/syncer)…"
-    return Plan(work, note, at_once=True)
+    return CommandPlan(work, note, at_once=True)
 
 
-def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     # --client and --target are required by the grammar: plan_for has refused a command without them.
     client = parse_endpoint("--client", inv.one("--client") or "")
     target = parse_endpoint("--target", inv.one("--target") or "")
@@ -313,20 +313,20 @@ def _plan_netpol(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
     async def work() -> Message:
         return message
 
-    return Plan(work)
+    return CommandPlan(work)
 
 
-def _plan_silence(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
-    return Plan(plan_silence(deps.settings, deps.silences, inv, asker.who, asker.user_name, deps.now))
+def _plan_silence(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
+    return CommandPlan(plan_silence(deps.settings, deps.silences, inv, asker.who, asker.user_name, deps.now))
 
 
-def _plan_ack(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_ack(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     """`ack|unack TARGET`: the press is named by its moment, so a repeated command is a new press."""
     press = f"command:{deps.now().timestamp():.6f}"
-    return Plan(plan_ack(deps.settings, deps.acks, inv, asker, press))
+    return CommandPlan(plan_ack(deps.settings, deps.acks, inv, asker, press))
 
 
-def _plan_digest(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
+def _plan_digest(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     clusters = granted(deps.settings, asker, inv.sub)
     digest = deps.digest
     if digest is None:
@@ -342,11 +342,11 @@ def _plan_digest(deps: CommandDeps, inv: Invocation, asker: Asker) -> Plan:
         built = await digest()
         return text_message(f"Digest posted to {code(channel)}: {built.message.text}")
 
-    return Plan(work, "building the fleet digest (reading every cluster)…", at_once=True)
+    return CommandPlan(work, "building the fleet digest (reading every cluster)…", at_once=True)
 
 
 # One planner per `/proxy` subcommand of bot/subcommands.py (tests/bot/test_subcommands.py checks both ways).
-PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], Plan]] = {
+PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], CommandPlan]] = {
     "help": _plan_help,
     "status": _plan_status,
     "peers": _plan_status,

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Message(Protocol):
+class SentMessage(Protocol):
     """What the client sends of a message (`bot.render.blocks.Message` is one); it knows no renderer."""
 
     @property
@@ -181,7 +181,7 @@ class SlackClient:
         return cls(web, timeout=timeout, upload_timeout=upload_timeout, api_host=api_host)
 
     async def post(
-        self, channel: str, message: Message, thread_ts: str | None = None, *, mark: str | None = None
+        self, channel: str, message: SentMessage, thread_ts: str | None = None, *, mark: str | None = None
     ) -> Posted:
         """chat.postMessage to a channel ID or `#name`; returns the channel's ID and the new `ts`.
 
@@ -222,7 +222,7 @@ class SlackClient:
             args["cursor"] = cursor
         return None
 
-    async def update(self, channel_id: str, ts: str, message: Message) -> None:
+    async def update(self, channel_id: str, ts: str, message: SentMessage) -> None:
         """chat.update of the message at `ts` with new content (`channel_id`: an ID, never a name).
 
         `blocks` is always sent, empty for a text-only message: without it Slack may keep the old blocks."""
