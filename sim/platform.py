@@ -6,6 +6,7 @@ Served on the simulator's own port, one access key (a bearer token) for everythi
   name, and watched, in Kubernetes' own list/get/watch shapes, with discovery so `kubectl get
   virtualclusterinstances -A` works. `kubectl get --raw` drops the server URL's path, so the key's requests
   to other paths are the management API's too (the simulator routes a cluster's tokens the same way).
+  `POST .../selves` answers who the key is and the project namespace prefix (a `Self`).
 - `/kubernetes/project/<project>/virtualcluster/<name>/...`: the tenant cluster behind that instance, as the
   simulator serves it; an instance whose control plane is not ready answers 503.
 - `/kubernetes/cluster/<name>/...`: the connected (control plane) cluster.
@@ -31,6 +32,7 @@ from sim.platform_instances import (
     CREATED_AT,
     KIND,
     PLURAL,
+    PROJECT_NAMESPACE_PREFIX,
     Instance,
     document,
     fingerprint,
@@ -41,6 +43,7 @@ from sim.platform_watch import WatchPlan, plan
 from sim.world import World
 
 PREFIX = "/kubernetes"
+SELVES = "selves"
 MANAGEMENT = f"{PREFIX}/management"
 GROUP = API_VERSION.split("/")[0]
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -130,6 +133,13 @@ class ManagementView(ClusterView):
             return not_found(path)
         return super().handle(q)
 
+    def _discovery(self, gv: str) -> Reply:
+        reply = super()._discovery(gv)
+        if gv == API_VERSION and isinstance(reply.body, dict):
+            row = objects.resource_list(gv, [(SELVES, "Self", False, ["create"])])["resources"]
+            reply.body["resources"] += row
+        return reply
+
     def _read(self, rp: ResourcePath, q: Query) -> Reply:
         if rp.namespace is not None and not _DNS_LABEL.fullmatch(rp.namespace):
             return _invalid("namespace", rp.namespace)
@@ -138,6 +148,29 @@ class ManagementView(ClusterView):
         if reply.code == 200 and isinstance(body, dict) and body.get("kind") in (f"{KIND}List", "Table"):
             body["metadata"]["resourceVersion"] = str(self.inventory.resource_version)
         return reply
+
+
+class SelfView(ClusterView):
+    """`POST .../selves`: who the key is, and the platform's project namespace prefix (`Self`)."""
+
+    def __init__(self, world: World, scope: str | None) -> None:
+        super().__init__(world)
+        self.scope = scope
+
+    def handle(self, q: Query) -> Reply:
+        if q.method != "POST":
+            return Reply(405, objects.status(405, f"{SELVES} can only be created"))
+        status: Json = {
+            "subject": KEY_USER,
+            "accessKey": f"{KEY_USER}-key",
+            "accessKeyType": "User",
+            "groups": ["system:authenticated", "loft:authenticated", f"loft:user:{KEY_USER}"],
+            "projectNamespacePrefix": PROJECT_NAMESPACE_PREFIX,
+        }
+        if self.scope is not None:
+            status["accessKeyScope"] = {"projects": [{"project": self.scope}]}
+        body = {"apiVersion": API_VERSION, "kind": "Self", "metadata": {}, "spec": {}, "status": status}
+        return Reply(201, body)
 
 
 class PlatformStandIn:
@@ -201,6 +234,13 @@ class PlatformStandIn:
     def _management(self, path: str, scope: str | None) -> Routed | Reply:
         """The management API; a scoped key reads its own project's namespace only (discovery: any key)."""
         rp = parse_resource_path(path)
+        if rp is not None and (rp.group_version, rp.plural, rp.namespace, rp.name) == (
+            API_VERSION,
+            SELVES,
+            None,
+            None,
+        ):
+            return Routed(SelfView(self.world, scope), path)
         if scope is None or rp is None or rp.namespace == project_namespace(scope):
             return Routed(self.management, path)
         group = _group(rp.group_version)

@@ -345,3 +345,26 @@ def test_a_project_scoped_key_reads_its_project_only(srv: SimServer) -> None:
         get(srv, f"/kubernetes/project/{PROJECT}/virtualcluster/{CLIENT}/version", token=key).status_code
         == 200
     )
+
+
+def test_kubectl_creates_a_self_naming_the_key_and_the_namespace_prefix(srv: SimServer) -> None:
+    assert srv.platform is not None
+    manifest = "apiVersion: management.loft.sh/v1\nkind: Self\nmetadata: {}\nspec: {}\n"
+    for key, scope in ((srv.platform.access_key, None), (srv.platform.scoped_key(PROJECT), PROJECT)):
+        cmd = [KUBECTL, "--server", srv.base_url + "/kubernetes/management", "--token", key]
+        # The stand-in serves no OpenAPI document, so kubectl's client-side validation is off.
+        cmd += [
+            "--certificate-authority",
+            str(srv.ca_path),
+            "create",
+            "--validate=false",
+            "-f",
+            "-",
+            "-o",
+            "json",
+        ]
+        out = subprocess.run(cmd, input=manifest, capture_output=True, text=True, timeout=60, check=False)
+        assert out.returncode == 0, out.stderr
+        status = json.loads(out.stdout)["status"]
+        assert status["projectNamespacePrefix"] == "p-"
+        assert status.get("accessKeyScope") == (None if scope is None else {"projects": [{"project": scope}]})
