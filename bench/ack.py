@@ -1,19 +1,25 @@
 """Benchmark: `/proxy` ack latency while a 1 000-alert storm is processed and a probed cluster hangs; the
 alert buttons' press -> message edited, and the *Silence…* modal's `views.open` with the leader busy.
 
-Run from the repository root: `.venv/bin/python bench/ack.py [--only commands|buttons] [--presses N]`.
+Run from the repository root:
+`.venv/bin/python bench/ack.py [--only commands|buttons] [--presses N] [--profile DIR]`.
 
-Part `commands`. The bot runs as its own process: the
-`serve` app (`open_bot`: real alert pipeline, outbox, live-state warming) with the `/proxy` command
-registered on its Slack route, against the simulator and the fake Slack. Its config adds a second client
-cluster, `hung`, whose API server accepts connections and never answers; half the commands sent under
-load probe a target of it, so their checks hang for the probe's 15 s timeout.
+Part `commands`. The bot runs as its own process: `proxybot serve` as it runs (`bot.cli.main`, its
+startup included: the collector's freeze of everything built at start), its event loop watched by
+`bench/loop_stalls.py` (a heartbeat every 2 ms; while it is late, the loop thread's stack is sampled). Its
+config adds a second client cluster, `hung`, whose API server accepts connections and never answers; half
+the commands sent under load probe a target of it, so their checks hang for the probe's 15 s timeout.
 
 Measured: seconds from POSTing a signed `/proxy` request to its HTTP response (the ack), first with no
 load (the baseline), then during the storm (webhooks to `/alertmanager` for 2 s, and on while the bot
 processes them). Every request goes out from load generator processes of their own (bench/loadgen.py),
-prepared and signed here, so their work is not counted as the bot's. Its last line is `ack_p99_ms: <n>`
-(under load; target <= 100).
+prepared and signed here, so their work is not counted as the bot's. Beside the acks, `GET /healthz`
+every 10 ms (it waits only for the event loop) in three windows: idle (nothing else sent), quiet (the
+storm's commands, no storm: the baseline) and during the storm, each with the loop's longest stall and how
+much of it the loop's thread ran, or waited for a CPU (the machine's load, not the bot's code). Its last
+lines are `loop_stall_max_ms: quiet <n>, storm <n>` and `ack_p99_ms: <n>` (under load; target <= 100);
+the goal for `/healthz`: p99 during the storm within 5x the quiet p99. `--profile DIR` keeps the watched
+bot's stalls, their sampled stacks, its slow callbacks and garbage collections (`bench/loop_stalls.py`).
 
 Part `buttons`. The same bot process (one cluster, Alice may silence), one alert group posted: seconds
 from a signed *Acknowledge* / *Unacknowledge* press (alternating, each after the message's edit spacing,
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import shutil
 import socket
 import sys
 import tempfile
@@ -50,6 +57,7 @@ import yaml
 
 from bench import loadgen
 from bench.loadgen import LoadRun, Outcome, Plan, Planned
+from bench.loop_stalls import Stall, Stalls, WatchedLoops
 from bot.delivery.plan import DeliveryPolicy
 from bot.render.slack import ACTION_ACK, ACTION_SILENCE, ACTION_UNACK
 from sim.server import SimServer
@@ -75,10 +83,15 @@ from tests.fakes.slack_requests import button_body, command_body, signed
 BASELINE_COMMANDS = 200
 LOAD_INTERVAL = 0.05  # a command every 50 ms while the storm runs (far beyond people typing)
 LOAD_SECONDS_MAX = 20.0
+QUIET_SECONDS = 4.0
+IDLE_SECONDS = 2.0
+HEALTHZ_INTERVAL = 0.01
+HEALTHZ_RATIO_GOAL = 5.0  # /healthz p99 during the storm against the quiet window's
 HUNG_TARGET = "platform/never-answers"
 OPS = "C0OPS0001"
 TEXTS = (f"probe {HUNG_TARGET}", "status platform/crd-store", f"probe {HUNG_TARGET} --repeat 2", "help")
 COMMANDS = "commands"
+STALLS = "loop-stalls.txt"
 HEALTHZ = "healthz"
 _keys = itertools.count()
 
@@ -86,17 +99,13 @@ _keys = itertools.count()
 # -- the bot process -----------------------------------------------------------------------------------------
 
 
-def serve_with_commands(config: Path, port: int) -> None:
-    """`proxybot serve` as it is: its Slack route answers `/proxy` and the buttons with the real checks."""
-    from bot.cli.serve import serve
-    from bot.compose import open_bot
-    from config.loader import load_config
+def serve_watched(argv: list[str], stalls: Path) -> int:
+    """`proxybot serve` as it runs (`bot.cli.main`, startup included), its event loop watched: stalls
+    logged to `stalls` (`bench/loop_stalls.py`)."""
+    from bot.cli.main import main as proxybot
 
-    async def main() -> None:
-        settings = load_config(config, env={}, purpose="serve").settings
-        await serve(await open_bot(settings), "127.0.0.1", port)
-
-    asyncio.run(main())
+    asyncio.set_event_loop_policy(WatchedLoops(stalls))
+    return proxybot(argv)
 
 
 # -- a cluster that never answers ------------------------------------------------------------------------
@@ -188,41 +197,81 @@ def baseline(url: str, slack: FakeSlack) -> list[float]:
     return ack_seconds(loadgen.run(Plan(url, requests, {COMMANDS: 1}, timeout=30.0)))
 
 
-def pings(url: str, slack: FakeSlack) -> Plan:
-    """A command every LOAD_INTERVAL for LOAD_SECONDS_MAX (stopped earlier), each with a GET /healthz."""
-    requests: list[Planned] = []
-    for i in range(int(LOAD_SECONDS_MAX / LOAD_INTERVAL)):
-        offset = i * LOAD_INTERVAL
-        requests += [
-            command(slack, TEXTS[i % len(TEXTS)], offset),
-            Planned(offset, "GET", "/healthz", lane=HEALTHZ),
-        ]
-    return Plan(url, requests, {COMMANDS: 8, HEALTHZ: 4}, timeout=30.0)
+def pings(url: str, slack: FakeSlack, seconds: float) -> Plan:
+    """A command every LOAD_INTERVAL and a GET /healthz every HEALTHZ_INTERVAL for `seconds`."""
+    requests = [
+        command(slack, TEXTS[i % len(TEXTS)], i * LOAD_INTERVAL) for i in range(int(seconds / LOAD_INTERVAL))
+    ]
+    requests += [
+        Planned(i * HEALTHZ_INTERVAL, "GET", "/healthz", lane=HEALTHZ)
+        for i in range(int(seconds / HEALTHZ_INTERVAL))
+    ]
+    return Plan(url, sorted(requests, key=lambda r: r.offset), {COMMANDS: 8, HEALTHZ: 4}, timeout=30.0)
 
 
 @dataclass
 class Load:
-    """What was measured during the storm."""
+    """What was measured in one window: the acks, /healthz, and the window on the monotonic clock."""
 
     acks: list[float]
-    healthz: list[float]  # GET /healthz alongside every command: how responsive the server is at all
-    refused: int  # storm webhooks not answered 2xx
+    healthz: list[float]  # how responsive the server is at all: each waits for the event loop
+    window: tuple[float, float]
+    refused: int = 0  # storm webhooks not answered 2xx
+
+    def longest_stall(self, stalls: Stalls) -> Stall:
+        """The event loop's longest stall that began in this window."""
+        return stalls.longest(*self.window)
+
+
+def measured(run: LoadRun) -> tuple[list[float], list[float]]:
+    outcomes = run.outcomes()
+    for o in outcomes:
+        if o.lane == HEALTHZ and o.status != 200:
+            raise RuntimeError(f"GET /healthz was answered {o.status} {o.error}".rstrip())
+    return ack_seconds(outcomes), [o.seconds for o in outcomes if o.lane == HEALTHZ]
+
+
+def idle(url: str) -> Load:
+    """GET /healthz alone, nothing else sent: how fast the server answers when nothing holds its loop."""
+    requests = [
+        Planned(i * HEALTHZ_INTERVAL, "GET", "/healthz", lane=HEALTHZ)
+        for i in range(int(IDLE_SECONDS / HEALTHZ_INTERVAL))
+    ]
+    with LoadRun(Plan(url, requests, {HEALTHZ: 1}, timeout=30.0)) as run:
+        start = run.started()
+        while not run.done():
+            time.sleep(LOAD_INTERVAL)
+        end = time.monotonic()
+        _, healthz = measured(run)
+    return Load([], healthz, (start, end))
+
+
+def quiet(url: str, slack: FakeSlack) -> Load:
+    """The storm's commands and /healthz, with no storm: the baseline of the loop's responsiveness."""
+    with LoadRun(pings(url, slack, QUIET_SECONDS)) as run:
+        start = run.started()
+        while not run.done():
+            time.sleep(LOAD_INTERVAL)
+        end = time.monotonic()
+        acks, healthz = measured(run)
+    return Load(acks, healthz, (start, end))
 
 
 def under_storm(url: str, slack: FakeSlack, store: StoreView) -> Load:
-    """Ack latencies of commands sent every LOAD_INTERVAL during the storm and its processing."""
+    """Commands and /healthz sent during the storm and its processing."""
     storm_load = storm_plan(url, storm_bodies(500), seconds=2.0, probe_path=None, timeout=60.0)
     # Two generator processes: the storm's end (all answered) is known apart from the commands'.
-    with LoadRun(storm_load) as storm, LoadRun(pings(url, slack)) as commands:
+    with LoadRun(storm_load) as storm, LoadRun(pings(url, slack, LOAD_SECONDS_MAX)) as commands:
         storm.started()
         start = commands.started()
         while not (storm.done() and store.unprocessed() == 0) and time.monotonic() - start < LOAD_SECONDS_MAX:
             time.sleep(LOAD_INTERVAL)
+        end = time.monotonic()
         commands.stop()
-        measured = commands.outcomes()
+        acks, healthz = measured(commands)
         webhooks, _ = split(storm.outcomes())
-    healthz = [o.seconds for o in measured if o.lane == HEALTHZ]
-    return Load(ack_seconds(measured), healthz, sum(1 for s in webhooks if not 200 <= s.status < 300))
+    refused = sum(1 for s in webhooks if not 200 <= s.status < 300)
+    return Load(acks, healthz, (start, end), refused)
 
 
 def ms(values: list[float], q: float) -> float:
@@ -238,29 +287,49 @@ def run_commands(workdir: Path) -> bool:
         slack.add_channel(OPS, name="#ops")
         config = write_bot_config(sim, workdir, slack.api_url)
         add_hung_cluster(config, hung_port)
-        with BotProcess(config, workdir / "bot.log", command=bot_command()) as bot:
+        with BotProcess(config, workdir / "bot.log", command=bot_command(workdir / STALLS)) as bot:
             store = StoreView(workdir / "bot.db")
-            quiet = baseline(bot.url, slack)
+            alone = baseline(bot.url, slack)
+            nothing = idle(bot.url)
+            calm = quiet(bot.url, slack)
             load = under_storm(bot.url, slack, store)
             left = store.unprocessed()
+        stalls = Stalls.read(workdir / STALLS)
     loaded = load.acks
     print(
-        f"baseline (no load): {len(quiet)} commands, p50 {ms(quiet, 50):.1f} ms, p99 {ms(quiet, 99):.1f} ms"
+        f"baseline (no load): {len(alone)} commands, p50 {ms(alone, 50):.1f} ms, p99 {ms(alone, 99):.1f} ms"
     )
     print(
         f"during the storm (1000 alerts over 500 targets, {HUNG_TARGET} hanging): {len(loaded)} commands, "
         f"p50 {ms(loaded, 50):.1f} ms, p99 {ms(loaded, 99):.1f} ms, max {1000 * max(loaded):.1f} ms"
     )
-    print(f"ratio p99 storm/baseline: {ms(loaded, 99) / ms(quiet, 99):.2f}")
-    healthz = f"p50 {ms(load.healthz, 50):.1f} ms, p99 {ms(load.healthz, 99):.1f} ms"
-    print(f"GET /healthz alongside, during the storm (how responsive the server is at all): {healthz}")
+    print(f"ratio p99 storm/baseline: {ms(loaded, 99) / ms(alone, 99):.2f}")
     print(f"storm webhooks not answered 2xx: {load.refused}; notifications unprocessed at the end: {left}")
+    healthz_ratio = ms(load.healthz, 99) / ms(calm.healthz, 99)
+    windows = (
+        ("idle (nothing else sent)", nothing),
+        ("quiet (the same commands, no storm)", calm),
+        ("during the storm (and the same commands)", load),
+    )
+    for name, window in windows:
+        print(
+            f"GET /healthz every {1000 * HEALTHZ_INTERVAL:.0f} ms, {name}: {len(window.healthz)} answers, "
+            f"p50 {ms(window.healthz, 50):.1f} ms, p99 {ms(window.healthz, 99):.1f} ms; "
+            f"the event loop's longest stall {window.longest_stall(stalls)}"
+        )
+    print(
+        f"ratio /healthz p99 storm/quiet: {healthz_ratio:.2f} (goal <= {HEALTHZ_RATIO_GOAL:g}); "
+        f"storm/idle: {ms(load.healthz, 99) / ms(nothing.healthz, 99):.2f}"
+    )
+    quiet_ms, storm_ms = (1000 * window.longest_stall(stalls).seconds for window in (calm, load))
+    longest = f"quiet {quiet_ms:.1f}, storm {storm_ms:.1f}"
+    print(f"loop_stall_max_ms: {longest}")
     print(f"ack_p99_ms: {ms(loaded, 99):.1f}")
-    return ms(loaded, 99) <= 100
+    return ms(loaded, 99) <= 100 and healthz_ratio <= HEALTHZ_RATIO_GOAL
 
 
-def bot_command() -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), "--as-bot"]
+def bot_command(stalls: Path) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--as-bot", "--stalls", str(stalls)]
 
 
 # -- the buttons -------------------------------------------------------------------------------------------
@@ -369,7 +438,7 @@ def run_buttons(workdir: Path, presses: int) -> bool:
         doc["access"] = {**(doc.get("access") or {}), "silencers": [ALICE]}
         config.write_text(yaml.safe_dump(doc, sort_keys=False))
         with (
-            BotProcess(config, workdir / "bot.log", command=bot_command()) as bot,
+            BotProcess(config, workdir / "bot.log", command=bot_command(workdir / STALLS)) as bot,
             httpx.Client(base_url=bot.url, timeout=WAIT) as http,
         ):
             body = notification([alert_entry(proxy_alert(), now())])
@@ -415,15 +484,23 @@ def run_buttons(workdir: Path, presses: int) -> bool:
 PARTS = ("commands", "buttons")
 
 
+def keep(workdir: Path, into: Path) -> None:
+    """The watched bot's files (`bench/loop_stalls.py`) and its log, copied into `into`."""
+    into.mkdir(parents=True, exist_ok=True)
+    for found in [*workdir.glob(f"{STALLS}*"), workdir / "bot.log"]:
+        shutil.copy(found, into / found.name)
+
+
 def main() -> int:
     if sys.argv[1:2] == ["--as-bot"]:
-        # BotProcess appends `serve --config F --host H --port P`.
-        args = sys.argv[2:]
-        serve_with_commands(Path(args[args.index("--config") + 1]), int(args[args.index("--port") + 1]))
-        return 0
+        # BotProcess appends `serve --config F --host H --port P` to `--stalls PATH`.
+        return serve_watched(sys.argv[4:], Path(sys.argv[3]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--only", choices=PARTS, action="append", help="run this part only (repeatable)")
     parser.add_argument("--presses", type=int, default=20, help="button presses measured (default 20)")
+    parser.add_argument(
+        "--profile", type=Path, help="keep the bot's loop stalls, their sampled stacks and GC pauses here"
+    )
     options = parser.parse_args()
     held = []
     for part in options.only or PARTS:
@@ -433,6 +510,8 @@ def main() -> int:
                 if part == "commands"
                 else run_buttons(Path(workdir), options.presses)
             )
+            if options.profile is not None:
+                keep(Path(workdir), options.profile / part)
         print(f"ack_{part}_ok: {'yes' if ok else 'no'}")
         held.append(ok)
     return 0 if all(held) else 1
