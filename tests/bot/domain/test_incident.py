@@ -88,9 +88,19 @@ def test_the_chain_from_no_healthy_peers_names_the_endpoints_whether_down_or_unr
         assert cause_of(diagnosis(finding(kind, Severity.WARNING))) is Cause.ENDPOINTS
 
 
+def test_an_unsynced_cache_alert_is_the_peer_feed_even_beside_a_down_target() -> None:
+    """The storm's shard-00: its target down and team-a's peer feed dropped. Its PeerCacheUnsynced alert
+    joined the endpoints incident ("Same cause: no healthy peer"): it is the client's peer feed."""
+    unsynced = finding("cache_unsynced")
+    assert cause_of(diagnosis(unsynced, verdict=Verdict.TARGET_DOWN)) is Cause.PEER_FEED
+    # Once its cache is synced again, the verdict names the cause as for any alert.
+    assert cause_of(diagnosis(verdict=Verdict.TARGET_DOWN)) is Cause.ENDPOINTS
+
+
 def test_a_strong_verdict_wins_over_findings_and_a_finding_over_a_counters_verdict() -> None:
     unsynced = finding("cache_unsynced")
-    assert cause_of(diagnosis(unsynced, verdict=Verdict.TARGET_DOWN)) is Cause.ENDPOINTS
+    other = replace(diagnosis(unsynced, verdict=Verdict.TARGET_DOWN), alertname="ResourceProxyNoHealthyPeers")
+    assert cause_of(other) is Cause.ENDPOINTS
     # check_reason rests on 503s counted over a window: a quarantine finding says what is behind them.
     flapping = finding("quarantine_flapping", Severity.INFO)
     assert cause_of(diagnosis(flapping, verdict=Verdict.CHECK_REASON)) is Cause.ENDPOINTS

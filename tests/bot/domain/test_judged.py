@@ -85,3 +85,13 @@ def test_check_reason_says_an_alert_that_looked_healed_is_not() -> None:
     assert one.standing is Standing.STILL_BROKEN
     assert one.next_step == v.next_step
     assert any("the verdict's evidence has not" in e for e in one.now_evidence)
+
+
+def test_an_unsynced_cache_beside_a_down_target_keeps_its_own_cause_and_adds_the_targets_step() -> None:
+    page = Page().peers(1, synced=0)
+    d = diagnose_alert("ResourceProxyPeerCacheUnsynced", LABELS, page.snapshot())
+    assert d.standing is Standing.STILL_BROKEN
+    one = judged(d, judge(DOWN, metrics_signal(Readings(page.snapshot(), None, T))))
+    assert one.cause == d.cause  # the client's peer feed
+    assert one.next_step.startswith(d.next_step)
+    assert "The target is down as well: fix the target tenant cluster's control plane" in one.next_step
