@@ -247,7 +247,7 @@ class StepSender:
         )
         firing = group is not None and group.status is AlertStatus.FIRING
         found = self.silences.shown_for(group.facts.firing_labels) if group is not None and firing else None
-        silence = None if found is None else ShownSilence(found.created_by, found.ends_at, found.comment)
+        silence = None if found is None else ShownSilence.of(found)
         return shown_silenced(message, silence, datetime.fromtimestamp(self._clock(), UTC))
 
     async def _post(self, step: Step) -> dict[str, Any] | None:

@@ -27,15 +27,12 @@ _SLACK_MAKER = re.compile(r"\(Slack ([UW][A-Z0-9]{2,20})\)$")
 @dataclass(frozen=True, slots=True)
 class ShownSilence:
     """The silence a message shows: who made it, until when, why (as Alertmanager has them), and whether
-    proxybot made it (`bot.silence_makers`: its store says so, never its `createdBy`).
-
-    `made_here` None: the caller did not say (the delivery worker before it builds this with `of`), and
-    the author is read as before, from `createdBy`'s "(Slack U…)"."""
+    proxybot made it (`bot.silence_makers`: its store says so, never its `createdBy`)."""
 
     created_by: str
     ends_at: datetime
     comment: str
-    made_here: bool | None = None
+    made_here: bool = False
 
     @classmethod
     def of(cls, silence: Silence) -> ShownSilence:
@@ -45,10 +42,8 @@ class ShownSilence:
 def maker(silence: ShownSilence) -> str:
     """Who made it, as the line names them: the Slack user proxybot made it for (a mention), else the
     `createdBy` of a silence made outside proxybot, as plain text, whatever it claims."""
-    found = _SLACK_MAKER.search(silence.created_by)
-    if found is not None and silence.made_here is not False:
-        return mention(found.group(1))
-    return esc(one_line(silence.created_by))
+    found = _SLACK_MAKER.search(silence.created_by) if silence.made_here else None
+    return mention(found.group(1)) if found else esc(one_line(silence.created_by))
 
 
 def until_words(at: datetime, now: datetime | None) -> str:
@@ -61,7 +56,7 @@ def until_words(at: datetime, now: datetime | None) -> str:
 def silence_line(silence: ShownSilence, now: datetime | None = None) -> str:
     comment = truncate(esc(silence.comment), MAX_COMMENT_SHOWN)
     until = until_words(silence.ends_at, now)
-    outside = " (made outside proxybot)" if silence.made_here is False else ""
+    outside = "" if silence.made_here else " (made outside proxybot)"
     return f"🔕 Silenced by {maker(silence)} until {until}{outside}: {comment}"
 
 

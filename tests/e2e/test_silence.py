@@ -153,9 +153,11 @@ def test_a_silence_from_the_modal_is_made_shown_and_its_expiry_in_alertmanager_i
     assert slack.top_level(CHANNEL) == [message]
 
 
-def test_a_silence_made_with_amtool_is_shown_on_the_message(
+def test_a_silence_made_with_amtool_is_shown_on_the_message_as_made_outside_proxybot(
     sim: SimServer, slack: FakeSlack, stack: tuple[BotProcess, Alertmanager]
 ) -> None:
+    """Its author claims a Slack user as proxybot writes it: only a silence proxybot made (its store says
+    so) is attributed to one; this one names no one, its author shown as plain text."""
     _, am = stack
     labels, message = fire(sim, slack, am)
     amtool(
@@ -163,14 +165,17 @@ def test_a_silence_made_with_amtool_is_shown_on_the_message(
         "silence",
         "add",
         f"target={labels['target']}",
-        "--author=ops",
+        f"--author=ops (Slack {ALICE})",
         "--comment=node drain",
         "--duration=2h",
     )
     wait_until(
-        lambda: "🔕 Silenced by ops until" in text_of(message), SHOWN_WITHIN, "the amtool silence shown"
+        lambda: f"🔕 Silenced by ops (Slack {ALICE}) until" in text_of(message),
+        SHOWN_WITHIN,
+        "the amtool silence shown",
     )
-    assert "node drain" in text_of(message)
+    assert "(made outside proxybot): node drain" in text_of(message)
+    assert f"<@{ALICE}>" not in text_of(message)
 
 
 def test_a_silenced_group_whose_alerts_end_in_alertmanager_resolves_its_message(

@@ -23,7 +23,7 @@ def labels(message: Message) -> list[tuple[str, str]]:
 
 def test_a_silence_made_by_proxybot_names_its_maker_and_turns_the_button() -> None:
     made = ShownSilence(
-        "alice (Slack U0ALICE01)", datetime(2026, 12, 1, 14, 0, tzinfo=UTC), "upgrade <!here>"
+        "alice (Slack U0ALICE01)", datetime(2026, 12, 1, 14, 0, tzinfo=UTC), "upgrade <!here>", made_here=True
     )
     shown = shown_silenced(firing(), made, NOW)
     [line] = [b for b in shown.blocks if b.get("block_id") == SILENCE_BLOCK_ID]
@@ -39,4 +39,6 @@ def test_a_silence_made_elsewhere_names_its_maker_as_text_and_a_later_day_in_ful
         b for b in shown_silenced(firing(), amtool, NOW).blocks if b.get("block_id") == SILENCE_BLOCK_ID
     ]
     text = line["elements"][0]["text"]
-    assert text == "🔕 Silenced by ops@\u2060example.com until 2026-12-03 09:00 UTC: maintenance"
+    assert text == (
+        "🔕 Silenced by ops@\u2060example.com until 2026-12-03 09:00 UTC (made outside proxybot): maintenance"
+    )
