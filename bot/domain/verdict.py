@@ -54,6 +54,9 @@ class Verdict(StrEnum):
 
 # A request p99 this close to the proxy's 60 s cap means requests run into it.
 SLOW_REQUEST_SECONDS = 45.0
+# 503s of the peers' state: their availability, and a peer leaving while dialled (a restart). With every
+# peer healthy and synced now, they are an outage that is over.
+PEER_OUTAGE = PEER_AVAILABILITY | {"peer_departed"}
 # The 5 s dial timeout: failures near it are dial failures (the peer path), not a slow target.
 DIAL_TIMEOUT_SECONDS = 5.0
 # Without a window, the share of all requests since the proxy started that 503s or deadline cuts must reach
@@ -268,14 +271,14 @@ def _503s(r: Readings) -> dict[str, float]:
     return {
         reason: n
         for (code, reason), n in by_code.items()
-        if code == "503" and reason not in PEER_AVAILABILITY
+        if code == "503" and reason not in PEER_OUTAGE
     }
 
 
 def _peer_outage(r: Readings) -> dict[str, float]:
     by_code = r.counter_by(REQUESTS, "code", "reason")
     return {
-        reason: n for (code, reason), n in by_code.items() if code == "503" and reason in PEER_AVAILABILITY
+        reason: n for (code, reason), n in by_code.items() if code == "503" and reason in PEER_OUTAGE
     }
 
 

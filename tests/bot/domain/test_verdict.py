@@ -251,7 +251,7 @@ def test_json_keys() -> None:
     assert verdict_dict(None)["verdict"] == "unknown"
 
 
-@pytest.mark.parametrize("reason", ["all_quarantined", "no_peer", "stale_peers"])
+@pytest.mark.parametrize("reason", ["all_quarantined", "no_peer", "stale_peers", "peer_departed"])
 def test_503s_of_a_peer_outage_over_now_are_not_check_reason(reason: str) -> None:
     """The guide's table: check the reason for 503s *without quarantine*. 503s whose reason is the peers'
     availability, with every peer healthy and synced now, are the outage a restart caused, over: the
