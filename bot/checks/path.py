@@ -206,17 +206,17 @@ def _lifetime(p99: float | None) -> str:
     """The dial p99 since the proxy started, read: near the dial timeout it is dials failing."""
     if p99 is None:
         return ""
-    said = f" (p99 {p99:.2f} s since the proxy started"
+    said = f"; since the proxy started, p99 {p99:.2f} s"
     if p99 >= DIAL_TIMEOUT * 0.8:
-        return said + f": near the {DIAL_TIMEOUT:g} s dial timeout: dials have been failing on the peer path)"
-    return said + ")"
+        return said + f", near the {DIAL_TIMEOUT:g} s dial timeout: dials have been failing on the peer path"
+    return said
 
 
 def _dial_words(dial: DialReading, *, judged: bool = True) -> str:
     if dial.unavailable is not None:
         return f"dial latency: unavailable ({dial.unavailable})"
     if dial.step is None:
-        return f"dial latency: no dials to compare{_lifetime(dial.lifetime_p99)}"
+        return f"dial latency: no dials during the check{_lifetime(dial.lifetime_p99)}"
     if not dial.step:
         change = "no step"
     elif dial.recent_p99 is not None and dial.recent_p99 >= DIAL_TIMEOUT / 2:
@@ -249,8 +249,9 @@ def _fix(
     out = []
     if verdict is PathVerdict.CANNOT_JUDGE:
         out.append(
-            "cannot judge the path: neither the proxy nor the direct request answers, so the target is down: "
-            f"check its control plane (`/proxy status {ref.name}`), then run the path check again"
+            "cannot judge the path: neither the proxy nor the direct request gets a successful answer, so "
+            f"the target is down: check its control plane (`/proxy status {ref.name}`), then run the path "
+            "check again"
         )
     if dial_direct.off:
         out.append(

@@ -369,8 +369,11 @@ def _finding_places(f: FoldedFinding, view: AlertGroupView) -> str:
 
 def _more_line(view: AlertGroupView, hidden: int) -> str:
     targets = sorted({a.target for a in view.alerts if a.target})
-    status = f" ({code('/proxy status ' + clip(targets[0], NAME_SHOWN))})" if len(targets) == 1 else ""
-    return f"… +{counted(hidden, 'more finding')} in the thread{status}"
+    if len(targets) == 1:  # the details reply lists what room leaves; `/proxy status` lists them all
+        return (
+            f"… +{counted(hidden, 'more finding')}: {code('/proxy status ' + clip(targets[0], NAME_SHOWN))}"
+        )
+    return f"… +{counted(hidden, 'more finding')} in the details reply"
 
 
 def _context_items(view: AlertGroupView, now: datetime) -> list[str]:

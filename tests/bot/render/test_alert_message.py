@@ -141,7 +141,7 @@ def test_at_most_five_findings_worst_first_folded_across_group_versions_and_repl
     # The same finding reported by two replicas is one line; the rest is counted and pointed at.
     assert sum("other problem a" in line for line in lines) <= 1
     more = 9 - len(shown)
-    assert f"… +{more} more findings in the thread (`/proxy status {T}`)" in lines
+    assert f"… +{more} more findings: `/proxy status {T}`" in lines
 
 
 def test_at_most_one_watch_out_and_the_one_that_applies_now() -> None:
