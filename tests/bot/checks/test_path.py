@@ -310,8 +310,9 @@ def test_no_new_dials_beside_a_lifetime_p99_near_the_timeout_is_read_not_just_sh
     [line] = [e for e in result.evidence if e.startswith("dial latency")]
     assert "no dials during the check; since the proxy started, p99 4.68 s" in line
     assert "near the 5 s dial timeout: dials have been failing" in line
+    # A relay's step (well under the timeout) is not dials failing.
     low = weigh(
-        ref, healthy.request, healthy.client, healthy.direct, DialReading(lifetime_p99=0.02), healthy.netpol
+        ref, healthy.request, healthy.client, healthy.direct, DialReading(lifetime_p99=3.5), healthy.netpol
     )
     [line] = [e for e in low.evidence if e.startswith("dial latency")]
     assert "dials have been failing" not in line
