@@ -71,61 +71,110 @@ class Stalls:
 
 
 class WatchedLoops(asyncio.DefaultEventLoopPolicy):
-    """An event loop policy whose loops are watched from their start (`asyncio.set_event_loop_policy`
-    before the code under test calls `asyncio.run`)."""
+    """An event loop policy whose first loop is watched from its start (`asyncio.set_event_loop_policy`
+    before the code under test calls `asyncio.run`); `watch` is that loop's, once it runs."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
         self._path: Path | None = path
+        self.watch: LoopWatch | None = None
 
     def new_event_loop(self) -> asyncio.AbstractEventLoop:
         loop = super().new_event_loop()
         path, self._path = self._path, None
         if path is not None:  # the first loop only: `asyncio.run`'s, not those of helper threads
-            loop.call_soon(lambda: loop.create_task(watch_loop(path)))
+            loop.call_soon(self._start, path)
         return loop
 
+    def _start(self, path: Path) -> None:
+        self.watch = LoopWatch(path)
 
-async def watch_loop(path: Path) -> None:
-    """Watch the running loop until the process ends (the task and thread are never stopped)."""
-    last = [time.monotonic()]
 
-    async def beat() -> None:
+class LoopWatch:
+    """The running loop watched (made on it) until `stop()`: a heartbeat task, a watchdog thread, every
+    callback and garbage collection timed."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._last = time.monotonic()
+        self._stopped = threading.Event()
+        self._loop_thread = threading.get_ident()
+        self._schedstat = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+        self._pid = os.getpid()  # a forked child (the digest's pool) inherits the hooks: it writes nothing
+        self._callbacks = path.with_name(path.name + ".callbacks").open("a")
+        self._collections = path.with_name(path.name + ".gc").open("a")
+        self._collecting = 0.0
+        self._run = run = asyncio.events.Handle._run
+
+        def timed(handle: asyncio.events.Handle) -> None:  # a function: the class makes it the handle's
+            start = time.perf_counter()
+            run(handle)
+            self._slow(handle, time.perf_counter() - start)
+
+        asyncio.events.Handle._run = timed  # type: ignore[method-assign, assignment]
+        gc.callbacks.append(self._collected)
+        self._beat = asyncio.get_running_loop().create_task(self._beating())
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+
+    def stalls(self) -> Stalls:
+        """The stalls written so far."""
+        return Stalls.read(self._path)
+
+    def stop(self) -> None:
+        """Undo every hook (on the loop's thread); the watchdog ends after its current sample."""
+        self._stopped.set()
+        self._beat.cancel()
+        asyncio.events.Handle._run = self._run  # type: ignore[method-assign]
+        gc.callbacks.remove(self._collected)
+        self._watcher.join()
+        self._callbacks.close()
+        self._collections.close()
+
+    async def _beating(self) -> None:
         while True:
-            last[0] = time.monotonic()
+            self._last = time.monotonic()
             await asyncio.sleep(BEAT)
 
-    loop_thread = threading.get_ident()
-    schedstat = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat")
-    _time_callbacks(path.with_name(path.name + ".callbacks"))
-    _time_collections(path.with_name(path.name + ".gc"))
-    asyncio.get_running_loop().create_task(beat())
-    sys.setswitchinterval(0.0005)  # the watchdog gets the GIL soon after it asks: samples land in place
-    watcher = threading.Thread(target=_watch, args=(path, last, loop_thread, schedstat), daemon=True)
-    watcher.start()
-
-
-def _watch(path: Path, last: list[float], loop_thread: int, schedstat: Path) -> None:
-    with path.open("a") as log, path.with_name(path.name + ".stacks").open("a") as profile:
-        while True:
-            time.sleep(SAMPLE)
-            beat = last[0]
-            if time.monotonic() - beat - BEAT < STALL:
-                continue
-            stacks: Counter[str] = Counter()
-            ran, waited = _scheduled(schedstat)
-            while last[0] == beat:  # the loop is held: sample what holds it
-                for thread, frame in sys._current_frames().items():
-                    if thread == loop_thread:
-                        stacks[_below_handle(frame)] += 1
-                    elif thread != threading.get_ident() and not _idle(frame):
-                        stacks[f"(another thread {thread})\n" + _below_handle(frame)] += 1
+    def _watch(self) -> None:
+        path = self._path
+        with path.open("a") as log, path.with_name(path.name + ".stacks").open("a") as profile:
+            while not self._stopped.is_set():
                 time.sleep(SAMPLE)
-            start, seconds = beat + BEAT, last[0] - beat - BEAT
-            ran_after, waited_after = _scheduled(schedstat)
-            log.write(f"{start:.6f} {seconds:.6f} {ran_after - ran:.6f} {waited_after - waited:.6f}\n")
-            log.flush()
-            _profile(profile, start, seconds, stacks)
+                beat = self._last
+                if time.monotonic() - beat - BEAT < STALL:
+                    continue
+                stacks: Counter[str] = Counter()
+                ran, waited = _scheduled(self._schedstat)
+                while self._last == beat and not self._stopped.is_set():  # held: sample what holds it
+                    self._sample(stacks)
+                    time.sleep(SAMPLE)
+                start, seconds = beat + BEAT, self._last - beat - BEAT
+                ran_after, waited_after = _scheduled(self._schedstat)
+                log.write(f"{start:.6f} {seconds:.6f} {ran_after - ran:.6f} {waited_after - waited:.6f}\n")
+                log.flush()
+                _profile(profile, start, seconds, stacks)
+
+    def _sample(self, stacks: Counter[str]) -> None:
+        for thread, frame in sys._current_frames().items():
+            if thread == self._loop_thread:
+                stacks[_below_handle(frame)] += 1
+            elif thread != threading.get_ident() and not _idle(frame):
+                stacks[f"(another thread {thread})\n" + _below_handle(frame)] += 1
+
+    def _slow(self, handle: asyncio.events.Handle, took: float) -> None:
+        if took > STALL and os.getpid() == self._pid:
+            self._callbacks.write(f"{took * 1000:.1f} ms {_callback_name(handle)}\n")
+            self._callbacks.flush()
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._collecting = time.perf_counter()
+            return
+        took = time.perf_counter() - self._collecting
+        if took > STALL / 2 and os.getpid() == self._pid:
+            self._collections.write(f"{time.monotonic():.3f} gen {info['generation']} {took * 1000:.1f} ms\n")
+            self._collections.flush()
 
 
 def _scheduled(schedstat: Path) -> tuple[float, float]:
@@ -149,42 +198,6 @@ def _profile(out: TextIO, start: float, seconds: float, stacks: Counter[str]) ->
     for stack, n in stacks.most_common(5):
         out.write(f"=== {n} samples\n{stack}\n")
     out.flush()
-
-
-def _time_callbacks(path: Path) -> None:
-    """Time every callback the loop runs; those longer than STALL are written to `path`, named by their
-    task's coroutine (a task's step) or their function."""
-    run = asyncio.events.Handle._run
-    watched = os.getpid()  # a forked child (the digest's pool) inherits the hook: it writes nothing
-    log = path.open("a")
-
-    def timed(handle: asyncio.events.Handle) -> None:
-        start = time.perf_counter()
-        run(handle)
-        took = time.perf_counter() - start
-        if took > STALL and os.getpid() == watched:
-            log.write(f"{took * 1000:.1f} ms {_callback_name(handle)}\n")
-            log.flush()
-
-    asyncio.events.Handle._run = timed  # type: ignore[method-assign, assignment]
-
-
-def _time_collections(path: Path) -> None:
-    """Time every garbage collection; those longer than STALL / 2 are written to `path`."""
-    log = path.open("a")
-    started = [0.0]
-    watched = os.getpid()
-
-    def timed(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            started[0] = time.perf_counter()
-            return
-        took = time.perf_counter() - started[0]
-        if took > STALL / 2 and os.getpid() == watched:
-            log.write(f"{time.monotonic():.3f} gen {info['generation']} {took * 1000:.1f} ms\n")
-            log.flush()
-
-    gc.callbacks.append(timed)
 
 
 def _callback_name(handle: asyncio.events.Handle) -> str:

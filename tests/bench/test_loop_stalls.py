@@ -1,0 +1,55 @@
+"""bench/loop_stalls.py finds what holds an event loop: a callback that blocks it is logged as a stall, with
+the blocking call in its sampled stacks and its task among the slow callbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from bench.loop_stalls import Stall, Stalls, WatchedLoops
+from tests.waiting import eventually
+
+HELD = 0.08  # seconds the test blocks its loop: several times the watch's threshold and sampling period
+
+
+def hold_the_loop_in_a_recognisable_place() -> None:
+    time.sleep(HELD)  # blocking on purpose: the stall under test
+
+
+async def held_once(watched: WatchedLoops) -> None:
+    await asyncio.sleep(0.05)  # the heartbeat has beaten: the stall is late against it
+    hold_the_loop_in_a_recognisable_place()
+    watch = watched.watch
+    assert watch is not None, "the loop was not watched"
+    try:
+        await eventually(lambda: watch.stalls().spans, "the stall written down", timeout=5.0)
+    finally:
+        watch.stop()
+
+
+def test_a_blocked_loop_is_a_stall_with_its_blocking_call_sampled(tmp_path: Path) -> None:
+    path = tmp_path / "stalls.txt"
+    policy, watched = asyncio.get_event_loop_policy(), WatchedLoops(path)
+    asyncio.set_event_loop_policy(watched)
+    try:
+        started = time.monotonic()
+        asyncio.run(held_once(watched))
+    finally:
+        asyncio.set_event_loop_policy(policy)
+
+    longest = Stalls.read(path).longest(started, time.monotonic())
+    assert longest.seconds >= HELD * 0.75, longest
+    stacks = path.with_name(path.name + ".stacks").read_text()
+    assert "hold_the_loop_in_a_recognisable_place" in stacks
+    callbacks = path.with_name(path.name + ".callbacks").read_text()
+    assert "task held_once" in callbacks
+
+
+def test_the_longest_stall_is_the_longest_that_began_in_the_window(tmp_path: Path) -> None:
+    path = tmp_path / "stalls.txt"
+    path.write_text("10.0 0.050 0.040 0.001\n12.0 0.200 0.010 0.150\n20.0 0.900 0.0 0.0\n")
+    stalls = Stalls.read(path)
+    assert stalls.longest(9.0, 15.0) == Stall(12.0, 0.2, 0.01, 0.15)
+    assert stalls.longest(13.0, 19.0).seconds == 0.0
+    assert "waited for a CPU 150.0 ms" in str(stalls.longest(9.0, 15.0))
