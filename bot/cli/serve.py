@@ -44,6 +44,13 @@ DRAIN_SECONDS = 1.0
 STOP_GRACE = 3.0
 # How long uvicorn waits for open connections (a slow client's body) before it cancels them.
 SHUTDOWN_SECONDS = 2
+# The collector's thresholds while serving (Python's: 700, 10, 10): a young collection every 50 000 net
+# allocations, a full one after 100 older ones (and only once the old objects grew by a quarter). A full
+# collection walks everything made since the freeze holding the GIL, from whichever thread allocated, so
+# the event loop waits it out: during a 1 000-alert storm those were the longest stalls, 20-55 ms
+# (`bench/ack.py --profile`); with these none ran during the storm. Reference counting frees what it
+# always did; only garbage in cycles waits longer.
+GC_THRESHOLDS = (50_000, 20, 100)
 
 
 class Stopped(Exception):
@@ -116,11 +123,7 @@ def run_serve(settings: Settings, host: str | None, port: int | None, console: C
         except ProxybotError as err:  # a store or client that cannot be opened says which and why
             console.warn(f"proxybot serve cannot start: {err}")
             return EXIT_USAGE
-        # Everything built so far (the imported libraries, the bot's parts) lives as long as the process.
-        # Freezing it keeps the collector from walking it on every full collection: those walks were
-        # 100 ms stalls of the event loop during a webhook storm (bench/storm.py p99 ~150 ms -> ~15 ms).
-        gc.collect()
-        gc.freeze()
+        settle_collector()
         say_what_it_costs(bot)
         await serve(bot, host or settings.server.host, port or settings.server.port)
         return 0
@@ -136,6 +139,17 @@ def run_serve(settings: Settings, host: str | None, port: int | None, console: C
                 return EXIT_USAGE
             raise
     return 0
+
+
+def settle_collector() -> None:
+    """Before serving: everything built so far frozen out of the collector's walks, and its collections
+    made rarer (`GC_THRESHOLDS`)."""
+    # Everything built so far (the imported libraries, the bot's parts) lives as long as the process.
+    # Freezing it keeps the collector from walking it on every full collection: those walks were
+    # 100 ms stalls of the event loop during a webhook storm (bench/storm.py p99 ~150 ms -> ~15 ms).
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 @contextlib.contextmanager

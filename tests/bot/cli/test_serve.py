@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from bot.cli.serve import GC_THRESHOLDS, settle_collector
 from tests.fakes.config_data import KUBECONFIG
 
 ROOT = Path(__file__).parents[3]
@@ -86,3 +88,14 @@ def test_a_port_already_taken_exits_2_after_saying_so(tmp_path: Path) -> None:
         f"error while attempting to bind on address ('127.0.0.1', {port}): address already in use"
         in result.stderr
     )
+
+
+def test_serving_freezes_what_startup_built_and_collects_less_often() -> None:
+    thresholds = gc.get_threshold()
+    try:
+        settle_collector()
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0, "nothing built at startup was frozen"
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
