@@ -1,4 +1,4 @@
-"""bench/ack.py's buttons part as an operator runs it, small: every figure printed beside its baseline.
+"""bench/ack.py as an operator runs it (the buttons part small): every figure printed beside its baseline.
 
 Its time bars are the benchmark's to judge, not a test's: what is asserted here holds whatever the
 machine's speed: each press was measured (the press -> edited and views.open rows count them), the
@@ -71,6 +71,37 @@ def test_the_buttons_part_prints_press_to_edit_against_healthz_and_views_open_un
     assert figure(out, r"views_open_max_ms: ([\d.]+)")[0] >= storm_max
     assert figure(out, r"edit_p99_ms: ([\d.]+)") == [e99]
     assert out.splitlines()[-1] in ("ack_buttons_ok: yes", "ack_buttons_ok: no")
+
+
+def test_the_commands_part_prints_healthz_and_the_loops_longest_stall_quiet_and_in_the_storm() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/ack.py", "--only", "commands"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    windows = {}
+    for name in ("idle", "quiet", "during the storm"):
+        count, _, p99, stall, _, _ = figure(
+            out,
+            rf"GET /healthz every 10 ms, {name}[^:]*: (\d+) answers, p50 ([\d.]+) ms, p99 ([\d.]+) ms; "
+            r"the event loop's longest stall ([\d.]+) ms \(the loop's thread ran ([\d.]+) ms of it, "
+            r"waited for a CPU ([\d.]+) ms\)",
+        )
+        assert count > 0, name
+        windows[name] = (p99, stall)
+    assert figure(out, r"GET /healthz every 10 ms, idle .*: (\d+) answers")[0] == 200
+    assert figure(out, r"GET /healthz every 10 ms, quiet .*: (\d+) answers")[0] == 400
+    ratio, _ = figure(out, r"ratio /healthz p99 storm/quiet: ([\d.]+) \(goal <= 5\); storm/idle: ([\d.]+)")
+    assert agrees(ratio, windows["during the storm"][0], windows["quiet"][0])
+    stalls = figure(out, r"loop_stall_max_ms: quiet ([\d.]+), storm ([\d.]+)")
+    assert stalls == [windows["quiet"][1], windows["during the storm"][1]]
+    assert out.splitlines()[-1] in ("ack_commands_ok: yes", "ack_commands_ok: no")
 
 
 def test_a_ratio_agrees_with_its_printed_figures_to_their_rounding_and_no_further() -> None:
