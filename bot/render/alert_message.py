@@ -207,7 +207,9 @@ def _which(caches: Sequence[PeerReading], readings: Sequence[PeerReading]) -> st
 MAX_FINDINGS = 5
 MAX_LINES = 15  # as the terminal shows the message (bot.render.layout.WIDTH columns)
 MAX_VISIBLE = 1500  # characters of text shown, in Slack's units
-HEADER_LINES = 2  # the terminal underlines the header
+def _header_lines(head: Block) -> int:
+    """The header as the terminal shows it: its text's lines (a long alert name wraps), then its underline."""
+    return lines_of(str(head["text"]["text"])) + 1
 ACTIONS_LINES = 1
 
 
@@ -222,14 +224,18 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     must = [_place_line(view, now), *_explained(view, lead)]
     tail = [context(_context_items(view, now)), actions(_buttons(view, firing=True), ACTIONS_BLOCK_ID)]
     head = header(title(view))
-    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail)
+    used = _header_lines(head) + _lines(must) + 1 + _tail_lines(tail)
+    if used > MAX_LINES and (lead.diagnosis is None or not lead.diagnosis.known):
+        # An unknown alert's annotations from outside, long everywhere: one line each.
+        must = [_place_line(view, now), *_plain_lines(lead, 1)]
+        used = _header_lines(head) + _lines(must) + 1 + _tail_lines(tail)
     chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail)
     # The incident's lines come before findings: the other alerts of one cause are what the engineer
     # must not miss; a finding left out is in the details reply.
     must += _incident_fit(view, now, MAX_LINES - used, MAX_VISIBLE - chars)
     # Room is kept for the acknowledgement's or the silence's line, laid over the message as it is sent,
     # out of the findings' share (they are in the details reply), not the incident's.
-    used = HEADER_LINES + _lines(must) + 1 + _tail_lines(tail) + ACK_LINES
+    used = _header_lines(head) + _lines(must) + 1 + _tail_lines(tail) + ACK_LINES
     chars = block_units(head) + _chars(must) + sum(block_units(b) for b in tail) + ACK_CHARS
     trap = current_trap(lead.diagnosis) if lead.diagnosis is not None and lead.diagnosis.known else None
     rest = _findings_and_trap(view, trap, MAX_LINES - used, MAX_VISIBLE - chars)
@@ -317,12 +323,13 @@ def _explained(view: AlertGroupView, lead: AlertView) -> list[str]:
     ]
 
 
-def _plain_lines(alert: AlertView) -> list[str]:
-    """An alert the catalogue does not know: what Alertmanager said of it, never dropped."""
+def _plain_lines(alert: AlertView, each: int = 2) -> list[str]:
+    """An alert the catalogue does not know: what Alertmanager said of it, never dropped (each annotation
+    in at most `each` lines)."""
     lines = [f"*{esc(clip(alert.name, NAME_SHOWN))}* is not one of the guide's proxy alerts: shown as sent"]
     for key in ("summary", "description"):
         if alert.annotations.get(key):
-            lines.append(fitted(f"*{key.capitalize()}:* ", alert.annotations[key], 2))
+            lines.append(fitted(f"*{key.capitalize()}:* ", alert.annotations[key], each))
     if alert.diagnosis is not None:
         lines.append(fitted("*Live:* ", alert.diagnosis.now, 1))
     return lines
@@ -451,7 +458,7 @@ def resolved_message(view: AlertGroupView, now: datetime) -> Message:
     place = f"{where} on {cluster} · {counted(len(view.alerts), 'alert')} resolved"
     tail = [context(_context_items(view, now)), actions(_buttons(view, firing=False), ACTIONS_BLOCK_ID)]
     head = header(title(view))
-    used = HEADER_LINES + _lines([account, place]) + 1 + _tail_lines(tail)
+    used = _header_lines(head) + _lines([account, place]) + 1 + _tail_lines(tail)
     chars = block_units(head) + _chars([account, place]) + sum(block_units(b) for b in tail)
     lines = [account, place, *_incident_fit(view, now, MAX_LINES - used, MAX_VISIBLE - chars)]
     return message(f"{fallback(view)} after {took}", [head, section("\n".join(lines))], tail)
