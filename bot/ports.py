@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from bot.clients.alertmanager import Silence
+    from bot.domain.silences import Silence
 
 # A source of seconds: `time.time` for wall time, `time.monotonic` for intervals; tests pass their own.
 Clock = Callable[[], float]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from bot.clients.alertmanager import Matcher, Silence
+from bot.domain.silences import Matcher, Silence
 from bot.store.errors import StoreError
 
 log = logging.getLogger(__name__)

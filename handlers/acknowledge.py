@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from bot.alerts.incident import members_of
 from bot.alerts.outbox import Outbox
-from bot.clients.alertmanager import group_labels_from_key
 from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import group_id
+from bot.domain.silences import group_labels_from_key
 from bot.errors import Refused
 from bot.render.acknowledge import acked_reply, taken_already, unacked_reply
 from bot.render.blocks import code

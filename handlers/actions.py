@@ -26,10 +26,10 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.alerts.incident import members_of
 from bot.alerts.silences import SilenceWatch, covering
-from bot.clients.alertmanager import Matcher, Silence, group_labels_from_key, matchers_for
 from bot.clients.slack import SlackError, SlackRejected
 from bot.domain.messages import ActionRef, group_id
 from bot.domain.resolution import EventKind, OncallEvent
+from bot.domain.silences import Matcher, Silence, group_labels_from_key, matchers_for
 from bot.errors import InputError, Refused
 from bot.render.acknowledge import mention
 from bot.render.blocks import Message, code, context, message, one_line, section, text_message, truncate

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 
-from bot.clients.alertmanager import group_labels_from_key
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import valid_target
+from bot.domain.silences import group_labels_from_key
 from bot.errors import InputError, Refused
 from bot.render.blocks import Message, code, text_message
 from bot.store.models import AlertGroupState

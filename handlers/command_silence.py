@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.clients.alertmanager import Matcher, Silence, silence_id
+from bot.domain.silences import Matcher, Silence, silence_id
 from bot.errors import InputError, Refused, shown
 from bot.reads.context import resolve_target
 from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines, text_message

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
 
-from bot.clients.alertmanager import Matcher, Silence
 from bot.domain import durations, modal_token
+from bot.domain.silences import Matcher, Silence
 from bot.errors import InputError, UpstreamError
 from bot.render.blocks import fmt_span
 from bot.render.silence_modal import (

@@ -24,9 +24,9 @@ from typing import Any
 
 from bot.alerts.silences import covering, shown
 from bot.alerts.stale_check import ActiveAlerts
-from bot.clients.alertmanager import Matcher, Silence, group_labels_from_key
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus, parse_webhook
 from bot.domain.messages import group_id
+from bot.domain.silences import Matcher, Silence, group_labels_from_key
 from bot.errors import InputError, UpstreamError
 from bot.store.base import AlertStore
 from bot.store.models import AlertGroupState, StoredNotification

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.alerts.outbox import Outbox
-from bot.clients.alertmanager import Matcher, Silence
+from bot.domain.silences import Matcher, Silence
 from bot.errors import UpstreamError
 from bot.store.base import GroupStore
 from bot.store.errors import StoreError

@@ -25,11 +25,11 @@ from typing import Protocol
 from bot.alerts.grouping import Reading, Routed, build
 from bot.alerts.prom_enrich import PromRound
 from bot.alerts.state import ChannelGroup, handled, staleness
-from bot.clients.alertmanager import Matcher
 from bot.domain.alert_summary import common_labels
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import LiveRead
 from bot.domain.redact import redact
+from bot.domain.silences import Matcher
 from bot.errors import UpstreamError
 from bot.store.models import AlertGroupState, StoredNotification
 from config.settings import Settings

@@ -30,12 +30,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-from bot.clients.alertmanager import Silence
 from bot.clients.slack import Posted, SlackRateLimited, SlackRejected
 from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import post_key, update_key, upload_key
 from bot.delivery.plan import SHOW_AGAIN, SHOWN_AT, Step
 from bot.domain.alerts import AlertStatus
+from bot.domain.silences import Silence
 from bot.lease import Lease
 from bot.ports import Clock
 from bot.render.acknowledge import shown_with

@@ -8,9 +8,9 @@ import json
 import logging
 from collections.abc import Iterable
 
-from bot.clients.alertmanager import Silence
 from bot.domain.oncall_figures import ActiveSilence, OncallFigures, OpenEpisode, figures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
+from bot.domain.silences import Silence
 from bot.ports import SilenceList
 from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState

@@ -268,18 +268,12 @@ def _503s(r: Readings) -> dict[str, float]:
     before this one found no unhealthy or unsynced cache) they are an outage that is over; the guide's
     table sends "503s without quarantine" to the reasons."""
     by_code = r.counter_by(REQUESTS, "code", "reason")
-    return {
-        reason: n
-        for (code, reason), n in by_code.items()
-        if code == "503" and reason not in PEER_OUTAGE
-    }
+    return {reason: n for (code, reason), n in by_code.items() if code == "503" and reason not in PEER_OUTAGE}
 
 
 def _peer_outage(r: Readings) -> dict[str, float]:
     by_code = r.counter_by(REQUESTS, "code", "reason")
-    return {
-        reason: n for (code, reason), n in by_code.items() if code == "503" and reason in PEER_OUTAGE
-    }
+    return {reason: n for (code, reason), n in by_code.items() if code == "503" and reason in PEER_OUTAGE}
 
 
 def _history(r: Readings, count: float) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.clients.alertmanager import Silence
+from bot.domain.silences import Silence
 from bot.render.acknowledge import line_at, mention
 from bot.render.blocks import Block, Message, context, esc, one_line, truncate
 from bot.render.slack import ACTION_EXPIRE_SILENCE, ACTION_SILENCE, ACTIONS_BLOCK_ID

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.clients.alertmanager import Silence
+from bot.domain.silences import Silence
 from bot.render.acknowledge import mention
 from bot.render.blocks import Message, clean, code, esc, fmt_span, one_line, text_message, truncate
 from bot.render.silence_line import until_words

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.clients.alertmanager import Matcher, Silence
+from bot.domain.silences import Matcher, Silence
 from bot.render.silence_line import ShownSilence, silence_line
 from bot.silence_makers import MadeSilences
 from bot.store import Store, open_store

@@ -14,11 +14,11 @@ from typing import Any
 from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.storm import StormPolicy
 from bot.app import Arrivals, CountingSink
-from bot.clients.alertmanager import Matcher
 from bot.clients.slack import Posted
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.domain.parser import parse_syncer
+from bot.domain.silences import Matcher
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from bot.metrics import BotMetrics

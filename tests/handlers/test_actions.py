@@ -20,13 +20,14 @@ import pytest
 from starlette.applications import Starlette
 
 from bot.app import Deps, create_app
-from bot.clients.alertmanager import AlertmanagerClient, Matcher, Silence
+from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.slack import SlackClient
 from bot.compose import slack_endpoints
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
 from bot.domain.resolution import EventKind
+from bot.domain.silences import Matcher, Silence
 from bot.errors import ClusterError, UpstreamError
 from bot.render.blocks import Message, section
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK, VALUE

@@ -24,10 +24,10 @@ from pydantic import SecretStr
 
 from bot import compose
 from bot.app import Deps, create_app
-from bot.clients.alertmanager import Matcher, Silence
 from bot.compose import slack_endpoints
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
+from bot.domain.silences import Matcher, Silence
 from bot.errors import InputError, UpstreamError
 from bot.reads.context import CheckContext
 from bot.render.slack import ACTION_PATH, ACTION_PROBE

@@ -11,12 +11,12 @@ import pytest
 
 from bot.alerts.escalation import EscalationWatch, configured, revision
 from bot.alerts.silences import covering, shown
-from bot.clients.alertmanager import Matcher, Silence
 from bot.delivery.enqueue import HORIZON, Enqueuer
 from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
 from bot.domain.escalation import EscalationOutcome
 from bot.domain.findings import Severity
+from bot.domain.silences import Matcher, Silence
 from bot.domain.storm import StormEntry
 from bot.render.escalation import escalation_reply
 from bot.store import Store, open_store

@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 
 from bot.alerts.resolution import ResolutionDesk
 from bot.alerts.storm import StormPolicy
-from bot.clients.alertmanager import Matcher, Silence
 from bot.clients.prometheus import Sample
 from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.impact import ImpactTally, sample
 from bot.domain.messages import AlertGroupView, AlertView, GroupStatus, LiveRead
 from bot.domain.parser import parse_syncer
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
+from bot.domain.silences import Matcher, Silence
 from bot.errors import UpstreamError
 from bot.store.models import Acknowledgement, OutboxItem, OutboxKind
 from config.escalation import EscalationSettings

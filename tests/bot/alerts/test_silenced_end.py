@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.alerts.silenced_end import GONE_POLLS, SilencedEnds
-from bot.clients.alertmanager import Matcher, Silence
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus, parse_webhook
+from bot.domain.silences import Matcher, Silence
 from bot.errors import UpstreamError
 from bot.store.models import Accepted, AlertGroupState, GroupFacts, StoredNotification
 from tests.bot.domain import alertmanager_samples as samples

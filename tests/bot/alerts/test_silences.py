@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from bot.alerts.silences import SilenceWatch, covering, matches, shown
-from bot.clients.alertmanager import Matcher, Silence
 from bot.domain.alerts import AlertStatus
+from bot.domain.silences import Matcher, Silence
 from bot.errors import UpstreamError
 from bot.store.models import AlertGroupState, GroupFacts
 

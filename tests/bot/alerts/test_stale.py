@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from bot.alerts.storm import StormPolicy
-from bot.clients.alertmanager import Matcher
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.silences import Matcher
 from bot.domain.stale import STALE_WINDOW_SECONDS
 from bot.store import AlertGroupState, OutboxKind
 from tests.fakes.alert_pipeline import Harness, alert, settings, webhook

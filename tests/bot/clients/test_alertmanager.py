@@ -14,14 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.clients.alertmanager import (
-    ACTIVE_TIMEOUT,
-    AlertmanagerClient,
-    Matcher,
-    group_labels_from_key,
-    matchers_for,
-    silence_id,
-)
+from bot.clients.alertmanager import ACTIVE_TIMEOUT, AlertmanagerClient
+from bot.domain.silences import Matcher, group_labels_from_key, matchers_for, silence_id
 from bot.errors import ConfigError, InputError, UpstreamError
 from config.settings import AlertmanagerSettings
 from sim.ports import free_port

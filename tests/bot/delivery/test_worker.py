@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from bot.clients.alertmanager import Matcher, Silence
 from bot.clients.slack import Posted, SlackClient
 from bot.delivery.keys import post_key
 from bot.delivery.plan import DeliveryPolicy
 from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import LiveRead
+from bot.domain.silences import Matcher, Silence
 from bot.render.alert_message import alert_group_message
 from bot.render.blocks import Button, Message, actions, section
 from bot.render.slack import ACTION_PROBE, ACTION_SILENCE, ACTIONS_BLOCK_ID

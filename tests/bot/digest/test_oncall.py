@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.clients.alertmanager import Matcher, Silence
 from bot.digest.oncall import oncall_figures
 from bot.domain.alerts import AlertStatus
 from bot.domain.oncall_figures import OncallFigures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
+from bot.domain.silences import Matcher, Silence
 from bot.render.digest_oncall import oncall_lines
 from bot.store import AlertGroupState, Store, open_store
 from bot.store.models import GroupFacts
