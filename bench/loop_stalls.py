@@ -1,7 +1,8 @@
 """The event loop's stalls in a bot process, and what held the loop during them (a benchmark's probe).
 
-`watch_loop(path)` (from a coroutine on the loop to watch) starts a heartbeat task that wakes every
-`BEAT` s and a watchdog thread. Whenever the heartbeat is late by more than `STALL`, the watchdog samples
+`LoopWatch(path)` (made on the loop to watch; `WatchedLoops(path)`, an event loop policy, makes one on
+the first loop `asyncio.run` creates) starts a heartbeat task that wakes every `BEAT` s and a watchdog
+thread, until `stop()`. Whenever the heartbeat is late by more than `STALL`, the watchdog samples
 the loop thread's stack every `SAMPLE` s until the loop is free again: a profile of the loop's lag, not of
 its CPU time. Each stall ends as a line `<monotonic start> <seconds>` in `path` (the machine's monotonic
 clock, the same in every process, so another process can tell which stalls fell in its window) with
