@@ -75,7 +75,7 @@ from bot.store.models import AlertGroupState, StormRecord, StormShare, Withdrawa
 
 
 @dataclass(frozen=True, slots=True)
-class Arrival:
+class NewGroup:
     """A new group of the storm window: when it came, and its count."""
 
     at: float
@@ -278,7 +278,7 @@ class StormDesk:
         self._reads = StormReads(live, policy.read_seconds)
         self._active: dict[str, Storm] = {}
         # Recent new groups per channel, for the threshold and the storm's first count.
-        self._arrivals: dict[str, deque[Arrival]] = {}
+        self._arrivals: dict[str, deque[NewGroup]] = {}
 
     async def restore(self) -> None:
         """Pick up storms that were active when the process stopped, with every group's latest count.
@@ -301,7 +301,7 @@ class StormDesk:
         arrivals = self._arrivals.setdefault(channel, deque())
         while arrivals and now - arrivals[0].at > self._policy.window_seconds:
             arrivals.popleft()
-        arrivals.append(Arrival(now, view.group_key, entries_of(view)))
+        arrivals.append(NewGroup(now, view.group_key, entries_of(view)))
         storm = self._active.get(channel)
         if storm is None and len(arrivals) <= self._policy.groups:
             return None

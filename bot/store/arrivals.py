@@ -16,7 +16,7 @@ from collections import deque
 
 from bot.domain.alerts import AlertmanagerWebhook
 from bot.store.models import Accepted
-from bot.store.notifications import Arrival, accept_batch
+from bot.store.notifications import PendingNotification, accept_batch
 from bot.store.thread import ConnectionThread
 
 # Bounds one transaction, so a huge backlog still commits (and answers) in steps.
@@ -30,14 +30,14 @@ class ArrivalQueue:
         self._thread = thread
         # Appended on the event loop thread, drained on the store thread: deque appends and pops are
         # atomic, and an arrival is always queued before the job that settles it is submitted.
-        self._queued: deque[Arrival] = deque()
+        self._queued: deque[PendingNotification] = deque()
 
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
-        arrival = Arrival(raw, webhook, received_at)
+        arrival = PendingNotification(raw, webhook, received_at)
         self._queued.append(arrival)
         return await self._thread.run(lambda conn: self._settle(conn, arrival))
 
-    def _settle(self, conn: sqlite3.Connection, arrival: Arrival) -> Accepted:
+    def _settle(self, conn: sqlite3.Connection, arrival: PendingNotification) -> Accepted:
         while arrival.accepted is None and arrival.error is None:
             # Loops only when more than MAX_BATCH were queued ahead of this arrival.
             accept_batch(conn, self._take_batch())
@@ -46,8 +46,8 @@ class ArrivalQueue:
         assert arrival.accepted is not None
         return arrival.accepted
 
-    def _take_batch(self) -> list[Arrival]:
-        batch: list[Arrival] = []
+    def _take_batch(self) -> list[PendingNotification]:
+        batch: list[PendingNotification] = []
         while self._queued and len(batch) < MAX_BATCH:
             batch.append(self._queued.popleft())
         return batch

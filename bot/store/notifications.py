@@ -35,7 +35,7 @@ PRUNE = "DELETE FROM notifications WHERE processed_at IS NOT NULL AND processed_
 
 
 @dataclass(slots=True)
-class Arrival:
+class PendingNotification:
     """A notification waiting to be committed, and what became of it once its batch ran."""
 
     raw: bytes
@@ -45,7 +45,7 @@ class Arrival:
     error: BaseException | None = None
 
 
-def accept_batch(conn: sqlite3.Connection, arrivals: list[Arrival]) -> None:
+def accept_batch(conn: sqlite3.Connection, arrivals: list[PendingNotification]) -> None:
     """Commit several arrivals in one transaction (one WAL append, at most one fsync) and record outcomes.
 
     A failure fails the whole batch: every arrival in it gets the error and its sender retries.
@@ -61,12 +61,12 @@ def accept_batch(conn: sqlite3.Connection, arrivals: list[Arrival]) -> None:
         arrival.accepted = accepted
 
 
-def _insert(conn: sqlite3.Connection, arrival: Arrival) -> Accepted:
+def _insert(conn: sqlite3.Connection, arrival: PendingNotification) -> Accepted:
     notification_id, duplicates = conn.execute(INSERT, insert_row(arrival)).fetchone()
     return Accepted(id=notification_id, duplicate=duplicates > 0)
 
 
-def insert_row(arrival: Arrival) -> tuple[object, ...]:
+def insert_row(arrival: PendingNotification) -> tuple[object, ...]:
     webhook = arrival.webhook
     return (
         webhook.identity(),

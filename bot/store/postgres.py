@@ -53,7 +53,7 @@ from bot.store.models import (
     OutboxState,
     StoredNotification,
 )
-from bot.store.notifications import Arrival
+from bot.store.notifications import PendingNotification
 from bot.store.pg_schema import migrate
 from bot.store.pg_url import STATEMENT_TIMEOUT_MS, connection_options, describe, where
 
@@ -139,7 +139,7 @@ class PostgresStore:
 
     # -- notifications -------------------------------------------------------------------------------
     async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
-        values = notification_sql.insert_row(Arrival(raw, webhook, received_at))
+        values = notification_sql.insert_row(PendingNotification(raw, webhook, received_at))
         row = await self._one(notification_sql.INSERT, values)
         assert row is not None  # INSERT ... ON CONFLICT DO UPDATE ... RETURNING always returns the row
         return Accepted(id=row[0], duplicate=row[1] > 0)
