@@ -1,15 +1,16 @@
 """The seams the bot's parts share, in one place: the clock they are given, the long-running worker the
-app runs, and Alertmanager's silences as last read. A part that needs one of these imports it from here,
-never declares its own.
+app runs, Alertmanager's silences (made, listed, expired) and its silences as last read. A part that
+needs one of these imports it from here, never declares its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from bot.domain.silences import Silence
+    from bot.domain.silences import Matcher, Silence
 
 # A source of seconds: `time.time` for wall time, `time.monotonic` for intervals; tests pass their own.
 Clock = Callable[[], float]
@@ -24,3 +25,22 @@ class SilenceList(Protocol):
 
     @property
     def silences(self) -> tuple[Silence, ...]: ...
+
+
+class Silences(Protocol):
+    """Alertmanager's silences: made, listed, expired (`bot.clients.alertmanager.AlertmanagerClient` and
+    `bot.silence_makers.MadeSilences` are ones), for `/proxy silence`, *Silence…* and *Expire silence*."""
+
+    async def create_silence(
+        self,
+        matchers: Sequence[Matcher],
+        *,
+        starts_at: datetime,
+        ends_at: datetime,
+        created_by: str,
+        comment: str,
+    ) -> str: ...
+
+    async def silences(self) -> list[Silence]: ...
+
+    async def expire_silence(self, silence: str) -> None: ...

@@ -16,27 +16,10 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.domain.silences import Matcher, Silence
+from bot.ports import Silences
 from bot.store.errors import StoreError
 
 log = logging.getLogger(__name__)
-
-
-class SilenceClient(Protocol):
-    """Alertmanager's silences (`bot.clients.alertmanager.AlertmanagerClient` is one)."""
-
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str: ...
-
-    async def silences(self) -> list[Silence]: ...
-
-    async def expire_silence(self, silence: str) -> None: ...
 
 
 class SilenceRecords(Protocol):
@@ -51,7 +34,7 @@ class SilenceRecords(Protocol):
 class MadeSilences:
     """Alertmanager's silences, each one proxybot makes recorded, each one listed marked if it was."""
 
-    alertmanager: SilenceClient
+    alertmanager: Silences
     records: SilenceRecords
 
     async def create_silence(

@@ -31,6 +31,7 @@ from bot.domain.messages import ActionRef, group_id
 from bot.domain.resolution import EventKind, OncallEvent
 from bot.domain.silences import Matcher, Silence, group_labels_from_key, matchers_for
 from bot.errors import InputError, Refused
+from bot.ports import Silences
 from bot.render.acknowledge import mention
 from bot.render.blocks import Message, code, context, message, one_line, section, text_message, truncate
 from bot.render.silence_modal import CALLBACK_ID as SILENCE_FORM
@@ -51,7 +52,6 @@ from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Requester, Settings
 from handlers.acknowledge import Acknowledger, firing_carrier, may_acknowledge
 from handlers.command_access import silence_refusal
-from handlers.command_silence import Silences
 from handlers.respond import Asked, answering, say
 from handlers.silence_form import FormErrors, SilenceForm, create_silences, read_form
 

@@ -9,12 +9,12 @@ Alertmanager's answers (unreachable, refusing) come back as `UpstreamError`s wit
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from bot.domain.silences import Matcher, Silence, silence_id
 from bot.errors import InputError, Refused, shown
+from bot.ports import Silences
 from bot.reads.context import resolve_target
 from bot.render.blocks import Message, code, esc, fmt_time, message, section, section_lines, text_message
 from config.settings import Requester, Settings
@@ -25,24 +25,6 @@ DEFAULT_DURATION = "1h"
 MAX_LISTED = 20
 _LIVE_STATES = ("active", "pending")
 Work = Callable[[], Awaitable[Message]]
-
-
-class Silences(Protocol):
-    """Alertmanager's silences, for `/proxy silence` and *Silence…* (`AlertmanagerClient` is one)."""
-
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str: ...
-
-    async def silences(self) -> list[Silence]: ...
-
-    async def expire_silence(self, silence: str) -> None: ...
 
 
 def plan_silence(

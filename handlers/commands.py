@@ -39,6 +39,7 @@ from bot.checks.verify import check_verify, chosen_clusters
 from bot.clients.prometheus import PrometheusClient
 from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, Refused
+from bot.ports import Silences
 from bot.reads.context import CheckContext, TargetRef
 from bot.reads.control_plane_logs import parse_since
 from bot.render.blocks import Message, code, text_message
@@ -64,7 +65,7 @@ from handlers.command_access import (
 )
 from handlers.command_ack import plan_ack
 from handlers.command_args import Invocation, check_required, parse_invocation, whole_number
-from handlers.command_silence import Silences, plan_silence
+from handlers.command_silence import plan_silence
 from handlers.respond import Asked, answering, say
 
 log = logging.getLogger(__name__)

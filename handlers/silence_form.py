@@ -18,6 +18,7 @@ from typing import Any, Self
 from bot.domain import durations, modal_token
 from bot.domain.silences import Matcher, Silence
 from bot.errors import InputError, UpstreamError
+from bot.ports import Silences
 from bot.render.blocks import fmt_span
 from bot.render.silence_modal import (
     COMMENT_BLOCK,
@@ -29,7 +30,6 @@ from bot.render.silence_modal import (
     typed,
 )
 from bot.store.models import AlertGroupState
-from handlers.command_silence import Silences
 
 ANSWER_WITHIN = 2.0
 MIN_SPAN = 60
