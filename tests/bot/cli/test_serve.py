@@ -15,7 +15,7 @@ from tests.fakes.config_data import KUBECONFIG
 
 ROOT = Path(__file__).parents[3]
 CONFIG = """\
-slack: {default_channel: "#alerts", bot_token: xoxb-1-real, signing_secret: real-signing}
+slack: {default_channel: C0ALERTS01, bot_token: xoxb-1-real, signing_secret: real-signing}
 alertmanager: {webhook_token: real-webhook-token}
 store: {url: "STORE"}
 digest: {enabled: false}
