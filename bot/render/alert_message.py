@@ -207,9 +207,13 @@ def _which(caches: Sequence[PeerReading], readings: Sequence[PeerReading]) -> st
 MAX_FINDINGS = 5
 MAX_LINES = 15  # as the terminal shows the message (bot.render.layout.WIDTH columns)
 MAX_VISIBLE = 1500  # characters of text shown, in Slack's units
+
+
 def _header_lines(head: Block) -> int:
     """The header as the terminal shows it: its text's lines (a long alert name wraps), then its underline."""
     return lines_of(str(head["text"]["text"])) + 1
+
+
 ACTIONS_LINES = 1
 
 
