@@ -55,7 +55,7 @@ async def eventually(
         if inspect.isawaitable(found):
             found = await found
         if found:
-            return found  # type: ignore[return-value]
+            return found
         if time.monotonic() >= deadline:
             raise WaitTimeout(f"timed out after {timeout:g}s waiting for {what}")
         await asyncio.sleep(interval)

@@ -163,9 +163,11 @@ class Prometheus(ManagedServer):
     def wait_until(self, check: Callable[[Self], T | None], timeout: float, what: str) -> T:
         """Poll `check(self)` until it returns non-None; the error names `what` and shows the log."""
         try:
-            return wait_until(lambda: check(self), timeout, what, interval=0.5)
+            found = wait_until(lambda: check(self), timeout, what, interval=0.5)
         except WaitTimeout as error:
             raise HarnessError(f"{error}\nPrometheus log:\n{self.log_tail()}") from None
+        assert found is not None  # wait_until returns only what is truthy
+        return found
 
     def wait_for_scrapes(self, timeout: float = 30.0) -> None:
         """Wait until every scrape target has been scraped successfully at least once."""
