@@ -7,15 +7,12 @@ is held up (its last bot behind the page) until the module is done.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
-import sys
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
@@ -26,6 +23,7 @@ from bot.cli.demo_tour import SILENCE_COMMENT
 from sim.server import SimServer
 from sim.slack_api import FakeSlack
 from sim.slack_page import SlackPage
+from tests.e2e import screenshots
 from tests.e2e.stack import (
     BOT_TOKEN,
     CHANNEL,
@@ -45,17 +43,7 @@ TIMEOUT = 30.0
 _TOP = re.compile(r'<div class="msg" id="m-([0-9.]+)" data-ts="[0-9.]+">')
 
 
-def _screenshots() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("screenshots", REPO / "scripts" / "screenshots.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["screenshots"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-shots = _screenshots()
+shots = screenshots.load()
 
 
 class Tour:

@@ -8,21 +8,17 @@ there fails."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from sim.scenarios import SCENARIOS
+from tests.e2e import screenshots
 from tests.harness.story import page_threads, problems
 
-REPO = Path(__file__).resolve().parents[2]
 SPEED = 60.0
 SECONDS = 6.0  # 360 simulated seconds: most scenarios' alerts have fired
 # The scenarios whose alerts fire later, run faster or longer: (speed, wall seconds).
@@ -46,19 +42,7 @@ POSTING = {
 }
 
 
-def _screenshots() -> ModuleType:
-    if "screenshots" in sys.modules:
-        return sys.modules["screenshots"]
-    spec = importlib.util.spec_from_file_location("screenshots", REPO / "scripts" / "screenshots.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["screenshots"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-shots = _screenshots()
+shots = screenshots.load()
 
 
 class _Output(io.StringIO):
