@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from sim.scenarios import SCENARIOS
 from tests.e2e import screenshots
 from tests.harness.story import page_threads, problems
+from tests.waiting import wait_until
 
 SPEED = 60.0
 SECONDS = 6.0  # 360 simulated seconds: most scenarios' alerts have fired
@@ -71,12 +71,15 @@ def demo_page(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     thread = threading.Thread(target=run, name=f"demo-{scenario}", daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 120
-        while "the page stays up" not in out.getvalue():
-            assert not failed, failed
-            assert time.monotonic() < deadline, out.getvalue()
-            time.sleep(0.2)
-        url = shots._PAGE.search(out.getvalue()).group(1)
+
+        def shown() -> bool:
+            assert not failed, failed  # the demo's own failure, not a timeout
+            return "the page stays up" in out.getvalue()
+
+        wait_until(shown, 120.0, f"the {scenario} demo to hold its page up", interval=0.2)
+        page = shots._PAGE.search(out.getvalue())
+        assert page is not None
+        url = page.group(1)
         yield url, out.getvalue()
     finally:
         hold.set()
