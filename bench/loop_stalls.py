@@ -105,6 +105,8 @@ class LoopWatch:
         self._callbacks = path.with_name(path.name + ".callbacks").open("a")
         self._collections = path.with_name(path.name + ".gc").open("a")
         self._collecting = 0.0
+        self.loop_samples = 0  # the loop thread's stacks sampled while it was held, so far
+        self.beats = 0  # heartbeats so far
         self._run = run = asyncio.events.Handle._run
 
         def timed(handle: asyncio.events.Handle) -> None:  # a function: the class makes it the handle's
@@ -135,6 +137,7 @@ class LoopWatch:
     async def _beating(self) -> None:
         while True:
             self._last = time.monotonic()
+            self.beats += 1
             await asyncio.sleep(BEAT)
 
     def _watch(self) -> None:
@@ -160,6 +163,7 @@ class LoopWatch:
         for thread, frame in sys._current_frames().items():
             if thread == self._loop_thread:
                 stacks[_below_handle(frame)] += 1
+                self.loop_samples += 1
             elif thread != threading.get_ident() and not _idle(frame):
                 stacks[f"(another thread {thread})\n" + _below_handle(frame)] += 1
 

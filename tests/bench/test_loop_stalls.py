@@ -7,21 +7,29 @@ import asyncio
 import time
 from pathlib import Path
 
-from bench.loop_stalls import Stall, Stalls, WatchedLoops
+from bench.loop_stalls import LoopWatch, Stall, Stalls, WatchedLoops
 from tests.waiting import eventually
 
 HELD = 0.08  # seconds the test blocks its loop: several times the watch's threshold and sampling period
+SAMPLES = 5  # the loop thread's stacks the watchdog must have taken while it was held
 
 
-def hold_the_loop_in_a_recognisable_place() -> None:
-    time.sleep(HELD)  # blocking on purpose: the stall under test
+def hold_the_loop_in_a_recognisable_place(watch: LoopWatch) -> None:
+    """Block the loop on purpose (the stall under test) for HELD, and on until the watchdog has sampled it
+    a few times: on a loaded machine its thread may get a CPU only late in the stall."""
+    given_up = time.monotonic() + 10.0
+    time.sleep(HELD)
+    while watch.loop_samples < SAMPLES and time.monotonic() < given_up:
+        time.sleep(0.005)
 
 
 async def held_once(watched: WatchedLoops) -> None:
-    await asyncio.sleep(0.05)  # the heartbeat has beaten: the stall is late against it
-    hold_the_loop_in_a_recognisable_place()
     watch = watched.watch
     assert watch is not None, "the loop was not watched"
+    # The heartbeat has beaten since the watch began: the stall is late against it.
+    await eventually(lambda: watch.beats > 1, "the watch's heartbeat", timeout=5.0)
+    hold_the_loop_in_a_recognisable_place(watch)
+    assert watch.loop_samples >= SAMPLES, "the watchdog never sampled the held loop's thread"
     try:
         await eventually(lambda: watch.stalls().spans, "the stall written down", timeout=5.0)
     finally:
