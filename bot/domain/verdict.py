@@ -248,7 +248,7 @@ def _slow(r: Readings) -> MetricsSignal | None:
 
 
 def _failing(r: Readings) -> MetricsSignal | None:
-    failed = _503s(r)
+    failed, _ = _503s_by_kind(r)
     if not failed or _history(r, sum(failed.values())):
         return None
     listing = ", ".join(f"{reason} {fmt_count(n)}" for reason, n in sorted(failed.items(), key=_largest))
@@ -263,17 +263,16 @@ def _failing(r: Readings) -> MetricsSignal | None:
     return MetricsSignal(Verdict.CHECK_REASON, tuple(evidence), r.scope)
 
 
-def _503s(r: Readings) -> dict[str, float]:
-    """503 answers by reason, but those of the peers' availability: with healthy peers now (the judges
-    before this one found no unhealthy or unsynced cache) they are an outage that is over; the guide's
-    table sends "503s without quarantine" to the reasons."""
-    by_code = r.counter_by(REQUESTS, "code", "reason")
-    return {reason: n for (code, reason), n in by_code.items() if code == "503" and reason not in PEER_OUTAGE}
-
-
-def _peer_outage(r: Readings) -> dict[str, float]:
-    by_code = r.counter_by(REQUESTS, "code", "reason")
-    return {reason: n for (code, reason), n in by_code.items() if code == "503" and reason in PEER_OUTAGE}
+def _503s_by_kind(r: Readings) -> tuple[dict[str, float], dict[str, float]]:
+    """503 answers by reason, split: the others, and those of a peer outage (`PEER_OUTAGE`). With healthy
+    peers now (the judges before this one found no unhealthy or unsynced cache) the outage is over; the
+    guide's table sends "503s without quarantine" to the reasons."""
+    others: dict[str, float] = {}
+    outage: dict[str, float] = {}
+    for (code, reason), n in r.counter_by(REQUESTS, "code", "reason").items():
+        if code == "503":
+            (outage if reason in PEER_OUTAGE else others)[reason] = n
+    return others, outage
 
 
 def _history(r: Readings, count: float) -> bool:
@@ -305,8 +304,9 @@ def _latency(seconds: float | None) -> str:
 
 def _requests_line(r: Readings) -> str:
     total = fmt_count(r.counter(REQUESTS))
-    failed, cut = sum(_503s(r).values()), r.counter(TERMINATIONS, reason="deadline")
-    outage = sorted(_peer_outage(r).items(), key=_largest)
+    others, over = _503s_by_kind(r)
+    failed, cut = sum(others.values()), r.counter(TERMINATIONS, reason="deadline")
+    outage = sorted(over.items(), key=_largest)
     head = "healthy peers everywhere" + "".join(
         f"; {fmt_count(n)} 503 answers ({reason}) {r.scope}: peers healthy again" for reason, n in outage
     )
