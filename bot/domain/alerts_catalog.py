@@ -59,6 +59,9 @@ class AlertInfo:
     live_evidence: tuple[str, ...]  # metric families to read from the client cluster right now
     guide_section: str = _ALERTS
     for_duration: str | None = None
+    # About the client's peer feed (its peer list from the platform): a cause of its own, beside a target
+    # that is down as well.
+    peer_feed: bool = False
 
 
 _ENTRIES = (
@@ -99,6 +102,7 @@ _ENTRIES = (
         next_step="Check the client control plane's connectivity to the platform, the platform pods and the "
         "license; look for ts_server_unavailable and stale_peers in dial failures.",
         live_evidence=(PEER_CACHE_SYNCED, PEERS, PEER_LIST_AGE, DIAL_FAILURES, DISCOVERY_FALLBACKS),
+        peer_feed=True,
     ),
     AlertInfo(
         name=TARGET_UNAVAILABLE,
@@ -199,3 +203,9 @@ ALERTS: Mapping[str, AlertInfo] = MappingProxyType({a.name: a for a in _ENTRIES}
 def alert_info(name: str) -> AlertInfo | None:
     """The catalogue entry of one guide alert; None for an alert this catalogue does not know."""
     return ALERTS.get(name)
+
+
+def about_peer_feed(name: str) -> bool:
+    """Whether the alert is about the client's peer feed, a cause of its own beside a target that is down."""
+    info = ALERTS.get(name)
+    return info is not None and info.peer_feed

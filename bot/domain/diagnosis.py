@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from bot.domain.alert_standing import BY_ALERT, Now, Standing
-from bot.domain.alerts_catalog import PEER_CACHE_UNSYNCED, AlertInfo, AlertScope, alert_info
+from bot.domain.alerts_catalog import AlertInfo, AlertScope, about_peer_feed, alert_info
 from bot.domain.delta import ProxyDelta
 from bot.domain.diagnosis_load import load_findings
 from bot.domain.diagnosis_peers import age_hint, peer_findings
@@ -164,8 +164,6 @@ def diagnose_alert(
     )
 
 
-# Alerts about the client's peer feed, a cause of their own beside a target that is down.
-_FEED_ALERTS = frozenset({PEER_CACHE_UNSYNCED})
 # Verdicts that say where the fault is: the message's cause and next step are theirs.
 PLACING = frozenset({Verdict.TARGET_DOWN, Verdict.PROXY_PATH, Verdict.NO_PEER_FEED, Verdict.SLOW_TARGET})
 
@@ -190,7 +188,7 @@ def judged(d: AlertDiagnosis, v: TargetVerdict) -> AlertDiagnosis:
     elif not broken:
         evidence = (d.now, *evidence)
     own = d if verdict is Verdict.CHECK_REASON and broken else None
-    if verdict is Verdict.TARGET_DOWN and broken and d.alertname in _FEED_ALERTS:
+    if verdict is Verdict.TARGET_DOWN and broken and about_peer_feed(d.alertname):
         # The client's peer feed is down and the target too: two causes, each with its step.
         also = f"The target is down as well: {_lower_first(v.next_step)}"
         own = replace(d, next_step=f"{d.next_step} {also}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
-from bot.domain.alerts_catalog import PEER_CACHE_UNSYNCED
+from bot.domain.alerts_catalog import about_peer_feed
 from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.findings import Finding, Severity
 from bot.domain.verdict import Verdict
@@ -54,8 +54,6 @@ _STRONG_VERDICTS = {
     Verdict.TARGET_DOWN: Cause.ENDPOINTS,
     Verdict.PROXY_PATH: Cause.ENDPOINTS,
 }
-# Alerts whose meaning is a cause of its own (the guide's PeerCacheUnsynced: the client's peer list).
-_OWN_CAUSE = {PEER_CACHE_UNSYNCED: Cause.PEER_FEED}
 # Verdicts read from counters over a window: a finding naming the state behind them is preferred.
 _WEAK_VERDICTS = {Verdict.CHECK_REASON: Cause.TARGET_ANSWERS, Verdict.SLOW_TARGET: Cause.SLOW_TARGET}
 _KINDS = {
@@ -85,7 +83,8 @@ def finding_cause(finding: Finding) -> Cause | None:
 def cause_of(diagnosis: AlertDiagnosis) -> Cause | None:
     """The cause an alert's live diagnosis names; None when it names none (no live state, healthy)."""
     verdict = None if diagnosis.verdict is None else diagnosis.verdict.verdict
-    own = _OWN_CAUSE.get(diagnosis.alertname)
+    # An alert about the client's peer feed (the catalogue says which) names that cause of its own.
+    own = Cause.PEER_FEED if about_peer_feed(diagnosis.alertname) else None
     if own is not None and any(
         finding_cause(f) is own for f in diagnosis.findings if f.severity >= Severity.WARNING
     ):

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.domain.alerts_catalog import ALERTS, AlertScope, alert_info
+from bot.domain.alerts_catalog import ALERTS, PEER_CACHE_UNSYNCED, AlertScope, about_peer_feed, alert_info
 from bot.domain.findings import Severity
 from bot.domain.snapshot import ACTIVE_WATCHES, DISCOVERY_FALLBACKS, PEER_CACHE_SYNCED, PEERS, QUARANTINES
 
@@ -88,3 +88,9 @@ def test_watches_silent_trap_says_only_json_and_cbor_are_counted() -> None:
     info = alert_info("ResourceProxyWatchesSilent")
     assert info is not None
     assert any("JSON" in t and "CBOR" in t for t in info.traps)
+
+
+def test_only_peer_cache_unsynced_is_about_the_client_peer_feed() -> None:
+    # Read by the diagnosis (two causes, two steps) and the incidents (the cause it names).
+    assert {name for name in ALERTS if about_peer_feed(name)} == {PEER_CACHE_UNSYNCED}
+    assert not about_peer_feed("SomethingElse")
