@@ -16,7 +16,6 @@ tests/config/test_helm.py runs the check.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import json
@@ -34,6 +33,7 @@ from helm_python.chart import Chart
 
 from config.environment import SECRET_OVERRIDES
 from config.settings import Settings
+from scripts.generated import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "config" / "helm" / "proxybot"
@@ -67,7 +67,9 @@ def config_defs() -> dict[str, Any]:
 
 
 def _model_of(defs: Mapping[str, Any], section: str) -> Any:
-    ref: str = defs["Settings"]["properties"][section]["$ref"]
+    """The model of a section: its `$ref`, or the one `$ref` of an optional section's `anyOf`."""
+    node = defs["Settings"]["properties"][section]
+    ref: str = next(n["$ref"] for n in node.get("anyOf", [node]) if "$ref" in n)
     return defs[ref.rpartition("/")[2]]
 
 
@@ -387,15 +389,9 @@ def write() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.helm_chart", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("write", "check"))
-    args = parser.parse_args(argv)
-    if args.action == "write":
-        write()
-    problems = list(differences())
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    return 1 if problems else 0
+    return write_or_check(
+        argv, prog="scripts.helm_chart", about=__doc__ or "", write=write, differences=differences
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ tests/config/test_slack_manifest.py runs the check.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bot.subcommands import SLASH
+from scripts.generated import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK = ROOT / "config" / "slack"
@@ -57,17 +57,9 @@ def write(paths: Sequence[Path] = MANIFESTS) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m scripts.slack_manifest", description=__doc__.splitlines()[0]
+    return write_or_check(
+        argv, prog="scripts.slack_manifest", about=__doc__ or "", write=write, differences=differences
     )
-    parser.add_argument("action", choices=("write", "check"))
-    args = parser.parse_args(argv)
-    if args.action == "write":
-        write()
-    problems = list(differences())
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    return 1 if problems else 0
 
 
 if __name__ == "__main__":
