@@ -174,6 +174,20 @@ class Anchor:
 Rebuild = Callable[[Anchor], AlertGroupView]
 
 
+@dataclass(frozen=True)
+class Share:
+    """One channel's share of a notification as it is applied: its group and view (with its history), the
+    group's previous row and flaps, the notification's stored id and the readings tallied for its impact."""
+
+    identity: str
+    group: ChannelGroup
+    view: AlertGroupView
+    prev: AlertGroupState | None
+    flaps: Flaps
+    notification_id: int | None = None
+    readings: ImpactTally | None = None
+
+
 class Placement(Enum):
     """Where a notification's group goes."""
 
@@ -387,32 +401,22 @@ class IncidentDesk:
         return Anchor(state, webhook, routed)
 
     # -- after diagnosis -----------------------------------------------------------------------------
-    async def take(
-        self,
-        identity: str,
-        group: ChannelGroup,
-        view: AlertGroupView,
-        prev: AlertGroupState | None,
-        flaps: Flaps,
-        anchors: Sequence[Anchor],
-        rebuild: Rebuild,
-        notification_id: int | None = None,
-        readings: ImpactTally | None = None,
-    ) -> Placement:
+    async def take(self, share: Share, anchors: Sequence[Anchor], rebuild: Rebuild) -> Placement:
         """Apply the group to the incident it belongs to or joins now, if any (the notification's stored
         id is kept on a member's row, as on any group's: an older one replayed later is not applied)."""
+        prev = share.prev
         if prev is not None and prev.facts.incident is not None:
             anchor = next((a for a in anchors if a.state.group_key == prev.facts.incident), None)
             if anchor is None:
                 return Placement.ORPHANED
-            await self._member(identity, group, view, prev, flaps, anchor, rebuild, notification_id, readings)
+            await self._member(share, anchor, rebuild)
             return Placement.MEMBER
         if prev is not None:
             return Placement.OWN
-        anchor = self._joins(view, anchors)
+        anchor = self._joins(share.view, anchors)
         if anchor is None:
             return Placement.OWN
-        await self._member(identity, group, view, None, flaps, anchor, rebuild, notification_id, readings)
+        await self._member(share, anchor, rebuild)
         return Placement.MEMBER
 
     def _joins(self, view: AlertGroupView, anchors: Sequence[Anchor]) -> Anchor | None:
@@ -432,18 +436,8 @@ class IncidentDesk:
                 found.append(incident)
         return found
 
-    async def _member(
-        self,
-        identity: str,
-        group: ChannelGroup,
-        view: AlertGroupView,
-        prev: AlertGroupState | None,
-        flaps: Flaps,
-        anchor: Anchor,
-        rebuild: Rebuild,
-        notification_id: int | None,
-        readings: ImpactTally | None = None,
-    ) -> None:
+    async def _member(self, share: Share, anchor: Anchor, rebuild: Rebuild) -> None:
+        identity, group, view, prev, flaps = share.identity, share.group, share.view, share.prev, share.flaps
         channel, first = group.channel, anchor.state
         now = self._clock()
         state = next_state(
@@ -453,11 +447,11 @@ class IncidentDesk:
             prev,
             storm_thread=None,
             counted_in=None,
-            notification_id=notification_id,
+            notification_id=share.notification_id,
             now=now,
         )
         facts = replace(
-            state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps, impact=readings
+            state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps, impact=share.readings
         )
         state = replace(state, facts=facts)
         keys = tuple(dict.fromkeys([*first.facts.members, view.group_key]))

@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 from bot.alerts.budget import ObserveWait, Waits, in_hand
 from bot.alerts.grouping import Reading, build, pods_reading, reading, route
-from bot.alerts.incident import Anchor, IncidentDesk, Placement, shown
+from bot.alerts.incident import Anchor, IncidentDesk, Placement, Share, shown
 from bot.alerts.log_enrich import LogRound, LogSource
 from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
 from bot.alerts.prom_enrich import PromEnricher, PromRound, chart_subject
@@ -327,9 +327,8 @@ class AlertPipeline:
         in_storm = None if prev is None else prev.facts.storm_thread
         flaps = flaps_of(prev, view, self._clock())
         if in_storm is None:
-            placed = await self._incidents.take(
-                identity, group, view, prev, flaps, anchors, rebuild, notification.id, readings
-            )
+            share = Share(identity, group, view, prev, flaps, notification.id, readings)
+            placed = await self._incidents.take(share, anchors, rebuild)
             if placed is Placement.MEMBER:
                 return False  # the incident's message carries it
             if placed is Placement.ORPHANED:
