@@ -1,18 +1,17 @@
 """SQL for acknowledgements: one row per (channel, group), the first press of an episode wins.
 
-Statements are written once, with `?` parameters; the PostgreSQL backend runs the same text
-(`bot.store.postgres.pg`). A row is the group's acknowledgement only while its `episode` is the group's
+Statements are written once, with `?` parameters; each operation runs on both backends
+(`bot.store.steps`). A row is the group's acknowledgement only while its `episode` is the group's
 `first_firing_at`: a group that resolved and fires again starts a new episode, unacknowledged, and the
 next press replaces the old row.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from bot.store.models import Acknowledgement
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, changed_one, first_of, read, write
 
 COLUMNS = "channel, group_key, episode, user_id, user_name, acked_at"
 
@@ -48,20 +47,17 @@ def from_row(row: tuple[Any, ...]) -> Acknowledgement:
     return Acknowledgement(str(channel), str(group_key), float(episode), str(user), str(name), float(at))
 
 
-def take(conn: sqlite3.Connection, ack: Acknowledgement) -> Acknowledgement:
+def take(ack: Acknowledgement) -> Steps[Acknowledgement]:
     """Acknowledge unless someone has this episode already; the episode's holder afterwards."""
-    with immediate(conn):
-        conn.execute(TAKE, take_params(ack))
-        row = conn.execute(GET, (ack.channel, ack.group_key)).fetchone()
+    yield write(TAKE, take_params(ack))
+    row = (yield read(GET, (ack.channel, ack.group_key))).first()
+    assert row is not None  # written, or kept, by the statement before in this transaction
     return from_row(row)
 
 
-def current(conn: sqlite3.Connection, channel: str, group_key: str) -> Acknowledgement | None:
-    row = conn.execute(CURRENT, (channel, group_key)).fetchone()
-    return None if row is None else from_row(row)
+def current(channel: str, group_key: str) -> Steps[Acknowledgement | None]:
+    return (yield from first_of(read(CURRENT, (channel, group_key)), from_row))
 
 
-def drop(conn: sqlite3.Connection, channel: str, group_key: str, episode: float) -> bool:
-    with immediate(conn):
-        cursor = conn.execute(DROP, (channel, group_key, episode))
-    return cursor.rowcount == 1
+def drop(channel: str, group_key: str, episode: float) -> Steps[bool]:
+    return (yield from changed_one(write(DROP, (channel, group_key, episode))))

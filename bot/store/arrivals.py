@@ -14,10 +14,11 @@ from __future__ import annotations
 import sqlite3
 from collections import deque
 
-from bot.domain.alerts import AlertmanagerWebhook
+from bot.store import notifications
 from bot.store.models import Accepted
-from bot.store.notifications import PendingNotification, accept_batch
+from bot.store.notifications import PendingNotification
 from bot.store.thread import ConnectionThread
+from bot.store.transaction import run_steps
 
 # Bounds one transaction, so a huge backlog still commits (and answers) in steps.
 MAX_BATCH = 256
@@ -32,15 +33,14 @@ class ArrivalQueue:
         # atomic, and an arrival is always queued before the job that settles it is submitted.
         self._queued: deque[PendingNotification] = deque()
 
-    async def accept(self, raw: bytes, webhook: AlertmanagerWebhook, received_at: float) -> Accepted:
-        arrival = PendingNotification(raw, webhook, received_at)
+    async def accept(self, arrival: PendingNotification) -> Accepted:
         self._queued.append(arrival)
         return await self._thread.run(lambda conn: self._settle(conn, arrival))
 
     def _settle(self, conn: sqlite3.Connection, arrival: PendingNotification) -> Accepted:
         while arrival.accepted is None and arrival.error is None:
             # Loops only when more than MAX_BATCH were queued ahead of this arrival.
-            accept_batch(conn, self._take_batch())
+            _accept_batch(conn, self._take_batch())
         if arrival.error is not None:
             raise arrival.error
         assert arrival.accepted is not None
@@ -51,3 +51,18 @@ class ArrivalQueue:
         while self._queued and len(batch) < MAX_BATCH:
             batch.append(self._queued.popleft())
         return batch
+
+
+def _accept_batch(conn: sqlite3.Connection, arrivals: list[PendingNotification]) -> None:
+    """Commit several arrivals in one transaction (one WAL append, at most one fsync) and record outcomes.
+
+    A failure fails the whole batch: every arrival in it gets the error and its sender retries.
+    """
+    try:
+        outcomes = run_steps(conn, notifications.accept(arrivals))
+    except BaseException as error:
+        for arrival in arrivals:
+            arrival.error = error
+        raise
+    for arrival, accepted in zip(arrivals, outcomes, strict=True):
+        arrival.accepted = accepted

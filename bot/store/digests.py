@@ -7,14 +7,13 @@ caller passes (or beyond `MAX_SAMPLES` rows) are deleted on every write.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from bot.store.models import DigestClaim
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, changed_one, first_of, read, rows_of, write
 
 KEEP_RUNS = 200
 MAX_SAMPLES = 2000
@@ -83,53 +82,43 @@ KEEP_SAMPLES = (
 SAMPLES = "SELECT at, sample FROM digest_samples WHERE at >= ? ORDER BY at, id"
 
 
-def claim(
-    conn: sqlite3.Connection, period: str, owner: str, now: float, ttl: float
-) -> tuple[DigestClaim, float | None]:
+def claim(period: str, owner: str, now: float, ttl: float) -> Steps[tuple[DigestClaim, float | None]]:
     """Claim the period for `ttl` s; POSTED when it went out (a restart must not post it again), BUSY
     (with its expiry) while another process's claim is live."""
-    with immediate(conn):
-        if conn.execute(CLAIM, (period, now, owner, now + ttl, now)).fetchone() is not None:
-            return DigestClaim.CLAIMED, now + ttl
-        state, until = conn.execute(CLAIM_STATE, (period,)).fetchone()
-    return claim_refusal(state, until)
-
-
-def claim_refusal(state: str, until: float | None) -> tuple[DigestClaim, float | None]:
+    if (yield write(CLAIM, (period, now, owner, now + ttl, now))).first() is not None:
+        return DigestClaim.CLAIMED, now + ttl
+    row = (yield read(CLAIM_STATE, (period,))).first()
+    assert row is not None  # the claim conflicted with this row
+    state, until = row
     if state == DigestState.POSTED.value:
         return DigestClaim.POSTED, None
     return DigestClaim.BUSY, until
 
 
-def renew(conn: sqlite3.Connection, period: str, owner: str, until: float) -> bool:
-    with immediate(conn):
-        cursor = conn.execute(RENEW, (until, period, owner))
-    return cursor.rowcount == 1
+def renew(period: str, owner: str, until: float) -> Steps[bool]:
+    return (yield from changed_one(write(RENEW, (until, period, owner))))
 
 
-def finish(conn: sqlite3.Connection, period: str, summary: Mapping[str, Any], now: float) -> None:
+def finish(period: str, summary: Mapping[str, Any], now: float) -> Steps[None]:
     """Record the period as posted, with the summary the next digest compares against."""
-    with immediate(conn):
-        conn.execute(FINISH, (period, now, now, json.dumps(summary, sort_keys=True)))
-        conn.execute(KEEP_LATEST, (KEEP_RUNS,))
+    yield write(FINISH, (period, now, now, json.dumps(summary, sort_keys=True)))
+    yield write(KEEP_LATEST, (KEEP_RUNS,))
 
 
-def last_posted(conn: sqlite3.Connection, other_than: str | None) -> DigestRun | None:
+def last_posted(other_than: str | None) -> Steps[DigestRun | None]:
     """The most recently posted run, other than `other_than` (the period being built now)."""
-    row = conn.execute(LAST_POSTED, (other_than, other_than)).fetchone()
-    return None if row is None else run_from_row(row)
+    return (yield from first_of(read(LAST_POSTED, (other_than, other_than)), run_from_row))
 
 
-def add_sample(conn: sqlite3.Connection, sample: FleetSample, keep_after: float) -> None:
+def add_sample(sample: FleetSample, keep_after: float) -> Steps[None]:
     """Store one fleet sample; drop samples older than `keep_after` and beyond `MAX_SAMPLES` rows."""
-    with immediate(conn):
-        conn.execute(ADD_SAMPLE, (sample.at, json.dumps(sample.sample, sort_keys=True)))
-        conn.execute(DROP_OLD_SAMPLES, (keep_after,))
-        conn.execute(KEEP_SAMPLES, (MAX_SAMPLES,))
+    yield write(ADD_SAMPLE, (sample.at, json.dumps(sample.sample, sort_keys=True)))
+    yield write(DROP_OLD_SAMPLES, (keep_after,))
+    yield write(KEEP_SAMPLES, (MAX_SAMPLES,))
 
 
-def samples(conn: sqlite3.Connection, since: float) -> list[FleetSample]:
-    return [FleetSample(at, json.loads(sample)) for at, sample in conn.execute(SAMPLES, (since,)).fetchall()]
+def samples(since: float) -> Steps[list[FleetSample]]:
+    return (yield from rows_of(read(SAMPLES, (since,)), lambda row: FleetSample(row[0], json.loads(row[1]))))
 
 
 def run_from_row(row: tuple[Any, ...]) -> DigestRun:

@@ -1,17 +1,16 @@
 """SQL for escalations: one row per (channel, group, firing episode), pending until its deadline.
 
-Statements are written once, with `?` parameters; the PostgreSQL backend runs the same text
-(`bot.store.postgres.pg`). A row is made once (a second scheduling of the same episode keeps the first
+Statements are written once, with `?` parameters; each operation runs on both backends
+(`bot.store.steps`). A row is made once (a second scheduling of the same episode keeps the first
 deadline) and closed once (`outcome` set only while it is NULL), whichever replica asks.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from bot.domain.escalation import Escalation, EscalationOutcome
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, changed_one, first_of, read, rows_of, write
 
 COLUMNS = "channel, group_key, episode, due_at, outcome, closed_at"
 
@@ -54,23 +53,20 @@ def close_params(e: Escalation, outcome: EscalationOutcome, at: float) -> tuple[
     return (outcome.value, at, *where(e))
 
 
-def schedule(conn: sqlite3.Connection, e: Escalation) -> Escalation:
-    with immediate(conn):
-        conn.execute(SCHEDULE, schedule_params(e))
-        row = conn.execute(GET, where(e)).fetchone()
+def schedule(e: Escalation) -> Steps[Escalation]:
+    yield write(SCHEDULE, schedule_params(e))
+    row = (yield read(GET, where(e))).first()
+    assert row is not None  # written, or kept, by the statement before in this transaction
     return from_row(row)
 
 
-def due(conn: sqlite3.Connection, now: float, limit: int) -> list[Escalation]:
-    return [from_row(row) for row in conn.execute(DUE, (now, limit)).fetchall()]
+def due(now: float, limit: int) -> Steps[list[Escalation]]:
+    return (yield from rows_of(read(DUE, (now, limit)), from_row))
 
 
-def close(conn: sqlite3.Connection, e: Escalation, outcome: EscalationOutcome, at: float) -> bool:
-    with immediate(conn):
-        cursor = conn.execute(CLOSE, close_params(e, outcome, at))
-    return cursor.rowcount == 1
+def close(e: Escalation, outcome: EscalationOutcome, at: float) -> Steps[bool]:
+    return (yield from changed_one(write(CLOSE, close_params(e, outcome, at))))
 
 
-def get(conn: sqlite3.Connection, e: Escalation) -> Escalation | None:
-    row = conn.execute(GET, where(e)).fetchone()
-    return None if row is None else from_row(row)
+def get(e: Escalation) -> Steps[Escalation | None]:
+    return (yield from first_of(read(GET, where(e)), from_row))

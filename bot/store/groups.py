@@ -1,4 +1,4 @@
-"""SQL for the lifecycle of alert groups per Slack channel (run on the store thread).
+"""SQL for the lifecycle of alert groups per Slack channel: the statements and operations both backends run.
 
 A group's facts and a storm's record are kept as JSON in the `details` column, in the shape proxybot has
 always written there (group: `last_notification`, `last_id`, `storm`, `storm_count`, `alert_labels`, `worst`,
@@ -14,7 +14,6 @@ as it was. Both backends share these codecs: a new fact is a new JSON key, never
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -29,7 +28,7 @@ from bot.domain.stale import Ended, SeenResolved
 from bot.domain.storm import StormEntry
 from bot.store.models import AlertGroupState, GroupFacts, StormRecord, StormShare
 from bot.store.notifications import MARK_PROCESSED
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, first_of, read, rows_of, write
 
 COLUMNS = (
     "channel, group_key, status, ts, first_firing_at, resolved_at, firing_fingerprints, details, updated_at,"
@@ -82,62 +81,41 @@ FIRING_MESSAGES = (
 CHANNEL_ID = "SELECT channel_id FROM alert_groups WHERE channel = ? AND channel_id IS NOT NULL LIMIT 1"
 
 
-def get(conn: sqlite3.Connection, channel: str, group_key: str) -> AlertGroupState | None:
-    row = conn.execute(GET, (channel, group_key)).fetchone()
-    return None if row is None else group_from_row(row)
+def get(channel: str, group_key: str) -> Steps[AlertGroupState | None]:
+    return (yield from first_of(read(GET, (channel, group_key)), group_from_row))
 
 
-def save(
-    conn: sqlite3.Connection, state: AlertGroupState, now: float, *, closing: int | None = None
-) -> AlertGroupState:
+def save(state: AlertGroupState, now: float, *, closing: int | None = None) -> Steps[AlertGroupState]:
     """Upsert a group (and, with `closing`, close that notification in the same transaction). A message
     `ts` (and channel ID) once stored is kept when `state.ts` is None: the pipeline may save a state it
     read before the delivery worker stored the ts of the post it just made."""
-    saved = stamped(state, now)
-    with immediate(conn):
-        conn.execute(UPSERT, group_row(saved, now))
-        if closing is not None:
-            conn.execute(MARK_PROCESSED, (now, closing))
+    saved = replace(state, firing_fingerprints=frozenset(state.firing_fingerprints), updated_at=now)
+    yield write(UPSERT, group_row(saved, now))
+    if closing is not None:
+        yield write(MARK_PROCESSED, (now, closing))
     return saved
 
 
-def stamped(state: AlertGroupState, now: float) -> AlertGroupState:
-    """The state as saved at `now`."""
-    return replace(state, firing_fingerprints=frozenset(state.firing_fingerprints), updated_at=now)
-
-
-def record_post(
-    conn: sqlite3.Connection, address: tuple[str, str], ts: str, channel_id: str, now: float
-) -> None:
+def record_post(channel: str, group_key: str, ts: str, channel_id: str, now: float) -> Steps[None]:
     """Store where the group's message is (a row is made when the alert side saved none yet)."""
-    channel, group_key = address
-    with immediate(conn):
-        conn.execute(RECORD_POST, (channel, group_key, ts, now, channel_id))
+    yield write(RECORD_POST, (channel, group_key, ts, now, channel_id))
 
 
-def listing(
-    conn: sqlite3.Connection, channel: str | None, status: AlertStatus | None
-) -> list[AlertGroupState]:
-    rows = conn.execute(LISTING, listing_params(channel, status)).fetchall()
-    return [group_from_row(row) for row in rows]
-
-
-def listing_params(channel: str | None, status: AlertStatus | None) -> tuple[str | None, ...]:
+def listing(channel: str | None, status: AlertStatus | None) -> Steps[list[AlertGroupState]]:
     value = None if status is None else status.value
-    return (channel, channel, value, value)
+    return (yield from rows_of(read(LISTING, (channel, channel, value, value)), group_from_row))
 
 
-def firing_posts(conn: sqlite3.Connection) -> list[AlertGroupState]:
-    return [group_from_row(row) for row in conn.execute(FIRING_POSTS).fetchall()]
+def firing_posts() -> Steps[list[AlertGroupState]]:
+    return (yield from rows_of(read(FIRING_POSTS), group_from_row))
 
 
-def firing_messages(conn: sqlite3.Connection) -> list[AlertGroupState]:
-    return [group_from_row(row) for row in conn.execute(FIRING_MESSAGES).fetchall()]
+def firing_messages() -> Steps[list[AlertGroupState]]:
+    return (yield from rows_of(read(FIRING_MESSAGES), group_from_row))
 
 
-def channel_id_of(conn: sqlite3.Connection, channel: str) -> str | None:
-    row = conn.execute(CHANNEL_ID, (channel,)).fetchone()
-    return None if row is None else str(row[0])
+def channel_id_of(channel: str) -> Steps[str | None]:
+    return (yield from first_of(read(CHANNEL_ID, (channel,)), lambda row: str(row[0])))
 
 
 def group_row(state: AlertGroupState, now: float) -> tuple[Any, ...]:

@@ -1,9 +1,8 @@
-"""SQL for accepted Alertmanager notifications (run on the store thread)."""
+"""SQL for accepted Alertmanager notifications: the statements and the operations both backends run."""
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from bot.domain.alerts import AlertmanagerWebhook, parse_webhook
 from bot.errors import InputError
 from bot.store.models import Accepted, StoredNotification
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, changed_one, read, write
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +21,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (identity) DO UPDATE SET duplicates = notifications.duplicates + 1
 RETURNING id, duplicates
 """
-PENDING = """
+PENDING_ALL = """
 SELECT id, identity, received_at, body FROM notifications
-WHERE processed_at IS NULL ORDER BY id LIMIT ?
+WHERE processed_at IS NULL ORDER BY id
 """
+PENDING = PENDING_ALL + "LIMIT ?"
 SET_ASIDE = "UPDATE notifications SET processed_at = ?, error = ? WHERE id = ?"
 MARK_PROCESSED = "UPDATE notifications SET processed_at = ? WHERE id = ? AND processed_at IS NULL"
 # One notification by id, processed or not (a silenced group's last one: `bot.alerts.silenced_end`).
@@ -45,25 +45,14 @@ class PendingNotification:
     error: BaseException | None = None
 
 
-def accept_batch(conn: sqlite3.Connection, arrivals: list[PendingNotification]) -> None:
-    """Commit several arrivals in one transaction (one WAL append, at most one fsync) and record outcomes.
-
-    A failure fails the whole batch: every arrival in it gets the error and its sender retries.
-    """
-    try:
-        with immediate(conn):
-            outcomes = [_insert(conn, arrival) for arrival in arrivals]
-    except BaseException as error:
-        for arrival in arrivals:
-            arrival.error = error
-        raise
-    for arrival, accepted in zip(arrivals, outcomes, strict=True):
-        arrival.accepted = accepted
-
-
-def _insert(conn: sqlite3.Connection, arrival: PendingNotification) -> Accepted:
-    notification_id, duplicates = conn.execute(INSERT, insert_row(arrival)).fetchone()
-    return Accepted(id=notification_id, duplicate=duplicates > 0)
+def accept(arrivals: list[PendingNotification]) -> Steps[list[Accepted]]:
+    """Insert the arrivals (one or a batch, in one transaction); an equal notification is kept once."""
+    accepted: list[Accepted] = []
+    for arrival in arrivals:
+        row = (yield write(INSERT, insert_row(arrival))).first()
+        assert row is not None  # INSERT ... ON CONFLICT DO UPDATE ... RETURNING always returns the row
+        accepted.append(Accepted(id=row[0], duplicate=row[1] > 0))
+    return accepted
 
 
 def insert_row(arrival: PendingNotification) -> tuple[object, ...]:
@@ -81,14 +70,13 @@ def insert_row(arrival: PendingNotification) -> tuple[object, ...]:
 
 
 def pending(
-    conn: sqlite3.Connection, limit: int | None, now: float, besides: AbstractSet[int] = frozenset()
-) -> list[StoredNotification]:
-    # LIMIT -1 is SQLite for "no limit".
-    fetched = conn.execute(PENDING, (-1 if limit is None else limit + len(besides),)).fetchall()
-    stored, unreadable = parse_rows(kept_rows(fetched, besides, limit))
+    limit: int | None, now: float, besides: AbstractSet[int] = frozenset()
+) -> Steps[list[StoredNotification]]:
+    # Fetched `len(besides)` beyond the limit: those rows are left out below.
+    statement = read(PENDING_ALL) if limit is None else read(PENDING, (limit + len(besides),))
+    stored, unreadable = parse_rows(kept_rows((yield statement).rows, besides, limit))
     for notification_id, problem in unreadable:
-        with immediate(conn):
-            conn.execute(SET_ASIDE, (now, problem, notification_id))
+        yield write(SET_ASIDE, (now, problem, notification_id))
     return stored
 
 
@@ -123,23 +111,19 @@ def parse_rows(rows: list[tuple[Any, ...]]) -> tuple[list[StoredNotification], l
     return stored, unreadable
 
 
-def by_id(conn: sqlite3.Connection, notification_id: int) -> StoredNotification | None:
-    stored, _ = parse_rows(conn.execute(BY_ID, (notification_id,)).fetchall())
+def by_id(notification_id: int) -> Steps[StoredNotification | None]:
+    stored, _ = parse_rows((yield read(BY_ID, (notification_id,))).rows)
     return stored[0] if stored else None
 
 
-def mark_processed(conn: sqlite3.Connection, notification_id: int, now: float) -> bool:
-    with immediate(conn):
-        cursor = conn.execute(MARK_PROCESSED, (now, notification_id))
-    return cursor.rowcount == 1
+def mark_processed(notification_id: int, now: float) -> Steps[bool]:
+    return (yield from changed_one(write(MARK_PROCESSED, (now, notification_id))))
 
 
-def pending_count(conn: sqlite3.Connection) -> int:
-    count: int = conn.execute(PENDING_COUNT).fetchone()[0]
-    return count
+def pending_count() -> Steps[int]:
+    row = (yield read(PENDING_COUNT)).first()
+    return 0 if row is None else int(row[0])
 
 
-def prune(conn: sqlite3.Connection, before: float) -> int:
-    with immediate(conn):
-        cursor = conn.execute(PRUNE, (before,))
-    return cursor.rowcount
+def prune(before: float) -> Steps[int]:
+    return (yield write(PRUNE, (before,))).changed

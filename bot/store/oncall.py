@@ -1,18 +1,17 @@
 """SQL for the on-call events of a group's firing episodes (`bot.domain.resolution.OncallEvent`).
 
 One row per event, keyed once (`key`): a redelivered press, a re-run notification or two replicas
-recording the same thing insert one row. Statements are written once with `?` parameters; the PostgreSQL
-backend runs the same text (`bot.store.postgres.pg`). The buttons record the checks run from a message;
+recording the same thing insert one row. Statements are written once with `?` parameters; each
+operation runs on both backends (`bot.store.steps`). The buttons record the checks run from a message;
 the resolution summary records the episode's record.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from bot.domain.resolution import EventKind, OncallEvent
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, changed_one, read, rows_of, write
 
 COLUMNS = "key, channel, group_key, episode, kind, at, actor, detail"
 
@@ -56,15 +55,13 @@ def from_row(row: tuple[Any, ...]) -> OncallEvent:
     )
 
 
-def record(conn: sqlite3.Connection, event: OncallEvent) -> bool:
-    with immediate(conn):
-        cursor = conn.execute(INSERT, params(event))
-    return cursor.rowcount == 1
+def record(event: OncallEvent) -> Steps[bool]:
+    return (yield from changed_one(write(INSERT, params(event))))
 
 
-def of_episode(conn: sqlite3.Connection, channel: str, group_key: str, episode: float) -> list[OncallEvent]:
-    return [from_row(r) for r in conn.execute(OF_EPISODE, (channel, group_key, episode)).fetchall()]
+def of_episode(channel: str, group_key: str, episode: float) -> Steps[list[OncallEvent]]:
+    return (yield from rows_of(read(OF_EPISODE, (channel, group_key, episode)), from_row))
 
 
-def of_kind(conn: sqlite3.Connection, kind: EventKind, since: float) -> list[OncallEvent]:
-    return [from_row(r) for r in conn.execute(OF_KIND, (kind.value, since)).fetchall()]
+def of_kind(kind: EventKind, since: float) -> Steps[list[OncallEvent]]:
+    return (yield from rows_of(read(OF_KIND, (kind.value, since)), from_row))

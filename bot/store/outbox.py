@@ -1,17 +1,14 @@
-"""SQL for the durable queue of Slack operations (run on the store thread).
-
-The statements are module constants with `?` parameters: the PostgreSQL backend runs the same text.
-"""
+"""SQL for the durable queue of Slack operations: the statements and the operations (`bot.store.steps`)
+both backends run."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
 from bot.store.models import Enqueued, OutboxItem, OutboxKind, OutboxState
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, changed_one, first_of, lock, read, rows_of, write
 
 # Errors are kept for people reading the row, not for replay; a Slack error body can be long.
 MAX_ERROR_CHARS = 2000
@@ -60,89 +57,74 @@ GIVE_UP = (
 Op = tuple[str, str, OutboxKind, Mapping[str, Any]]
 
 
-def enqueue(
-    conn: sqlite3.Connection, op: Op, not_before: float, now: float, replace_pending: bool
-) -> Enqueued:
+def enqueue(op: Op, not_before: float, now: float, replace_pending: bool) -> Steps[Enqueued]:
     key, channel, kind, payload = op
     encoded = encode_payload(payload)
-    with immediate(conn):
-        row = conn.execute(INSERT, (key, channel, kind.value, encoded, not_before, now, now)).fetchone()
-        if row is not None:
-            return Enqueued(id=row[0], duplicate=False)
-        row_id, state = conn.execute(SELECT_KEY, (key,)).fetchone()
-        if not (replace_pending and state == OutboxState.PENDING.value):
-            return Enqueued(id=row_id, duplicate=True)
-        conn.execute(REPLACE, (channel, kind.value, encoded, now, row_id))
-        return Enqueued(id=row_id, duplicate=True, replaced=True)
+    row = (yield write(INSERT, (key, channel, kind.value, encoded, not_before, now, now))).first()
+    if row is not None:
+        return Enqueued(id=row[0], duplicate=False)
+    # Locked: a replace must not race the worker completing the row.
+    existing = (yield lock(SELECT_KEY, (key,))).first()
+    assert existing is not None  # the conflicting row exists: rows are never deleted while pending
+    row_id, state = existing
+    if not (replace_pending and state == OutboxState.PENDING.value):
+        return Enqueued(id=row_id, duplicate=True)
+    yield write(REPLACE, (channel, kind.value, encoded, now, row_id))
+    return Enqueued(id=row_id, duplicate=True, replaced=True)
 
 
 def encode_payload(payload: Mapping[str, Any]) -> str:
     return json.dumps(payload, sort_keys=True)
 
 
-def due(conn: sqlite3.Connection, now: float, limit: int) -> list[OutboxItem]:
-    return [item_from_row(row) for row in conn.execute(DUE, (now, limit)).fetchall()]
+def due(now: float, limit: int) -> Steps[list[OutboxItem]]:
+    return (yield from rows_of(read(DUE, (now, limit)), item_from_row))
 
 
-def by_key(conn: sqlite3.Connection, key: str) -> OutboxItem | None:
-    row = conn.execute(BY_KEY, (key,)).fetchone()
-    return None if row is None else item_from_row(row)
+def by_key(key: str) -> Steps[OutboxItem | None]:
+    return (yield from first_of(read(BY_KEY, (key,)), item_from_row))
 
 
-def next_attempt_at(conn: sqlite3.Connection) -> float | None:
-    at: float | None = conn.execute(NEXT_AT).fetchone()[0]
-    return at
+def next_attempt_at() -> Steps[float | None]:
+    return (yield from _earliest(NEXT_AT))
 
 
-def oldest_pending_at(conn: sqlite3.Connection) -> float | None:
-    at: float | None = conn.execute(OLDEST).fetchone()[0]
-    return at
+def oldest_pending_at() -> Steps[float | None]:
+    return (yield from _earliest(OLDEST))
 
 
-def complete(conn: sqlite3.Connection, item_id: int, result: Mapping[str, Any] | None, now: float) -> bool:
+def _earliest(statement: str) -> Steps[float | None]:
+    row = (yield read(statement)).first()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def complete(item_id: int, result: Mapping[str, Any] | None, now: float) -> Steps[bool]:
     encoded = None if result is None else json.dumps(result, sort_keys=True)
-    return _update(conn, COMPLETE, (encoded, now, item_id))
+    return (yield from changed_one(write(COMPLETE, (encoded, now, item_id))))
 
 
-def mark_sending(
-    conn: sqlite3.Connection, item_id: int, at: float | None, now: float, fence: tuple[str, str] | None
-) -> bool:
-    statement, values = mark_sending_statement(item_id, at, now, fence)
-    return _update(conn, statement, values)
-
-
-def mark_sending_statement(
-    item_id: int, at: float | None, now: float, fence: tuple[str, str] | None
-) -> tuple[str, tuple[Any, ...]]:
-    """The statement and values of `mark_sending`; `fence` is (lease name, owner)."""
+def mark_sending(item_id: int, at: float | None, now: float, fence: tuple[str, str] | None) -> Steps[bool]:
+    """Mark the row in flight; `fence` is (lease name, owner): only while that owner holds the lease."""
     if fence is None:
-        return MARK_SENDING, (at, now, item_id)
-    return MARK_SENDING_FENCED, (at, now, item_id, *fence, now)
+        return (yield from changed_one(write(MARK_SENDING, (at, now, item_id))))
+    return (yield from changed_one(write(MARK_SENDING_FENCED, (at, now, item_id, *fence, now))))
 
 
-def retry_later(conn: sqlite3.Connection, item_id: int, at: float, error: str, now: float) -> bool:
-    return _update(conn, RETRY, (at, error[:MAX_ERROR_CHARS], now, item_id))
+def retry_later(item_id: int, at: float, error: str, now: float) -> Steps[bool]:
+    return (yield from changed_one(write(RETRY, (at, error[:MAX_ERROR_CHARS], now, item_id))))
 
 
-def give_up(conn: sqlite3.Connection, item_id: int, error: str, now: float) -> bool:
-    return _update(conn, GIVE_UP, (error[:MAX_ERROR_CHARS], now, item_id))
+def give_up(item_id: int, error: str, now: float) -> Steps[bool]:
+    return (yield from changed_one(write(GIVE_UP, (error[:MAX_ERROR_CHARS], now, item_id))))
 
 
-def _update(conn: sqlite3.Connection, statement: str, values: tuple[Any, ...]) -> bool:
-    with immediate(conn):
-        cursor = conn.execute(statement, values)
-    return cursor.rowcount == 1
+def depth() -> Steps[int]:
+    row = (yield read(DEPTH)).first()
+    return 0 if row is None else int(row[0])
 
 
-def depth(conn: sqlite3.Connection) -> int:
-    count: int = conn.execute(DEPTH).fetchone()[0]
-    return count
-
-
-def prune(conn: sqlite3.Connection, before: float) -> int:
-    with immediate(conn):
-        cursor = conn.execute(PRUNE, (before,))
-    return cursor.rowcount
+def prune(before: float) -> Steps[int]:
+    return (yield write(PRUNE, (before,))).changed
 
 
 def item_from_row(row: tuple[Any, ...]) -> OutboxItem:
@@ -163,15 +145,12 @@ def item_from_row(row: tuple[Any, ...]) -> OutboxItem:
     )
 
 
-def last_payload_params(channel: str, key: str, prefix: str) -> tuple[Any, ...]:
-    return (channel, key, len(prefix), prefix)
+def last_payload(channel: str, key: str, prefix: str) -> Steps[Mapping[str, Any] | None]:
+    """The payload of the newest row of `channel` keyed `key` or under `prefix`."""
+    params = (channel, key, len(prefix), prefix)
+    return (yield from first_of(read(LAST_PAYLOAD, params), _payload_of))
 
 
-def last_payload(conn: sqlite3.Connection, channel: str, key: str, prefix: str) -> Mapping[str, Any] | None:
-    row = conn.execute(LAST_PAYLOAD, last_payload_params(channel, key, prefix)).fetchone()
-    return None if row is None else decode_payload(row[0])
-
-
-def decode_payload(raw: str) -> Mapping[str, Any]:
-    found = json.loads(raw)
+def _payload_of(row: tuple[Any, ...]) -> Mapping[str, Any]:
+    found = json.loads(row[0])
     return found if isinstance(found, dict) else {}

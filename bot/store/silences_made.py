@@ -1,15 +1,14 @@
 """SQL for the silences proxybot made (`bot.silence_makers`): one row per silence id, with the author
 proxybot wrote into it. Only a silence listed here is attributed to a Slack user: Alertmanager's own
-`createdBy` is whatever its maker typed. Statements are written once with `?` parameters; the PostgreSQL
-backend runs the same text (`bot.store.postgres.pg`).
+`createdBy` is whatever its maker typed. Statements are written once with `?` parameters; each
+operation runs on both backends (`bot.store.steps`).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
-from bot.store.transaction import immediate
+from bot.store.steps import Steps, read, rows_of, write
 
 INSERT = """
 INSERT INTO silences_made (silence_id, created_by, made_at) VALUES (?, ?, ?)
@@ -23,12 +22,11 @@ def of_ids(count: int) -> str:
     return f"SELECT silence_id, created_by FROM silences_made WHERE silence_id IN ({marks})"  # noqa: S608
 
 
-def record(conn: sqlite3.Connection, silence_id: str, created_by: str, at: float) -> None:
-    with immediate(conn):
-        conn.execute(INSERT, (silence_id, created_by, at))
+def record(silence_id: str, created_by: str, at: float) -> Steps[None]:
+    yield write(INSERT, (silence_id, created_by, at))
 
 
-def makers(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    return {str(i): str(by) for i, by in conn.execute(of_ids(len(ids)), tuple(ids)).fetchall()}
+def makers(ids: Sequence[str]) -> Steps[dict[str, str]]:
+    """The makers of those of `ids` (at least one) proxybot made."""
+    rows = yield from rows_of(read(of_ids(len(ids)), tuple(ids)), lambda row: (str(row[0]), str(row[1])))
+    return dict(rows)
