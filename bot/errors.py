@@ -5,6 +5,7 @@
     ├── MetricsParseError      a vcluster_proxy_* line of /metrics/syncer is malformed (names the line)
     ├── ClusterError           a tenant cluster could not be read (unreachable, 401/403, 404 = too old)
     ├── UpstreamError          Prometheus, Alertmanager or Slack failed or refused
+    │   ├── PlatformError      the vCluster Platform failed or refused (names platform.url, never the key)
     │   └── SlackError         a Slack Web API call failed (bot/clients/slack.py)
     │       ├── SlackRateLimited   429: nothing may be sent for `retry_after` seconds
     │       ├── SlackTransient     5xx, timeout, connection error: the same call may succeed
@@ -58,6 +59,15 @@ class ClusterError(ProxybotError):
 
 class UpstreamError(ProxybotError):
     """A dependency (Prometheus, Alertmanager, Slack) failed or refused."""
+
+
+class PlatformError(UpstreamError):
+    """The vCluster Platform could not be read: `status` is its HTTP answer (None: no answer)."""
+
+    def __init__(self, url: str, status: int | None, message: str) -> None:
+        self.url = url
+        self.status = status
+        super().__init__(f"platform.url {url}: {message}")
 
 
 class InputError(ProxybotError):

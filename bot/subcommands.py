@@ -289,6 +289,17 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
         ),
     ),
     SubcommandSpec(
+        "fleet",
+        Slash(
+            Usage(),
+            "fleet",
+            "the fleet as the bot sees it: each client, where it came from (platform or config), its "
+            "project, control plane, channel, targets and problems",
+            "fleet",
+        ),
+        cli="bot.cli.fleet",
+    ),
+    SubcommandSpec(
         "digest",
         Slash(Usage(), "digest", "post the fleet health digest now", "digest", Access.FLEET),
         cli="bot.cli.digest",

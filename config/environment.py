@@ -33,6 +33,7 @@ SECRET_OVERRIDES: Mapping[str, tuple[str, ...]] = {
     "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN": ("alertmanager", "webhook_token"),
     "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD": ("alertmanager", "webhook_password"),
     "PROXYBOT_STORE_URL": ("store", "url"),
+    "PROXYBOT_PLATFORM_ACCESS_KEY": ("platform", "access_key"),
 }
 KNOWN = (CONFIG_ENV, SECRETS_DIR_ENV, *SECRET_OVERRIDES)
 

@@ -8,7 +8,15 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, SecretStr, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    SecretStr,
+    ValidationError,
+    WithJsonSchema,
+)
 
 from config import names, validation
 
@@ -37,6 +45,23 @@ def format_loc(loc: Loc) -> str:
         else:
             text += f"[{part!r}]"
     return text or "(top level)"
+
+
+_SHORT = {"missing": "required key is missing", "extra_forbidden": "unknown key"}
+
+
+def located(error: ValidationError) -> list[tuple[Loc, str]]:
+    """A sub-model's validation errors as located problems (its own located ones kept), for a check that
+    validates part of a section itself; never includes the offending input."""
+    found: list[tuple[Loc, str]] = []
+    for detail in error.errors(include_url=False, include_input=False):
+        loc = tuple(detail["loc"])
+        cause = (detail.get("ctx") or {}).get("error")
+        if isinstance(cause, LocatedProblems):
+            found += [((*loc, *sub), message) for sub, message in cause.problems]
+        else:
+            found.append((loc, _SHORT.get(detail["type"], detail["msg"].removeprefix("Value error, "))))
+    return found
 
 
 def raise_if_any(problems: list[tuple[Loc, str]]) -> None:

@@ -79,6 +79,7 @@ def parse_config(
     """Validate config text as if it were a file in `base_dir` (used for files and embedded configs)."""
     source = str(path) if path is not None else "<config>"
     data, problems = _parse_yaml(text, source)
+    problems += _secrets_in_the_file(data)
     overridden = dict(overrides(env))
     data = _substitute(data, (), env, {SECRET_OVERRIDES[name] for name in overridden}, problems)
     for name, value in overridden.items():
@@ -95,6 +96,19 @@ def parse_config(
     if purpose != "demo":
         warnings += unknown_variables(env)
     return LoadedConfig(settings, path, tuple(warnings), tuple(sorted(overridden)))
+
+
+# Secrets that only come from the environment or a file, never the config file (it is read by many).
+_NEVER_IN_THE_FILE = {("platform", "access_key"): "PROXYBOT_PLATFORM_ACCESS_KEY or platform.access_key_file"}
+
+
+def _secrets_in_the_file(data: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for (section, key), instead in _NEVER_IN_THE_FILE.items():
+        part = data.get(section)
+        if isinstance(part, Mapping) and key in part:
+            problems.append(f"{section}.{key}: never in the config file: set {instead}")
+    return problems
 
 
 def _read(path: Path) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError, ValidationInfo
 from pydantic import model_validator as _model_validator
 
 from config import validation
@@ -30,8 +30,10 @@ from config.fields import (
     SlackChannel,
     SlackUser,
     StrictModel,
+    located,
     raise_if_any,
 )
+from config.platform import ClusterRefinement, PlatformSettings
 
 ALL_CLUSTERS = "*"
 CATCH_UP_DEFAULT_MINUTES = 60
@@ -240,7 +242,11 @@ class Settings(StrictModel):
     prometheus: PrometheusSettings = PrometheusSettings()
     # Validated from {} so that the default SQLite path, too, resolves against the config's directory.
     store: StoreSettings = Field(default_factory=dict, validate_default=True)
-    clusters: NonEmpty[tuple[ClusterSettings, ...]]
+    # The platform the fleet is discovered from; without it, `clusters:` lists every client by hand.
+    platform: PlatformSettings | None = None
+    clusters: tuple[ClusterSettings, ...] = ()
+    # With `platform:`, the `clusters:` entries without a kubeconfig: each refines a discovered client.
+    refinements: tuple[ClusterRefinement, ...] = Field(default=(), exclude=True)
     digest: DigestSettings = DigestSettings()
     access: AccessSettings = AccessSettings()
     enrichment: EnrichmentSettings = EnrichmentSettings()
@@ -248,12 +254,52 @@ class Settings(StrictModel):
     escalation: EscalationSettings = EscalationSettings()
     server: ServerSettings = ServerSettings()
 
+    @_model_validator(mode="before")
+    @classmethod
+    def _refinements_apart(cls, data: Any, info: ValidationInfo) -> Any:
+        """With `platform:`, a `clusters:` entry without `kubeconfig` is a refinement of a discovered client;
+        its problems keep their place in `clusters:`."""
+        if (
+            not isinstance(data, dict)
+            or not data.get("platform")
+            or not isinstance(data.get("clusters"), list)
+        ):
+            return data
+        listed: list[Any] = []
+        refining: list[ClusterRefinement] = []
+        problems: list[tuple[Loc, str]] = []
+        for index, entry in enumerate(data["clusters"]):
+            if not isinstance(entry, dict) or "kubeconfig" in entry:
+                listed.append(entry)
+                continue
+            try:
+                refining.append(ClusterRefinement.model_validate(entry, context=info.context))
+            except ValidationError as exc:
+                problems += [(("clusters", index, *p[0]), p[1]) for p in located(exc)]
+        raise_if_any(problems)
+        return {**data, "clusters": listed, "refinements": tuple(refining)}
+
     @_model_validator(mode="after")
     def _fleet_is_consistent(self) -> Self:
+        missing: list[tuple[Loc, str]] = []
+        if not self.clusters and self.platform is None:
+            missing.append((("clusters",), "list at least one client cluster, or set platform"))
         raise_if_any(
-            [*_duplicate_names(self.clusters), *_unrouted_channels(self), *_unknown_cluster_refs(self)]
+            [
+                *missing,
+                *_duplicate_names(self.clusters),
+                *_unrouted_channels(self),
+                *_unknown_cluster_refs(self),
+            ]
         )
         return self
+
+    def with_fleet(self, clusters: tuple[ClusterSettings, ...]) -> Settings:
+        """These settings over another fleet (the platform's, discovered): its consistency checked as the
+        file's is, a problem raised as `LocatedProblems`."""
+        fleet = self.model_copy(update={"clusters": clusters})
+        raise_if_any([*_duplicate_names(clusters), *_unrouted_channels(fleet)])
+        return fleet
 
     def cluster(self, name: str) -> ClusterSettings | None:
         return next((cluster for cluster in self.clusters if cluster.name == name), None)
@@ -349,22 +395,24 @@ def _unrouted_channels(settings: Settings) -> list[tuple[Loc, str]]:
 
 
 def _unknown_cluster_refs(settings: Settings) -> list[tuple[Loc, str]]:
+    granted = [grant.channel for grant in settings.access.channels]
+    problems: list[tuple[Loc, str]] = [
+        (("access", "channels", index, "channel"), f"{channel!r} already has a grant above; merge them")
+        for index, channel in enumerate(granted)
+        if channel in granted[:index]
+    ]
+    if settings.platform is not None:  # the discovered clients are known once the platform is read
+        return problems
     known = {cluster.name for cluster in settings.clusters} | {ALL_CLUSTERS}
     lists: list[tuple[Loc, tuple[str, ...]]] = [
         (("access", "channels", index, "clusters"), grant.clusters)
         for index, grant in enumerate(settings.access.channels)
     ]
     lists.append((("access", "direct_messages", "clusters"), settings.access.direct_messages.clusters))
-    problems = [
+    unknown = [
         ((*loc, position), f"{name!r} is not a configured cluster (known: {', '.join(sorted(known))})")
         for loc, names in lists
         for position, name in enumerate(names)
         if name not in known
     ]
-    granted = [grant.channel for grant in settings.access.channels]
-    problems += [
-        (("access", "channels", index, "channel"), f"{channel!r} already has a grant above; merge them")
-        for index, channel in enumerate(granted)
-        if channel in granted[:index]
-    ]
-    return problems
+    return unknown + problems

@@ -39,6 +39,8 @@ from bot.checks.verify import check_verify, chosen_clusters
 from bot.clients.prometheus import PrometheusClient
 from bot.digest.runner import BuiltDigest
 from bot.errors import InputError, Refused
+from bot.fleet.derive import Fleet
+from bot.fleet.report import fleet_report
 from bot.ports import Silences
 from bot.reads.context import CheckContext, TargetRef
 from bot.reads.control_plane_logs import parse_since
@@ -49,6 +51,7 @@ from bot.render.checks_path import path_message
 from bot.render.checks_probe import probe_message
 from bot.render.checks_status import peers_message, reasons_message, status_message
 from bot.render.checks_verify import verify_message
+from bot.render.fleet import fleet_message
 from bot.render.help import help_message
 from bot.subcommands import SLASH, Access
 from config.clusters import ClusterSettings, TargetSettings
@@ -93,6 +96,8 @@ class CommandDeps:
     acks: Acknowledger | None = None  # `ack` / `unack`; None: no outbox to edit messages through
     path_dial_window: float = 3.0
     now: Callable[[], datetime] = _utc_now
+    # The fleet as this bot read it (None: the configuration's clients, `clusters:`).
+    fleet: Callable[[], Fleet | None] = lambda: None
     # Told (subcommand, seconds from arrival to answer) after each command: the bot's own metrics.
     observe: Callable[[str, float], None] = lambda sub, seconds: None
 
@@ -327,6 +332,19 @@ def _plan_ack(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     return CommandPlan(plan_ack(deps.settings, deps.acks, inv, asker, press))
 
 
+def _plan_fleet(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
+    granted(deps.settings, asker, inv.sub)
+    fleet = deps.fleet()
+    names = [c.name for c in fleet.clients] if fleet is not None else [c.name for c in deps.settings.clusters]
+    shown = [name for name in names if deps.settings.may_query(name, asker.who)]
+    report = fleet_report(deps.settings, fleet, shown)
+
+    async def work() -> Message:
+        return fleet_message(report)
+
+    return CommandPlan(work)
+
+
 def _plan_digest(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     clusters = granted(deps.settings, asker, inv.sub)
     digest = deps.digest
@@ -360,6 +378,7 @@ PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], CommandPlan]] = {
     "ack": _plan_ack,
     "unack": _plan_ack,
     "silence": _plan_silence,
+    "fleet": _plan_fleet,
     "digest": _plan_digest,
 }
 

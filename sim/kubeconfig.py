@@ -118,6 +118,7 @@ def write_platform_config(
     instance, the connected cluster) in `<stem>.kubeconfigs/platform.yaml`.
     """
     path = path.absolute()
+    path.parent.mkdir(parents=True, exist_ok=True)
     key_file, ca_file = f"{path.stem}.access-key", f"{path.stem}.ca.pem"
     for name, blob in ((key_file, access_key.encode() + b"\n"), (ca_file, ca_pem)):
         (path.parent / name).write_bytes(blob)

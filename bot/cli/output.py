@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.cli.console import Console
-from bot.errors import ConfigError, InputError
+from bot.errors import ConfigError, InputError, PlatformError
 from bot.render.blocks import Message
 from bot.render.terminal import Style, colour_enabled, show
 from bot.subcommands import ABOUT, SLASH, Option, Takes
+from config.fields import LocatedProblems
 from config.loader import config_path, load_config
 from config.settings import Settings
 
@@ -86,7 +87,16 @@ def _console_option(option: Option, facts: Mapping[str, object]) -> dict[str, An
 
 
 def load_settings_for(args: argparse.Namespace, console: Console) -> Settings:
-    return load_config(config_path(args.config, console.env), env=console.env, purpose="check").settings
+    """The settings a check runs on: the file's, over the platform's fleet when it names one."""
+    settings = load_config(config_path(args.config, console.env), env=console.env, purpose="check").settings
+    if settings.platform is None:
+        return settings
+    from bot.fleet.reading import read_once  # the platform's client, only for a platform's config
+
+    try:
+        return read_once(settings)[0]
+    except (PlatformError, LocatedProblems) as err:
+        raise ConfigError([str(err)]) from None
 
 
 def refuse(args: argparse.Namespace, console: Console, check: str, err: InputError | ConfigError) -> int:

@@ -143,7 +143,10 @@ def test_every_secret_has_an_environment_override(
     }
     value = values.get(variable, "from-env")
     alertmanager = "{webhook_username: am}" if variable.endswith("WEBHOOK_PASSWORD") else "{}"
-    path = write(tmp_path, minimal(bot_token="xoxb-from-file", alertmanager=alertmanager))
+    text = minimal(bot_token="xoxb-from-file", alertmanager=alertmanager)
+    if variable == "PROXYBOT_PLATFORM_ACCESS_KEY":  # a key means something only with the platform's URL
+        text += "platform: {url: 'https://platform.example.com'}\n"
+    path = write(tmp_path, text)
     loaded = load_config(path, env={variable: value})
     found = dict(secret_fields(loaded.settings))
     assert found[loc] == SecretStr(value)
@@ -157,7 +160,11 @@ def test_an_override_replaces_a_reference_to_a_missing_variable(tmp_path: Path) 
 
 
 def test_every_secret_field_is_in_the_override_table() -> None:
-    settings = Settings.model_validate({"slack": {"default_channel": "#a"}, "clusters": [
+    slack, platform = (
+        {"default_channel": "#a"},
+        {"url": "https://platform.example.com", "access_key_file": "k"},
+    )
+    settings = Settings.model_validate({"slack": slack, "platform": platform, "clusters": [
         {"name": "c", "kubeconfig": "k", "match": {"c": "c"}, "targets": [
             {"name": "p/t", "group_versions": ["a.example.com/v1"],
              "probe": {"group_version": "a.example.com/v1", "resource": "xs"}}]}]})  # fmt: skip

@@ -109,7 +109,7 @@ store URL with storeUrlFromSecret), and `optional`, the others.
 */}}
 {{- define "proxybot.secretKeys" -}}
 {{- $required := list "PROXYBOT_SLACK_BOT_TOKEN" "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN" -}}
-{{- $optional := list "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD" -}}
+{{- $optional := list "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD" "PROXYBOT_PLATFORM_ACCESS_KEY" -}}
 {{- if .Values.socketMode -}}
 {{- $required = append $required "PROXYBOT_SLACK_APP_TOKEN" -}}
 {{- $optional = append $optional "PROXYBOT_SLACK_SIGNING_SECRET" -}}
