@@ -11,6 +11,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from bot.domain.findings import Severity
+from bot.domain.guide import ALERT_STARTING_POINTS, SYNTHETIC_PROBE
 from bot.domain.snapshot import (
     ACTIVE_WATCHES,
     ALL_QUARANTINED,
@@ -25,8 +26,6 @@ from bot.domain.snapshot import (
     REQUESTS,
     WATCH_EVENTS,
 )
-
-_ALERTS = "Monitor the proxy > Alert starting points"
 
 NO_HEALTHY_PEERS = "ResourceProxyNoHealthyPeers"
 PEER_CACHE_UNSYNCED = "ResourceProxyPeerCacheUnsynced"
@@ -57,7 +56,7 @@ class AlertInfo:
     cause: str
     next_step: str
     live_evidence: tuple[str, ...]  # metric families to read from the client cluster right now
-    guide_section: str = _ALERTS
+    guide_section: str = ALERT_STARTING_POINTS
     for_duration: str | None = None
     # About the client's peer feed (its peer list from the platform): a cause of its own, beside a target
     # that is down as well.
@@ -193,7 +192,7 @@ _ENTRIES = (
         next_step="Run the probe now from the bot; if it passes, inspect the probe CronJob and its "
         "kubeconfig secret; if it fails, follow the proxy findings below.",
         live_evidence=(PEERS, PEER_CACHE_SYNCED, REQUESTS, DISCOVERY_FALLBACKS),
-        guide_section="Monitor the proxy > Synthetic probe",
+        guide_section=SYNTHETIC_PROBE,
     ),
 )
 

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.domain.findings import Finding, Severity, finding_key
+from bot.domain.guide import APISERVICE_DELETE_DENIED, PROXY_DOES_NOT_START
 
 PROTECTED_LABEL = "vcluster.loft.sh/protected"
 PROTECTED_VALUE = "resource-proxy"
 PROTECTED_SELECTOR = f"{PROTECTED_LABEL}={PROTECTED_VALUE}"
-SECTION = "Troubleshoot the resource proxy > Deleting the proxy APIService or Service is denied"
-START_SECTION = "Troubleshoot the resource proxy > The proxy doesn't start"
 
 
 def apiservice_name(group_version: str) -> str:
@@ -187,7 +186,7 @@ def _finding(
     evidence: Sequence[str],
     cause: str,
     step: str,
-    section: str = START_SECTION,
+    section: str = PROXY_DOES_NOT_START,
 ) -> Finding:
     return Finding(
         severity=severity,
@@ -304,7 +303,7 @@ def _orphans_unread(reads: ClientApiServices) -> Finding:
         evidence=(reads.protected_unavailable or "",),
         cause="The bot's identity in the client cluster may not list apiservices.",
         next_step="Grant `list` on apiservices (apiregistration.k8s.io) to the bot in the client cluster.",
-        guide_section=SECTION,
+        guide_section=APISERVICE_DELETE_DENIED,
         target=reads.cluster,
     )
 
@@ -349,7 +348,7 @@ def _orphan(cluster: str, orphan: ApiService, lookup: ServiceLookup | None) -> F
         "and it keeps that group/version unavailable in the client cluster. (If it is still proxied, the "
         "bot's configuration lacks it: add it to a target's group_versions.)",
         next_step=removal_steps(orphan, lookup),
-        guide_section=SECTION,
+        guide_section=APISERVICE_DELETE_DENIED,
         target=cluster,
         group_version=orphan.group_version,
     )

@@ -18,10 +18,9 @@ from bot.domain.diagnosis_peers import age_hint, peer_findings
 from bot.domain.diagnosis_readings import Readings, describe_peers, fmt_count
 from bot.domain.diagnosis_traffic import traffic_findings
 from bot.domain.findings import Finding, Severity, sort_worst_first, worst
+from bot.domain.guide import METRICS, MONITOR
 from bot.domain.snapshot import REQUESTS, ProxySnapshot, label
 from bot.domain.verdict import TargetVerdict, Verdict
-
-OVERVIEW_SECTION = "Monitor the proxy"
 
 
 def diagnose(
@@ -71,7 +70,7 @@ def _healthy(r: Readings) -> Finding:
         cause="Every group/version has a synced cache with healthy peers, and no proxy-path failures "
         f"{r.scope}.",
         next_step="Nothing to do.",
-        guide_section=OVERVIEW_SECTION,
+        guide_section=MONITOR,
     )
 
 
@@ -84,7 +83,7 @@ def _no_series(r: Readings) -> Finding:
         cause="The target name is not `<project>/<name>` as the proxy labels it, this client does not proxy "
         "to it, or the proxy has not handled anything for it since it started.",
         next_step="Check the target name in the bot config against the `target` label on /metrics/syncer.",
-        guide_section="Monitor the proxy > Metrics reference",
+        guide_section=METRICS,
     )
 
 
@@ -102,7 +101,7 @@ def _reset_finding(r: Readings) -> Finding | None:
         cause="Counters dropped, which happens only when the process restarts; increases are counted "
         "from the restart.",
         next_step="Check the client control plane pod's restarts and its previous logs.",
-        guide_section="Monitor the proxy > Metrics reference",
+        guide_section=METRICS,
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from bot.domain.alerts_catalog import WATCHES_SILENT
 from bot.domain.diagnosis_readings import Readings, fmt_count, fmt_duration, fmt_seconds, histogram_minus
 from bot.domain.findings import Finding, Severity
+from bot.domain.guide import CONFIRM_PATH, PEER_METRICS, REQUEST_METRICS, WATCH_METRICS
 from bot.domain.snapshot import (
     ACTIVE_WATCHES,
     DIAL_DURATION,
@@ -18,10 +19,6 @@ from bot.domain.snapshot import (
     label,
 )
 
-PEER_SECTION = "Monitor the proxy > Metrics reference > Peer health metrics"
-REQUEST_SECTION = "Monitor the proxy > Metrics reference > Request metrics"
-WATCH_SECTION = "Monitor the proxy > Metrics reference > Watch metrics"
-PATH_SECTION = "Prefer direct connections over the DERP relay > Confirm which path you are on"
 # A p99 at least this many times the one before the window, and this much higher, is a step.
 CREEP_FACTOR = 2.0
 CREEP_FLOOR_SECONDS = 0.1
@@ -71,10 +68,10 @@ DIAL = _Latency(
     "5 s dial timeout",
     _PATH_CAUSE,
     _PATH_STEP,
-    PATH_SECTION,
+    CONFIRM_PATH,
     _DIAL_FAILING_CAUSE,
     _DIAL_FAILING_STEP,
-    PEER_SECTION,
+    PEER_METRICS,
 )
 REQUEST = _Latency(
     REQUEST_DURATION,
@@ -84,11 +81,11 @@ REQUEST = _Latency(
     "60 s request deadline",
     "A slow target or a relayed network path.",
     "Compare with the same request made directly against the target; run the path check.",
-    REQUEST_SECTION,
+    REQUEST_METRICS,
     "Requests near the 60 s deadline connected but the target answered too slowly.",
     "Check the target's API server, backing store and admission webhooks; compare request with dial "
     "duration: a short dial puts the delay on the target.",
-    REQUEST_SECTION,
+    REQUEST_METRICS,
 )
 
 
@@ -173,7 +170,7 @@ def watch_findings(r: Readings) -> list[Finding]:
             "watch format the counter does not see (compressed, protobuf).",
             next_step="Change a watched object and check that events arrive; if clients use other formats, "
             "this signal does not apply to them.",
-            guide_section=WATCH_SECTION,
+            guide_section=WATCH_METRICS,
             alert=WATCHES_SILENT,
         )
     ]
@@ -196,6 +193,6 @@ def inflight_findings(r: Readings) -> list[Finding]:
             evidence=evidence,
             cause="Requests are waiting on a slow target or path, so they pile up in the proxy.",
             next_step="Look at request latency and the target's API server load.",
-            guide_section=REQUEST_SECTION,
+            guide_section=REQUEST_METRICS,
         )
     ]

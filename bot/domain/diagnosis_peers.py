@@ -5,11 +5,10 @@ from __future__ import annotations
 from bot.domain.alerts_catalog import NO_HEALTHY_PEERS, PEER_CACHE_UNSYNCED, PEER_CHURN, TARGET_UNAVAILABLE
 from bot.domain.diagnosis_readings import Readings, describe_peers, fmt_count, fmt_duration, fmt_times
 from bot.domain.findings import Finding, Severity
+from bot.domain.guide import ALERT_STARTING_POINTS, PEER_METRICS
 from bot.domain.reasons import PEER_AVAILABILITY
 from bot.domain.snapshot import ALL_QUARANTINED, DIAL_FAILURES, QUARANTINES, RECOVERIES, PeerCounts
 
-PEER_SECTION = "Monitor the proxy > Metrics reference > Peer health metrics"
-ALERT_SECTION = "Monitor the proxy > Alert starting points"
 # The churn alert's threshold: more than this many quarantines (over 30 minutes in the rule).
 CHURN_QUARANTINES = 5
 # An age this high is worth a hint, but only next to another problem: on a quiet healthy cluster the
@@ -80,7 +79,7 @@ def _unsynced(r: Readings, gv: str, peers: PeerCounts | None) -> Finding:
         cause=cause,
         next_step="Check the client control plane's connectivity to the platform (NetworkPolicy egress to "
         "the platform pods), the platform pods, and the license.",
-        guide_section=PEER_SECTION,
+        guide_section=PEER_METRICS,
         group_version=gv,
         alert=PEER_CACHE_UNSYNCED,
     )
@@ -102,7 +101,7 @@ def _empty(r: Readings, gv: str, synced: bool | None) -> Finding:
         "connected control plane pod (stopped, sleeping, or not registered with the platform).",
         next_step="Check that the target tenant cluster is running and its control plane pods are ready "
         "and connected to the platform.",
-        guide_section=PEER_SECTION,
+        guide_section=PEER_METRICS,
         group_version=gv,
         alert=NO_HEALTHY_PEERS,
     )
@@ -132,7 +131,7 @@ def _no_healthy(r: Readings, gv: str, peers: PeerCounts, synced: bool | None) ->
         "restarting or down, or the network path between the clusters is broken.",
         next_step="Check the target tenant cluster's control plane pods, then the dial failures by reason "
         "and the path check (direct vs relay).",
-        guide_section=PEER_SECTION,
+        guide_section=PEER_METRICS,
         group_version=gv,
         alert=NO_HEALTHY_PEERS,
     )
@@ -159,7 +158,7 @@ def _all_quarantined(r: Readings) -> list[Finding]:
             "in seconds, a dead endpoint or broken path does not.",
             next_step="If healthy peers are back, check whether the target restarted; if not, treat it as "
             "no healthy peers: target control plane pods, dial failures, path check.",
-            guide_section=ALERT_SECTION,
+            guide_section=ALERT_STARTING_POINTS,
             alert=TARGET_UNAVAILABLE,
         )
     ]
@@ -181,7 +180,7 @@ def _churn(r: Readings) -> list[Finding]:
                 evidence=evidence,
                 cause="Endpoints fail and come back: a flapping target or repeated restarts.",
                 next_step="Check the target's control plane pods for restarts and the dial failure reasons.",
-                guide_section=PEER_SECTION,
+                guide_section=PEER_METRICS,
             )
         ]
     stuck = r.healthy_nowhere()
@@ -197,7 +196,7 @@ def _churn(r: Readings) -> list[Finding]:
             "or the target is flapping.",
             next_step="Compare the peer list with the target's actual control plane pods; keep the platform "
             "and vCluster current (stale peer fixes span both).",
-            guide_section=ALERT_SECTION,
+            guide_section=ALERT_STARTING_POINTS,
             alert=PEER_CHURN if stuck else None,
         )
     ]
@@ -218,5 +217,5 @@ def age_hint(r: Readings) -> Finding | None:
         cause="Peer lists are published only on change, so the age grows on a healthy quiet cluster; "
         "it is not the staleness clock, just a hint next to the other findings.",
         next_step="Check the client's connectivity to the platform; trust peer_cache_synced for staleness.",
-        guide_section=ALERT_SECTION,
+        guide_section=ALERT_STARTING_POINTS,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.domain.alerts_catalog import DISCOVERY_DEGRADED
 from bot.domain.diagnosis_readings import Readings, fmt_count, fmt_times
 from bot.domain.findings import Finding, Severity
+from bot.domain.guide import OUTCOME_REASONS, REQUEST_METRICS
 from bot.domain.reasons import (
     DIAL_FAILURE_REASONS,
     PEER_AVAILABILITY,
@@ -13,12 +14,8 @@ from bot.domain.reasons import (
     ReasonKind,
     reason_info,
 )
-from bot.domain.reasons import (
-    GUIDE_SECTION as REASONS_SECTION,
-)
 from bot.domain.snapshot import DIAL_FAILURES, DISCOVERY_FALLBACKS, REQUESTS, TERMINATIONS
 
-METRICS_SECTION = "Monitor the proxy > Metrics reference > Request metrics"
 DEADLINE_SECONDS = 60
 
 _KIND_NOTE = {
@@ -68,7 +65,7 @@ def discovery_findings(r: Readings) -> list[Finding]:
                 ],
                 cause=cause,
                 next_step=step,
-                guide_section=METRICS_SECTION,
+                guide_section=REQUEST_METRICS,
                 group_version=gv,
                 alert=DISCOVERY_DEGRADED,
             )
@@ -163,7 +160,7 @@ def termination_findings(r: Readings) -> list[Finding]:
                 evidence=[f"terminations {reason}: {fmt_count(count)} {r.scope}", info.meaning],
                 cause=info.cause,
                 next_step=info.next_step,
-                guide_section=METRICS_SECTION,
+                guide_section=REQUEST_METRICS,
                 reason=reason,
             )
         )
@@ -190,6 +187,6 @@ def dial_failure_findings(r: Readings) -> list[Finding]:
             evidence=[f"dial failures by reason: {listing}", f"{lead.name}: {lead.meaning}"],
             cause=lead.cause,
             next_step=lead.next_step,
-            guide_section=REASONS_SECTION,
+            guide_section=OUTCOME_REASONS,
         )
     ]

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from bot.domain.guide import OUTCOME_REASONS
 from bot.domain.snapshot import DIAL_FAILURES, DISCOVERY_FALLBACKS, REQUESTS, TERMINATIONS
-
-GUIDE_SECTION = "Monitor the proxy > Metrics reference > Outcome reasons"
 
 
 class ReasonKind(StrEnum):
@@ -37,7 +36,7 @@ class OutcomeReason:
     kind: ReasonKind
     cause: str
     next_step: str
-    guide_section: str = GUIDE_SECTION
+    guide_section: str = OUTCOME_REASONS
     known: bool = True
 
     @property

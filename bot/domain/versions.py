@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.findings import Finding, Severity, finding_key
+from bot.domain.guide import KEEP_VERSIONS_CURRENT
 
 # The guide's reason for the rule, said wherever a version is flagged; the bot reads no platform version.
 PLATFORM_TOO = (
@@ -26,7 +27,6 @@ PLATFORM_TOO = (
 )
 # The first vCluster with `/metrics/syncer` (the proxy metrics).
 METRICS_SINCE = (0, 37)
-GUIDE_SECTION = "Operate the resource proxy (its first rule: keep versions current)"
 _TAG = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?$")
 
 
@@ -157,7 +157,7 @@ def _finding(
         evidence=tuple(evidence),
         cause=cause,
         next_step=step,
-        guide_section=GUIDE_SECTION,
+        guide_section=KEEP_VERSIONS_CURRENT,
         target=subject,
     )
 
