@@ -31,7 +31,7 @@ HORIZON = 10 * 365 * 86400.0
 
 
 class Enqueuer:
-    """The outbox API the alert, command and digest sides use (`bot.alerts.outbox.Outbox`)."""
+    """The outbox API the alert, command and digest sides use (the alert side calls it `Outbox`)."""
 
     def __init__(self, store: Store, clock: Clock, batch: int, shown: Clock | None = None) -> None:
         self._store = store
