@@ -41,6 +41,7 @@ from bot.delivery.worker import Delivery, DeliveryPolicy, SlackSender
 from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
+from bot.fleet.derive import Fleet
 from bot.inbound.slack import Registration, slack_routes_and_workers
 from bot.lease import Lease, lease_timings
 from bot.live import LiveState, MetricsSource
@@ -206,19 +207,31 @@ class Bot:
 
 
 async def open_bot(
-    settings: Settings, *, warm_interval: float | None = 60.0, clocks: Clocks | None = None
+    settings: Settings,
+    *,
+    warm_interval: float | None = 60.0,
+    clocks: Clocks | None = None,
+    fleet: Callable[[], Fleet | None] = lambda: None,
 ) -> Bot:
     """`build_bot` over real clients (`serve`, `demo`, the benchmarks); they are closed if it fails."""
     clients = await open_clients(settings, clocks=clocks)
     try:
-        return build_bot(settings, clients, warm_interval=warm_interval)
+        return build_bot(settings, clients, warm_interval=warm_interval, fleet=fleet)
     except BaseException:
         await clients.close()
         raise
 
 
-def build_bot(settings: Settings, clients: Clients, *, warm_interval: float | None = 60.0) -> Bot:
+def build_bot(
+    settings: Settings,
+    clients: Clients,
+    *,
+    warm_interval: float | None = 60.0,
+    fleet: Callable[[], Fleet | None] = lambda: None,
+) -> Bot:
     """Everything `serve` runs, wired over `clients`; nothing runs until the app starts.
+
+    `fleet`: the platform's reading now, which the settings' clusters come from (None: the configuration's).
 
     `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts
     (None: never; the demo's held stops, whose windows would start wherever the machine's speed put them).
@@ -264,6 +277,7 @@ def build_bot(settings: Settings, clients: Clients, *, warm_interval: float | No
             observe=lambda outcome: deps.metrics.escalations.labels(outcome.value).inc(),
         )
         command_deps = _command_deps(settings, clients, made, deps.metrics, ctx, digests.runner.post_now)
+        command_deps = replace(command_deps, fleet=fleet)
         command_deps = replace(command_deps, acks=acks)
         routes, slack_workers = slack_inbound(
             settings,

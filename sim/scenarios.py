@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.defaults import CLIENT, PRIMARY_GV, PROJECT, RESOURCES, SECONDARY_GV, TARGET, default_fleet
-from sim.fleet import ControlPlanePod, NetworkPolicyValues, TargetCluster, TargetLink
+from sim.fleet import ControlPlanePod, NetworkPolicyValues, ProxiedResource, TargetCluster, TargetLink
 from sim.traffic import Traffic
 from sim.world import ProbeRecord, World
 
@@ -290,6 +290,39 @@ def name_collision(world: World) -> None:
     world.platform.clients[CLIENT].links[0].owned_only = True
 
 
+LATE_JOINER = "late-joiner"
+LATE_GV = "lamps.example.com/v1"
+GROWS_AT = 30.0
+
+
+def fleet_grows(world: World) -> None:
+    """At t=30 the platform gains the target platform/late-joiner, and team-a's vcluster.yaml a new entry
+    (lamps.lamps.example.com/v1) pointing at it: team-a's control plane restarts with it.
+
+    For `proxybot sim --platform`: a running bot discovers the new target within `platform.refresh`, with no
+    change to its config. Alerts: none (the new pair is healthy from the start).
+    """
+
+    def grow(w: World) -> None:
+        target = TargetCluster(
+            name=LATE_JOINER,
+            project=PROJECT,
+            resources=[ProxiedResource(LATE_GV, "lamps", "Lamp")],
+            pods=[ControlPlanePod(f"{LATE_JOINER}-0", w.new_hostname_for(LATE_JOINER), created_at=w.now())],
+            namespaces={"default"},
+            network_policy=NetworkPolicyValues(udp_ingress_from=[f"vcluster-{CLIENT}"]),
+        )
+        w.platform.targets[LATE_JOINER] = target
+        client = w.platform.clients[CLIENT]
+        client.links.append(TargetLink(target, [LATE_GV], resources=["lamps"]))
+        client.network_policy.udp_egress_to.append(f"vcluster-{LATE_JOINER}")
+        for replica in client.replicas:
+            w.restart_replica(CLIENT, replica.pod)
+        w.publish(target)
+
+    world.at(GROWS_AT, "platform/late-joiner added; team-a's vcluster.yaml points at it", grow)
+
+
 STORM_TARGETS = 30
 STORM_HUNG = 2  # of them, the ones whose control plane also hangs
 
@@ -361,6 +394,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("ownership-get-denied", ownership_get_denied),
         Scenario("name-collision", name_collision),
         Scenario("storm", storm),
+        Scenario("fleet-grows", fleet_grows),
     )
 }
 

@@ -126,10 +126,7 @@ class SimServer:
         # Set (on the server's loop) at stop, so hung requests end and the server can exit.
         self._unhang: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         for key in self._views:
-            for full in (True, False):
-                token = secrets.token_urlsafe(24)
-                self._identities[token] = (key, full)
-                self._cluster_tokens[(key, full)] = token
+            self._mint_tokens(key)
         self._server: uvicorn.Server | None = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -157,9 +154,21 @@ class SimServer:
         out += [ClusterInfo(t, "target", self.cluster_url(t)) for t in self.world.platform.targets]
         return [*out, ClusterInfo(CONTROL_PLANE, "control-plane", self.cluster_url(CONTROL_PLANE))]
 
+    def _mint_tokens(self, key: str) -> None:
+        for full in (True, False):
+            token = secrets.token_urlsafe(24)
+            self._identities[token] = (key, full)
+            self._cluster_tokens[(key, full)] = token
+
     def token_for(self, name: str, pod: str | None = None, *, metrics: bool = True) -> str:
-        """A token bound to one cluster (or replica); `metrics=False` lacks get on /metrics/syncer."""
-        return self._cluster_tokens[(f"{name}/pods/{pod}" if pod else name, metrics)]
+        """A token bound to one cluster (or replica); `metrics=False` lacks get on /metrics/syncer. A tenant
+        the fleet gained since the start (`fleet-grows`) gets its tokens when first asked."""
+        key = f"{name}/pods/{pod}" if pod else name
+        if (key, metrics) not in self._cluster_tokens and self._view_of(key) is not None:
+            with self.lock:
+                if (key, metrics) not in self._cluster_tokens:
+                    self._mint_tokens(key)
+        return self._cluster_tokens[(key, metrics)]
 
     def pods(self, client: str) -> list[str]:
         return [r.pod for r in self.world.platform.clients[client].replicas]

@@ -155,7 +155,10 @@ class World:
     # -- target pods ---------------------------------------------------------------------------
 
     def new_hostname(self, target: TargetCluster) -> str:
-        return f"{target.name}-{self.rng.getrandbits(40):010x}.vcluster.invalid"
+        return self.new_hostname_for(target.name)
+
+    def new_hostname_for(self, name: str) -> str:
+        return f"{name}-{self.rng.getrandbits(40):010x}.vcluster.invalid"
 
     def restart_target_pod(self, target_name: str, index: int, down_for: float = 8.0) -> None:
         """The pod terminates, and comes back `down_for` seconds later under a new hostname."""

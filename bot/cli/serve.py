@@ -30,6 +30,8 @@ from bot.cli.output import EXIT_USAGE, add_config_argument
 from bot.compose import Bot, open_bot
 from bot.digest.pool import DigestPool
 from bot.errors import ProxybotError
+from bot.fleet.derive import Fleet
+from bot.fleet.watch import FleetWatch
 from bot.inbound.protocol import BoundedHttpToolsProtocol
 from config.loader import config_path, load_config
 from config.settings import Settings
@@ -57,8 +59,9 @@ class Stopped(Exception):
     """SIGINT or SIGTERM: `serve` stops, releasing everything on the way out."""
 
 
-async def serve(bot: Bot, host: str, port: int) -> None:
-    """Serve HTTP until stopped (SIGINT/SIGTERM), then release everything."""
+async def serve(bot: Bot, host: str, port: int, watch: FleetWatch | None = None) -> Fleet | None:
+    """Serve HTTP until stopped (SIGINT/SIGTERM), then release everything. With `watch`, also until the
+    platform's fleet changes: then the bot drains as for a stop and the new fleet is returned."""
     # No access log: uvicorn writes each line synchronously on the event loop, which a webhook storm
     # turns into a stall; /metrics counts what the log would have said.
     config = uvicorn.Config(
@@ -73,10 +76,24 @@ async def serve(bot: Bot, host: str, port: int) -> None:
         http=BoundedHttpToolsProtocol,
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
     )
+    server = DrainingServer(config, bot)
+    changed: Fleet | None = None
+
+    async def follow(watch: FleetWatch) -> None:
+        nonlocal changed
+        changed = await watch.changed()
+        await server.drain_for("the fleet changed")
+
+    following = asyncio.create_task(follow(watch), name="proxybot-fleet") if watch else None
     try:
-        await DrainingServer(config, bot).serve()
+        await server.serve()
     finally:
+        if following is not None:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
         await bot.close()
+    return changed
 
 
 class DrainingServer(uvicorn.Server):
@@ -100,6 +117,20 @@ class DrainingServer(uvicorn.Server):
         self._bot.deps.stopping.begin(signal.Signals(sig).name)  # a flag: safe inside a signal handler
         asyncio.get_running_loop().call_soon_threadsafe(self._start_drain, sig)
 
+    async def drain_for(self, why: str) -> None:
+        """Drain as for a stop signal, then stop serving (uvicorn's own shutdown), for `why`."""
+        if self._drain_started:
+            return
+        self._drain_started = True
+        self._bot.deps.stopping.begin(why)
+        log.info("%s: rebuilding; new webhooks get 503, Slack calls in flight get %g s", why, STOP_GRACE)
+        started = time.monotonic()
+        try:
+            await self._bot.delivery.stop(STOP_GRACE)
+            await asyncio.sleep(max(0.0, DRAIN_SECONDS - (time.monotonic() - started)))
+        finally:
+            self.should_exit = True
+
     def _start_drain(self, sig: int) -> None:
         self._drain_task = asyncio.create_task(self._drain(sig), name="proxybot-drain")
 
@@ -118,15 +149,29 @@ def run_serve(settings: Settings, host: str | None, port: int | None, console: C
     """Serve until stopped; a failure to start (the store, a client, the port) is one line and exit 2."""
 
     async def main() -> int:
+        watch = FleetWatch(settings) if settings.platform is not None else None
         try:
-            bot = await open_bot(settings)
-        except ProxybotError as err:  # a store or client that cannot be opened says which and why
+            fleet = await watch.first() if watch is not None else None
+        except ProxybotError as err:  # a key the platform refuses, a platform not there at the first start
             console.warn(f"proxybot serve cannot start: {err}")
             return EXIT_USAGE
-        settle_collector()
-        say_what_it_costs(bot)
-        await serve(bot, host or settings.server.host, port or settings.server.port)
-        return 0
+        try:
+            while True:
+                over = settings if fleet is None else settings.with_fleet(fleet.clusters)
+                try:
+                    bot = await open_bot(over, fleet=lambda: watch.current if watch else None)
+                except ProxybotError as err:  # a store or client that cannot be opened says which and why
+                    console.warn(f"proxybot serve cannot start: {err}")
+                    return EXIT_USAGE
+                settle_collector()
+                say_what_it_costs(bot)
+                changed = await serve(bot, host or settings.server.host, port or settings.server.port, watch)
+                if changed is None:
+                    return 0
+                fleet = changed
+        finally:
+            if watch is not None:
+                await watch.aclose()
 
     with stopping_by_exception():
         try:

@@ -89,6 +89,7 @@ EXPECTED: dict[str, set[Fired]] = {
     "ha-split": {*unsynced(POD_1), *DEGRADED},
     "target-rolling-restart": {fired("TargetUnavailable", pod=POD_0)},
     "storm": {fired("TargetUnavailable", pod=POD_0), *NO_HEALTHY, *unsynced(POD_0), *DEGRADED, PROBE},
+    "fleet-grows": set(),
 }
 
 

@@ -34,6 +34,7 @@ VERDICTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "ownership-get-denied": (120.0, ("healthy",)),  # 403s and masked 404s: `probe` names the identity
     "name-collision": (120.0, ("healthy",)),
     "storm": (285.0, ("no_peer_feed",)),  # crd-store; its 30 shards: test_storm_shows_every_shards_verdict
+    "fleet-grows": (120.0, ("healthy",)),  # crd-store; the late joiner is healthy too
 }
 
 
@@ -48,6 +49,7 @@ PASSING = {
     "ownership-masked",
     "watches-silent",
     "probe-failing",
+    "fleet-grows",
 }
 
 

@@ -1,0 +1,76 @@
+"""The platform's fleet kept current while `serve` runs: read at start, then every `platform.refresh`.
+
+At start, a key the platform refuses (401, 403) stops `serve` (exit 2, naming `platform.url` and the
+status), as does a platform that cannot be read at all: there is no fleet to serve yet. Afterwards a
+failed refresh keeps the last fleet and is logged with how long the platform has been unreachable;
+`changed()` returns once a refresh finds other clients or targets than the fleet being served, and `serve`
+rebuilds the bot over it. What the fleet says of itself (a client refused, an instance malformed) is
+`current`, which `/proxy fleet` shows without a rebuild.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+
+from bot.errors import PlatformError
+from bot.fleet.derive import Fleet
+from bot.fleet.reading import FleetReader
+from config.fields import LocatedProblems
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class FleetWatch:
+    """The fleet of one `serve`: its first reading, its refreshes, the reader's files."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.reader = FleetReader(settings)
+        self.settings = settings
+        self.refresh = self.reader.platform.refresh
+        self.current: Fleet | None = None
+        self.failing_since: float | None = None
+
+    async def first(self) -> Fleet:
+        fleet = await self._read()
+        settled = self._settled(fleet)
+        log.info("fleet: %d clients from %s (%d instances)", len(settled.clients), self._url, fleet.instances)
+        return settled
+
+    async def changed(self) -> Fleet:
+        """The next fleet whose clients or targets differ from the one being served."""
+        served = self.current.clusters if self.current is not None else ()
+        while True:
+            await asyncio.sleep(self.refresh)
+            try:
+                fleet = self._settled(await self._read())
+            except (PlatformError, LocatedProblems) as err:
+                since = self.failing_since = self.failing_since or time.time()
+                log.warning("fleet: kept as read last; unreadable for %.0f s: %s", time.time() - since, err)
+                continue
+            if self.failing_since is not None:
+                log.info("fleet: the platform answers again")
+                self.failing_since = None
+            if fleet.clusters != served:
+                log.info("fleet: changed (%d clients now); the bot is rebuilt over it", len(fleet.clusters))
+                return fleet
+
+    async def aclose(self) -> None:
+        await self.reader.aclose()
+        shutil.rmtree(self.reader.directory, ignore_errors=True)
+
+    @property
+    def _url(self) -> str:
+        return self.reader.platform.url
+
+    async def _read(self) -> Fleet:
+        return await self.reader.read()
+
+    def _settled(self, fleet: Fleet) -> Fleet:
+        """The fleet, its settings checked as the file's are (a name listed twice raises)."""
+        self.settings.with_fleet(fleet.clusters)
+        self.current = fleet
+        return fleet
