@@ -1,4 +1,5 @@
-"""The guide's synthetic probe: what is asked (built only from validated parts), and what came back.
+"""The guide's synthetic probe: what is asked, built only from validated parts (what came back:
+`bot.domain.probe_result`).
 
 The request is `GET /apis/<gv>/namespaces/<ns>/<resource>?limit=1`, and the group/version must be one the
 target's config proxies, so no argument can reach another API path. Running it: `bot.checks.probe_run`.
@@ -6,9 +7,7 @@ target's config proxies, so no argument can reach another API path. Running it: 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from enum import StrEnum
-from typing import Any
+from dataclasses import dataclass
 
 from bot.domain.paths import ApiPath, probe_path
 from bot.errors import InputError
@@ -17,21 +16,6 @@ from config.settings import Settings
 
 PROBE_TIMEOUT = 15.0  # the guide's probe: --request-timeout=15s
 MAX_REPEAT = 10
-
-
-class ProbeOutcome(StrEnum):
-    """How one probe request ended, in the guide's terms."""
-
-    OK = "ok"
-    UNAVAILABLE = "unavailable"  # 503
-    NOT_SERVED = "not_served"  # 404 on a list
-    UNAUTHORIZED = "unauthorized"  # 401
-    FORBIDDEN = "forbidden"  # 403
-    TIMEOUT = "timeout"  # no answer within the probe timeout
-    UPGRADE_REJECTED = "upgrade_rejected"  # 501
-    CONFLICT = "conflict"  # 409: a name collision on create
-    UNREACHABLE = "unreachable"  # the client cluster's API could not be reached at all
-    HTTP_ERROR = "http_error"  # any other status
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,60 +43,6 @@ class ProbeRequest:
     def url(self) -> str:
         query = "&".join(f"{k}={v}" for k, v in self.path.query)
         return f"{self.path.path}?{query}"
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeAttempt:
-    """One request of the series: status (None without an answer), seconds, what the answer said."""
-
-    outcome: ProbeOutcome
-    status: int | None
-    seconds: float | None
-    retry_after: str | None = None
-    message: str | None = None
-    items: int | None = None  # objects in a 200 list answer
-
-
-@dataclass(frozen=True, slots=True)
-class LatencySummary:
-    """Latency of the answered attempts of a series."""
-
-    count: int
-    min: float
-    p50: float
-    max: float
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeResult:
-    """The probe's verdict, the attempts behind it, and the evidence that explains it."""
-
-    request: ProbeRequest
-    attempts: tuple[ProbeAttempt, ...]
-    outcome: ProbeOutcome
-    summary: str
-    evidence: tuple[str, ...]
-    next_step: str
-    latency: LatencySummary | None
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome is ProbeOutcome.OK
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": "probe",
-            "passed": self.passed,
-            "verdict": self.outcome.value,
-            "target": self.request.target,
-            "cluster": self.request.cluster,
-            "request": f"GET {self.request.url}",
-            "summary": self.summary,
-            "evidence": list(self.evidence),
-            "next_step": self.next_step,
-            "latency_seconds": None if self.latency is None else asdict(self.latency),
-            "attempts": [asdict(a) for a in self.attempts],
-        }
 
 
 def probe_request(

@@ -17,13 +17,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from bot.checks.probe import (
-    PROBE_TIMEOUT,
+from bot.checks.probe import PROBE_TIMEOUT, ProbeRequest
+from bot.domain.probe_result import (
     LatencySummary,
+    LivePointer,
     ProbeAttempt,
     ProbeOutcome,
-    ProbeRequest,
     ProbeResult,
+    pointer_in,
 )
 from bot.domain.proxy_answers import (
     DIAL_TIMEOUT,
@@ -38,7 +39,6 @@ from bot.domain.proxy_answers import (
     refused_user,
     unavailable_subject,
 )
-from bot.domain.snapshot import PeerCounts
 
 Explanation = tuple[str, str, list[str]]  # summary, next step, evidence lines of the failed answer
 
@@ -254,35 +254,15 @@ def _unavailable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str
     return summary, step, [header]
 
 
-POINTS_AT_FEED = (
-    "live state points at the client's peer feed: no trusted peer snapshot (platform connectivity or licence)"
-)
-POINTS_AT_PEERS = "live state points at the peers: none healthy (the target down, or the path to it)"
-POINTS_AT_REASON = (
-    "live state shows healthy peers and a synced cache: a target 5xx (reason `upstream`) or a failure the "
-    "peer state does not show; the reason label decides"
-)
-
-
-def live_pointer(peers: PeerCounts | None, synced: bool | None) -> str | None:
-    """What the live peer state of the probed group/version points at, when it points anywhere."""
-    if synced is False:
-        return POINTS_AT_FEED
-    if peers is not None and peers.healthy == 0:
-        return POINTS_AT_PEERS
-    if peers is not None and synced:
-        return POINTS_AT_REASON
-    return None
-
-
 def _pointed_step(target: str, evidence: list[str]) -> str | None:
     """The next step of a 503 when the live peer state (its line in `evidence`) points somewhere."""
-    if POINTS_AT_PEERS in evidence:
+    pointer = pointer_in(evidence)
+    if pointer is LivePointer.PEERS:
         return (
             f"No healthy peer now: check the target's control plane first (`/proxy status {target}` reads "
             f"its pods), then the path (`proxybot path {target}`)."
         )
-    if POINTS_AT_FEED in evidence:
+    if pointer is LivePointer.FEED:
         return (
             "No trusted peer list now: restore the client's peer feed first (its control plane's connection "
             f"to the platform, the licence); `/proxy status {target}` shows it."

@@ -29,17 +29,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.checks.probe import (
-    PROBE_TIMEOUT,
-    ProbeAttempt,
-    ProbeOutcome,
-    ProbeRequest,
-    ProbeResult,
-    check_repeat,
-)
-from bot.checks.probe_explain import explained, live_pointer
+from bot.checks.probe import PROBE_TIMEOUT, ProbeRequest, check_repeat
+from bot.checks.probe_explain import explained
 from bot.domain.diagnosis_readings import describe_peers
 from bot.domain.paths import ApiPath, discovery_path
+from bot.domain.probe_result import ProbeAttempt, ProbeOutcome, ProbeResult, live_pointer
 from bot.errors import ClusterError
 from bot.live import ClusterRead
 from bot.reads.context import CheckContext

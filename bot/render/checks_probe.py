@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.checks.probe import LatencySummary, ProbeOutcome, ProbeResult
+from bot.domain.probe_result import LatencySummary, ProbeOutcome, ProbeResult
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
 
 _MARK = {ProbeOutcome.OK: "✅", ProbeOutcome.TIMEOUT: "🟠", ProbeOutcome.UNREACHABLE: "🟠"}

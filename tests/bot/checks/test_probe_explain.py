@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.checks.probe import ProbeOutcome, probe_request
+from bot.checks.probe import probe_request
 from bot.checks.probe_run import probe_with
+from bot.domain.probe_result import ProbeOutcome
 from bot.errors import ClusterError
 from config.settings import Settings
 from tests.bot.checks.test_probe_run import (

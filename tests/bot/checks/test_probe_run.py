@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from bot.checks.probe import ProbeOutcome, probe_request
+from bot.checks.probe import probe_request
 from bot.checks.probe_run import probe_with, run_probe
 from bot.clients.kube import RawResponse
 from bot.domain.parser import parse_syncer
 from bot.domain.paths import ApiPath
+from bot.domain.probe_result import ProbeOutcome
 from bot.errors import ClusterError, InputError
 from bot.live import ClusterRead
 from bot.reads.context import CheckContext
