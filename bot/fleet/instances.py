@@ -79,8 +79,16 @@ def _instance(item: object, prefix: str) -> Instance:
     where = f"instance {namespace or '?'}/{name or '?'}"
     if not namespace or not name:
         raise _Malformed("metadata.namespace and metadata.name are required", where)
+    try:
+        return _named(item, meta, namespace, name, prefix)
+    except _Malformed as bad:
+        raise _Malformed(str(bad), bad.where or where) from None
+
+
+def _named(item: object, meta: Mapping[str, Any], namespace: str, name: str, prefix: str) -> Instance:
+    """The rest of an instance whose namespace and name are known (a problem is then located by them)."""
     if not namespace.startswith(prefix):
-        raise _Malformed(f"its namespace is not a project's (they start with {prefix!r})", where)
+        raise _Malformed(f"its namespace is not a project's (they start with {prefix!r})")
     spec, status = _mapping(item, "spec"), _mapping(item, "status")
     ref = _mapping(spec, "clusterRef")
     project = namespace.removeprefix(prefix)
@@ -90,12 +98,12 @@ def _instance(item: object, prefix: str) -> Instance:
         try:
             names.dns1123_label(value or "")
         except ValueError as exc:
-            raise _Malformed(f"{field}: {exc}", where) from None
+            raise _Malformed(f"{field}: {exc}") from None
     for field, value in (("clusterRef.namespace", cp_namespace), ("clusterRef.virtualCluster", release)):
         try:
             names.dns1123_label(value or "")
         except ValueError as exc:
-            raise _Malformed(f"{field}: {exc}", where) from None
+            raise _Malformed(f"{field}: {exc}") from None
     rendered = _mapping(_mapping(status, "virtualCluster"), "helmRelease")
     inline = _mapping(_mapping(spec, "template"), "helmRelease")
     values = _text(rendered, "values") or _text(inline, "values")
