@@ -105,10 +105,11 @@ def derive_fleet(
         taken.add(client.name)
         clients.append(client)
     discovered = {c.name for c in clients if c.origin is Origin.PLATFORM}
-    for index, refinement in enumerate(refinements):
+    for refinement in refinements:
         if refinement.name not in discovered:
-            what = f"refines {refinement.name!r}, which is no client the platform lists"
-            ctx.notes.append(FleetProblem(f"clusters[{index}]", what))
+            # Named, not indexed: a refinement's index is not its place in clusters: (listed ones mixed in).
+            what = "it refines a client of that name, and the platform lists none"
+            ctx.notes.append(FleetProblem(f"the clusters: entry {refinement.name!r}", what))
     return Fleet(tuple(clients), (*problems, *ctx.notes), len(instances))
 
 
