@@ -67,6 +67,7 @@ class PlatformError(UpstreamError):
     def __init__(self, url: str, status: int | None, message: str) -> None:
         self.url = url
         self.status = status
+        self.message = message
         super().__init__(f"platform.url {url}: {message}")
 
 

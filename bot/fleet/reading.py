@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import shutil
 from pathlib import Path
+from typing import Any
 
 from bot.clients.platform import PlatformClient
 from bot.fleet.access import (
@@ -52,10 +53,18 @@ class FleetReader:
 
     async def read(self) -> Fleet:
         """The fleet now: one `Self` and one list (one per configured project)."""
+        prefix, listed = await self.fetch()
+        return self.derive(prefix, listed)
+
+    async def fetch(self) -> tuple[str, dict[str, Any]]:
+        """The project namespace prefix and the list of instances, as the platform answers now."""
         scope = await self.client.scope()
         projects = self.platform.projects or scope.projects
-        listed = await self.client.instances([scope.prefix + p for p in projects])
-        instances, problems = read_instances(listed, scope.prefix)
+        return scope.prefix, await self.client.instances([scope.prefix + p for p in projects])
+
+    def derive(self, prefix: str, listed: object) -> Fleet:
+        """The fleet of a list of instances (read now, or stored), its kubeconfig written."""
+        instances, problems = read_instances(listed, prefix)
         contexts = {virtual_cluster_context(i.project, i.name) for i in instances}
         contexts |= {cluster_context(i.cluster) for i in instances}
         write_kubeconfig(self.platform, self.directory, self.key, contexts)

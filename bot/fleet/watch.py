@@ -1,7 +1,9 @@
 """The platform's fleet kept current while `serve` runs: read at start, then every `platform.refresh`.
 
+Each reading is kept in the store (`fleet_readings`, one row per platform): a start while the platform is
+unreachable serves the last one kept (logged with its age), and replicas sharing the store serve the same.
 At start, a key the platform refuses (401, 403) stops `serve` (exit 2, naming `platform.url` and the
-status), as does a platform that cannot be read at all: there is no fleet to serve yet. Afterwards a
+status), as does an unreachable platform with no reading kept. Afterwards a
 failed refresh keeps the last fleet and is logged with how long the platform has been unreachable;
 `changed()` returns once a refresh finds other clients or targets than the fleet being served, and `serve`
 rebuilds the bot over it. What the fleet says of itself (a client refused, an instance malformed) is
@@ -11,17 +13,22 @@ rebuilds the bot over it. What the fleet says of itself (a client refused, an in
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import shutil
 import time
+from datetime import UTC, datetime
 
 from bot.errors import PlatformError
 from bot.fleet.derive import Fleet
 from bot.fleet.reading import FleetReader
+from bot.store import Store, open_store
 from config.fields import LocatedProblems
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
+# The platform's answers that say the key is wrong: never served around with a stored fleet.
+REFUSALS = (401, 403)
 
 
 class FleetWatch:
@@ -29,13 +36,27 @@ class FleetWatch:
 
     def __init__(self, settings: Settings) -> None:
         self.reader = FleetReader(settings)
+        self.store: Store | None = None
         self.settings = settings
         self.refresh = self.reader.platform.refresh
         self.current: Fleet | None = None
         self.failing_since: float | None = None
 
     async def first(self) -> Fleet:
-        fleet = await self._read()
+        self.store = await open_store(self.settings.store.url.get_secret_value())
+        try:
+            fleet = await self._read()
+        except PlatformError as err:
+            if err.status in REFUSALS:
+                raise
+            stored = await self.store.last_fleet_reading(self._url)
+            if stored is None:
+                kept = f"{err.message}; and no fleet read earlier is kept"
+                raise PlatformError(self._url, err.status, kept) from None
+            self.failing_since = time.time()
+            when = datetime.fromtimestamp(stored.read_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            log.warning("fleet: the platform cannot be read (%s); serving the fleet as read %s", err, when)
+            fleet = self.reader.derive(stored.prefix, json.loads(stored.instances))
         settled = self._settled(fleet)
         log.info("fleet: %d clients from %s (%d instances)", len(settled.clients), self._url, fleet.instances)
         return settled
@@ -59,6 +80,8 @@ class FleetWatch:
                 return fleet
 
     async def aclose(self) -> None:
+        if self.store is not None:
+            await self.store.close()
         await self.reader.aclose()
         shutil.rmtree(self.reader.directory, ignore_errors=True)
 
@@ -67,7 +90,12 @@ class FleetWatch:
         return self.reader.platform.url
 
     async def _read(self) -> Fleet:
-        return await self.reader.read()
+        """A reading of the platform, kept in the store before it is served."""
+        prefix, listed = await self.reader.fetch()
+        fleet = self.reader.derive(prefix, listed)
+        if self.store is not None:
+            await self.store.save_fleet_reading(self._url, prefix, json.dumps(listed))
+        return fleet
 
     def _settled(self, fleet: Fleet) -> Fleet:
         """The fleet, its settings checked as the file's are (a name listed twice raises)."""

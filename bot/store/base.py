@@ -28,6 +28,7 @@ from bot.store.models import (
     AlertGroupState,
     DigestClaim,
     Enqueued,
+    FleetReading,
     OutboxItem,
     OutboxKind,
     StoredNotification,
@@ -117,6 +118,14 @@ class GroupStore(Protocol):
 
     async def channel_id_of(self, channel: str) -> str | None:
         """The Slack ID of a configured channel, as some group's post in it answered; None if unknown."""
+        ...
+
+    async def save_fleet_reading(self, platform: str, prefix: str, instances: str) -> None:
+        """Keep the list of instances `platform` answered (replacing the last), stamped now."""
+        ...
+
+    async def last_fleet_reading(self, platform: str) -> FleetReading | None:
+        """The last list of instances kept for `platform`; None if none was ever read."""
         ...
 
     async def record_silence_made(self, silence_id: str, created_by: str) -> None:

@@ -186,3 +186,12 @@ class DigestClaim(StrEnum):
     CLAIMED = "claimed"  # this process builds and posts it
     POSTED = "posted"  # it went out already
     BUSY = "busy"  # another process is building it right now (its claim is live)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetReading:
+    """The last list of instances a platform answered (JSON, as it came), its prefix, and when."""
+
+    prefix: str
+    instances: str
+    read_at: float

@@ -142,6 +142,15 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
             made_at DOUBLE PRECISION NOT NULL
         )""",
     ),
+    # 7: the SQLite schema's migration 10, the last fleet read from each platform.
+    (
+        """CREATE TABLE fleet_readings (
+            platform TEXT PRIMARY KEY,
+            prefix TEXT NOT NULL,
+            instances TEXT NOT NULL,
+            read_at DOUBLE PRECISION NOT NULL
+        )""",
+    ),
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 

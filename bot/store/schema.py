@@ -157,6 +157,15 @@ MIGRATIONS: tuple[str, ...] = (
         made_at REAL NOT NULL
     );
     """,
+    # 10: the last fleet read from each platform, so a restart while it is unreachable serves that.
+    """
+    CREATE TABLE fleet_readings (
+        platform TEXT PRIMARY KEY,
+        prefix TEXT NOT NULL,
+        instances TEXT NOT NULL,
+        read_at REAL NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -22,6 +22,7 @@ from bot.ports import Clock
 from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
 from bot.store import escalations as escalation_sql
+from bot.store import fleet_readings as fleet_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
@@ -36,6 +37,7 @@ from bot.store.models import (
     AlertGroupState,
     DigestClaim,
     Enqueued,
+    FleetReading,
     OutboxItem,
     OutboxKind,
     StoredNotification,
@@ -155,6 +157,13 @@ class SqlStore:
 
     async def events_since(self, kind: EventKind, since: float) -> list[OncallEvent]:
         return await self._db.run(oncall_sql.of_kind, kind, since)
+
+    # -- the fleet read from the platform ------------------------------------------------------------
+    async def save_fleet_reading(self, platform: str, prefix: str, instances: str) -> None:
+        await self._db.run(fleet_sql.save, platform, prefix, instances, self._clock())
+
+    async def last_fleet_reading(self, platform: str) -> FleetReading | None:
+        return await self._db.run(fleet_sql.last, platform)
 
     # -- the silences proxybot made ------------------------------------------------------------------
     async def record_silence_made(self, silence_id: str, created_by: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from sim.scenarios import GROWS_AT, LATE_GV, LATE_JOINER
-from sim.server import SimServer
+from sim.server import ApiFault, SimServer
 from sim.slack_api import FakeSlack, iter_texts
 from tests.e2e.conftest import BotLauncher
 from tests.e2e.stack import CHANNEL, REPO, alert_entry, auth, notification, now, proxy_alert, write_bot_config
@@ -108,3 +108,31 @@ def test_a_key_the_platform_refuses_stops_the_start_naming_the_platform(
     assert done.returncode == 2
     assert f"platform.url {platform_sim.base_url}: 401" in done.stderr
     assert wrong not in done.stdout + done.stderr
+
+
+def test_a_restart_while_the_platform_fails_serves_the_fleet_kept(
+    platform_sim: SimServer, slack: FakeSlack, platform_bots: BotLauncher
+) -> None:
+    first = platform_bots.start()
+    wait_until(lambda: "fleet: 2 clients" in first.log_text(), 10.0, "the first reading")
+    assert first.stop() == 0
+    platform_sim.set_platform_fault(ApiFault("error"))  # every platform path answers 500 from now on
+    try:
+        second = platform_bots.start()
+        log = wait_until(
+            lambda: "serving the fleet as read" in second.log_text() and second.log_text(),
+            10.0,
+            "the kept fleet",
+        )
+        assert "500" in log
+        _post(second.url, proxy_alert(target="platform/crd-store"))
+        message = wait_until(
+            lambda: [
+                m for m in slack.top_level(CHANNEL) if "platform/crd-store" in "\n".join(iter_texts(m.blocks))
+            ],
+            30.0,
+            "the alert's message",
+        )
+        assert "no configured cluster" not in "\n".join(iter_texts(message[0].blocks))  # team-a's, as kept
+    finally:
+        platform_sim.set_platform_fault(None)
