@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from bot.domain.path_result import ControlPlanePods, Direction, EndVerdict, RuleState
 from bot.domain.paths import ApiPath
 from bot.errors import ClusterError, InputError
 from config.names import dns1123_label
@@ -24,7 +24,6 @@ from config.names import dns1123_label
 if TYPE_CHECKING:  # kubernetes' client is imported by whoever opens a reader
     from bot.clients.kube import KubeReader
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Control planes on the platform's own cluster reach the platform pods on this TCP port.
 PLATFORM_PORT = 10443
 _NETPOL_LIST = "/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies"
@@ -38,59 +37,6 @@ def network_policies_path(namespace: str) -> ApiPath:
     except ValueError as err:
         raise InputError(f"namespace: {err}") from None
     return ApiPath(_NETPOL_LIST.format(namespace=checked))
-
-
-@dataclass(frozen=True, slots=True)
-class ControlPlanePods:
-    """Where one tenant's control plane pods live: namespace and `release` (pods are `app: vcluster`)."""
-
-    namespace: str
-    release: str
-
-    @property
-    def pod_labels(self) -> dict[str, str]:
-        return {"app": "vcluster", "release": self.release}
-
-    @property
-    def namespace_labels(self) -> dict[str, str]:
-        return {NAMESPACE_NAME_LABEL: self.namespace}
-
-    @property
-    def spelled(self) -> str:
-        return f"{self.namespace}/{self.release}"
-
-
-class Direction(StrEnum):
-    EGRESS = "Egress"
-    INGRESS = "Ingress"
-
-
-class RuleState(StrEnum):
-    """What the policies of one end say about the peer UDP traffic."""
-
-    ALLOWED = "allowed"  # a selecting policy has an allowing rule
-    UNRESTRICTED = "unrestricted"  # no policy selects the pods for this direction: everything is allowed
-    MISSING = "missing"  # policies select the pods, none allows the peer UDP traffic
-    UNKNOWN = "unknown"  # the policies could not be read
-
-
-@dataclass(frozen=True, slots=True)
-class EndVerdict:
-    """One end's rule (client egress or target ingress) and the evidence for it."""
-
-    direction: Direction
-    pods: ControlPlanePods
-    state: RuleState
-    selecting: tuple[str, ...]  # names of the policies that isolate the pods in this direction
-    allowing: str | None  # `policy: rule` that allows the traffic, when one does
-    detail: str
-
-    @property
-    def permits(self) -> bool | None:
-        """True when UDP from/to the peer passes, False when blocked, None when not known."""
-        if self.state is RuleState.UNKNOWN:
-            return None
-        return self.state is not RuleState.MISSING
 
 
 def unknown_end(direction: Direction, pods: ControlPlanePods, why: str) -> EndVerdict:

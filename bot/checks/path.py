@@ -26,21 +26,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
 
 from bot.checks.path_signals import (
     DEFAULT_THRESHOLDS,
-    DialDirectReading,
-    DialReading,
-    LatencySeries,
-    NetpolReading,
     PathThresholds,
     dial_reading,
     read_dial_direct,
     read_netpol,
     read_snapshot,
     sample_both_sides,
+)
+from bot.domain.path_result import (
+    NOT_READ,
+    DialDirectReading,
+    DialReading,
+    LatencySeries,
+    NetpolReading,
+    PathResult,
+    PathVerdict,
 )
 from bot.domain.paths import ApiPath, probe_path
 from bot.domain.proxy_answers import DIAL_TIMEOUT
@@ -50,44 +53,6 @@ from bot.reads.context import CheckContext, TargetRef
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 50
 Progress = Callable[[str], None]
-NOT_READ = DialDirectReading()
-
-
-class PathVerdict(StrEnum):
-    LIKELY_DIRECT = "likely direct"
-    LIKELY_RELAYED = "likely relayed"
-    UNKNOWN = "unknown"
-    # Neither the proxy nor the direct request answers: the target is down, and no signal of the path
-    # (a dial step: dials to a dead target time out too) says anything of it.
-    CANNOT_JUDGE = "cannot judge"
-
-
-@dataclass(frozen=True)
-class PathResult:
-    """Everything `path` found, the verdict and what to do."""
-
-    target: str
-    cluster: str
-    request: str
-    client: LatencySeries
-    direct: LatencySeries | None
-    dial: DialReading
-    netpol: NetpolReading
-    verdict: PathVerdict
-    evidence: tuple[str, ...]
-    fix: tuple[str, ...]
-    dial_direct: DialDirectReading = NOT_READ
-
-    @property
-    def floor(self) -> float | None:
-        """Client minimum minus direct minimum: the constant the client path adds."""
-        if self.direct is None or self.client.minimum is None or self.direct.minimum is None:
-            return None
-        return self.client.minimum - self.direct.minimum
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict is PathVerdict.LIKELY_DIRECT and not self.netpol.platform_egress
 
 
 def check_samples(samples: int) -> int:

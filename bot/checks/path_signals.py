@@ -10,19 +10,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.checks.netpol_read import (
-    ControlPlanePods,
-    Direction,
-    EndVerdict,
-    Json,
-    judge_end,
-    judge_platform_egress,
-    read_policies,
-    unknown_end,
-)
+from bot.checks.netpol_read import Json, judge_end, judge_platform_egress, read_policies, unknown_end
 from bot.checks.probe import PROBE_TIMEOUT
 from bot.domain.delta import delta
 from bot.domain.parser import parse_syncer
+from bot.domain.path_result import (
+    ControlPlanePods,
+    DialDirectReading,
+    DialReading,
+    Direction,
+    EndVerdict,
+    LatencySeries,
+    NetpolReading,
+)
 from bot.domain.paths import ApiPath
 from bot.domain.quantile import P50, P99, delta_quantile, quantile_of
 from bot.domain.snapshot import DIAL_DURATION, ProxySnapshot
@@ -46,62 +46,6 @@ class PathThresholds:
 
 DEFAULT_THRESHOLDS = PathThresholds()
 DIAL_DIRECT_ENV = "TS_DEBUG_DIAL_DIRECT"
-
-
-@dataclass(frozen=True, slots=True)
-class LatencySeries:
-    """The answered samples of one side (seconds) and why the others failed."""
-
-    side: str
-    seconds: tuple[float, ...]
-    failures: tuple[str, ...] = ()
-
-    def quantile(self, q: float) -> float | None:
-        """Nearest-rank quantile of the samples; None without any."""
-        if not self.seconds:
-            return None
-        ordered = sorted(self.seconds)
-        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-    @property
-    def minimum(self) -> float | None:
-        return min(self.seconds) if self.seconds else None
-
-
-@dataclass(frozen=True, slots=True)
-class DialReading:
-    """Dial latency in the window of the check and before it; `unavailable` says why there is none."""
-
-    recent_p50: float | None = None
-    recent_p99: float | None = None
-    earlier_p50: float | None = None
-    earlier_p99: float | None = None
-    lifetime_p99: float | None = None
-    recent_dials: float = 0.0
-    window_seconds: float = 0.0
-    step: bool | None = None
-    unavailable: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NetpolReading:
-    """Both ends' NetworkPolicy verdicts and whether the two ends share a control plane cluster.
-
-    `platform_egress`: on one control plane cluster, each end whose policies block TCP 10443 to the
-    platform pods, in words.
-    """
-
-    egress: EndVerdict
-    ingress: EndVerdict
-    same_cluster: bool
-    platform_egress: tuple[str, ...] = ()
-
-    @property
-    def permits(self) -> bool | None:
-        ends = (self.egress.permits, self.ingress.permits)
-        if False in ends:
-            return False
-        return True if all(ends) else None
 
 
 # -- signal 1: the latency floor -----------------------------------------------------------------------
@@ -193,14 +137,6 @@ def _stepped(recent: float | None, earlier: float | None, thresholds: PathThresh
     if recent is None or earlier is None:
         return None
     return recent - earlier >= thresholds.dial_step and recent >= earlier * thresholds.dial_ratio
-
-
-@dataclass(frozen=True, slots=True)
-class DialDirectReading:
-    """Whether the client's control plane turns direct dialing off (`TS_DEBUG_DIAL_DIRECT`); None: unknown."""
-
-    off: bool | None = None
-    detail: str = "not read"
 
 
 # Go's strconv.ParseBool spellings of false, which is how the variable is read.

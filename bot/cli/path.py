@@ -9,11 +9,10 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from bot.checks.netpol_read import EndVerdict
-from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, PathResult, check_path, check_samples
-from bot.checks.path_signals import LatencySeries
+from bot.checks.path import DEFAULT_SAMPLES, MAX_SAMPLES, check_path, check_samples
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import finish, from_grammar, load_settings_for, refuse, run_check
+from bot.domain.path_result import EndVerdict, LatencySeries, PathResult
 from bot.errors import ConfigError, InputError
 from bot.reads.context import resolve_target
 from bot.render.checks_path import path_message

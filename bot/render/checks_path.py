@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bot.checks.path import PathResult, PathVerdict
-from bot.checks.path_signals import LatencySeries
+from bot.domain.path_result import LatencySeries, PathResult, PathVerdict
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
 
 _MARK = {

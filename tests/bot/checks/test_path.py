@@ -9,15 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.checks.netpol_read import (
-    ControlPlanePods,
-    Direction,
-    RuleState,
-    judge_end,
-    network_policies_path,
-    selector_matches,
-)
-from bot.checks.path import MAX_SAMPLES, PathResult, PathVerdict, check_path, check_samples
+from bot.checks.netpol_read import judge_end, network_policies_path, selector_matches
+from bot.checks.path import MAX_SAMPLES, check_path, check_samples
+from bot.domain.path_result import ControlPlanePods, Direction, PathResult, PathVerdict, RuleState
 from bot.errors import InputError
 from bot.reads.context import CheckContext, resolve_target
 from config.loader import load_config
@@ -201,7 +195,7 @@ def test_relay_fallback_is_likely_relayed_with_the_fix(relayed: PathResult) -> N
 
 def test_nothing_answering_through_the_client_is_unknown_whatever_the_policies(healthy: PathResult) -> None:
     from bot.checks.path import weigh
-    from bot.checks.path_signals import DialReading, LatencySeries
+    from bot.domain.path_result import DialReading, LatencySeries
     from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
@@ -241,7 +235,7 @@ def test_neither_path_answering_cannot_judge_the_path_and_points_at_the_target(h
     # The tour's target-down: 0 answered through the proxy, 0 directly (503), a dial step (the dials to a
     # dead target time out): the relay is not the story, the target is. Nothing blames NAT or the relay.
     from bot.checks.path import weigh
-    from bot.checks.path_signals import DialReading, LatencySeries
+    from bot.domain.path_result import DialReading, LatencySeries
     from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
@@ -263,7 +257,7 @@ def test_a_dial_step_up_to_the_timeout_is_dials_failing_not_the_relay(healthy: P
     failures near 5 s are dial failures; the operations page, "Confirm which path you are on": the relay
     adds a hop, a step in dial latency, and keeps traffic flowing."""
     from bot.checks.path import weigh
-    from bot.checks.path_signals import DialReading
+    from bot.domain.path_result import DialReading
     from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
@@ -281,7 +275,7 @@ def test_the_advice_to_remove_dial_direct_false_names_the_tsnet_page_that_sets_i
     TS_DEBUG_DIAL_DIRECT=false where restricted egress breaks TSNet; the operations guide, "Prefer direct
     connections over the DERP relay", wants the direct path. The fix says both, in one clause."""
     from bot.checks.path import weigh
-    from bot.checks.path_signals import DialDirectReading, DialReading
+    from bot.domain.path_result import DialDirectReading, DialReading
     from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())
@@ -301,7 +295,7 @@ def test_no_new_dials_beside_a_lifetime_p99_near_the_timeout_is_read_not_just_sh
     to the reader: a dial p99 near the 5 s timeout since the proxy started is dials failing on the peer
     path (loft-sh/vcluster-docs troubleshoot/resource-proxy.mdx)."""
     from bot.checks.path import weigh
-    from bot.checks.path_signals import DialReading
+    from bot.domain.path_result import DialReading
     from bot.reads.context import TargetRef
 
     ref = TargetRef(*_target_settings())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.checks.netpol_read import ControlPlanePods, judge_platform_egress
+from bot.checks.netpol_read import judge_platform_egress
 from bot.checks.path_signals import dial_direct_of, dial_reading
+from bot.domain.path_result import ControlPlanePods
 from bot.domain.snapshot import DIAL_DURATION, Bucket, Histogram, ProxySnapshot, make_labels
 
 TARGET = "platform/crd-store"
