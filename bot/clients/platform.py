@@ -10,6 +10,7 @@ bot's words, what it means.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,7 @@ class PlatformClient:
         self._key = CredentialFile(key, what="platform access key")
         self._http = httpx.AsyncClient(
             base_url=self.url,
-            verify=str(ca_file) if ca_file else True,
+            verify=_trust(self.url, ca_file),
             timeout=timeout,
             follow_redirects=False,
         )
@@ -102,6 +103,19 @@ class PlatformClient:
         if not isinstance(document, dict):
             raise PlatformError(self.url, answer.status_code, "its answer is not a JSON object")
         return document
+
+
+def _trust(url: str, ca_file: Path | None) -> ssl.SSLContext | bool:
+    """The platform's CA as an SSL context (httpx deprecates a path for `verify`); a CA that does not load is
+    a `PlatformError` naming it."""
+    if ca_file is None:
+        return True
+    try:
+        return ssl.create_default_context(cafile=str(ca_file))
+    except ssl.SSLError:
+        raise PlatformError(url, None, f"platform.ca_file {ca_file} is not a PEM CA bundle") from None
+    except OSError as err:
+        raise PlatformError(url, None, f"platform.ca_file {ca_file}: {err.strerror or err}") from None
 
 
 def _refusal(answer: httpx.Response) -> str:

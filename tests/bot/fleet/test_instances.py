@@ -132,7 +132,8 @@ def test_annotations_that_are_not_text_are_left_out() -> None:
 
 
 def test_an_answer_that_is_no_list_is_one_problem() -> None:
-    for answer in (None, [], {"kind": "Status"}, {"items": {"a": 1}}, "items"):
+    answers: tuple[object, ...] = (None, [], {"kind": "Status"}, {"items": {"a": 1}}, "items")
+    for answer in answers:
         found, problems = read_instances(answer)
         assert found == ()
         assert problems == (
