@@ -5,12 +5,11 @@ needs one of these imports it from here, never declares its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
-from datetime import datetime
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from bot.domain.silences import Matcher, Silence
+    from bot.domain.silences import NewSilence, Silence
 
 # A source of seconds: `time.time` for wall time, `time.monotonic` for intervals; tests pass their own.
 Clock = Callable[[], float]
@@ -31,15 +30,7 @@ class Silences(Protocol):
     """Alertmanager's silences: made, listed, expired (`bot.clients.alertmanager.AlertmanagerClient` and
     `bot.silence_makers.MadeSilences` are ones), for `/proxy silence`, *Silence…* and *Expire silence*."""
 
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str: ...
+    async def create_silence(self, silence: NewSilence) -> str: ...
 
     async def silences(self) -> list[Silence]: ...
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Protocol
 
-from bot.domain.silences import Matcher, Silence
+from bot.domain.silences import NewSilence, Silence
 from bot.ports import Silences
 from bot.store.errors import StoreError
 
@@ -37,19 +36,9 @@ class MadeSilences:
     alertmanager: Silences
     records: SilenceRecords
 
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str:
-        made = await self.alertmanager.create_silence(
-            matchers, starts_at=starts_at, ends_at=ends_at, created_by=created_by, comment=comment
-        )
-        await self.made(made, created_by)
+    async def create_silence(self, silence: NewSilence) -> str:
+        made = await self.alertmanager.create_silence(silence)
+        await self.made(made, silence.created_by)
         return made
 
     async def made(self, silence_id: str, created_by: str) -> None:

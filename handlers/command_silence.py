@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
-from bot.domain.silences import Matcher, Silence, silence_id
+from bot.domain.silences import Matcher, NewSilence, Silence, silence_id
 from bot.errors import InputError, Refused, shown
 from bot.ports import Silences
 from bot.reads.context import resolve_target
@@ -71,13 +71,8 @@ def _create(
 
     async def work() -> Message:
         start = now()
-        made = await silences.create_silence(
-            matchers,
-            starts_at=start,
-            ends_at=start + duration,
-            created_by=f"{user_name} (Slack {who.user})",
-            comment=reason,
-        )
+        by = f"{user_name} (Slack {who.user})"
+        made = await silences.create_silence(NewSilence(matchers, start, start + duration, by, reason))
         until = fmt_time(start + duration)
         text = (
             f"Silenced {code(matchers[0])} until {until} (silence {code(made)}), reason: {esc(reason)}. "

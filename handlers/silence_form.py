@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Self
 
 from bot.domain import durations, modal_token
-from bot.domain.silences import Matcher, Silence
+from bot.domain.silences import Matcher, NewSilence
 from bot.errors import InputError, UpstreamError
 from bot.ports import Silences
 from bot.render.blocks import fmt_span
@@ -127,11 +127,10 @@ async def create_silences(
         async with asyncio.timeout(ANSWER_WITHIN):
             listed = await silencer.silences()
             for _, matchers in every:
-                silence = _made_before(listed, matchers, created_by, comment)
+                wanted = NewSilence(matchers, starts, ends, created_by, comment)
+                silence = next((s.id for s in listed if wanted.made_as(s)), None)
                 if silence is None:
-                    silence = await silencer.create_silence(
-                        matchers, starts_at=starts, ends_at=ends, created_by=created_by, comment=comment
-                    )
+                    silence = await silencer.create_silence(wanted)
                 made.append((silence, matchers))
     except TimeoutError:
         done = f"{len(made)} of {len(every)} silences were made, and the next" if made else "the silence"
@@ -143,13 +142,3 @@ async def create_silences(
         done = f" ({len(made)} of {len(every)} silences were made)" if made else ": nothing was silenced"
         raise FormErrors.on_comment(f"Alertmanager refused or failed: {err}{done}. Try again.") from None
     return made
-
-
-def _made_before(listed: Sequence[Silence], matchers: Sequence[Matcher], by: str, comment: str) -> str | None:
-    """The id of a silence not expired with exactly these matchers, author and comment, if there is one."""
-    wanted = sorted(matchers, key=str)
-    for silence in listed:
-        same = sorted(silence.matchers, key=str) == wanted and silence.comment == comment
-        if same and silence.created_by == by and silence.state != "expired":
-            return silence.id
-    return None

@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from bot.clients.credentials import http_security
 from bot.domain.alerts import Instant
-from bot.domain.silences import Matcher, Silence, silence_id
+from bot.domain.silences import Matcher, NewSilence, Silence, silence_id
 from bot.errors import ConfigError, InputError, UpstreamError
 from config.settings import AlertmanagerSettings
 
@@ -70,24 +70,16 @@ class AlertmanagerClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str:
+    async def create_silence(self, silence: NewSilence) -> str:
         """POST a silence; returns its id."""
-        if not matchers:
+        if not silence.matchers:
             raise InputError("a silence needs at least one matcher")
         body = {
-            "matchers": [m.as_json() for m in matchers],
-            "startsAt": _rfc3339(starts_at),
-            "endsAt": _rfc3339(ends_at),
-            "createdBy": created_by,
-            "comment": comment,
+            "matchers": [m.as_json() for m in silence.matchers],
+            "startsAt": _rfc3339(silence.starts_at),
+            "endsAt": _rfc3339(silence.ends_at),
+            "createdBy": silence.created_by,
+            "comment": silence.comment,
         }
         answer = await self._call("creating a silence", "POST", SILENCES_PATH, body)
         if not isinstance(answer, dict) or not isinstance(answer.get("silenceID"), str):

@@ -1,6 +1,7 @@
-"""Silences as values: a matcher, a silence as Alertmanager reports it, the matchers covering some alerts,
-and a group's labels read from Alertmanager's group key. No I/O: the client (`bot.clients.alertmanager`)
-sends and reads them; the handlers, the alert side and the renderers use them as plain values.
+"""Silences as values: a matcher, a silence as Alertmanager reports it, a silence to make, the matchers
+covering some alerts, and a group's labels read from Alertmanager's group key. No I/O: the client
+(`bot.clients.alertmanager`) sends and reads them; the handlers, the alert side and the renderers use them
+as plain values.
 """
 
 from __future__ import annotations
@@ -73,6 +74,24 @@ class Silence:
     created_by: str
     comment: str
     made_here: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NewSilence:
+    """A silence to make, as Alertmanager is asked for it (`bot.ports.Silences.create_silence`)."""
+
+    matchers: tuple[Matcher, ...]
+    starts_at: datetime
+    ends_at: datetime
+    created_by: str
+    comment: str
+
+    def made_as(self, silence: Silence) -> bool:
+        """Whether `silence` is this one, made already (by a try whose answer never came) and not expired:
+        exactly these matchers, author and comment."""
+        same = sorted(silence.matchers, key=str) == sorted(self.matchers, key=str)
+        by = (silence.created_by, silence.comment) == (self.created_by, self.comment)
+        return same and by and silence.state != "expired"
 
 
 def silence_id(value: str) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from bot.domain.silences import Matcher, Silence
+from bot.domain.silences import Matcher, NewSilence, Silence
 from bot.render.silence_line import ShownSilence, silence_line
 from bot.silence_makers import MadeSilences
 from bot.store import Store, open_store
@@ -23,17 +23,10 @@ class Alertmanager:
     def __init__(self) -> None:
         self.made: list[Silence] = []
 
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str:
+    async def create_silence(self, silence: NewSilence) -> str:
         silence_id = f"00000000-0000-4000-8000-{len(self.made):012d}"
-        made = Silence(silence_id, "active", tuple(matchers), starts_at, ends_at, created_by, comment)
+        s = silence
+        made = Silence(silence_id, "active", s.matchers, s.starts_at, s.ends_at, s.created_by, s.comment)
         self.made.append(made)
         return silence_id
 
@@ -56,11 +49,11 @@ async def test_a_silence_claiming_a_slack_user_that_proxybot_did_not_make_names_
     silences = MadeSilences(alertmanager, store)
     ends = NOW + timedelta(hours=2)
     ours = await silences.create_silence(
-        MATCHERS, starts_at=NOW, ends_at=ends, created_by="alice (Slack U0ALICE01)", comment="upgrade"
+        NewSilence(MATCHERS, NOW, ends, "alice (Slack U0ALICE01)", "upgrade")
     )
     # Made in Alertmanager (amtool, its page, its API) by someone who writes Alice's suffix.
     forged = await alertmanager.create_silence(
-        MATCHERS, starts_at=NOW, ends_at=ends, created_by="mallory (Slack U0ALICE01)", comment="<!here> hi"
+        NewSilence(MATCHERS, NOW, ends, "mallory (Slack U0ALICE01)", "<!here> hi")
     )
     listed = {s.id: s for s in await silences.silences()}
     assert (listed[ours].made_here, listed[ours].created_by) == (True, "alice (Slack U0ALICE01)")
@@ -76,9 +69,7 @@ async def test_a_silence_claiming_a_slack_user_that_proxybot_did_not_make_names_
 async def test_an_author_rewritten_in_alertmanager_is_still_the_one_proxybot_wrote(store: Store) -> None:
     alertmanager = Alertmanager()
     silences = MadeSilences(alertmanager, store)
-    ours = await silences.create_silence(
-        MATCHERS, starts_at=NOW, ends_at=NOW, created_by="alice (Slack U0ALICE01)", comment="upgrade"
-    )
+    ours = await silences.create_silence(NewSilence(MATCHERS, NOW, NOW, "alice (Slack U0ALICE01)", "upgrade"))
     # An update through Alertmanager's API keeps the id and may change createdBy.
     alertmanager.made = [
         Silence(s.id, s.state, s.matchers, s.starts_at, s.ends_at, "bob (Slack U0BOB0001)", s.comment)

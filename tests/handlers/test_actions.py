@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,7 +27,7 @@ from bot.delivery.worker import Delivery
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
 from bot.domain.resolution import EventKind
-from bot.domain.silences import Matcher, Silence
+from bot.domain.silences import Matcher, NewSilence, Silence
 from bot.errors import ClusterError, UpstreamError
 from bot.render.blocks import Message, section
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
@@ -76,25 +76,17 @@ class FakeSilencer:
     created: list[dict[str, Any]] = field(default_factory=list)
     gate: asyncio.Event | None = None  # when set up, each silence waits for it: Alertmanager being slow
 
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str:
+    async def create_silence(self, silence: NewSilence) -> str:
         if self.gate is not None:
             await self.gate.wait()
         if self.error is not None:
             raise self.error
         self.created.append(
             {
-                "matchers": tuple(matchers),
-                "span": ends_at - starts_at,
-                "created_by": created_by,
-                "comment": comment,
+                "matchers": tuple(silence.matchers),
+                "span": silence.ends_at - silence.starts_at,
+                "created_by": silence.created_by,
+                "comment": silence.comment,
             }
         )
         return "6b0e2a1c-8f44-4c31-9e55-2a6f0e1d7c11"
@@ -394,17 +386,17 @@ class LateSilencer(FakeSilencer):
 
     answered: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def create_silence(self, matchers: Sequence[Matcher], **kw: Any) -> str:
-        made = await super().create_silence(matchers, **kw)
+    async def create_silence(self, silence: NewSilence) -> str:
+        made = await super().create_silence(silence)
         self.listed.append(
             Silence(
                 made,
                 "active",
-                tuple(matchers),
-                kw["starts_at"],
-                kw["ends_at"],
-                kw["created_by"],
-                kw["comment"],
+                silence.matchers,
+                silence.starts_at,
+                silence.ends_at,
+                silence.created_by,
+                silence.comment,
             )
         )
         if len(self.created) == 1:

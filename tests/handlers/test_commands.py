@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +27,7 @@ from bot.app import Deps, create_app
 from bot.compose import slack_endpoints
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
-from bot.domain.silences import Matcher, Silence
+from bot.domain.silences import Matcher, NewSilence, Silence
 from bot.errors import InputError, UpstreamError
 from bot.reads.context import CheckContext
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
@@ -152,18 +152,11 @@ class FakeSilences:
         if self.error is not None:
             raise self.error
 
-    async def create_silence(
-        self,
-        matchers: Sequence[Matcher],
-        *,
-        starts_at: datetime,
-        ends_at: datetime,
-        created_by: str,
-        comment: str,
-    ) -> str:
+    async def create_silence(self, silence: NewSilence) -> str:
         await self._wait_or_fail()
-        self.created.append({"matchers": tuple(matchers), "span": ends_at - starts_at, "by": created_by})
-        self.created[-1]["comment"] = comment
+        span = silence.ends_at - silence.starts_at
+        self.created.append({"matchers": silence.matchers, "span": span, "by": silence.created_by})
+        self.created[-1]["comment"] = silence.comment
         return SILENCE_ID
 
     async def silences(self) -> list[Silence]:

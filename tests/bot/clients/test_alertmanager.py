@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from bot.clients.alertmanager import ACTIVE_TIMEOUT, AlertmanagerClient
-from bot.domain.silences import Matcher, group_labels_from_key, matchers_for, silence_id
+from bot.domain.silences import Matcher, NewSilence, group_labels_from_key, matchers_for, silence_id
 from bot.errors import ConfigError, InputError, UpstreamError
 from config.settings import AlertmanagerSettings
 from sim.ports import free_port
@@ -63,7 +63,7 @@ async def test_create_list_and_expire_a_silence(client: AlertmanagerClient) -> N
     now = datetime.now(UTC)
     matchers = (Matcher("alertname", TARGET["alertname"]), Matcher("target", TARGET["target"]))
     created = await client.create_silence(
-        matchers, starts_at=now, ends_at=now + timedelta(hours=1), created_by="alice (Slack U1)", comment="1h"
+        NewSilence(matchers, now, now + timedelta(hours=1), "alice (Slack U1)", "1h")
     )
     assert silence_id(created) == created
     [listed] = [s for s in await client.silences() if s.id == created]
@@ -86,9 +86,7 @@ async def test_regex_matchers_from_differing_labels_silence_exactly_those_alerts
     matchers = matchers_for(pods, ["alertname", "target", "pod"])
     assert [m.is_regex for m in matchers] == [False, True, False]
     now = datetime.now(UTC)
-    created = await client.create_silence(
-        matchers, starts_at=now, ends_at=now + timedelta(minutes=5), created_by="t", comment="regex"
-    )
+    created = await client.create_silence(NewSilence(matchers, now, now + timedelta(minutes=5), "t", "regex"))
     for labels in pods:
         await wait_silenced_by(alertmanager, labels, created)
     assert created not in (await asyncio.to_thread(silenced_by, alertmanager, other) or [])
@@ -99,11 +97,7 @@ async def test_regex_matchers_from_differing_labels_silence_exactly_those_alerts
 async def test_refusals_and_unknown_ids_are_clear_upstream_errors(client: AlertmanagerClient) -> None:
     with pytest.raises(UpstreamError, match=r"failed creating a silence: HTTP 400: .*"):
         await client.create_silence(
-            [Matcher("alertname", "X")],
-            starts_at=NOW,
-            ends_at=NOW - timedelta(hours=1),
-            created_by="t",
-            comment="",
+            NewSilence((Matcher("alertname", "X"),), NOW, NOW - timedelta(hours=1), "t", "")
         )
     with pytest.raises(UpstreamError, match="expiring silence 00000000-0000-4000-8000-000000000000"):
         await client.expire_silence("00000000-0000-4000-8000-000000000000")
@@ -133,11 +127,13 @@ async def test_active_alerts_are_the_firing_ones_the_matchers_select_silenced_to
     )
     now = datetime.now(UTC)
     silence = await client.create_silence(
-        [Matcher("pod", "vc-1"), Matcher("cluster", "équipe")],
-        starts_at=now,
-        ends_at=now + timedelta(minutes=5),
-        created_by="t",
-        comment="still listed active",
+        NewSilence(
+            (Matcher("pod", "vc-1"), Matcher("cluster", "équipe")),
+            now,
+            now + timedelta(minutes=5),
+            "t",
+            "still listed active",
+        )
     )
     await wait_silenced_by(alertmanager, silenced, silence)
     fingerprints = {
@@ -227,9 +223,7 @@ async def test_answers_of_the_wrong_shape_are_upstream_errors() -> None:
     with pytest.raises(UpstreamError, match="listing silences: unexpected silence shape"):
         await faked(Recording(body=b'[{"id": "x"}]')).silences()
     with pytest.raises(UpstreamError, match="creating a silence: the answer carries no silenceID"):
-        await faked(Recording(body=b"{}")).create_silence(
-            [Matcher("a", "b")], starts_at=NOW, ends_at=NOW, created_by="t", comment=""
-        )
+        await faked(Recording(body=b"{}")).create_silence(NewSilence((Matcher("a", "b"),), NOW, NOW, "t", ""))
     with pytest.raises(UpstreamError, match=r"listing silences: HTTP 503: down for maintenance"):
         await faked(Recording(503, b"down   for\nmaintenance")).silences()
 
@@ -290,12 +284,10 @@ async def test_settings_without_url_and_empty_or_naive_silences_are_refused() ->
         AlertmanagerClient.from_settings(AlertmanagerSettings())
     transport = Recording()
     with pytest.raises(InputError, match="at least one matcher"):
-        await faked(transport).create_silence([], starts_at=NOW, ends_at=NOW, created_by="t", comment="")
+        await faked(transport).create_silence(NewSilence((), NOW, NOW, "t", ""))
     naive = datetime(2026, 1, 1)
     with pytest.raises(InputError, match="time zone"):
-        await faked(transport).create_silence(
-            [Matcher("a", "b")], starts_at=naive, ends_at=naive, created_by="t", comment=""
-        )
+        await faked(transport).create_silence(NewSilence((Matcher("a", "b"),), naive, naive, "t", ""))
     assert transport.requests == []
 
 
