@@ -34,10 +34,11 @@ from bot.checks.netpol import cross_cluster, netpol, parse_endpoint
 from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request
 from bot.checks.probe_run import run_probe
-from bot.checks.status import StatusResult, parse_window, run_reasons, run_status
+from bot.checks.status import parse_window, run_reasons, run_status
 from bot.checks.verify import check_verify, chosen_clusters
 from bot.clients.prometheus import PrometheusClient
 from bot.digest.runner import BuiltDigest
+from bot.domain.status_result import StatusResult
 from bot.errors import InputError, Refused
 from bot.fleet.derive import Fleet
 from bot.fleet.report import fleet_report

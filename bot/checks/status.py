@@ -17,142 +17,42 @@ import dataclasses
 import re
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from bot.clients.prometheus import PrometheusClient
 from bot.domain.diagnosis import diagnose
 from bot.domain.durations import parse_duration
 from bot.domain.enrichment import WindowAsk
-from bot.domain.findings import Finding, Severity, finding_dict, finding_key, sort_worst_first, worst
-from bot.domain.reasons import OutcomeReason, ReasonKind, reason_info
+from bot.domain.findings import Finding, Severity, finding_key, sort_worst_first
+from bot.domain.reasons import reason_info
 from bot.domain.snapshot import (
     DIAL_FAILURES,
     DISCOVERY_FALLBACKS,
     REQUESTS,
     TERMINATIONS,
-    PeerCounts,
     ProxySnapshot,
     make_labels,
 )
-from bot.domain.verdict import TargetVerdict, Verdict, verdict_dict
+from bot.domain.status_result import (
+    ClusterReadInfo,
+    GroupVersionState,
+    ReasonCount,
+    ReasonsResult,
+    StatusResult,
+    TargetStatus,
+)
+from bot.domain.triage import ClusterTriage
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from bot.prom_queries import counters_query, window_from
 from bot.reads.context import CheckContext, TargetRef, resolve_target
-from bot.reads.triage import ClusterTriage, fleet_newest, read_triage, verdict_of
+from bot.reads.triage import fleet_newest, read_triage, verdict_of
 from config.clusters import ClusterSettings, replica_source
 from config.settings import Settings
 
-REPLICA_UNKNOWN = "not pinned: the client cluster's Service chose one replica"
 # Clusters (their metrics, or their triage reads) read at once by one status check.
 STATUS_CONCURRENCY = 8
 T = TypeVar("T")
-# Verdicts that fail the check: the triage found something broken.
-BROKEN = frozenset(Verdict) - {Verdict.HEALTHY, Verdict.UNKNOWN}
-
-
-@dataclass(frozen=True, slots=True)
-class GroupVersionState:
-    """One group/version's peer cache as the proxy reports it now."""
-
-    group_version: str
-    peers: PeerCounts | None
-    cache_synced: bool | None
-    peer_list_age: float | None  # not a staleness signal (the guide): shown, never judged
-
-
-@dataclass(frozen=True, slots=True)
-class TargetStatus:
-    """A configured target: its peer caches and the diagnosis, or why the client could not be read."""
-
-    target: str
-    cluster: str
-    group_versions: tuple[GroupVersionState, ...]
-    findings: tuple[Finding, ...]
-    unavailable: str | None = None
-    # The HA replica this reading is of, when the cluster's replicas are addressable (each keeps its own
-    # peer caches, so one healthy replica must not hide a degraded one).
-    replica: str | None = None
-    verdict: TargetVerdict | None = None  # the quick triage (target pods + this reading)
-
-    @property
-    def severity(self) -> Severity:
-        return worst(self.findings)
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterReadInfo:
-    """When a client cluster was read and which replica answered (None: not known)."""
-
-    cluster: str
-    read_at: float
-    replica: str | None
-    unavailable: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class StatusResult:
-    """Live state of one or every configured target."""
-
-    targets: tuple[TargetStatus, ...]
-    reads: tuple[ClusterReadInfo, ...]
-    triage: tuple[ClusterTriage, ...] = ()  # per client cluster: versions, target pods, APIServices
-    # What the triage reads found: APIService problems and orphans, version flags.
-    triage_findings: tuple[Finding, ...] = ()
-
-    @property
-    def severity(self) -> Severity:
-        found = max((t.severity for t in self.targets), default=Severity.OK)
-        return max(found, worst(self.triage_findings))
-
-    @property
-    def passed(self) -> bool:
-        """No warning, and no target the quick triage finds broken (`unknown` fails only by its cause)."""
-        broken = any(t.verdict is not None and t.verdict.verdict in BROKEN for t in self.targets)
-        return self.severity < Severity.WARNING and not broken
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": "status",
-            "passed": self.passed,
-            "verdict": self.severity.label,
-            "reads": [_read_dict(r) for r in self.reads],
-            "targets": [_target_dict(t) for t in self.targets],
-            "clusters": [t.as_dict() for t in self.triage],
-            "triage_findings": [finding_dict(f) for f in self.triage_findings],
-        }
-
-
-def _read_dict(r: ClusterReadInfo) -> dict[str, Any]:
-    return {"cluster": r.cluster, "read_at": r.read_at, "replica": r.replica, "unavailable": r.unavailable}
-
-
-def _target_dict(t: TargetStatus) -> dict[str, Any]:
-    return {
-        "target": t.target,
-        "cluster": t.cluster,
-        "replica": t.replica,
-        **verdict_dict(t.verdict),
-        "severity": t.severity.label,
-        "unavailable": t.unavailable,
-        "group_versions": [
-            {
-                "group_version": g.group_version,
-                "peers": None
-                if g.peers is None
-                else {  # gauges of counts: whole numbers
-                    "healthy": round(g.peers.healthy),
-                    "quarantined": round(g.peers.quarantined),
-                    "half_open": round(g.peers.half_open),
-                },
-                "cache_synced": g.cache_synced,
-                "peer_list_age_seconds": g.peer_list_age,
-            }
-            for g in t.group_versions
-        ],
-        "findings": [finding_dict(f) for f in t.findings],
-    }
 
 
 def _refs(settings: Settings, target: str | None) -> list[TargetRef]:
@@ -267,72 +167,6 @@ MAX_WINDOW = 7 * 86400
 def parse_window(text: str) -> int:
     """`15m`, `1h30m`, `90s`, `2d` in seconds; between a minute and a week."""
     return parse_duration(text, field="--window", low=MIN_WINDOW, high=MAX_WINDOW)
-
-
-@dataclass(frozen=True, slots=True)
-class ReasonCount:
-    """How often one reason was counted by one family, and what it means."""
-
-    family: str  # request, termination, dial failure, discovery fallback
-    reason: str
-    count: float
-    info: OutcomeReason
-
-    @property
-    def is_fault(self) -> bool:
-        return self.info.kind is ReasonKind.PROXY_FAULT
-
-
-@dataclass(frozen=True, slots=True)
-class ReasonsResult:
-    """The outcome reasons of one target, over a window (Prometheus) or since the proxy started."""
-
-    target: str
-    cluster: str
-    scope: str  # "in the last 15m (Prometheus)" or "since the proxy started"
-    window_seconds: int | None  # None: totals since the proxy started
-    counts: tuple[ReasonCount, ...]
-    notes: tuple[str, ...] = ()
-    unavailable: str | None = None
-
-    @property
-    def faults(self) -> tuple[ReasonCount, ...]:
-        return tuple(c for c in self.counts if c.is_fault)
-
-    @property
-    def passed(self) -> bool:
-        return self.unavailable is None and not self.faults
-
-    @property
-    def verdict(self) -> str:
-        if self.unavailable is not None:
-            return "unknown"
-        return "proxy_faults" if self.faults else "no_proxy_faults"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": "reasons",
-            "passed": self.passed,
-            "verdict": self.verdict,
-            "target": self.target,
-            "cluster": self.cluster,
-            "scope": self.scope,
-            "window_seconds": self.window_seconds,
-            "unavailable": self.unavailable,
-            "notes": list(self.notes),
-            "reasons": [
-                {
-                    "family": c.family,
-                    "reason": c.reason,
-                    "count": round(c.count),  # events counted: a whole number
-                    "kind": c.info.kind.value,
-                    "fault": c.is_fault,
-                    "meaning": c.info.meaning,
-                    "next_step": c.info.next_step,
-                }
-                for c in self.counts
-            ],
-        }
 
 
 def reason_counts(source: ProxySnapshot, target: str) -> tuple[ReasonCount, ...]:

@@ -52,10 +52,11 @@ from bot.domain.findings import Severity, sort_worst_first
 from bot.domain.parser import parse_syncer
 from bot.domain.paths import SYNCER_METRICS
 from bot.domain.snapshot import PEERS
+from bot.domain.triage import ClusterTriage
 from bot.domain.versions import VClusterVersion, version_findings
 from bot.errors import ClusterError, InputError, MetricsParseError, UpstreamError
 from bot.reads.context import CHECK_TIMEOUT, CheckContext, suggested
-from bot.reads.triage import ClusterTriage, fleet_newest, read_triage
+from bot.reads.triage import fleet_newest, read_triage
 from config.clusters import ClusterSettings
 from config.settings import Settings
 

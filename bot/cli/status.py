@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from contextlib import AsyncExitStack
 
-from bot.checks.status import ReasonsResult, parse_window, run_reasons, run_status
+from bot.checks.status import parse_window, run_reasons, run_status
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import finish, from_grammar, load_settings_for, now, refuse, run_check
 from bot.clients.prometheus import PrometheusClient
+from bot.domain.status_result import ReasonsResult
 from bot.errors import ConfigError, InputError
 from bot.reads.context import CheckContext, resolve_target
 from bot.render.checks_status import peers_message, reasons_message, status_message

@@ -22,11 +22,12 @@ from typing import Any, Generic, Protocol, TypeVar
 from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
 from bot.checks.verify_lines import Outcome
 from bot.domain.digest import ProbeRun
+from bot.domain.triage import ClusterTriage
 from bot.errors import ClusterError
 from bot.live import ClusterRead
 from bot.ports import Clock
 from bot.reads.context import CheckContext
-from bot.reads.triage import ClusterTriage, read_triage
+from bot.reads.triage import read_triage
 from config.clusters import ClusterSettings
 
 ReadCluster = Callable[[str], Awaitable[ClusterRead]]

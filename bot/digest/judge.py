@@ -26,6 +26,7 @@ from bot.domain.diagnosis import diagnose
 from bot.domain.digest import RANK, Change, Digest, Health, ProbeRun, ReasonMove, TargetDigest
 from bot.domain.findings import Finding, Severity, sort_worst_first
 from bot.domain.snapshot import ProxySnapshot
+from bot.domain.triage import ClusterTriage
 from bot.domain.verdict import (
     TargetPods,
     judge,
@@ -33,7 +34,7 @@ from bot.domain.verdict import (
 )
 from bot.domain.versions import TenantVersion, too_old
 from bot.live import ClusterRead
-from bot.reads.triage import ClusterTriage, fleet_newest, metrics_of
+from bot.reads.triage import fleet_newest, metrics_of
 from config.clusters import ClusterSettings, TargetSettings
 
 

@@ -15,13 +15,10 @@ Log evidence is a parameter of the verdict (`logs`), read elsewhere; None means 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from bot.domain.apiservices import ClientApiServices, apiservice_findings
 from bot.domain.diagnosis_readings import Readings
-from bot.domain.findings import Finding
+from bot.domain.triage import ClusterTriage, TargetTriage
 from bot.domain.verdict import (
     LogSignals,
     MetricsSignal,
@@ -31,58 +28,13 @@ from bot.domain.verdict import (
     metrics_signal,
     unreadable_metrics,
 )
-from bot.domain.versions import Role, TenantVersion, VClusterVersion, newest, too_old, version_findings
+from bot.domain.versions import Role, TenantVersion, VClusterVersion, newest, too_old
 from bot.live import ClusterRead
 from bot.reads.apiservices import read_apiservices
 from bot.reads.context import CheckContext
 from bot.reads.control_plane import read_pods, read_version
 from bot.shared_reads import SharedReads
 from config.clusters import ClusterSettings, TargetSettings
-
-
-@dataclass(frozen=True, slots=True)
-class TargetTriage:
-    """One target's control-plane pods and vCluster version."""
-
-    target: str
-    pods: TargetPods
-    version: TenantVersion
-
-
-@dataclass(frozen=True)
-class ClusterTriage:
-    """One client cluster's version, its targets' pods and versions, and its proxy objects."""
-
-    cluster: str
-    client_version: TenantVersion
-    targets: Mapping[str, TargetTriage]
-    apiservices: ClientApiServices
-
-    def versions(self) -> tuple[TenantVersion, ...]:
-        return (self.client_version, *(t.version for t in self.targets.values()))
-
-    def as_dict(self) -> dict[str, Any]:
-        """The cluster's part of `status --json`: versions, APIServices, orphans."""
-        return {
-            "cluster": self.cluster,
-            "versions": [v.as_dict() for v in self.versions()],
-            "target_pods": {
-                name: {
-                    "unavailable": t.pods.unavailable,
-                    "pods": [{"name": p.name, "ready": p.ready, "detail": p.detail} for p in t.pods.pods],
-                }
-                for name, t in self.targets.items()
-            },
-            "apiservices": self.apiservices.as_dict(),
-        }
-
-    def findings(self, fleet_newest: VClusterVersion | None) -> list[Finding]:
-        """APIService problems and orphans, and the version flags against the fleet's newest."""
-        targets = [t.version for t in self.targets.values()]
-        return [
-            *apiservice_findings(self.apiservices),
-            *version_findings(self.client_version, targets, fleet_newest),
-        ]
 
 
 def fleet_newest(triages: Sequence[ClusterTriage]) -> VClusterVersion | None:

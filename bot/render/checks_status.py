@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.checks.status import (
+from bot.domain.diagnosis_readings import describe_peers, fmt_count, fmt_duration
+from bot.domain.messages import FindingsReport, LiveRead
+from bot.domain.reasons import ReasonKind
+from bot.domain.status_result import (
     REPLICA_UNKNOWN,
     GroupVersionState,
     ReasonCount,
@@ -16,9 +19,6 @@ from bot.checks.status import (
     StatusResult,
     TargetStatus,
 )
-from bot.domain.diagnosis_readings import describe_peers, fmt_count, fmt_duration
-from bot.domain.messages import FindingsReport, LiveRead
-from bot.domain.reasons import ReasonKind
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
 from bot.render.slack import findings_message, live_line
 from bot.render.verdict import verdict_lines

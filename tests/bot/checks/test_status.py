@@ -13,8 +13,6 @@ import pytest
 
 from bot.checks.status import (
     SINCE_START,
-    ReasonsResult,
-    StatusResult,
     parse_window,
     pinned_replica,
     reason_counts,
@@ -24,6 +22,7 @@ from bot.checks.status import (
 from bot.clients.prometheus import PrometheusClient
 from bot.domain.findings import Severity
 from bot.domain.parser import parse_syncer
+from bot.domain.status_result import ReasonsResult, StatusResult
 from bot.errors import InputError
 from bot.reads.context import CheckContext
 from bot.render.blocks import MAX_BLOCKS

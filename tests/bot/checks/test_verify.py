@@ -29,11 +29,11 @@ from bot.checks.verify import (
 from bot.checks.verify_lines import Outcome, VerifyLine, VerifyResult
 from bot.clients.prometheus import Sample, ScrapeTarget
 from bot.domain.apiservices import ApiService, ApiServiceRead, ClientApiServices, ServiceLookup, ServiceRef
+from bot.domain.triage import ClusterTriage, TargetTriage
 from bot.domain.verdict import TargetPods
 from bot.domain.versions import Role, TenantVersion, parse_version
 from bot.errors import InputError
 from bot.reads.context import CheckContext
-from bot.reads.triage import ClusterTriage, TargetTriage
 from config.loader import load_config, parse_config
 from config.settings import Settings
 from sim.defaults import CLIENT

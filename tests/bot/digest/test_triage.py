@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from bot.digest.fleet import triage_reads
 from bot.digest.judge import assemble_digest, judge_reads, with_triage
 from bot.domain.apiservices import ApiService, ClientApiServices
+from bot.domain.triage import ClusterTriage, TargetTriage
 from bot.domain.verdict import PodState, TargetPods, Verdict
 from bot.domain.versions import Role, TenantVersion, parse_version
-from bot.reads.triage import ClusterTriage, TargetTriage
 from bot.render.blocks import Message
 from bot.render.digest import digest_message
 from config.clusters import ClusterSettings
