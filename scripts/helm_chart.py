@@ -5,8 +5,10 @@ Two things are generated, so each is written once:
 - the schema of the chart's `config` value (values.schema.json's `$defs`), from proxybot's settings models
   (config/settings.py), minus the secrets, which never go into the ConfigMap;
 - the kustomize kit under config/deploy/ (every folder but tenant-cluster/, which goes into the tenant
-  clusters, not through the chart): the chart rendered with config/helm/my-values.example.yaml and each
-  variant's values, one file per template.
+  clusters, not through the chart): the chart rendered with config/helm/my-values.by-hand.example.yaml (the
+  clients listed by hand, each with its kubeconfig: what the kit's folders, RBAC, scrapes and probes are
+  for) and each variant's values, one file per template. config/helm/my-values.example.yaml, the platform
+  way, is the chart's first example (`example_values`).
 
     python -m scripts.helm_chart write    # rewrite both
     python -m scripts.helm_chart check    # exit 1, naming each file that differs from what is generated
@@ -39,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "config" / "helm" / "proxybot"
 SCHEMA = CHART / "values.schema.json"
 EXAMPLE_VALUES = ROOT / "config" / "helm" / "my-values.example.yaml"
+BY_HAND_VALUES = ROOT / "config" / "helm" / "my-values.by-hand.example.yaml"
 DEPLOY = ROOT / "config" / "deploy"
 RELEASE = NAMESPACE = "proxybot"
 
@@ -63,6 +66,15 @@ def config_defs() -> dict[str, Any]:
     for section, key in CONFIG_SECRETS:
         model = _model_of(defs, section)
         del model["properties"][key]
+    # With `platform:`, an entry of `clusters:` without a kubeconfig refines a discovered client
+    # (config/platform.py ClusterRefinement); `refinements` is where the models put those, not a key to write.
+    settings = defs["Settings"]["properties"]
+    del settings["refinements"]
+    settings["clusters"]["items"] = {
+        "if": {"required": ["kubeconfig"]},
+        "then": {"$ref": "#/$defs/ClusterSettings"},
+        "else": {"$ref": "#/$defs/ClusterRefinement"},
+    }
     return {name: _lean(model) for name, model in sorted(defs.items())}
 
 
@@ -160,7 +172,14 @@ def _merge_into(target: Values, override: Mapping[str, Any]) -> None:
 
 
 def example_values() -> Values:
+    """The first example: the fleet discovered from the vCluster Platform with one access key."""
     values: Values = yaml.safe_load(EXAMPLE_VALUES.read_text())
+    return values
+
+
+def by_hand_values() -> Values:
+    """The clients listed by hand, each read with its own kubeconfig: the values the kit is rendered with."""
+    values: Values = yaml.safe_load(BY_HAND_VALUES.read_text())
     return values
 
 
@@ -295,7 +314,9 @@ step 7):
 PROXYBOT_SLACK_APP_TOKEN: Socket Mode only (socketMode: true), an app-level token (xapp-...).
 PROXYBOT_STORE_URL: the postgres variant only (required there), the store, which replaces store.url:
   postgresql://proxybot:<password>@db.example.internal:5432/proxybot?sslmode=require
-PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD: optional, basic auth instead of the bearer token (not both)."""
+PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD: optional, basic auth instead of the bearer token (not both).
+PROXYBOT_PLATFORM_ACCESS_KEY: with config.platform.url (required there), the vCluster Platform's access key
+  (config/deploy/README.md, "Reading the fleet through the vCluster Platform")."""
 NAMESPACE_DOC = f"""\
 # The namespace proxybot runs in, in the control plane cluster. The pod meets the `restricted` Pod Security
 # Standard, so the namespace enforces it (with Helm: `kubectl label namespace {NAMESPACE}
@@ -316,8 +337,9 @@ HELM_LABELS = re.compile(r"^ *(app\.kubernetes\.io/managed-by: Helm|helm\.sh/cha
 def _generated(source: str) -> str:
     return (
         f"# GENERATED from the Helm chart config/helm/proxybot ({source})\n"
-        "# by `python -m scripts.helm_chart write`: edit the chart or config/helm/my-values.example.yaml,\n"
-        "# not this file (tests/config/test_helm.py fails when the two differ).\n"
+        "# by `python -m scripts.helm_chart write`: edit the chart or its values,\n"
+        "# config/helm/my-values.by-hand.example.yaml, not this file (tests/config/test_helm.py fails\n"
+        "# when the two differ).\n"
     )
 
 
@@ -327,7 +349,7 @@ def _commented(text: str) -> str:
 
 def kit() -> dict[Path, str]:
     """Every generated file of config/deploy/ and its content."""
-    example = example_values()
+    example = by_hand_values()
     files: dict[Path, str] = {
         DEPLOY / "base" / "namespace.yaml": _generated("the release's namespace") + NAMESPACE_DOC
     }
@@ -357,7 +379,7 @@ def _kustomization(part: Part) -> str:
 
 def shared_base_is_one() -> list[str]:
     """The objects base/ holds must render the same for both variants, or base/ would be one variant's."""
-    example = example_values()
+    example = by_hand_values()
     sqlite, postgres = render(example), render(merged(example, POSTGRES))
     return [
         f"base/{name}: templates/{template} renders differently for the postgres variant"

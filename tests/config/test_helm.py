@@ -29,9 +29,10 @@ from bot.cli.main import build_parser
 from bot.store import open_store
 from config.environment import CONFIG_ENV, SECRET_OVERRIDES, SECRETS_DIR_ENV
 from config.loader import parse_config
+from config.platform import ACCESS_KEY_ENV
 from config.settings import Settings
 from scripts import helm_chart
-from scripts.helm_chart import CHART, RELEASE, Values, docs, example_values, merged, render
+from scripts.helm_chart import CHART, RELEASE, Values, by_hand_values, docs, example_values, merged, render
 from tests.config.test_deploy_kit import allows
 from tests.config.test_rbac_code import Members, grants, members_of, probes_of, templated
 from tests.fakes.config_data import KUBECONFIG
@@ -69,15 +70,34 @@ MINIMAL: Values = {
     },
 }
 POSTGRES_URL = "postgresql://proxybot@db.example.internal:5432/proxybot?sslmode=require"
+# The clients listed by hand (the values the kit in config/deploy/ is rendered with).
+BY_HAND = by_hand_values()
+# The platform way, least: the platform's URL, the key in existingSecret, the Slack app; no kubeconfigSecret,
+# no clusters, no CA (a publicly trusted certificate).
+PLATFORM_MINIMAL: Values = {
+    "existingSecret": "tokens",
+    "config": {
+        "slack": {"default_channel": "#alerts"},
+        "alertmanager": {"url": "http://alertmanager-operated.monitoring.svc:9093"},
+        "platform": {"url": "https://platform.example.com"},
+    },
+}
 MATRIX: dict[str, Values] = {
     "defaults": MINIMAL,
-    "example": example_values(),
-    "postgres-secret": merged(example_values(), {"replicaCount": 2, "storeUrlFromSecret": True}),
+    "example": BY_HAND,
+    "platform": example_values(),
+    "platform-minimal": PLATFORM_MINIMAL,
+    # The platform's clients, and one listed by hand beside them, with its kubeconfig.
+    "platform-and-by-hand": merged(
+        MINIMAL, {"config": {"platform": {"url": "https://platform.example.com:8443", "projects": ["shop"]}}}
+    ),
+    "platform-postgres": merged(example_values(), {"replicaCount": 2, "storeUrlFromSecret": True}),
+    "postgres-secret": merged(BY_HAND, {"replicaCount": 2, "storeUrlFromSecret": True}),
     "postgres-url": merged(MINIMAL, {"replicaCount": 3, "config": {"store": {"url": POSTGRES_URL}}}),
-    "socket-mode": merged(example_values(), {"socketMode": True}),
-    "ingress": merged(example_values(), {"ingress": {"enabled": True}}),
+    "socket-mode": merged(BY_HAND, {"socketMode": True}),
+    "ingress": merged(BY_HAND, {"ingress": {"enabled": True}}),
     "monitoring": merged(
-        example_values(),
+        BY_HAND,
         {
             "serviceMonitor": {"enabled": True},
             "prometheusRule": {"enabled": True},
@@ -265,7 +285,8 @@ def test_the_schema_of_config_is_the_settings_models() -> None:
     committed = json.loads((CHART / "values.schema.json").read_text())
     assert committed["$defs"] == helm_chart.config_defs()
     assert committed["properties"]["config"] == {"$ref": "#/$defs/Settings"}
-    assert set(committed["$defs"]["Settings"]["properties"]) == set(Settings.model_fields)
+    # `refinements` is where the models put the `clusters:` entries that refine a discovered client.
+    assert set(committed["$defs"]["Settings"]["properties"]) == set(Settings.model_fields) - {"refinements"}
 
 
 def test_the_kustomize_kit_is_what_the_chart_renders() -> None:
@@ -317,12 +338,15 @@ def config_map_data(case: str) -> dict[str, str]:
 
 def pod_config(case: str, directory: Path, env: dict[str, str] | None = None) -> tuple[Path, Settings]:
     """The rendered proxybot.yaml as the pod reads it: beside the in-cluster kubeconfig and the kubeconfigs
-    Secret's files (stubbed), with the Secret's keys as files in PROXYBOT_SECRETS_DIR (and `env`)."""
+    Secret's files (stubbed), with the Secret's keys as files in PROXYBOT_SECRETS_DIR (and `env`); with the
+    platform, its access key among them."""
     data = config_map_data(case)
     for name, text in data.items():
         (directory / name).write_text(text)
     config = yaml.safe_load(data["proxybot.yaml"])
     for cluster in config["clusters"]:
+        if "kubeconfig" not in cluster:
+            continue  # refines a client the platform finds: no file of its own
         for access in [cluster, *(t["direct"] for t in cluster["targets"] if "direct" in t)]:
             (directory / access["kubeconfig"]).write_text(yaml.safe_dump(KUBECONFIG))
     secrets = {
@@ -331,6 +355,8 @@ def pod_config(case: str, directory: Path, env: dict[str, str] | None = None) ->
         "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN": "f00dfeed",
         "PROXYBOT_STORE_URL": f"sqlite:///{directory / 'proxybot.db'}",  # the pod's volume is not here
     }
+    if "platform" in config:
+        secrets[ACCESS_KEY_ENV] = "platform-key-0123456789"
     files = directory / "secrets"
     files.mkdir()
     for name, value in secrets.items():
@@ -352,7 +378,8 @@ def test_the_rendered_config_passes_check_config(case: str, tmp_path: Path) -> N
     path, _ = pod_config(case, tmp_path)
     out, err = io.StringIO(), io.StringIO()
     args = build_parser().parse_args(["check-config", "--config", str(path)])
-    code = args.run(args, Console({}, out, err))
+    # As in the pod: the Secret's keys are files of PROXYBOT_SECRETS_DIR (the platform's key among them).
+    code = args.run(args, Console({SECRETS_DIR_ENV: str(tmp_path / "secrets")}, out, err))
     assert code == 0, err.getvalue()
     assert out.getvalue().startswith("ok: ")
 
@@ -444,6 +471,8 @@ def test_no_secret_is_in_the_environment_they_are_files_only_the_pod_reads(case:
         ("defaults", {"PROXYBOT_SLACK_SIGNING_SECRET"}),
         ("socket-mode", {"PROXYBOT_SLACK_APP_TOKEN"}),
         ("postgres-secret", {"PROXYBOT_SLACK_SIGNING_SECRET", "PROXYBOT_STORE_URL"}),
+        ("platform", {"PROXYBOT_SLACK_SIGNING_SECRET", ACCESS_KEY_ENV}),
+        ("platform-postgres", {"PROXYBOT_SLACK_SIGNING_SECRET", ACCESS_KEY_ENV, "PROXYBOT_STORE_URL"}),
     ],
 )
 def test_the_pod_waits_for_the_secret_keys_its_mode_needs(case: str, required: set[str]) -> None:
@@ -611,3 +640,108 @@ def test_requests_and_limits_are_the_values_and_say_where_the_limit_comes_from()
     assert set(resources) == {"requests", "limits"}
     assert {"cpu", "memory"} <= set(resources["limits"])
     assert "bench/scale.py" in (CHART / "values.yaml").read_text()  # the measured peak it is sized from
+
+
+# -- the platform way: the fleet read through the vCluster Platform with one access key ---------------------
+
+PLATFORM_CASES = ["platform", "platform-minimal", "platform-postgres"]
+
+
+def config_volume(case: str) -> Doc:
+    """The volume mounted where PROXYBOT_CONFIG is."""
+    c = container(case)
+    where = posixpath.dirname(next(e["value"] for e in c["env"] if e["name"] == CONFIG_ENV))
+    (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == where]
+    (volume,) = [v for v in pod_spec(case)["volumes"] if v["name"] == mount["name"]]
+    return dict(volume)
+
+
+@pytest.mark.parametrize("case", PLATFORM_CASES)
+def test_the_platform_way_installs_without_a_kubeconfig_secret(case: str) -> None:
+    assert "kubeconfigSecret" not in MATRIX[case]
+    sources = config_volume(case)["projected"]["sources"]
+    assert sources[0] == {"configMap": {"name": f"{RELEASE}-config"}}
+    assert not [s for s in sources if "secret" in s]
+    # The tokens Secret is the only Secret the pod reads.
+    named = {
+        s["secret"]["name"]
+        for v in pod_spec(case)["volumes"]
+        for s in v.get("projected", {}).get("sources", [])
+        if "secret" in s
+    }
+    assert named == {MATRIX[case]["existingSecret"]}
+    assert not of_kind(case, "RoleBinding")  # read through the platform: no RBAC of the control plane cluster
+
+
+@pytest.mark.parametrize("case", PLATFORM_CASES)
+def test_the_platform_way_waits_for_the_access_key_in_the_secret(case: str) -> None:
+    sources = [s["secret"] for s in secrets_volume(case)["projected"]["sources"]]
+    waited = {i["key"] for s in sources if not s.get("optional") for i in s["items"]}
+    assert ACCESS_KEY_ENV in waited
+    assert ACCESS_KEY_ENV not in config_map_data(case)["proxybot.yaml"]
+    assert "access_key" not in yaml.safe_load(config_map_data(case)["proxybot.yaml"])["platform"]
+    assert "proxybot fleet" in rendered(case)["proxybot/templates/NOTES.txt"]
+    assert "proxybot fleet" not in rendered("defaults")["proxybot/templates/NOTES.txt"]
+
+
+def test_the_platforms_ca_is_a_file_beside_the_config_that_names_it(tmp_path: Path) -> None:
+    ca = {
+        "configMap": {"name": "proxybot-platform-ca", "items": [{"key": "ca.crt", "path": "platform-ca.crt"}]}
+    }
+    assert ca in config_volume("platform")["projected"]["sources"]
+    (tmp_path / "platform").mkdir()
+    _, settings = pod_config("platform", tmp_path / "platform")
+    assert settings.platform is not None
+    # Relative, so beside proxybot.yaml: /etc/proxybot/platform-ca.crt in the pod, the ConfigMap's item.
+    assert settings.platform.ca_file == tmp_path / "platform" / "platform-ca.crt"
+    assert settings.platform.projects == ("payments", "shop")
+    assert settings.platform.access_key is not None  # from the Secret's file, as in the pod
+    assert [r.name for r in settings.refinements] == ["prod-eu"]
+    assert settings.clusters == ()
+    (tmp_path / "minimal").mkdir()
+    _, minimal = pod_config("platform-minimal", tmp_path / "minimal")
+    assert minimal.platform is not None
+    assert minimal.platform.ca_file is None
+    own = merged(
+        PLATFORM_MINIMAL,
+        {"platformCA": {"configMap": "ca"}, "config": {"platform": {"ca_file": "/etc/ssl/platform.pem"}}},
+    )
+    config = yaml.safe_load(
+        yaml.safe_load(render(own)["proxybot/templates/configmap.yaml"])["data"]["proxybot.yaml"]
+    )
+    assert config["platform"]["ca_file"] == "/etc/ssl/platform.pem"  # the operator's own is kept
+
+
+def test_the_platform_way_refuses_what_it_cannot_mount_naming_the_value() -> None:
+    by_hand = merged(PLATFORM_MINIMAL, {"config": {"clusters": MINIMAL["config"]["clusters"]}})
+    message = refused(by_hand)
+    assert "kubeconfigSecret: required" in message
+    assert "prod.kubeconfig.yaml" in message
+    direct = {"name": "prod", "direct": {"payments/ledger": {"kubeconfig": "ledger.kubeconfig.yaml"}}}
+    assert "ledger.kubeconfig.yaml" in refused(merged(PLATFORM_MINIMAL, {"config": {"clusters": [direct]}}))
+    key_file = merged(PLATFORM_MINIMAL, {"config": {"platform": {"access_key_file": "/keys/platform"}}})
+    assert "config.platform.access_key_file" in refused(key_file)
+    assert "platformCA.configMap" in refused(merged(MINIMAL, {"platformCA": {"configMap": "ca"}}))
+    assert "config.platform.url" in refused(merged(MINIMAL, {"kubeconfigSecret": ""}))
+
+
+def test_the_schema_takes_a_refinement_and_refuses_its_typo() -> None:
+    typo = merged(PLATFORM_MINIMAL, {"config": {"clusters": [{"name": "prod", "chanel": "C0PROD"}]}})
+    assert "additional properties 'chanel' not allowed" in refused(typo)
+    listed = merged(MINIMAL, {"config": {"clusters": [{"name": "prod", "kubeconfig": "p.yaml"}]}})
+    assert "missing properties" in refused(listed)  # one with a kubeconfig is a whole client
+
+
+def test_the_platform_and_clients_by_hand_together_mount_both_and_reach_the_platforms_port() -> None:
+    sources = config_volume("platform-and-by-hand")["projected"]["sources"]
+    assert {"secret": {"name": "kubeconfigs"}} in sources
+    assert allows(one("platform-and-by-hand", "NetworkPolicy"), "egress", 8443)
+    assert not allows(one("platform", "NetworkPolicy"), "egress", 8443)  # its URL is on 443
+
+
+def test_a_refined_client_gets_no_scrape_or_probe_the_chart_cannot_know() -> None:
+    values = merged(example_values(), {"serviceMonitor": {"enabled": True}, "probe": {"enabled": True}})
+    found = docs(render(values, api_versions=API_VERSIONS["monitoring"]))
+    assert not [d for d in found if d["kind"] == "CronJob"]
+    monitors = {d["metadata"]["name"] for d in found if d["kind"] == "ServiceMonitor"}
+    assert f"{RELEASE}-prod-eu" not in monitors

@@ -63,6 +63,48 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
+{{/* The vCluster Platform the fleet is discovered from (config.platform.url); empty without it. */}}
+{{- define "proxybot.platformUrl" -}}
+{{- (.Values.config.platform | default dict).url | default "" -}}
+{{- end -}}
+
+{{/* The platform URL's port when it names one that the HTTPS egress (443, 6443) does not cover. */}}
+{{- define "proxybot.platformPort" -}}
+{{- $url := include "proxybot.platformUrl" . -}}
+{{- if $url -}}
+{{- $port := regexFind ":[0-9]+$" (urlParse $url).host | trimPrefix ":" -}}
+{{- if and $port (not (has $port (list "443" "6443"))) -}}{{ $port }}{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The kubeconfig files config.clusters names (a client's, its control plane's, a target's `direct` or control
+plane access, a refinement's `direct`), each once, as a JSON array: the files kubeconfigSecret must hold. The
+in-cluster one is the ConfigMap's own.
+*/}}
+{{- define "proxybot.kubeconfigFiles" -}}
+{{- $accesses := list -}}
+{{- range .Values.config.clusters | default list -}}
+{{- if hasKey . "kubeconfig" -}}
+{{- $accesses = append (append $accesses .) (.control_plane | default dict) -}}
+{{- range .targets | default list -}}
+{{- $accesses = append (append $accesses (.direct | default dict)) (.control_plane | default dict) -}}
+{{- end -}}
+{{- else -}}
+{{- range $_, $access := .direct | default dict -}}
+{{- $accesses = append $accesses $access -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $files := list -}}
+{{- range $accesses -}}
+{{- if and .kubeconfig (ne .kubeconfig "in-cluster.kubeconfig.yaml") -}}
+{{- $files = append $files .kubeconfig -}}
+{{- end -}}
+{{- end -}}
+{{- $files | uniq | toJson -}}
+{{- end -}}
+
 {{/*
 The checks that the schema cannot make, each failing with the value to change. Called by the Deployment.
 */}}
@@ -80,8 +122,22 @@ The checks that the schema cannot make, each failing with the value to change. C
 {{- if not (or .Values.secret.create .Values.existingSecret) -}}
 {{- fail "existingSecret: required: the name of the Secret holding the PROXYBOT_* variables (bot token, signing secret or app token, webhook token), or secret.create: true to have the chart create it from secret.values" -}}
 {{- end -}}
+{{- $platform := include "proxybot.platformUrl" . -}}
 {{- if not .Values.kubeconfigSecret -}}
-{{- fail "kubeconfigSecret: required: the name of the Secret whose files are the tenant clusters' kubeconfigs (config/deploy/README.md, step 5)" -}}
+{{- if not $platform -}}
+{{- fail "kubeconfigSecret: required: the name of the Secret whose files are the tenant clusters' kubeconfigs (config/deploy/README.md, step 5), or set config.platform.url to read the fleet through the vCluster Platform with one access key" -}}
+{{- end -}}
+{{- $files := include "proxybot.kubeconfigFiles" . | fromJsonArray -}}
+{{- if $files -}}
+{{- fail (printf "kubeconfigSecret: required: config.clusters names %s, which only a file of kubeconfigSecret can be (a client the platform reads needs no kubeconfig: leave it out of its entry)" (join ", " $files)) -}}
+{{- end -}}
+{{- end -}}
+{{- if $platform -}}
+{{- if (.Values.config.platform).access_key_file -}}
+{{- fail "config.platform.access_key_file: leave it unset: the chart mounts the access key from existingSecret's PROXYBOT_PLATFORM_ACCESS_KEY" -}}
+{{- end -}}
+{{- else if .Values.platformCA.configMap -}}
+{{- fail "platformCA.configMap: only with config.platform.url: it is the CA of the vCluster Platform the fleet is read from" -}}
 {{- end -}}
 {{- if and .Values.socketMode .Values.ingress.enabled -}}
 {{- fail "ingress.enabled: Socket Mode (socketMode: true) needs no Ingress: proxybot dials Slack itself" -}}
@@ -105,11 +161,17 @@ The checks that the schema cannot make, each failing with the value to change. C
 {{/*
 The Secret's keys (config/environment.py SECRET_OVERRIDES) as JSON: `required`, those the pod waits for
 (the bot token, the webhook token, the signing secret in HTTP mode or the app token in Socket Mode, the
-store URL with storeUrlFromSecret), and `optional`, the others.
+platform's access key with config.platform.url, the store URL with storeUrlFromSecret), and `optional`,
+the others.
 */}}
 {{- define "proxybot.secretKeys" -}}
 {{- $required := list "PROXYBOT_SLACK_BOT_TOKEN" "PROXYBOT_ALERTMANAGER_WEBHOOK_TOKEN" -}}
-{{- $optional := list "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD" "PROXYBOT_PLATFORM_ACCESS_KEY" -}}
+{{- $optional := list "PROXYBOT_ALERTMANAGER_WEBHOOK_PASSWORD" -}}
+{{- if include "proxybot.platformUrl" . -}}
+{{- $required = append $required "PROXYBOT_PLATFORM_ACCESS_KEY" -}}
+{{- else -}}
+{{- $optional = append $optional "PROXYBOT_PLATFORM_ACCESS_KEY" -}}
+{{- end -}}
 {{- if .Values.socketMode -}}
 {{- $required = append $required "PROXYBOT_SLACK_APP_TOKEN" -}}
 {{- $optional = append $optional "PROXYBOT_SLACK_SIGNING_SECRET" -}}
