@@ -3,7 +3,8 @@
 The line and the button's state are laid over a group's message as it is sent (`shown_with`, called by the
 delivery worker for every post and edit), from the store's acknowledgement at that moment: whichever
 replica rendered the message and whenever, Slack shows who has it now. The overlay is idempotent: a
-message already carrying a line gets the current one instead.
+message already carrying a line gets the current one instead. `laid_over` is that overlay, the silence's
+line (`bot.render.silence_line`) laid the same way.
 """
 
 from __future__ import annotations
@@ -48,10 +49,22 @@ def ack_line(ack: Acknowledgement) -> str:
 def shown_with(message: Message, ack: Acknowledgement | None) -> Message:
     """`message` with the acknowledgement's line (none when `ack` is None) and its button turned to match;
     a message without an *Acknowledge* button (a resolved one) keeps its buttons as they are."""
-    blocks = [b for b in message.blocks if b.get("block_id") != ACK_BLOCK_ID]
-    blocks = [_turned(b, ack is not None) if b.get("block_id") == ACTIONS_BLOCK_ID else b for b in blocks]
-    if ack is not None:
-        blocks.insert(line_at(blocks), {**context([ack_line(ack)]), "block_id": ACK_BLOCK_ID})
+    line = None if ack is None else ack_line(ack)
+    return laid_over(message, ACK_BLOCK_ID, line, (ACTION_ACK, ACK_LABEL), (ACTION_UNACK, UNACK_LABEL))
+
+
+# A button a line turns over: its action id and label.
+Toggle = tuple[str, str]
+
+
+def laid_over(message: Message, block_id: str, line: str | None, off: Toggle, on: Toggle) -> Message:
+    """`message` with `line` as its block `block_id` (none when `line` is None, a line laid before taken
+    off) and the button that is `off` or `on` turned to match (`on` while there is a line)."""
+    turned_on = line is not None
+    blocks = [b for b in message.blocks if b.get("block_id") != block_id]
+    blocks = [_turned(b, off, on, turned_on) if b.get("block_id") == ACTIONS_BLOCK_ID else b for b in blocks]
+    if line is not None:
+        blocks.insert(line_at(blocks), {**context([line]), "block_id": block_id})
     return Message(message.text, tuple(blocks))
 
 
@@ -61,11 +74,11 @@ def line_at(blocks: list[Block]) -> int:
     return at - 1 if at > 0 and blocks[at - 1].get("type") == "context" else at
 
 
-def _turned(block: Block, acknowledged: bool) -> Block:
-    action, label = (ACTION_UNACK, UNACK_LABEL) if acknowledged else (ACTION_ACK, ACK_LABEL)
+def _turned(block: Block, off: Toggle, on: Toggle, turned_on: bool) -> Block:
+    action, label = on if turned_on else off
     elements: list[dict[str, Any]] = []
     for element in block.get("elements") or []:
-        if element.get("action_id") in (ACTION_ACK, ACTION_UNACK):
+        if element.get("action_id") in (off[0], on[0]):
             element = {**element, "action_id": action, "text": {**element["text"], "text": label}}
         elements.append(element)
     return {**block, "elements": elements}

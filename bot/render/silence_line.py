@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from bot.domain.silences import Silence
-from bot.render.acknowledge import line_at, mention
-from bot.render.blocks import Block, Message, context, esc, one_line, truncate
+from bot.render.acknowledge import laid_over, mention
+from bot.render.blocks import Message, esc, one_line, truncate
 from bot.render.slack import ACTION_EXPIRE_SILENCE, ACTION_SILENCE, ACTIONS_BLOCK_ID
 
 SILENCE_BLOCK_ID = "proxy_silence_line"
@@ -62,12 +61,9 @@ def silence_line(silence: ShownSilence, now: datetime | None = None) -> str:
 
 def shown_silenced(message: Message, silence: ShownSilence | None, now: datetime | None = None) -> Message:
     """`message` with the silence's line (none when `silence` is None) and its button turned to match."""
-    blocks = [b for b in message.blocks if b.get("block_id") != SILENCE_BLOCK_ID]
-    blocks = [_turned(b, silence is not None) if b.get("block_id") == ACTIONS_BLOCK_ID else b for b in blocks]
-    if silence is not None:
-        line = {**context([silence_line(silence, now)]), "block_id": SILENCE_BLOCK_ID}
-        blocks.insert(line_at(blocks), line)
-    return Message(message.text, tuple(blocks))
+    line = None if silence is None else silence_line(silence, now)
+    off, on = (ACTION_SILENCE, SILENCE_LABEL), (ACTION_EXPIRE_SILENCE, EXPIRE_LABEL)
+    return laid_over(message, SILENCE_BLOCK_ID, line, off, on)
 
 
 def silenceable(message: Message) -> bool:
@@ -79,13 +75,3 @@ def silenceable(message: Message) -> bool:
         if block.get("block_id") == ACTIONS_BLOCK_ID
         for element in block.get("elements") or []
     )
-
-
-def _turned(block: Block, silenced: bool) -> Block:
-    action, label = (ACTION_EXPIRE_SILENCE, EXPIRE_LABEL) if silenced else (ACTION_SILENCE, SILENCE_LABEL)
-    elements: list[dict[str, Any]] = []
-    for element in block.get("elements") or []:
-        if element.get("action_id") in (ACTION_SILENCE, ACTION_EXPIRE_SILENCE):
-            element = {**element, "action_id": action, "text": {**element["text"], "text": label}}
-        elements.append(element)
-    return {**block, "elements": elements}
