@@ -17,26 +17,10 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from bot.domain.netpol_result import ANYWHERE_V4, DEFAULT_STUN_PORT, CrossCluster, Endpoint, NetpolResult
 from bot.errors import InputError
 from config.names import dns1123_label
-
-# The standard STUN port; platforms may configure others (`--stun-port`).
-DEFAULT_STUN_PORT = 3478
-ANYWHERE_V4 = "0.0.0.0/0"
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """One vCluster control plane: its namespace in the control plane cluster and its Helm release."""
-
-    namespace: str
-    release: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.release}"
 
 
 def parse_endpoint(flag: str, text: str) -> Endpoint:
@@ -64,16 +48,6 @@ def parse_port(text: str) -> int:
     return int(text)
 
 
-@dataclass(frozen=True, slots=True)
-class CrossCluster:
-    """Where the peers' advertised endpoints and the STUN servers are, for ends on different clusters."""
-
-    peer_cidrs: tuple[str, ...]
-    stun_cidrs: tuple[str, ...] = (ANYWHERE_V4,)
-    stun_ports: tuple[int, ...] = (DEFAULT_STUN_PORT,)
-    stun_given: bool = False
-
-
 def cross_cluster(peers: Sequence[str], stun: Sequence[str], ports: Sequence[str]) -> CrossCluster | None:
     """`--cross-cluster CIDR...`, `--stun CIDR`, `--stun-port PORT` as typed (to `/proxy netpol` or
     `proxybot netpol`): None for the same cluster, where a STUN option is refused."""
@@ -87,36 +61,6 @@ def cross_cluster(peers: Sequence[str], stun: Sequence[str], ports: Sequence[str
     stun_cidrs = tuple(parse_cidr("--stun", c) for c in stun or (ANYWHERE_V4,))
     stun_ports = tuple(parse_port(p) for p in ports or (str(DEFAULT_STUN_PORT),))
     return CrossCluster(peer_cidrs, stun_cidrs, stun_ports, stun_given=bool(stun))
-
-
-@dataclass(frozen=True, slots=True)
-class NetpolResult:
-    """The two vcluster.yaml snippets (YAML text with reasons as comments) and what to know about them."""
-
-    client: Endpoint
-    target: Endpoint
-    cross: CrossCluster | None
-    client_values: str
-    target_values: str
-    notes: tuple[str, ...]
-
-    passed: bool = True  # nothing to check: the snippets are the answer
-
-    @property
-    def mode(self) -> str:
-        return "cross_cluster" if self.cross is not None else "same_cluster"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": "netpol",
-            "passed": self.passed,
-            "verdict": self.mode,
-            "client": str(self.client),
-            "target": str(self.target),
-            "client_values": self.client_values,
-            "target_values": self.target_values,
-            "notes": list(self.notes),
-        }
 
 
 def netpol(client: Endpoint, target: Endpoint, cross: CrossCluster | None = None) -> NetpolResult:

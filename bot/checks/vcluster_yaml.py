@@ -26,16 +26,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import yaml
 
 from bot.checks.vcluster_yaml_entry import (
     CUSTOM_RESOURCES,
-    Problem,
-    ProblemSeverity,
     ProxyEntry,
     entry_path,
     kind,
@@ -44,49 +40,13 @@ from bot.checks.vcluster_yaml_entry import (
     unknown_fields,
     warning,
 )
+from bot.domain.vcluster_yaml_result import Problem, ProblemSeverity, ProxyState, Route, VclusterYamlResult
 
 ROOT_KEY = "(file)"
 PROXY, _, CUSTOM_FIELD = CUSTOM_RESOURCES.rpartition(".")
 SYNC_PATHS = ("sync.toHost.customResources", "sync.fromHost.customResources")
 NETPOL_EGRESS = "policies.networkPolicy.controlPlane.egress"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-class ProxyState(StrEnum):
-    """What vCluster would do with the proxy section."""
-
-    NOT_CONFIGURED = "not_configured"  # no entries: vCluster starts without the resource proxy
-    ALL_DISABLED = "all_disabled"  # entries, none enabled: the proxy does not start
-    STARTS = "starts"
-    REFUSED = "refused"
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """One group/version the proxy would serve: its target and access mode, and the keys that name it."""
-
-    group_version: str
-    target: str
-    project: str | None  # None: the client's own project
-    access: str
-    keys: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class VclusterYamlResult:
-    """The judgement of one vcluster.yaml."""
-
-    problems: tuple[Problem, ...]
-    proxy: ProxyState
-    routes: tuple[Route, ...] = ()
-
-    @property
-    def passed(self) -> bool:
-        return not any(p.severity is ProblemSeverity.REFUSED for p in self.problems)
-
-    @property
-    def verdict(self) -> str:
-        return "ok" if self.passed else "refused"
 
 
 # -- one group/version --------------------------------------------------------------------------------------

@@ -13,29 +13,15 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
+
+from bot.domain.vcluster_yaml_result import Problem, ProblemSeverity
 
 CUSTOM_RESOURCES = "experimental.proxy.customResources"
 ACCESS_MODES = ("owned", "all")
 ENTRY_FIELDS = ("enabled", "targetVirtualCluster", "accessResources")
 TARGET_FIELDS = ("name", "project")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
-
-class ProblemSeverity(StrEnum):
-    REFUSED = "refused"  # vCluster's validation refuses the configuration
-    WARNING = "warning"  # accepted, but not what the operator most likely wants
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One finding about one YAML path, with the step that resolves it."""
-
-    severity: ProblemSeverity
-    key: str
-    message: str
-    next_step: str
 
 
 def entry_path(key: str) -> str:

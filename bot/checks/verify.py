@@ -30,13 +30,6 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
 from bot.checks.verify_cronjob import cronjob_line, cronjob_series_line
-from bot.checks.verify_lines import (
-    Outcome,
-    VerifyLine,
-    VerifyResult,
-    skipped_line,
-    unreachable_line,
-)
 from bot.clients.prometheus import PrometheusClient, RuleGroup, Sample, ScrapeTarget, selector
 from bot.domain.alerts_catalog import (
     DISCOVERY_DEGRADED,
@@ -53,6 +46,7 @@ from bot.domain.parser import parse_syncer
 from bot.domain.paths import SYNCER_METRICS
 from bot.domain.snapshot import PEERS
 from bot.domain.triage import ClusterTriage
+from bot.domain.verify_result import Outcome, VerifyLine, VerifyResult, skipped_line, unreachable_line
 from bot.domain.versions import VClusterVersion, version_findings
 from bot.errors import ClusterError, InputError, MetricsParseError, UpstreamError
 from bot.reads.context import CHECK_TIMEOUT, CheckContext, suggested

@@ -11,9 +11,9 @@ from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 
-from bot.checks.verify_lines import Outcome, VerifyLine, skipped_line, unreachable_line
 from bot.clients.prometheus import PrometheusClient, selector
 from bot.domain.paths import ApiPath
+from bot.domain.verify_result import Outcome, VerifyLine, skipped_line, unreachable_line
 from bot.errors import ClusterError, InputError, UpstreamError
 from bot.reads.context import CheckContext
 from config.clusters import ClusterSettings

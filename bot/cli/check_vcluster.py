@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.checks.vcluster_yaml import VclusterYamlResult, judge_vcluster_yaml
+from bot.checks.vcluster_yaml import judge_vcluster_yaml
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import EXIT_USAGE, finish
+from bot.domain.vcluster_yaml_result import VclusterYamlResult
 from bot.render.checks_vcluster import vcluster_text
 from bot.render.terminal import Style, colour_enabled
 

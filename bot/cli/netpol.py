@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from bot.checks.netpol import (
-    ANYWHERE_V4,
-    DEFAULT_STUN_PORT,
-    NetpolResult,
-    cross_cluster,
-    netpol,
-    parse_endpoint,
-)
+from bot.checks.netpol import cross_cluster, netpol, parse_endpoint
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import finish, from_grammar, refuse
+from bot.domain.netpol_result import ANYWHERE_V4, DEFAULT_STUN_PORT, NetpolResult
 from bot.errors import InputError
 
 

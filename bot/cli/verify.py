@@ -10,9 +10,9 @@ import argparse
 from typing import Any
 
 from bot.checks.verify import check_verify, chosen_clusters, open_prometheus
-from bot.checks.verify_lines import VerifyResult
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import finish, from_grammar, load_settings_for, refuse, run_check
+from bot.domain.verify_result import VerifyResult
 from bot.errors import ConfigError, InputError
 from bot.reads.context import CheckContext
 from bot.render.checks_verify import verify_message

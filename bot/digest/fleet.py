@@ -20,9 +20,9 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from bot.checks.verify_cronjob import cronjob_path, json_object, judge_cronjob
-from bot.checks.verify_lines import Outcome
 from bot.domain.digest import ProbeRun
 from bot.domain.triage import ClusterTriage
+from bot.domain.verify_result import Outcome
 from bot.errors import ClusterError
 from bot.live import ClusterRead
 from bot.ports import Clock

@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.checks.vcluster_yaml import ProxyState, Route, judge_vcluster_yaml
+from bot.checks.vcluster_yaml import judge_vcluster_yaml
+from bot.domain.vcluster_yaml_result import ProxyState, Route
 from bot.fleet.access import cluster_context, virtual_cluster_context
 from bot.fleet.instances import FleetProblem, Instance
 from config.clusters import ClusterSettings

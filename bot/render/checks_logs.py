@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bot.checks.logs import LogsResult
 from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.enrichment import Unavailable
 from bot.domain.findings import Severity
 from bot.domain.log_reference import PLACEHOLDER_NOTE, LogEvidence, LogMatch
+from bot.domain.logs_result import LogsResult
 from bot.render.blocks import Block, Message, code, context, esc, fmt_clock, header, message, section
 from bot.render.enrichment import prometheus_unavailable
 from bot.render.slack import SEVERITY_MARK

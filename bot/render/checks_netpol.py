@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.checks.netpol import NetpolResult
+from bot.domain.netpol_result import NetpolResult
 from bot.render.blocks import (
     Block,
     Message,

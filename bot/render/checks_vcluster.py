@@ -4,8 +4,7 @@ every problem with its YAML path (kept whole, to search for in the file), what i
 
 from __future__ import annotations
 
-from bot.checks.vcluster_yaml import ProxyState, Route, VclusterYamlResult
-from bot.checks.vcluster_yaml_entry import Problem, ProblemSeverity
+from bot.domain.vcluster_yaml_result import Problem, ProblemSeverity, ProxyState, Route, VclusterYamlResult
 from bot.render.layout import WIDTH, Style, wrap
 from bot.render.words import counted
 

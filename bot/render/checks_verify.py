@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.checks.verify_lines import Outcome, VerifyLine, VerifyResult
+from bot.domain.verify_result import Outcome, VerifyLine, VerifyResult
 from bot.render.blocks import Block, Message, context, esc, header, message, section
 
 _MARK = {Outcome.PASS: "✅", Outcome.FAIL: "🔴", Outcome.NOT_CHECKED: "🟠"}

@@ -18,7 +18,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.checks.vcluster_yaml import ProxyState, judge_document
+from bot.checks.vcluster_yaml import judge_document
+from bot.domain.vcluster_yaml_result import ProxyState
 from sim.defaults import CLIENT, CONTROL_PLANE, PROJECT, TARGET
 from sim.fleet import TargetCluster
 from sim.platform_instances import REFUSED_CLIENT

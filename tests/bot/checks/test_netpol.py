@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.checks.netpol import CrossCluster, Endpoint, netpol, parse_cidr, parse_endpoint, parse_port
+from bot.checks.netpol import netpol, parse_cidr, parse_endpoint, parse_port
+from bot.domain.netpol_result import CrossCluster, Endpoint
 from bot.errors import InputError
 from bot.render.checks_netpol import netpol_message
 

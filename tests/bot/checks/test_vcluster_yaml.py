@@ -8,15 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.checks.vcluster_yaml import (
-    ROOT_KEY,
-    ProxyState,
-    Route,
-    VclusterYamlResult,
-    judge_document,
-    judge_vcluster_yaml,
-)
-from bot.checks.vcluster_yaml_entry import ProblemSeverity, entry_path
+from bot.checks.vcluster_yaml import ROOT_KEY, judge_document, judge_vcluster_yaml
+from bot.checks.vcluster_yaml_entry import entry_path
+from bot.domain.vcluster_yaml_result import ProblemSeverity, ProxyState, Route, VclusterYamlResult
 
 WIDGETS = "widgets.example.com/v1"
 GADGETS = "gadgets.example.com/v1"

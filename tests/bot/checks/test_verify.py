@@ -26,11 +26,11 @@ from bot.checks.verify import (
     open_prometheus,
     versions_line,
 )
-from bot.checks.verify_lines import Outcome, VerifyLine, VerifyResult
 from bot.clients.prometheus import Sample, ScrapeTarget
 from bot.domain.apiservices import ApiService, ApiServiceRead, ClientApiServices, ServiceLookup, ServiceRef
 from bot.domain.triage import ClusterTriage, TargetTriage
 from bot.domain.verdict import TargetPods
+from bot.domain.verify_result import Outcome, VerifyLine, VerifyResult
 from bot.domain.versions import Role, TenantVersion, parse_version
 from bot.errors import InputError
 from bot.reads.context import CheckContext

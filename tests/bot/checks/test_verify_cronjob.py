@@ -17,7 +17,7 @@ from bot.checks.verify_cronjob import (
     judge_cronjob,
     schedule_interval,
 )
-from bot.checks.verify_lines import Outcome, VerifyLine
+from bot.domain.verify_result import Outcome, VerifyLine
 from bot.reads.context import CheckContext
 from config.settings import Settings
 from tests.fakes.http_server import LocalServer, Request

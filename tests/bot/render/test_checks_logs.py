@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from bot.checks.logs import LogsResult
 from bot.domain.diagnosis import diagnose_alert
 from bot.domain.enrichment import Unavailable
 from bot.domain.log_reference import LogEvidence, PodLog, PodSummary, log_evidence
+from bot.domain.logs_result import LogsResult
 from bot.render.checks_logs import evidence_lines, logs_message, with_logs
 
 TARGET = "payments/ledger"

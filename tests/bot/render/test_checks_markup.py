@@ -6,8 +6,9 @@ documents `&lt;` `&gt;` `&amp;` as the only escapes.
 
 from __future__ import annotations
 
-from bot.checks.netpol import CrossCluster, Endpoint, netpol
+from bot.checks.netpol import netpol
 from bot.checks.probe import probe_request
+from bot.domain.netpol_result import CrossCluster, Endpoint
 from bot.domain.probe_result import LatencySummary, ProbeOutcome, ProbeResult
 from bot.render.blocks import Message
 from bot.render.checks_netpol import netpol_message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.checks.verify_lines import Outcome, VerifyLine, VerifyResult, skipped_line, unreachable_line
+from bot.domain.verify_result import Outcome, VerifyLine, VerifyResult, skipped_line, unreachable_line
 from bot.errors import UpstreamError
 
 

@@ -1,5 +1,6 @@
-"""One line of `verify` (what, for which cluster, outcome, evidence, fix), the whole result, and what the
-lines read Prometheus through.
+"""One line of `verify` (what, for which cluster, outcome, evidence, fix), the whole result, and the lines
+said when Prometheus is not configured or does not answer. Neutral: `bot.checks.verify` reads what they
+judge; `bot.render.checks_verify` lays them out.
 """
 
 from __future__ import annotations
