@@ -1,15 +1,17 @@
 """The seams the bot's parts share, in one place: the clock they are given, the long-running worker the
-app runs, Alertmanager's silences (made, listed, expired) and its silences as last read. A part that
-needs one of these imports it from here, never declares its own.
+app runs, Alertmanager's silences (made, listed, expired) and its silences as last read, and what the
+buttons use of Slack (views.open) and of the outbox (a thread reply). A part that needs one of these imports
+it from here, never declares its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from bot.domain.silences import NewSilence, Silence
+    from bot.render.blocks import Message
 
 # A source of seconds: `time.time` for wall time, `time.monotonic` for intervals; tests pass their own.
 Clock = Callable[[], float]
@@ -35,3 +37,16 @@ class Silences(Protocol):
     async def silences(self) -> list[Silence]: ...
 
     async def expire_silence(self, silence: str) -> None: ...
+
+
+class ViewOpener(Protocol):
+    """Slack's views.open (`bot.clients.slack.SlackClient` is one), for the *Silence…* modal."""
+
+    async def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> None: ...
+
+
+class ThreadReplies(Protocol):
+    """The outbox's side of the buttons: a reply in an alert's thread (`bot.delivery.worker.Delivery` is
+    one)."""
+
+    async def reply(self, channel: str, group_key: str, message: Message, revision: str) -> object: ...

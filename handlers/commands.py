@@ -57,7 +57,7 @@ from bot.render.help import help_message
 from bot.subcommands import SLASH, Access
 from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Settings
-from handlers.acknowledge import Acknowledger
+from handlers.acknowledge import Acknowledger, plan_ack
 from handlers.actions import ButtonChecks
 from handlers.command_access import (
     Asker,
@@ -67,10 +67,9 @@ from handlers.command_access import (
     queryable,
     target_for,
 )
-from handlers.command_ack import plan_ack
 from handlers.command_args import Invocation, check_required, parse_invocation, whole_number
-from handlers.command_silence import plan_silence
 from handlers.respond import Asked, answering, say
+from handlers.silence import plan_silence
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,8 @@ from bot.domain.messages import ActionRef
 from bot.domain.resolution import EventKind
 from bot.domain.silences import Matcher, NewSilence, Silence
 from bot.errors import ClusterError, UpstreamError
+from bot.ports import Silences as Silencer
+from bot.ports import ThreadReplies
 from bot.render.blocks import Message, section
 from bot.render.silence_modal import COMMENT_BLOCK, CUSTOM, CUSTOM_BLOCK, DURATION_BLOCK, VALUE
 from bot.render.slack import (
@@ -43,8 +45,7 @@ from bot.store import AlertGroupState, Store
 from bot.store.errors import StoreError
 from bot.store.models import GroupFacts
 from config.clusters import ClusterSettings, TargetSettings
-from handlers.actions import ButtonChecks, ThreadReplies
-from handlers.command_silence import Silences as Silencer
+from handlers.actions import ButtonChecks
 from sim.ports import free_port
 from sim.slack_views import form_body, option_value, text_value
 from tests.fakes.slack_api import FakeSlack, iter_texts
@@ -494,7 +495,7 @@ async def test_silence_refusals_say_what_and_why_and_are_logged(
     channel_name: str,
     why: str,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="handlers.actions")
+    caplog.set_level(logging.INFO, logger="handlers.silence")
     await save_group(store)
     silencer = FakeSilencer()
     body = button_body(
