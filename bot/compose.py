@@ -41,7 +41,7 @@ from bot.delivery.worker import Delivery, DeliveryPolicy, SlackSender
 from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.pool import digest_pool, warm_up
 from bot.errors import ClusterError
-from bot.fleet.derive import Fleet
+from bot.fleet.watch import FleetWatch
 from bot.inbound.slack import Registration, slack_routes_and_workers
 from bot.lease import Lease, lease_timings
 from bot.live import LiveState, MetricsSource
@@ -211,7 +211,7 @@ async def open_bot(
     *,
     warm_interval: float | None = 60.0,
     clocks: Clocks | None = None,
-    fleet: Callable[[], Fleet | None] = lambda: None,
+    fleet: FleetWatch | None = None,
 ) -> Bot:
     """`build_bot` over real clients (`serve`, `demo`, the benchmarks); they are closed if it fails."""
     clients = await open_clients(settings, clocks=clocks)
@@ -227,16 +227,18 @@ def build_bot(
     clients: Clients,
     *,
     warm_interval: float | None = 60.0,
-    fleet: Callable[[], Fleet | None] = lambda: None,
+    fleet: FleetWatch | None = None,
 ) -> Bot:
     """Everything `serve` runs, wired over `clients`; nothing runs until the app starts.
 
-    `fleet`: the platform's reading now, which the settings' clusters come from (None: the configuration's).
+    `fleet`: the platform's fleet the settings' clusters come from, kept current (None: the configuration's).
 
     `warm_interval`: how often every cluster is read in the background, so alerts get windowed counts
     (None: never; the demo's held stops, whose windows would start wherever the machine's speed put them).
     """
     deps = _deps(settings, clients)
+    if fleet is not None:
+        deps.metrics.follow_fleet(fleet.health)
     live = shared_live_state(settings, clients, deps.metrics)
     # SQLite is one replica's store (the shipped variant runs one pod, `strategy: Recreate`): no lease, so
     # a restart after a crash starts at once instead of waiting out the dead process's lease.
@@ -264,7 +266,7 @@ def build_bot(
         alert_worker = _alert_worker(
             settings, clients, deps, delivery, live, enricher, lease, logs, ctx, watch
         )
-        digests = _digests(settings, clients, delivery, ctx, live, pool, watch)
+        digests = _digests(settings, clients, delivery, ctx, live, pool, watch, fleet)
         digests.observe = lambda outcome: deps.metrics.digest_runs.labels(outcome).inc()
         acks = Acknowledger(clients.store, delivery, clock=clients.clock)
         escalations = EscalationWatch(
@@ -277,7 +279,7 @@ def build_bot(
             observe=lambda outcome: deps.metrics.escalations.labels(outcome.value).inc(),
         )
         command_deps = _command_deps(settings, clients, made, deps.metrics, ctx, digests.runner.post_now)
-        command_deps = replace(command_deps, fleet=fleet)
+        command_deps = replace(command_deps, fleet=lambda: fleet.current if fleet else None)
         command_deps = replace(command_deps, acks=acks)
         routes, slack_workers = slack_inbound(
             settings,
@@ -395,6 +397,7 @@ def _digests(
     live: LiveState,
     pool: ProcessPoolExecutor,
     watch: SilenceWatch | None,
+    fleet: FleetWatch | None,
 ) -> digest.DigestScheduler:
     return digest.register(
         settings,
@@ -408,6 +411,7 @@ def _digests(
         triage=ContextTriage(ctx),
         workspace=clients.slack.workspace_url,
         silences=watch,
+        fleet=fleet.health if fleet is not None else lambda: None,
         clock=clients.clock,
         pacing=clients.pacing,
     )

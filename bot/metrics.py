@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+
+from bot.domain.fleet import FleetHealth
 
 RSS = "process_resident_memory_bytes"
 
@@ -83,6 +87,27 @@ class BotMetrics:
             ["command"],
             registry=self.registry,
         )
+
+    def follow_fleet(self, health: Callable[[], FleetHealth | None]) -> None:
+        """Gauges of the platform the fleet is read from, read from `health` at each scrape: only when the
+        fleet comes from a platform (`platform:`)."""
+        up = Gauge(
+            "proxybot_platform_up",
+            "1 when the last reading of the vCluster Platform's fleet succeeded, 0 while it fails (the last"
+            " fleet is kept).",
+            registry=self.registry,
+        )
+        read = Gauge(
+            "proxybot_fleet_read_timestamp_seconds",
+            "Unix time of the fleet reading being served (a kept one when the platform failed at start).",
+            registry=self.registry,
+        )
+        clients = Gauge(
+            "proxybot_fleet_clients", "Client clusters in the fleet served.", registry=self.registry
+        )
+        up.set_function(lambda: float((h := health()) is not None and h.up))
+        read.set_function(lambda: (h.read_at or 0.0) if (h := health()) is not None else 0.0)
+        clients.set_function(lambda: float(h.clients) if (h := health()) is not None else 0.0)
 
     def rss_bytes(self) -> float | None:
         """The process's resident memory now, as `/metrics` shows it; None where /proc is not there."""

@@ -265,15 +265,17 @@ class Settings(StrictModel):
             or not isinstance(data.get("clusters"), list)
         ):
             return data
-        listed: list[Any] = []
+        listed: list[ClusterSettings] = []
         refining: list[ClusterRefinement] = []
         problems: list[tuple[Loc, str]] = []
         for index, entry in enumerate(data["clusters"]):
-            if not isinstance(entry, dict) or "kubeconfig" in entry:
-                listed.append(entry)
-                continue
+            # Each entry validated here, in place, so its problems name its own index in `clusters:`.
+            hand = not isinstance(entry, dict) or "kubeconfig" in entry
             try:
-                refining.append(ClusterRefinement.model_validate(entry, context=info.context))
+                if hand:
+                    listed.append(ClusterSettings.model_validate(entry, context=info.context))
+                else:
+                    refining.append(ClusterRefinement.model_validate(entry, context=info.context))
             except ValidationError as exc:
                 problems += [(("clusters", index, *p[0]), p[1]) for p in located(exc)]
         raise_if_any(problems)

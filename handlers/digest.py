@@ -33,6 +33,7 @@ from bot.digest.firing import WorkspaceUrl
 from bot.digest.fleet import CronJobSource, ReadCluster, TriageSource
 from bot.digest.history import RangeQueries
 from bot.digest.runner import DigestRunner, DigestSources, OutboxPoster
+from bot.domain.fleet import FleetHealth
 from bot.live import MetricsSource
 from bot.ports import Clock, SilenceList
 from bot.store import Store
@@ -193,6 +194,7 @@ def register(
     triage: TriageSource | None = None,
     workspace: WorkspaceUrl | None = None,
     silences: SilenceList | None = None,
+    fleet: Callable[[], FleetHealth | None] = lambda: None,
     clock: Clock = time.time,
     pacing: Clock | None = None,
 ) -> DigestScheduler:
@@ -205,7 +207,7 @@ def register(
     (the silence watch), the on-call figures list the silences active now. `clock` tells the time the
     digest shows and names its period by; `pacing` (default: `clock`) times its wait for another replica.
     """
-    sources = DigestSources(read, cronjobs, prometheus, pages, executor, triage, workspace, silences)
+    sources = DigestSources(read, cronjobs, prometheus, pages, executor, triage, workspace, silences, fleet)
     runner = DigestRunner(settings, store, sources, OutboxPoster(delivery), clock=clock, pacing=pacing)
     zone = ZoneInfo(settings.digest.timezone)
     return DigestScheduler(

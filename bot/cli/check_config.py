@@ -13,9 +13,13 @@ from pathlib import Path
 
 from bot.cli.console import Console, ConsoleCommand
 from bot.cli.output import EXIT_OK, EXIT_USAGE, add_common_arguments
-from bot.errors import ConfigError
+from bot.errors import ConfigError, PlatformError
 from bot.lease import lease_problems
+from bot.render.blocks import Message
+from bot.render.fleet import fleet_message
+from bot.render.terminal import Style, colour_enabled, show
 from bot.render.words import counted
+from config.fields import LocatedProblems
 from config.loader import config_path, load_config
 
 
@@ -42,10 +46,23 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
     problems = lease_problems(settings)
     if problems:
         return _refused(console, args, path, problems)
+    fleet_view: Message | None = None
+    fleet_report: dict[str, object] | None = None
     if args.serve:
-        # Imported here: only --serve talks to the store and Slack.
+        # Imported here: only --serve talks to the store, Slack and the platform.
         from bot.cli.check_live import live_checks
 
+        if settings.platform is not None:
+            from bot.fleet.reading import read_once
+            from bot.fleet.report import fleet_report as report_of
+
+            try:
+                settings, fleet = read_once(settings)
+            except (PlatformError, LocatedProblems) as err:
+                return _refused(console, args, path, [str(err)])
+            found = report_of(settings, fleet)
+            warnings += [*found.problems, *(f"{r.name}: {p}" for r in found.rows for p in r.problems)]
+            fleet_view, fleet_report = fleet_message(found), found.as_dict()
         live = asyncio.run(live_checks(settings))
         warnings += live.warnings
         if live.problems:
@@ -59,11 +76,19 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
             "warnings": warnings,
             "env_overrides": list(loaded.env_overrides),
         }
+        if fleet_report is not None:
+            report["fleet"] = fleet_report
         console.say(json.dumps(report))
         return EXIT_OK
     for warning in warnings:
         console.warn(f"warning: {warning}")
+    if fleet_view is not None:
+        console.say(show(fleet_view, style=Style(colour_enabled(console.out, console.env))))
     clusters = counted(len(settings.clusters), "cluster")
+    if settings.platform is not None and not args.serve:
+        rest = "the rest discovered from the platform at serve (--serve lists them)"
+        console.say(f"ok: {clusters} listed by hand, {rest} ({path})")
+        return EXIT_OK
     console.say(f"ok: {clusters}, {counted(settings.target_count(), 'target')} ({path})")
     return EXIT_OK
 

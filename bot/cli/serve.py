@@ -159,7 +159,7 @@ def run_serve(settings: Settings, host: str | None, port: int | None, console: C
             while True:
                 over = settings if fleet is None else settings.with_fleet(fleet.clusters)
                 try:
-                    bot = await open_bot(over, fleet=lambda: watch.current if watch else None)
+                    bot = await open_bot(over, fleet=watch)
                 except ProxybotError as err:  # a store or client that cannot be opened says which and why
                     console.warn(f"proxybot serve cannot start: {err}")
                     return EXIT_USAGE

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -36,10 +36,12 @@ from bot.digest.judge import assemble_digest, judge_reads, with_triage
 from bot.digest.oncall import oncall_figures
 from bot.digest.pool import judge_fleet, judge_fleet_in_pool
 from bot.domain.digest import Digest, TargetDigest
+from bot.domain.fleet import FleetHealth
 from bot.live import MetricsSource
 from bot.ports import Clock, SilenceList
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng, chart_pngs, digest_message
+from bot.render.fleet import fleet_note
 from bot.store import DigestClaim, Store, StoreError
 from bot.store.digests import FleetSample
 from config.settings import Settings
@@ -131,6 +133,8 @@ class DigestSources:
     workspace: WorkspaceUrl | None = None
     # Alertmanager's silences as the silence watch last read them, for the on-call figures.
     silences: SilenceList | None = None
+    # The platform the fleet is read from, how it answers (None: the fleet is the configuration's).
+    fleet: Callable[[], FleetHealth | None] = lambda: None
 
 
 @dataclass(frozen=True)
@@ -232,7 +236,8 @@ class DigestRunner:
             samples.append(sample)
         charts, note = await digest_charts(digest, samples, span, self._sources.prometheus)
         pngs = await asyncio.to_thread(chart_pngs, charts)
-        return BuiltDigest(digest, digest_message(digest, [note] if note else []), tuple(pngs))
+        notes = [n for n in (note, fleet_note(self._sources.fleet())) if n]
+        return BuiltDigest(digest, digest_message(digest, notes), tuple(pngs))
 
     async def run_period(self, period: str) -> bool:
         """Post the digest of `period` unless it was already posted; True when posted now.

@@ -56,3 +56,17 @@ class FleetReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"check": "fleet", "passed": self.sound, "verdict": self.verdict, **asdict(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class FleetHealth:
+    """How the platform the fleet comes from answers: when it was last read, since when it fails."""
+
+    platform: str
+    read_at: float | None  # the reading being served (a kept one's time when the platform failed at start)
+    failing_since: float | None  # None: the last refresh succeeded
+    clients: int
+
+    @property
+    def up(self) -> bool:
+        return self.failing_since is None

@@ -19,6 +19,7 @@ import shutil
 import time
 from datetime import UTC, datetime
 
+from bot.domain.fleet import FleetHealth
 from bot.errors import PlatformError
 from bot.fleet.derive import Fleet
 from bot.fleet.reading import FleetReader
@@ -41,6 +42,7 @@ class FleetWatch:
         self.refresh = self.reader.platform.refresh
         self.current: Fleet | None = None
         self.failing_since: float | None = None
+        self.read_at: float | None = None  # the reading being served
 
     async def first(self) -> Fleet:
         self.store = await open_store(self.settings.store.url.get_secret_value())
@@ -57,6 +59,7 @@ class FleetWatch:
             when = datetime.fromtimestamp(stored.read_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
             log.warning("fleet: the platform cannot be read (%s); serving the fleet as read %s", err, when)
             fleet = self.reader.derive(stored.prefix, json.loads(stored.instances))
+            self.read_at = stored.read_at
         settled = self._settled(fleet)
         log.info("fleet: %d clients from %s (%d instances)", len(settled.clients), self._url, fleet.instances)
         return settled
@@ -95,7 +98,13 @@ class FleetWatch:
         fleet = self.reader.derive(prefix, listed)
         if self.store is not None:
             await self.store.save_fleet_reading(self._url, prefix, json.dumps(listed))
+        self.read_at = time.time()
         return fleet
+
+    def health(self) -> FleetHealth:
+        """How the platform answers, for `/metrics` and the digest."""
+        clients = len(self.current.clients) if self.current is not None else 0
+        return FleetHealth(self._url, self.read_at, self.failing_since, clients)
 
     def _settled(self, fleet: Fleet) -> Fleet:
         """The fleet, its settings checked as the file's are (a name listed twice raises)."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from bot.domain.fleet import FleetReport, FleetRow
-from bot.render.blocks import Block, Message, code, context, esc, header, message, section
+from datetime import UTC, datetime
+
+from bot.domain.fleet import FleetHealth, FleetReport, FleetRow
+from bot.render.blocks import Block, Message, code, context, esc, fmt_time, header, message, section
 
 
 def _row(row: FleetRow) -> Block:
@@ -41,3 +43,16 @@ def fleet_message(report: FleetReport) -> Message:
     if report.hidden:
         notes.append(f"{report.hidden} more you may not query from here")
     return message(title.removeprefix("✅ ").removeprefix("🔴 "), body, [context(notes)])
+
+
+def fleet_note(health: FleetHealth | None) -> str | None:
+    """The digest's line on the platform: the fleet's age, and since when the platform fails (None: the
+    fleet is the configuration's)."""
+    if health is None:
+        return None
+    read = "never" if health.read_at is None else fmt_time(datetime.fromtimestamp(health.read_at, UTC))
+    note = f"fleet of {health.clients} clients as read from the platform {read}"
+    if health.failing_since is not None:
+        since = fmt_time(datetime.fromtimestamp(health.failing_since, UTC))
+        note += f"; the platform unreachable since {since}: the last fleet is kept"
+    return note

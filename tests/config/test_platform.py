@@ -226,11 +226,6 @@ def test_a_refinements_problems_are_located_at_its_place_in_clusters(tmp_path: P
     ], problems
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config/settings.py validates the hand-listed clients apart from the refinements, renumbered: "
-    "a listed client after a refinement is located at the refinement's index",
-)
 def test_a_listed_clients_problems_keep_its_place_when_a_refinement_comes_first(tmp_path: Path) -> None:
     text = (
         "platform: {url: 'https://platform.example.com', access_key_file: key}\n"

@@ -26,8 +26,8 @@ REFRESH = 5  # the shortest `platform.refresh`
 
 @pytest.fixture
 def platform_sim() -> Iterator[SimServer]:
-    # fleet-grows at 10x: platform/late-joiner joins 3 s in (t=30).
-    with SimServer(scenario="fleet-grows", speed=10, platform=True) as srv:
+    # fleet-grows at 10x, held at t=20 until the test lets it go: platform/late-joiner joins at t=30.
+    with SimServer(scenario="fleet-grows", speed=10, platform=True, hold_at=20.0) as srv:
         yield srv
 
 
@@ -70,6 +70,8 @@ def test_an_alert_for_a_discovered_target_and_a_target_the_platform_gains(
     assert "no configured cluster" not in text
     assert "healthy 1, quarantined 0" in text  # team-a's peer cache, read through the platform's path
 
+    assert "fleet: 2 clients" in bot.log_text()  # team-a and team-misconfigured: no late joiner yet
+    platform_sim.hold_at = None  # the simulated clock catches up with the wall: past t=30 at once
     wait_until(lambda: platform_sim.world.now() > GROWS_AT, 30.0, "the late joiner to join")
     # Within `refresh` (and the rebuild), the bot serves the grown fleet, with no change to its config.
     wait_until(lambda: "fleet: changed" in bot.log_text(), 4 * REFRESH + 10, "the fleet change in the log")
@@ -136,3 +138,29 @@ def test_a_restart_while_the_platform_fails_serves_the_fleet_kept(
         assert "no configured cluster" not in "\n".join(iter_texts(message[0].blocks))  # team-a's, as kept
     finally:
         platform_sim.set_platform_fault(None)
+
+
+def test_check_config_serve_lists_the_fleet_live(
+    platform_sim: SimServer, slack: FakeSlack, tmp_path: Path
+) -> None:
+    config = write_bot_config(platform_sim, tmp_path, slack.api_url)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--serve", "--config", str(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Fleet: 2 clients, 1 target" in done.stdout
+    assert "team-misconfigured" in done.stdout
+    assert "warning: team-misconfigured: vCluster refuses its proxy section" in done.stderr
+    assert done.stdout.rstrip().endswith(f"({config})")
+    plain = subprocess.run(
+        [sys.executable, "-m", "bot", "check-config", "--config", str(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "ok: 0 clusters listed by hand, the rest discovered from the platform" in plain.stdout
