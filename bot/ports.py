@@ -1,12 +1,12 @@
 """The seams the bot's parts share, in one place: the clock they are given, the long-running worker the
-app runs, Alertmanager's silences (made, listed, expired) and its silences as last read, and what the
-buttons use of Slack (views.open) and of the outbox (a thread reply). A part that needs one of these imports
-it from here, never declares its own.
+app runs, Alertmanager's silences (made, listed, expired) and its silences as last read (and read afresh,
+for the escalation), and what the buttons use of Slack (views.open) and of the outbox (a thread reply). A
+part that needs one of these imports it from here, never declares its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -26,6 +26,15 @@ class SilenceList(Protocol):
 
     @property
     def silences(self) -> tuple[Silence, ...]: ...
+
+
+class FreshSilences(Protocol):
+    """The silence watch as the escalation asks it before paging (`bot.alerts.silences.SilenceWatch` is one):
+    the silence a message about these alerts shows, after a fresh read."""
+
+    def shown_for(self, label_sets: Sequence[Mapping[str, str]]) -> Silence | None: ...
+
+    async def refresh(self) -> None: ...
 
 
 class Silences(Protocol):

@@ -194,7 +194,7 @@ def plan_ack(
     if target is None:
         raise InputError(f"{inv.sub}: TARGET must be `<project>/<name>`, as the alerts' `target` label")
     if acks is None:
-        raise Refused("proxybot cannot acknowledge here: it runs without a delivery outbox.")
+        raise Refused("proxybot cannot acknowledge here: it runs without an outbox.")
     configured = any(c.target(target) is not None for c in settings.clusters)
     if configured:
         may_acknowledge(settings, target_for(settings, asker, target).cluster.name, asker.who)

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.alerts.outbox import Outbox
-from bot.delivery.send import ShownSilences, Sleep
+from bot.delivery.send import Sleep
 from bot.domain.alerts import AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome, deadline, escalates, outcome_at_deadline
 from bot.domain.messages import group_id
 from bot.lease import Lease
-from bot.ports import Clock
+from bot.ports import Clock, FreshSilences
 from bot.render.escalation import escalation_reply
 from bot.store.base import EscalationStore, GroupStore
 from bot.store.errors import StoreError
@@ -43,12 +43,6 @@ TICK = 1.0  # seconds between looks: a deadline is kept to within about this
 
 class EscalationReads(GroupStore, EscalationStore, Protocol):
     """The store's side (`bot.store.Store` is one): the groups, their acknowledgements, the deadlines."""
-
-
-class Silences(ShownSilences, Protocol):
-    """Alertmanager's silences as last read, and a fresh read (`bot.alerts.silences.SilenceWatch`)."""
-
-    async def refresh(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -110,7 +104,7 @@ class EscalationWatch:
     store: EscalationReads
     outbox: Outbox
     clock: Clock
-    silences: Silences | None = None
+    silences: FreshSilences | None = None
     lease: Lease | None = None
     every: float = TICK
     sleep: Sleep = asyncio.sleep

@@ -153,7 +153,7 @@ async def app_for(
     second_cluster: str | None = None,
     silence_max: float | None = None,
 ) -> Starlette:
-    """The buttons over the bot's delivery outbox (its worker runs in the app's lifespan), or `replies`;
+    """The buttons over the bot's outbox (its delivery worker runs in the app's lifespan), or `replies`;
     with `second_cluster`, another client cluster (its alerts matched by `cluster`) shares the channel."""
     settings = make_settings(tmp_path, fake.api_url)
     if second_cluster is not None:
