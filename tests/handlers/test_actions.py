@@ -60,8 +60,9 @@ from tests.fakes.slack_app import (
     ref_value,
     store,
 )
-from tests.fakes.slack_requests import asgi, eventually, signed
+from tests.fakes.slack_requests import asgi, signed
 from tests.harness.alertmanager import Alertmanager
+from tests.waiting import eventually
 
 __all__ = ["fake", "store"]  # fixtures shared with the Slack app tests
 
@@ -696,12 +697,13 @@ async def test_expire_silence_expires_the_active_silences_covering_the_message_a
     assert fake.responses == []
 
 
-async def drained(store: Store, timeout: float = 20.0) -> None:
+async def drained(store: Store) -> None:
     """Until the outbox has no row left to send (every queued Slack operation done)."""
-    deadline = time.monotonic() + timeout
-    while await store.depth() > 0:
-        assert time.monotonic() < deadline, "gave up waiting for the outbox to drain"
-        await asyncio.sleep(0.02)
+
+    async def empty() -> bool:
+        return await store.depth() == 0
+
+    await eventually(empty, "the outbox to drain")
 
 
 async def test_expire_silence_leaves_a_broader_silence_alone_and_names_it(
@@ -946,10 +948,9 @@ async def test_a_check_run_from_the_message_is_recorded_once_for_its_resolution_
         await press(http, body)  # redelivered: recorded once
         await eventually(lambda: len(checks.asked) == 2, "both presses ran")
         await eventually(lambda: thread_replies(fake), "the thread reply")
-        deadline = time.monotonic() + 20
-        while not (events := await store.episode_events("#alerts", GROUP_KEY, episode)):
-            assert time.monotonic() < deadline, "gave up waiting for the check's record"
-            await asyncio.sleep(0.02)
+        events = await eventually(
+            lambda: store.episode_events("#alerts", GROUP_KEY, episode), "the check's record"
+        )
     [event] = events
     assert event.kind is kind
     assert event.actor == "alice", "named by the summary, not mentioned"

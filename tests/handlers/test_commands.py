@@ -50,9 +50,9 @@ from tests.fakes.slack_requests import (
     asgi,
     button_body,
     command_body,
-    eventually,
     signed,
 )
+from tests.waiting import eventually
 
 __all__ = ["store"]  # the shared store fixture
 
