@@ -17,6 +17,7 @@ import json
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from bot.domain.fleet import FleetHealth
@@ -35,8 +36,9 @@ REFUSALS = (401, 403)
 class FleetWatch:
     """The fleet of one `serve`: its first reading, its refreshes, the reader's files."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time) -> None:
         self.reader = FleetReader(settings)
+        self._clock = clock  # the time readings and failures are stamped with (the demo's: simulated)
         self.store: Store | None = None
         self.settings = settings
         self.refresh = self.reader.platform.refresh
@@ -55,7 +57,7 @@ class FleetWatch:
             if stored is None:
                 kept = f"{err.message}; and no fleet read earlier is kept"
                 raise PlatformError(self._url, err.status, kept) from None
-            self.failing_since = time.time()
+            self.failing_since = self._clock()
             when = datetime.fromtimestamp(stored.read_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
             log.warning("fleet: the platform cannot be read (%s); serving the fleet as read %s", err, when)
             fleet = self.reader.derive(stored.prefix, json.loads(stored.instances))
@@ -72,8 +74,8 @@ class FleetWatch:
             try:
                 fleet = self._settled(await self._read())
             except (PlatformError, LocatedProblems) as err:
-                since = self.failing_since = self.failing_since or time.time()
-                log.warning("fleet: kept as read last; unreadable for %.0f s: %s", time.time() - since, err)
+                since = self.failing_since = self.failing_since or self._clock()
+                log.warning("fleet: kept as read last; unreadable for %.0f s: %s", self._clock() - since, err)
                 continue
             if self.failing_since is not None:
                 log.info("fleet: the platform answers again")
@@ -98,7 +100,7 @@ class FleetWatch:
         fleet = self.reader.derive(prefix, listed)
         if self.store is not None:
             await self.store.save_fleet_reading(self._url, prefix, json.dumps(listed))
-        self.read_at = time.time()
+        self.read_at = self._clock()
         return fleet
 
     def health(self) -> FleetHealth:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from bot.domain.fleet import FleetHealth, FleetReport, FleetRow
 from bot.render.blocks import Block, Message, code, context, esc, fmt_time, header, message, section
+from bot.render.words import counted
 
 
 def _row(row: FleetRow) -> Block:
@@ -46,13 +47,13 @@ def fleet_message(report: FleetReport) -> Message:
 
 
 def fleet_note(health: FleetHealth | None) -> str | None:
-    """The digest's line on the platform: the fleet's age, and since when the platform fails (None: the
-    fleet is the configuration's)."""
+    """The digest's line on the platform: how many clients it gave, and while it fails, since when and how
+    old the fleet kept is (None: the fleet is the configuration's)."""
     if health is None:
         return None
+    note = f"fleet of {counted(health.clients, 'client')} read from the platform"
+    if health.failing_since is None:
+        return note
+    since = fmt_time(datetime.fromtimestamp(health.failing_since, UTC))
     read = "never" if health.read_at is None else fmt_time(datetime.fromtimestamp(health.read_at, UTC))
-    note = f"fleet of {health.clients} clients as read from the platform {read}"
-    if health.failing_since is not None:
-        since = fmt_time(datetime.fromtimestamp(health.failing_since, UTC))
-        note += f"; the platform unreachable since {since}: the last fleet is kept"
-    return note
+    return f"{note} {read}; the platform unreachable since {since}: that fleet is kept"

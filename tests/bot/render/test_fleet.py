@@ -13,11 +13,11 @@ AT = 1_790_000_000.0  # 2026-09-21 14:13:20 UTC
 def test_the_digest_says_how_old_the_fleet_is_and_since_when_the_platform_fails() -> None:
     assert fleet_note(None) is None
     up = FleetHealth("https://platform.example.com", AT, None, 3)
-    assert fleet_note(up) == "fleet of 3 clients as read from the platform 2026-09-21 14:13 UTC"
+    assert fleet_note(up) == "fleet of 3 clients read from the platform"
     down = FleetHealth("https://platform.example.com", AT, AT + 600, 3)
     assert fleet_note(down) == (
-        "fleet of 3 clients as read from the platform 2026-09-21 14:13 UTC; the platform unreachable since "
-        "2026-09-21 14:23 UTC: the last fleet is kept"
+        "fleet of 3 clients read from the platform 2026-09-21 14:13 UTC; the platform unreachable since "
+        "2026-09-21 14:23 UTC: that fleet is kept"
     )
 
 
