@@ -14,7 +14,15 @@ from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError, ValidationInfo
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+)
 from pydantic import model_validator as _model_validator
 
 from config import validation
@@ -247,6 +255,7 @@ class Settings(StrictModel):
     clusters: tuple[ClusterSettings, ...] = ()
     # With `platform:`, the `clusters:` entries without a kubeconfig: each refines a discovered client.
     refinements: tuple[ClusterRefinement, ...] = Field(default=(), exclude=True)
+    _index: _FleetIndex | None = PrivateAttr(default=None)
     digest: DigestSettings = DigestSettings()
     access: AccessSettings = AccessSettings()
     enrichment: EnrichmentSettings = EnrichmentSettings()
@@ -303,16 +312,19 @@ class Settings(StrictModel):
         raise_if_any([*_duplicate_names(clusters), *_unrouted_channels(fleet)])
         return fleet
 
+    def _lookups(self) -> _FleetIndex:
+        """The fleet's lookups, built once per `clusters` (a fleet read from the platform is another)."""
+        index = self._index
+        if index is None or index.clusters is not self.clusters:
+            index = self._index = _FleetIndex.of(self.clusters)
+        return index
+
     def cluster(self, name: str) -> ClusterSettings | None:
-        return next((cluster for cluster in self.clusters if cluster.name == name), None)
+        return self._lookups().by_name.get(name)
 
     def find_target(self, name: str) -> tuple[ClusterSettings, TargetSettings] | None:
-        """The client cluster that proxies to target `<project>/<name>`, and that target."""
-        for cluster in self.clusters:
-            target = cluster.target(name)
-            if target is not None:
-                return cluster, target
-        return None
+        """The client cluster proxying to target `<project>/<name>` (the first listed), and that target."""
+        return self._lookups().by_target.get(name)
 
     def cluster_for_alert(self, labels: Mapping[str, str]) -> ClusterSettings | None:
         """The cluster whose `match` fits the labels; the most specific wins, then the first listed.
@@ -327,18 +339,17 @@ class Settings(StrictModel):
             owner = self.cluster_for_namespace(labels.get("namespace", ""))
             if owner is not None:
                 return owner
-        fitting = [cluster for cluster in self.clusters if cluster.matches(labels)]
-        if fitting:
-            return max(fitting, key=lambda cluster: len(cluster.match))
+        fitting = self._lookups().matching(labels)
+        if fitting is not None:
+            return fitting
         found = self.find_target(labels.get("target", ""))
         return None if found is None else found[0]
 
     def cluster_for_namespace(self, namespace: str) -> ClusterSettings | None:
         """The client whose control plane runs in `namespace` (of the control plane cluster), else the client
         proxying to the target whose control plane does; the first listed of several."""
-        clients = (c for c in self.clusters if c.control_plane_namespace == namespace)
-        targets = (c for c in self.clusters for t in c.targets if t.control_plane_namespace == namespace)
-        return next(clients, None) or next(targets, None)
+        index = self._lookups()
+        return index.by_client_namespace.get(namespace) or index.by_target_namespace.get(namespace)
 
     def escalation_for(self, cluster_name: str | None) -> EscalationSettings:
         """The escalation of a cluster's alerts: its own keys over the top level's (None: the top level)."""
@@ -369,6 +380,49 @@ class Settings(StrictModel):
 
     def may_silence(self, cluster_name: str, who: Requester) -> bool:
         return who.user in self.access.silencers and self.may_query(cluster_name, who)
+
+
+@dataclass(frozen=True)
+class _FleetIndex:
+    """Lookups over one fleet, so matching an alert to its client stays a lookup as the fleet grows."""
+
+    clusters: tuple[ClusterSettings, ...]
+    by_name: dict[str, ClusterSettings]
+    by_target: dict[str, tuple[ClusterSettings, TargetSettings]]
+    # match keys (sorted) -> their values -> the clusters matching exactly those, in listed order
+    by_match: dict[tuple[str, ...], dict[tuple[str, ...], list[tuple[int, ClusterSettings]]]]
+    by_client_namespace: dict[str, ClusterSettings]
+    by_target_namespace: dict[str, ClusterSettings]
+
+    @classmethod
+    def of(cls, clusters: tuple[ClusterSettings, ...]) -> _FleetIndex:
+        by_target: dict[str, tuple[ClusterSettings, TargetSettings]] = {}
+        by_match: dict[tuple[str, ...], dict[tuple[str, ...], list[tuple[int, ClusterSettings]]]] = {}
+        by_client_namespace: dict[str, ClusterSettings] = {}
+        by_target_namespace: dict[str, ClusterSettings] = {}
+        for position, cluster in enumerate(clusters):
+            keys = tuple(sorted(cluster.match))
+            values = tuple(cluster.match[key] for key in keys)
+            by_match.setdefault(keys, {}).setdefault(values, []).append((position, cluster))
+            by_client_namespace.setdefault(cluster.control_plane_namespace, cluster)
+            for target in cluster.targets:
+                by_target.setdefault(target.name, (cluster, target))
+                by_target_namespace.setdefault(target.control_plane_namespace, cluster)
+        by_name: dict[str, ClusterSettings] = {}
+        for cluster in clusters:
+            by_name.setdefault(cluster.name, cluster)
+        return cls(clusters, by_name, by_target, by_match, by_client_namespace, by_target_namespace)
+
+    def matching(self, labels: Mapping[str, str]) -> ClusterSettings | None:
+        """The cluster whose `match` fits the labels: the most specific, then the first listed."""
+        best: tuple[int, int, ClusterSettings] | None = None
+        for keys, by_values in self.by_match.items():
+            if any(key not in labels for key in keys):
+                continue
+            for position, cluster in by_values.get(tuple(labels[key] for key in keys), ()):
+                if best is None or (-len(keys), position) < (-best[0], best[1]):
+                    best = (len(keys), position, cluster)
+        return None if best is None else best[2]
 
 
 def _duplicate_names(clusters: tuple[ClusterSettings, ...]) -> list[tuple[Loc, str]]:

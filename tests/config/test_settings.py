@@ -534,3 +534,18 @@ def test_alertmanager_is_polled_at_most_a_minute_apart() -> None:
     assert fast.alertmanager.poll_interval == 2.0
     assert locations(config(alertmanager={"poll_interval": "5m"})) == {("alertmanager", "poll_interval")}
     assert locations(config(alertmanager={"poll_interval": "0s"})) == {("alertmanager", "poll_interval")}
+
+
+def test_ties_go_to_the_first_listed_and_a_new_fleet_is_looked_up_anew() -> None:
+    first = cluster("first", match={"env": "prod"}, targets=[target("p/a")])
+    second = cluster("second", match={"env": "prod"}, targets=[target("p/b")])
+    settings = Settings.model_validate(config(clusters=[first, second]))
+    assert settings.cluster_for_alert({"env": "prod"}).name == "first"  # type: ignore[union-attr]
+    assert settings.find_target("p/c") is None  # the lookups are built now, over this fleet
+    third = cluster("third", match={"env": "dev"}, targets=[target("p/c")])
+    grown = settings.with_fleet(
+        (*settings.clusters, *Settings.model_validate(config(clusters=[third])).clusters)
+    )
+    assert grown.find_target("p/c") is not None
+    assert grown.cluster_for_alert({"env": "dev"}).name == "third"  # type: ignore[union-attr]
+    assert settings.find_target("p/c") is None  # the first fleet's own lookups are its own
