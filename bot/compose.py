@@ -46,7 +46,7 @@ from bot.inbound.slack import Registration, slack_routes_and_workers
 from bot.lease import Lease, lease_timings
 from bot.live import LiveState, MetricsSource
 from bot.metrics import BotMetrics
-from bot.ports import Clock, Silences, Worker
+from bot.ports import Clock, Silences, ThreadReplies, ViewOpener, Worker
 from bot.reads.context import CHECK_TIMEOUT, CheckContext, Unreadable, live_sources
 from bot.reads.control_plane_logs import ControlPlaneLogReader
 from bot.reads.triage import SharedTargetPods
@@ -55,7 +55,7 @@ from bot.store import Store, StoreError, open_store
 from config.settings import Settings
 from handlers import actions, alerts, commands, digest
 from handlers.acknowledge import Acknowledger
-from handlers.actions import ActionDeps, ButtonChecks, ThreadReplies, ViewOpener
+from handlers.actions import ActionDeps, ButtonChecks
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,7 @@ from slack_bolt.async_app import AsyncApp, AsyncRespond
 from bot.alerts.silences import SilenceWatch
 from bot.domain.resolution import EventKind, OncallEvent
 from bot.errors import Refused
-from bot.ports import Silences
-from bot.ports import ThreadReplies as ThreadReplies  # wired by bot.compose, which names it from here
-from bot.ports import ViewOpener as ViewOpener  # wired by bot.compose, which names it from here
+from bot.ports import Silences, ThreadReplies, ViewOpener
 from bot.render.blocks import Message, code, context, message, one_line, section, truncate
 from bot.render.slack import ACTION_PATH, ACTION_PROBE, LINK_ACTION_PREFIX
 from bot.store.base import GroupStore
