@@ -24,7 +24,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.checks.vcluster_yaml import judge_vcluster_yaml
-from bot.domain.vcluster_yaml_result import ProxyState, Route
+from bot.domain.fleet import FleetRow, FleetTarget
+from bot.domain.vcluster_yaml_result import ProblemSeverity, ProxyState, Route
 from bot.fleet.access import cluster_context, virtual_cluster_context
 from bot.fleet.instances import FleetProblem, Instance
 from config.clusters import ClusterSettings
@@ -42,15 +43,43 @@ class Origin(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class FleetClient:
-    """One client as the bot sees it: where it came from, and its settings when it can be read."""
+    """One client as the bot sees it: its row (where it came from, its targets, its problems, as `proxybot
+    fleet` shows it), and its settings when it can be read (None: listed, not read; its problems say why)."""
 
-    name: str
-    origin: Origin
-    project: str | None
-    control_plane: str | None  # `<connected cluster>/<namespace>`
-    settings: ClusterSettings | None  # None: listed, not read (its problems say why)
-    channel: str | None
-    problems: tuple[str, ...] = ()
+    row: FleetRow
+    settings: ClusterSettings | None
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        origin: Origin,
+        where: Instance | None,
+        settings: ClusterSettings | None,
+        channel: str | None,
+        problems: Sequence[str] = (),
+    ) -> FleetClient:
+        """A client of `origin`, its control plane `where` its instance says (None: as configured)."""
+        targets = (
+            () if settings is None else tuple(FleetTarget(t.name, t.group_versions) for t in settings.targets)
+        )
+        project, plane = (where.project, f"{where.cluster}/{where.namespace}") if where else (None, None)
+        if plane is None and settings is not None and settings.control_plane is not None:
+            plane = settings.control_plane_namespace
+        row = FleetRow(name, origin.value, project, plane, channel, targets, tuple(problems))
+        return cls(row, settings)
+
+    @property
+    def name(self) -> str:
+        return self.row.name
+
+    @property
+    def origin(self) -> Origin:
+        return Origin(self.row.origin)
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return self.row.problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +120,7 @@ def derive_fleet(
     """The fleet: the hand-listed clients first (as configured), then every discovered one in the order the
     platform lists them; a discovered client named like a listed one is the listed one."""
     ctx = _Context(platform, kubeconfig, {i.ref: i for i in instances}, {r.name: r for r in refinements})
-    clients = [FleetClient(c.name, Origin.CONFIG, None, None, c, c.channel) for c in listed]
+    clients = [FleetClient.of(c.name, Origin.CONFIG, None, c, c.channel) for c in listed]
     taken = {c.name for c in listed}
     for instance in instances:
         client = _client(instance, ctx)
@@ -120,31 +149,22 @@ def _client(instance: Instance, ctx: _Context) -> FleetClient | None:
     judged = judge_vcluster_yaml(instance.values)
     if judged.proxy in (ProxyState.NOT_CONFIGURED, ProxyState.ALL_DISABLED):
         return None  # a target, or a tenant that proxies nothing
-    control_plane = f"{instance.cluster}/{instance.namespace}"
     refinement = ctx.refinements.get(instance.name)
     channel, channel_problems = _channel(instance, ctx, refinement)
     if judged.proxy is ProxyState.REFUSED:
         refused = [
             f"vCluster refuses its proxy section: {p.key}: {p.message}"
             for p in judged.problems
-            if p.severity == "refused"
+            if p.severity is ProblemSeverity.REFUSED
         ]
-        return FleetClient(
-            instance.name,
-            Origin.PLATFORM,
-            instance.project,
-            control_plane,
-            None,
-            channel,
-            (*channel_problems, *refused),
+        return FleetClient.of(
+            instance.name, Origin.PLATFORM, instance, None, channel, [*channel_problems, *refused]
         )
     targets, target_problems = _targets(instance, judged.routes, ctx, refinement)
     problems = [*channel_problems, *target_problems]
     if not targets:
         problems.append("no target can be probed: every entry is a wildcard; name a resource in one")
-        return FleetClient(
-            instance.name, Origin.PLATFORM, instance.project, control_plane, None, channel, tuple(problems)
-        )
+        return FleetClient.of(instance.name, Origin.PLATFORM, instance, None, channel, problems)
     match = dict(refinement.match) if refinement and refinement.match else _match(instance, ctx.platform)
     document: dict[str, Any] = {
         "name": instance.name,
@@ -161,12 +181,8 @@ def _client(instance: Instance, ctx: _Context) -> FleetClient | None:
         settings = ClusterSettings.model_validate(document)
     except ValidationError as exc:
         problems += [f"{format_loc(loc)}: {message}" for loc, message in located(exc)]
-        return FleetClient(
-            instance.name, Origin.PLATFORM, instance.project, control_plane, None, channel, tuple(problems)
-        )
-    return FleetClient(
-        instance.name, Origin.PLATFORM, instance.project, control_plane, settings, channel, tuple(problems)
-    )
+        return FleetClient.of(instance.name, Origin.PLATFORM, instance, None, channel, problems)
+    return FleetClient.of(instance.name, Origin.PLATFORM, instance, settings, channel, problems)
 
 
 def _match(instance: Instance, platform: PlatformSettings) -> dict[str, str]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
-from bot.domain.fleet import FleetReport, FleetRow, FleetTarget
+from bot.domain.fleet import FleetReport, FleetRow
 from bot.fleet.derive import Fleet, FleetClient, Origin
 from config.clusters import ClusterSettings
 from config.settings import Settings
@@ -27,20 +28,10 @@ def unreadable(settings: Settings, error: str) -> FleetReport:
 
 
 def _listed(cluster: ClusterSettings) -> FleetClient:
-    return FleetClient(cluster.name, Origin.CONFIG, None, None, cluster, cluster.channel)
+    return FleetClient.of(cluster.name, Origin.CONFIG, None, cluster, cluster.channel)
 
 
 def _row(client: FleetClient, settings: Settings) -> FleetRow:
-    cluster = client.settings
-    targets = () if cluster is None else tuple(FleetTarget(t.name, t.group_versions) for t in cluster.targets)
-    control_plane = client.control_plane
-    if control_plane is None and cluster is not None and cluster.control_plane is not None:
-        control_plane = cluster.control_plane_namespace
-    channel = (
-        settings.alert_channel(cluster)
-        if cluster is not None
-        else client.channel or settings.slack.default_channel
-    )
-    return FleetRow(
-        client.name, client.origin.value, client.project, control_plane, channel, targets, client.problems
-    )
+    """The client's row, its channel the one its alerts go to (the default channel when it names none)."""
+    channel = settings.alert_channel(client.settings) if client.settings else client.row.channel
+    return replace(client.row, channel=channel or settings.slack.default_channel)

@@ -100,7 +100,7 @@ def test_a_client_and_its_target_as_if_written_by_hand() -> None:
     assert fleet.instances == 2
     assert [c.name for c in fleet.clients] == ["team-a"]  # the target proxies nothing: no client
     client = only(fleet, "team-a")
-    assert (client.origin, client.project, client.control_plane) == (
+    assert (client.origin, client.row.project, client.row.control_plane) == (
         Origin.PLATFORM,
         PROJECT,
         "control-plane/vcluster-team-a",
@@ -229,13 +229,13 @@ def test_a_refused_proxy_section_is_listed_with_its_rule_and_no_settings() -> No
         instance("team-misconfigured", refused, annotations={"proxybot.io/slack-channel": "#mis"}),
     )
     client = only(fleet, "team-misconfigured")
-    assert (client.origin, client.project, client.control_plane) == (
+    assert (client.origin, client.row.project, client.row.control_plane) == (
         Origin.PLATFORM,
         PROJECT,
         "control-plane/vcluster-team-misconfigured",
     )
     assert client.settings is None
-    assert client.channel == "#mis"
+    assert client.row.channel == "#mis"
     assert [c.name for c in fleet.clusters] == ["team-a"]
     assert client.problems
     assert all(p.startswith("vCluster refuses its proxy section: ") for p in client.problems)
@@ -262,7 +262,7 @@ def test_the_channel_from_the_annotation_else_the_projects_else_none() -> None:
         target("crd-store"),
         settings=channels,
     )
-    found = {c.name: (c.channel, c.settings.channel if c.settings else "-") for c in fleet.clients}
+    found = {c.name: (c.row.channel, c.settings.channel if c.settings else "-") for c in fleet.clients}
     assert found == {
         "team-a": ("#team-a", "#team-a"),
         "team-b": ("#platform-alerts", "#platform-alerts"),
@@ -278,7 +278,7 @@ def test_an_annotation_that_is_no_channel_is_a_problem_and_the_projects_channel_
         settings=platform(project_channels={"platform": "#platform-alerts"}),
     )
     client = only(fleet, "team-a")
-    assert client.channel == "#platform-alerts"
+    assert client.row.channel == "#platform-alerts"
     assert client.settings is not None
     assert any(p.startswith("annotation proxybot.io/slack-channel: ") for p in client.problems)
 
@@ -318,7 +318,7 @@ def test_a_refinement_applies_its_match_channel_probe_namespace_and_direct_acces
     settings = client.settings
     assert settings is not None
     assert settings.match == {"cluster": "prod", "tenant": "team-a"}
-    assert (client.channel, settings.channel) == ("#team-a-oncall", "#team-a-oncall")
+    assert (client.row.channel, settings.channel) == ("#team-a-oncall", "#team-a-oncall")
     assert settings.escalation.mention == "<!subteam^S0123ONCALL>"
     (crd_store,) = settings.targets
     assert crd_store.probe.namespace == "probes"
@@ -339,7 +339,7 @@ def test_a_refinement_of_no_discovered_client_is_a_problem() -> None:
         target("crd-store"),
         refinements=(refinement(name="team-a", channel="#a"), refinement(name="team-gone", channel="#g")),
     )
-    assert only(fleet, "team-a").channel == "#a"
+    assert only(fleet, "team-a").row.channel == "#a"
     assert len(fleet.problems) == 1
     assert "'team-gone'" in str(fleet.problems[0])
     assert "the platform lists none" in fleet.problems[0].what

@@ -180,7 +180,7 @@ def test_each_discovered_client_is_read_through_the_platforms_paths(
     _, config = healthy
     team_a = next(c for c in discovered(config).clients if c.name == CLIENT)
     assert team_a.settings is not None
-    assert (team_a.project, team_a.control_plane) == (PROJECT, f"{CONTROL_PLANE}/vcluster-{CLIENT}")
+    assert (team_a.row.project, team_a.row.control_plane) == (PROJECT, f"{CONTROL_PLANE}/vcluster-{CLIENT}")
     assert team_a.settings.match == {"namespace": f"vcluster-{CLIENT}"}
     (crd_store,) = team_a.settings.targets
     assert crd_store.name == DISCOVERED
