@@ -47,7 +47,7 @@ class FleetWatch:
         self.read_at: float | None = None  # the reading being served
 
     async def first(self) -> Fleet:
-        self.store = await open_store(self.settings.store.url.get_secret_value())
+        self.store = await open_store(self.settings.store.url.get_secret_value(), clock=self._clock)
         try:
             fleet = await self._read()
         except PlatformError as err:
