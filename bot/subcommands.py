@@ -84,6 +84,14 @@ class Slash:
     does: str
     example: str
     access: Access = Access.QUERY
+    # A check on one TARGET needs no planner of its own: `check` ("module:function") is called with the
+    # check context, the target and the options by name (`--since` as `since`, a string or None), validates
+    # them at once (bad input is refused before anything is read) and returns what to await; `view`
+    # ("module:function") lays its result out; `progress` is the note given when it is slow ({target},
+    # {cluster}). Without them, the subcommand's planner is in handlers/commands.py's PLANNERS.
+    check: str | None = None
+    view: str | None = None
+    progress: str = ""
 
 
 @dataclass(frozen=True)
@@ -214,6 +222,9 @@ SUBCOMMANDS: tuple[SubcommandSpec, ...] = (
             "the client control plane's log lines the vendor's log reference explains, per pod, with what "
             "to do",
             "logs platform/crd-store --since 30m",
+            check="bot.checks.logs:logs_check",
+            view="bot.render.checks_logs:logs_message",
+            progress="reading the control-plane logs of {cluster}…",
         ),
         cli="bot.cli.logs",
         cli_help="the client control plane's log lines that the vendor's log reference explains, per pod",

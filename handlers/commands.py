@@ -20,6 +20,7 @@ are ephemeral unless `public` is given; a failure is a sentence, never a stack t
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -29,7 +30,6 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from bot.checks.logs import check_logs
 from bot.checks.netpol import cross_cluster, netpol, parse_endpoint
 from bot.checks.path import DEFAULT_SAMPLES, check_path, check_samples
 from bot.checks.probe import ProbeRequest, check_repeat, probe_request
@@ -44,9 +44,7 @@ from bot.fleet.derive import Fleet
 from bot.fleet.report import fleet_report
 from bot.ports import Silences
 from bot.reads.context import CheckContext, TargetRef
-from bot.reads.control_plane_logs import parse_since
 from bot.render.blocks import Message, code, text_message
-from bot.render.checks_logs import logs_message
 from bot.render.checks_netpol import netpol_message
 from bot.render.checks_path import path_message
 from bot.render.checks_probe import probe_message
@@ -196,7 +194,7 @@ def plan_for(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     if SLASH[inv.sub].access is not Access.ANYONE:
         granted(deps.settings, asker, inv.sub)
     check_required(inv)
-    return PLANNERS[inv.sub](deps, inv, asker)
+    return PLANNERS.get(inv.sub, _plan_checked)(deps, inv, asker)
 
 
 def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
@@ -285,14 +283,29 @@ async def _path(deps: CommandDeps, ref: TargetRef, samples: int) -> Message:
     return path_message(result)
 
 
-def _plan_logs(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
+def _plan_checked(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
+    """A check on one TARGET that the subcommand table names (`Slash.check`, `.view`): no planner of its
+    own. The target is the asker's to query; the check gets the options by name and refuses bad ones now."""
+    slash = SLASH[inv.sub]
+    check, view = slash.check, slash.view
+    if check is None or view is None:  # a subcommand with neither a planner nor a check: the table's fault
+        raise Refused(f"`/proxy {inv.sub}` has no way to run in this bot.")
     ref = target_for(deps.settings, asker, _target_arg(inv))
-    since = parse_since(inv.one("--since"))
+    options = {name.removeprefix("--").replace("-", "_"): inv.one(name) for name in slash.grammar.options}
+    checking = named(check)(deps.ctx, ref, **options)
+    laid_out = named(view)
 
     async def work() -> Message:
-        return logs_message(await check_logs(deps.ctx, ref, since=since))
+        message: Message = laid_out(await checking)
+        return message
 
-    return CommandPlan(work, f"reading the control-plane logs of {ref.cluster.name}…")
+    return CommandPlan(work, slash.progress.format(target=ref.name, cluster=ref.cluster.name) or None)
+
+
+def named(where: str) -> Any:
+    """The function `module:function` names (a subcommand table entry's check or view)."""
+    module, _, function = where.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def _plan_verify(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
@@ -372,7 +385,6 @@ PLANNERS: dict[str, Callable[[CommandDeps, Invocation, Asker], CommandPlan]] = {
     "reasons": _plan_reasons,
     "probe": _plan_probe,
     "path": _plan_path,
-    "logs": _plan_logs,
     "verify": _plan_verify,
     "netpol": _plan_netpol,
     "ack": _plan_ack,

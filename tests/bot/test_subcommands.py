@@ -18,7 +18,7 @@ from bot.subcommands import BY_NAME, CONSOLE, SLASH, SUBCOMMANDS, Access
 from config.settings import Requester, Settings
 from handlers.command_access import allowed_subcommands
 from handlers.command_args import USAGES, parse_invocation
-from handlers.commands import PLANNERS
+from handlers.commands import PLANNERS, named
 from tests.fakes.config_data import cluster, config
 
 OPS = Requester("U0ALICE", "C0OPS", "ops", False)
@@ -43,8 +43,16 @@ def test_names_are_unique_and_each_has_a_front_end() -> None:
     assert all(spec.console_help for spec in CONSOLE)
 
 
-def test_every_slash_subcommand_has_a_planner_and_every_planner_a_subcommand() -> None:
-    assert set(PLANNERS) == set(SLASH)
+def test_every_slash_subcommand_has_a_planner_or_names_its_check_and_every_planner_a_subcommand() -> None:
+    checked = {name for name, slash in SLASH.items() if slash.check is not None}
+    assert set(PLANNERS) | checked == set(SLASH)
+    assert not set(PLANNERS) & checked  # one way each
+    for name in checked:
+        slash = SLASH[name]
+        assert slash.view is not None
+        assert callable(named(slash.check))
+        assert callable(named(slash.view))
+        assert slash.grammar.positionals[0] == "TARGET", name  # the table's checks take one TARGET
 
 
 def test_every_slash_subcommand_parses_by_its_grammar() -> None:
