@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.defaults import CLIENT, PRIMARY_GV, PROJECT, RESOURCES, SECONDARY_GV, TARGET, default_fleet
+from sim.defaults import CLIENT, PRIMARY_GV, PROJECT, SECONDARY_GV, TARGET, default_fleet
 from sim.fleet import ControlPlanePod, NetworkPolicyValues, ProxiedResource, TargetCluster, TargetLink
 from sim.traffic import Traffic
 from sim.world import ProbeRecord, World
@@ -331,6 +331,11 @@ def storm_target(i: int) -> str:
     return f"shard-{i:02d}"
 
 
+def storm_group_versions(i: int) -> tuple[str, str]:
+    """The two group/versions team-a forwards to shard i (as crd-store's two, in a group of the shard's)."""
+    return f"shard{i:02d}.example.com/v1", f"data.shard{i:02d}.example.com/v1alpha1"
+
+
 def storm(world: World) -> None:
     """team-a proxies 30 more targets (platform/shard-00..29); at t=60 its peer watch drops for all of them.
 
@@ -345,16 +350,21 @@ def storm(world: World) -> None:
     client = world.platform.clients[CLIENT]
     for i in range(STORM_TARGETS):
         name = storm_target(i)
+        # Its own group/versions: vCluster refuses one group/version forwarded to two targets.
+        gvs = storm_group_versions(i)
         target = TargetCluster(
             name=name,
             project=PROJECT,
-            resources=list(RESOURCES),
+            resources=[
+                ProxiedResource(gvs[0], "widgets", "Widget"),
+                ProxiedResource(gvs[1], "datasets", "Dataset"),
+            ],
             pods=[ControlPlanePod(f"{name}-0", f"{name}-{i:010x}.vcluster.invalid")],
             namespaces={"default"},
             network_policy=NetworkPolicyValues(udp_ingress_from=[f"vcluster-{CLIENT}"]),
         )
         world.platform.targets[name] = target
-        client.links.append(TargetLink(target, [PRIMARY_GV, SECONDARY_GV], resources=["widgets", "datasets"]))
+        client.links.append(TargetLink(target, list(gvs), resources=["widgets", "datasets"]))
         client.network_policy.udp_egress_to.append(f"vcluster-{name}")
     if isinstance(world.traffic, Traffic):
         world.traffic.rate = 0.3  # 31 targets: a quieter caller per group/version keeps the model light

@@ -28,12 +28,14 @@ from sim.alerting import (
 from sim.alerting_rules import RULES_PATH, RuleMismatchError, extrapolated_increase, load_rules
 from sim.alertmanager_api import AlertmanagerApi
 from sim.defaults import CLIENT, PRIMARY_GV, SECONDARY_GV, TARGET, TARGET_LABEL
-from sim.scenarios import build_world
+from sim.scenarios import STORM_HUNG, STORM_TARGETS, build_world
+from sim.scenarios import storm_group_versions as storm_gvs
 from sim.world import World
 from tests.bot.domain import alertmanager_samples as samples
 
 POD_0, POD_1 = f"{CLIENT}-0", f"{CLIENT}-1"
 BOTH_GVS = (PRIMARY_GV, SECONDARY_GV)
+SHARD_GVS = [gv for i in range(STORM_TARGETS) for gv in storm_gvs(i)]  # each shard its own two
 Fired = tuple[str, tuple[tuple[str, str], ...]]
 Body = dict[str, Any]
 
@@ -88,7 +90,19 @@ EXPECTED: dict[str, set[Fired]] = {
     "probe-failing": {PROBE},
     "ha-split": {*unsynced(POD_1), *DEGRADED},
     "target-rolling-restart": {fired("TargetUnavailable", pod=POD_0)},
-    "storm": {fired("TargetUnavailable", pod=POD_0), *NO_HEALTHY, *unsynced(POD_0), *DEGRADED, PROBE},
+    "storm": {
+        fired("TargetUnavailable", pod=POD_0),
+        *{
+            fired("NoHealthyPeers", pod=POD_0, group_version=gv)
+            for i in range(STORM_HUNG)
+            for gv in storm_gvs(i)
+        },
+        *unsynced(POD_0),
+        *{fired("PeerCacheUnsynced", pod=POD_0, group_version=gv) for gv in SHARD_GVS},
+        *DEGRADED,
+        *{fired("DiscoveryDegraded", group_version=gv) for gv in SHARD_GVS},
+        PROBE,
+    },
     "fleet-grows": set(),
 }
 
