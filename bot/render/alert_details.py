@@ -74,9 +74,11 @@ def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] =
     optional = [
         _listed("Evidence", [f"• {esc(clip(e, LINE_CHARS))}" for e in evidence]),
         _listed(counted(len(alerts), "alert"), [_alert_line(a) for a in alerts]),
+        # What the alert means before the lists that mostly repeat the evidence: when the budget cuts,
+        # the reader keeps the guide's words on it.
+        _meaning(alerts[0] if alerts else None),
         _listed("Peer caches read", [_peer_line(r) for r in view.peers]),  # which replica said what
         _listed("Findings, worst first", [_finding_line(f) for f in _findings(view)]),
-        _meaning(alerts[0] if alerts else None),
     ]
     tail = [context([_more(view)])]
     sections = _fit(kept, [o for o in optional if o], tail)
