@@ -103,11 +103,16 @@ class BotMetrics:
             registry=self.registry,
         )
         clients = Gauge(
-            "proxybot_fleet_clients", "Client clusters in the fleet served.", registry=self.registry
+            "proxybot_fleet_clients",
+            "Client clusters of the fleet, by whether the bot reads them (`read`) or only lists them"
+            " (`unread`: vCluster refuses their proxy section, or no target can be probed).",
+            ["state"],
+            registry=self.registry,
         )
         up.set_function(lambda: float((h := health()) is not None and h.up))
         read.set_function(lambda: (h.read_at or 0.0) if (h := health()) is not None else 0.0)
-        clients.set_function(lambda: float(h.clients) if (h := health()) is not None else 0.0)
+        clients.labels("read").set_function(lambda: float(h.clients) if (h := health()) is not None else 0.0)
+        clients.labels("unread").set_function(lambda: float(h.unread) if (h := health()) is not None else 0.0)
 
     def rss_bytes(self) -> float | None:
         """The process's resident memory now, as `/metrics` shows it; None where /proc is not there."""

@@ -37,7 +37,9 @@ import yaml
 from bot.cli.demo_tour import POLL, Stop, StopRun, single_stop, tour_stops
 from bot.cli.serve import SHUTDOWN_SECONDS
 from bot.compose import Clocks, open_bot
+from bot.fleet.watch import FleetWatch
 from bot.render.terminal import Style, show_message
+from bot.render.words import counted
 from config.loader import parse_config
 from config.settings import Settings
 from sim.alerting import AlertSimulator, ManagedAlert, WebhookDeliveryError, post_webhook
@@ -238,7 +240,21 @@ async def _run_bot(
     # A held stop's bot lives on the simulated clock (which stops at the hold) and reads nothing before
     # its notifications arrive: its messages are the same on every machine. The others keep warm.
     clocks = Clocks(srv.shown_time, srv.running_time, lambda: srv.shown_time() - srv.world.epoch)
-    bot = await open_bot(settings, warm_interval=None if stop.hold_at else 2.0, clocks=clocks)
+    # The fleet as a newcomer's bot finds it: discovered from the platform stand-in, on the simulated clock.
+    fleet = FleetWatch(settings, clock=srv.shown_time)
+    try:
+        found = await fleet.first()
+        clients = [f"{c.name} ({counted(len(c.row.targets), 'target')})" for c in found.clients if c.settings]
+        demo.sink.say(f"fleet discovered from the platform: {', '.join(clients)}")
+        bot = await open_bot(
+            settings.with_fleet(found.clusters),
+            warm_interval=None if stop.hold_at else 2.0,
+            clocks=clocks,
+            fleet=fleet,
+        )
+    except BaseException:
+        await fleet.aclose()
+        raise
     # Open connections get serve's bound once the server is told to stop.
     config = uvicorn.Config(
         bot.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_SECONDS
@@ -271,12 +287,17 @@ async def _run_bot(
         feed.stop.set()
         server.should_exit = True
         await task
-        await bot.close()
+        try:
+            await bot.close()
+        finally:
+            await fleet.aclose()
 
 
 def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:
     """One scenario through a bot of its own (its own store), into the stop's channel."""
-    srv = SimServer(scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at, epoch=stop.epoch)
+    srv = SimServer(
+        scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at, epoch=stop.epoch, platform=True
+    )
     sock = _free_socket()
     bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     # Made before the simulator starts, so the alerting model sees its first second.

@@ -65,7 +65,8 @@ class FleetHealth:
     platform: str
     read_at: float | None  # the reading being served (a kept one's time when the platform failed at start)
     failing_since: float | None  # None: the last refresh succeeded
-    clients: int
+    clients: int  # the clients read
+    unread: int = 0  # the clients listed that cannot be read (vCluster refuses them, or no target probed)
 
     @property
     def up(self) -> bool:

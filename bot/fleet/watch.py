@@ -105,8 +105,9 @@ class FleetWatch:
 
     def health(self) -> FleetHealth:
         """How the platform answers, for `/metrics` and the digest."""
-        clients = len(self.current.clients) if self.current is not None else 0
-        return FleetHealth(self._url, self.read_at, self.failing_since, clients)
+        clients = self.current.clients if self.current is not None else ()
+        read = sum(1 for c in clients if c.settings is not None)
+        return FleetHealth(self._url, self.read_at, self.failing_since, read, len(clients) - read)
 
     def _settled(self, fleet: Fleet) -> Fleet:
         """The fleet, its settings checked as the file's are (a name listed twice raises)."""

@@ -51,9 +51,11 @@ def fleet_note(health: FleetHealth | None) -> str | None:
     old the fleet kept is (None: the fleet is the configuration's)."""
     if health is None:
         return None
-    note = f"fleet of {counted(health.clients, 'client')} read from the platform"
+    note = f"fleet from the platform: {counted(health.clients, 'client')}"
+    if health.unread:
+        note += f", and {health.unread} more it lists that cannot be read (`/proxy fleet` says why)"
     if health.failing_since is None:
         return note
     since = fmt_time(datetime.fromtimestamp(health.failing_since, UTC))
     read = "never" if health.read_at is None else fmt_time(datetime.fromtimestamp(health.read_at, UTC))
-    return f"{note} {read}; the platform unreachable since {since}: that fleet is kept"
+    return f"{note}, as read {read}; the platform unreachable since {since}: that fleet is kept"

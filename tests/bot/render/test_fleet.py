@@ -13,10 +13,14 @@ AT = 1_790_000_000.0  # 2026-09-21 14:13:20 UTC
 def test_the_digest_says_how_old_the_fleet_is_and_since_when_the_platform_fails() -> None:
     assert fleet_note(None) is None
     up = FleetHealth("https://platform.example.com", AT, None, 3)
-    assert fleet_note(up) == "fleet of 3 clients read from the platform"
+    assert fleet_note(up) == "fleet from the platform: 3 clients"
+    refused = FleetHealth("https://platform.example.com", AT, None, 1, 1)
+    assert fleet_note(refused) == (
+        "fleet from the platform: 1 client, and 1 more it lists that cannot be read (`/proxy fleet` says why)"
+    )
     down = FleetHealth("https://platform.example.com", AT, AT + 600, 3)
     assert fleet_note(down) == (
-        "fleet of 3 clients read from the platform 2026-09-21 14:13 UTC; the platform unreachable since "
+        "fleet from the platform: 3 clients, as read 2026-09-21 14:13 UTC; the platform unreachable since "
         "2026-09-21 14:23 UTC: that fleet is kept"
     )
 
@@ -28,7 +32,7 @@ def test_metrics_show_the_platform_down_with_the_age_of_the_fleet() -> None:
     text = metrics.exposition().decode()
     assert "proxybot_platform_up 0.0" in text
     assert "proxybot_fleet_read_timestamp_seconds 1.79e+09" in text
-    assert "proxybot_fleet_clients 2.0" in text
+    assert 'proxybot_fleet_clients{state="read"} 2.0' in text
     health[0] = FleetHealth("https://p.example.com", AT + 120, None, 2)
     assert "proxybot_platform_up 1.0" in metrics.exposition().decode()
 
