@@ -96,3 +96,25 @@ async def test_without_a_kept_fleet_an_unreachable_platform_stops_the_start(
     finally:
         platform_sim.set_platform_fault(None)
         await watch.aclose()
+
+
+async def test_a_slow_platform_is_cut_at_its_timeout_and_the_kept_fleet_served(
+    platform_sim: SimServer, tmp_path: Path
+) -> None:
+    settings = await settings_on(platform_sim, tmp_path, f"sqlite:///{tmp_path / 'bot.db'}")
+    assert settings.platform is not None
+    settings = settings.model_copy(update={"platform": settings.platform.model_copy(update={"timeout": 1.0})})
+    kept = FleetWatch(settings)
+    try:
+        await kept.first()
+    finally:
+        await kept.aclose()
+    platform_sim.set_platform_fault(ApiFault("slow", seconds=3.0))
+    slow = FleetWatch(settings)
+    try:
+        await slow.first()  # cut after platform.timeout (1 s), not the 3 s the platform takes
+        assert shape(slow) == shape(kept)
+        assert not slow.health().up
+    finally:
+        platform_sim.set_platform_fault(None)
+        await slow.aclose()
