@@ -13,18 +13,10 @@ from bot.errors import ConfigError
 from config.loader import load_config
 from config.platform import ACCESS_KEY_ENV
 from tests.config.test_loader import kubeconfig
+from tests.fakes.config_data import LISTED_CLIENT_YAML
 
 KEY = "lk-3f9a1c0e-the-real-access-key"
 SLACK = "slack: {default_channel: '#alerts'}\n"
-LISTED = """\
-  - name: prod
-    kubeconfig: prod.kubeconfig
-    match: {cluster: prod}
-    targets:
-      - name: payments/ledger
-        group_versions: [ledger.example.com/v1]
-        probe: {group_version: ledger.example.com/v1, resource: accounts}
-"""
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -184,7 +176,7 @@ def test_with_platform_entries_without_kubeconfig_refine_and_the_others_are_list
         "    match: {namespace: vcluster-team-a, cluster: eu-1}\n"
         "    direct:\n"
         "      platform/crd-store: {kubeconfig: crd-store.kubeconfig, context: admin}\n"
-        + LISTED
+        + LISTED_CLIENT_YAML
         + "  - name: team-b\n"
         "    escalation: {after: 10m}\n"
     )
@@ -203,7 +195,7 @@ def test_with_platform_entries_without_kubeconfig_refine_and_the_others_are_list
 def test_a_refinements_problems_are_located_at_its_place_in_clusters(tmp_path: Path) -> None:
     text = (
         "platform: {url: 'https://platform.example.com', access_key_file: key}\n"
-        "clusters:\n" + LISTED + "  - name: Team_A\n"
+        "clusters:\n" + LISTED_CLIENT_YAML + "  - name: Team_A\n"
         "  - name: team-b\n"
         "    match: {}\n"
         "    channel: 'team b'\n"
@@ -231,7 +223,7 @@ def test_a_listed_clients_problems_keep_its_place_when_a_refinement_comes_first(
         "platform: {url: 'https://platform.example.com', access_key_file: key}\n"
         "clusters:\n"
         "  - name: team-a\n"
-        "    channel: '#team-a'\n" + LISTED.replace("resource: accounts", "resource: Accounts")
+        "    channel: '#team-a'\n" + LISTED_CLIENT_YAML.replace("resource: accounts", "resource: Accounts")
     )
     kubeconfig(tmp_path / "prod.kubeconfig", "prod")
     problems = problems_of(write(tmp_path, text))

@@ -68,3 +68,15 @@ def locations(data: dict[str, Any]) -> set[tuple[str | int, ...]]:
 
 
 PROBE = ("clusters", 0, "targets", 0, "probe")
+
+
+# One hand-listed client as the `clusters:` of a config file (kubeconfig `prod.kubeconfig`, beside it).
+LISTED_CLIENT_YAML = """\
+  - name: prod
+    kubeconfig: prod.kubeconfig
+    match: {cluster: prod}
+    targets:
+      - name: payments/ledger
+        group_versions: [ledger.example.com/v1]
+        probe: {group_version: ledger.example.com/v1, resource: accounts}
+"""

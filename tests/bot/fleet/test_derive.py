@@ -13,6 +13,7 @@ from bot.fleet.instances import FleetProblem, Instance
 from config.clusters import ClusterSettings
 from config.platform import ClusterRefinement, PlatformSettings
 from config.settings import Settings
+from tests.fakes.config_data import LISTED_CLIENT_YAML
 
 KUBECONFIG = Path("/run/proxybot/platform.kubeconfig")
 PROJECT = "platform"
@@ -353,20 +354,11 @@ def test_a_refinement_of_no_client_is_not_placed_where_a_hand_listed_entry_is(
 ) -> None:
     """`clusters:` mixes hand-listed clients and refinements: a problem of the second entry, a refinement,
     is not the first's (the settings keep the refinements apart from the listed clients)."""
-    text = """\
-slack: {default_channel: '#a'}
-platform: {url: 'https://platform.example.com', access_key_file: key}
-clusters:
-  - name: prod
-    kubeconfig: prod.kubeconfig
-    match: {cluster: prod}
-    targets:
-      - name: payments/ledger
-        group_versions: [ledger.example.com/v1]
-        probe: {group_version: ledger.example.com/v1, resource: accounts}
-  - name: team-gone
-    channel: '#gone'
-"""
+    text = (
+        "slack: {default_channel: '#a'}\n"
+        "platform: {url: 'https://platform.example.com', access_key_file: key}\n"
+        "clusters:\n" + LISTED_CLIENT_YAML + "  - name: team-gone\n    channel: '#gone'\n"
+    )
     settings = Settings.model_validate(yaml.safe_load(text), context={"base_dir": tmp_path})
     assert settings.platform is not None
     fleet = derive_fleet(
