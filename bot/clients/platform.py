@@ -3,13 +3,15 @@
 `POST /kubernetes/management/apis/management.loft.sh/v1/selves` answers the key's user, its scope and the
 project namespace prefix; `GET .../virtualclusterinstances` lists the instances of every project the key
 may see, `GET .../namespaces/<p-project>/virtualclusterinstances` one project's (docs/platform-api.md).
-Every call has a timeout; the key is read from its file at each call (it may rotate) and sent as a bearer
+Every call has a timeout; the key is read from its file (again each minute, and at once when the platform
+refuses the one in hand: it may have been rotated) and sent as a bearer
 token, never logged. A refusal or failure is a `PlatformError` naming `platform.url`, the status and, in the
 bot's words, what it means.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ import httpx
 
 from bot.clients.credentials import CredentialFile
 from bot.errors import PlatformError
+from config import names
 
 MANAGEMENT = "/kubernetes/management/apis/management.loft.sh/v1"
 PLURAL = "virtualclusterinstances"
@@ -76,8 +79,15 @@ class PlatformClient:
             return await self._call("GET", f"{MANAGEMENT}/{PLURAL}")
         items: list[Any] = []
         for namespace in namespaces:
+            try:  # a project the settings or the platform's `Self` name: checked before it is a path
+                names.dns1123_label(namespace)
+            except ValueError as exc:
+                raise PlatformError(self.url, None, f"project namespace {exc}") from None
             listed = await self._call("GET", f"{MANAGEMENT}/namespaces/{namespace}/{PLURAL}")
-            items += listed.get("items") or []
+            found = listed.get("items")
+            if not isinstance(found, list):
+                raise PlatformError(self.url, 200, f"the list of {namespace} has no items")
+            items += found
         return {"kind": "VirtualClusterInstanceList", "items": items}
 
     async def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -85,13 +95,14 @@ class PlatformClient:
             key = await self._key.current()
         except ValueError as exc:
             raise PlatformError(self.url, None, str(exc)) from None
-        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
-        try:
-            answer = await self._http.request(method, path, headers=headers, json=body)
-        except httpx.TimeoutException:
-            raise PlatformError(self.url, None, "no answer within platform.timeout") from None
-        except httpx.HTTPError as exc:
-            raise PlatformError(self.url, None, f"cannot reach it ({type(exc).__name__})") from None
+        answer = await self._send(method, path, key, body)
+        if answer.status_code == 401:  # the key may have been rotated in its file since it was read
+            try:
+                fresh = await asyncio.to_thread(self._key.load)
+            except ValueError as exc:
+                raise PlatformError(self.url, None, str(exc)) from None
+            if fresh != key:
+                answer = await self._send(method, path, fresh, body)
         if answer.status_code >= 400:
             raise PlatformError(self.url, answer.status_code, _refusal(answer))
         if len(answer.content) > MAX_BODY:
@@ -103,6 +114,15 @@ class PlatformClient:
         if not isinstance(document, dict):
             raise PlatformError(self.url, answer.status_code, "its answer is not a JSON object")
         return document
+
+    async def _send(self, method: str, path: str, key: str, body: Mapping[str, Any] | None) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        try:
+            return await self._http.request(method, path, headers=headers, json=body)
+        except httpx.TimeoutException:
+            raise PlatformError(self.url, None, "no answer within platform.timeout") from None
+        except httpx.HTTPError as exc:
+            raise PlatformError(self.url, None, f"cannot reach it ({type(exc).__name__})") from None
 
 
 def _trust(url: str, ca_file: Path | None) -> ssl.SSLContext | bool:
