@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bench.loadgen import LoadRun, Outcome, Plan, Planned, run
+from tests.waiting import eventually
 
 # Each path answers with a different framing of the body; the status says which one was read.
 RESPONSES = {
@@ -90,8 +91,8 @@ async def test_stop_ends_the_schedule_and_keeps_what_was_sent(server: tuple[Fake
     fake, url = server
     requests = [Planned(0.0, "GET", "/length"), Planned(60.0, "GET", "/length")]
     with LoadRun(Plan(url, requests, {"main": 1}, timeout=5.0)) as load:
-        while not fake.bodies:  # the first request reached the server: the second is 60 s away
-            await asyncio.sleep(0.01)
+        # The first request reached the server: the second is 60 s away.
+        await eventually(lambda: fake.bodies, "the first request at the server", interval=0.01)
         load.stop()
         outcomes = await asyncio.to_thread(load.outcomes)
     assert statuses(outcomes) == {0.0: 202}

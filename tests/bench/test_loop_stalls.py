@@ -18,9 +18,9 @@ def hold_the_loop_in_a_recognisable_place(watch: LoopWatch) -> None:
     """Block the loop on purpose (the stall under test) for HELD, and on until the watchdog has sampled it
     a few times: on a loaded machine its thread may get a CPU only late in the stall."""
     given_up = time.monotonic() + 10.0
-    time.sleep(HELD)
+    time.sleep(HELD)  # measuring the loop: this is the stall the watchdog must see
     while watch.loop_samples < SAMPLES and time.monotonic() < given_up:
-        time.sleep(0.005)
+        time.sleep(0.005)  # still the stall: the loop must stay blocked until the watchdog sampled it
 
 
 async def held_once(watched: WatchedLoops) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from sim.slack_workspace import MANIFEST_SCOPES
 from tests.bot.delivery.test_worker import ALERTS, FAST, TOKEN, drained, msg, running, slack_at
 from tests.fakes import postgres
 from tests.fakes.slack_api import FakeSlack
+from tests.waiting import eventually
 
 postgres_server = postgres.postgres_server
 ALERTS_ID = "C0ALERTS0"  # Slack's ID of #alerts
@@ -85,9 +85,11 @@ async def test_content_newer_than_the_lost_try_reaches_the_adopted_message(
 
 
 async def until_marked(store: Store, key: str) -> None:
-    async with asyncio.timeout(10):
-        while (item := await store.outbox_item(key)) is None or item.sent_at is None:
-            await asyncio.sleep(0.02)
+    async def marked() -> bool:
+        item = await store.outbox_item(key)
+        return item is not None and item.sent_at is not None
+
+    await eventually(marked, f"{key} marked in flight", timeout=10)
 
 
 async def test_the_first_post_to_a_channel_named_by_name_is_at_least_once_and_says_so(

@@ -17,6 +17,7 @@ from bot.render.blocks import Message, section
 from bot.store import OutboxState, Store, open_store
 from config.settings import SlackSettings
 from tests.fakes.slack_api import FakeSlack
+from tests.waiting import eventually
 
 TOKEN = "xoxb-test-token"
 ALERTS = "#alerts"
@@ -47,11 +48,10 @@ async def delivery(fake: FakeSlack, store: Store) -> AsyncIterator[Delivery]:
 
 
 async def drained(store: Store) -> None:
-    for _ in range(500):
-        if await store.depth() == 0:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the outbox never drained")
+    async def empty() -> bool:
+        return await store.depth() == 0
+
+    await eventually(empty, "the outbox to drain", timeout=10)
 
 
 async def upload(delivery: Delivery, content: bytes, revision: str) -> None:

@@ -24,6 +24,7 @@ from bot.store.models import GroupFacts, Withdrawal
 from config.settings import SlackSettings
 from tests.fakes import alert_views as views
 from tests.fakes.slack_api import FakeSlack
+from tests.waiting import eventually
 
 FOLDED, OUT, UNQUEUED = Withdrawal.FOLDED, Withdrawal.OUT, Withdrawal.UNQUEUED
 TOKEN = "xoxb-test-token"
@@ -53,11 +54,8 @@ async def running(delivery: Delivery) -> AsyncIterator[Delivery]:
 
 
 async def until(check: Callable[[], Awaitable[bool]], limit: float = 10.0) -> None:
-    """Poll until `check` holds; fails the test (not a timing assertion) if it never does."""
-    deadline = asyncio.get_running_loop().time() + limit
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, "the outbox never drained"
-        await asyncio.sleep(0.02)
+    """`check` holding, waited for with the one helper: fails naming it if it never does."""
+    await eventually(check, "the outbox to drain", timeout=limit)
 
 
 async def drained(store: Store) -> None:

@@ -23,6 +23,7 @@ from bot.render.blocks import Message, section
 from bot.store import AlertGroupState, OutboxItem, Store, open_store
 from config.settings import SlackSettings
 from tests.fakes.slack_api import FakeSlack
+from tests.waiting import eventually
 
 TOKEN = "xoxb-test-token"
 ALERTS, OTHER = "#alerts", "#other"
@@ -72,10 +73,7 @@ def msg(text: str) -> Message:
 
 
 async def until_true(check: Any, limit: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + limit
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "never happened"
-        await asyncio.sleep(0.01)
+    await eventually(check, "the condition", timeout=limit, interval=0.01)
 
 
 async def test_rows_for_a_channel_that_is_sending_are_read_once_it_is_free_and_others_at_once(

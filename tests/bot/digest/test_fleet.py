@@ -38,7 +38,7 @@ class FakeReads:
         try:
             if cluster in self.hung:
                 await asyncio.Event().wait()
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one deterministic turn: the other reads run meanwhile, as a real read
             snap = self.snapshots[cluster]
             why = None if snap is not None else f"cluster {cluster}: forbidden"
             return ClusterRead(cluster, 1000.0, snap, None, why)
