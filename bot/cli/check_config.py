@@ -86,9 +86,12 @@ def check_config(args: argparse.Namespace, console: Console) -> int:
         console.say(show(fleet_view, style=Style(colour_enabled(console.out, console.env))))
     clusters = counted(len(settings.clusters), "cluster")
     if settings.platform is not None and not args.serve:
-        rest = "the rest discovered from the platform at serve (--serve lists them)"
-        console.say(f"ok: {clusters} listed by hand, {rest} ({path})")
+        by_hand = f"; {clusters} listed by hand" if settings.clusters else ""
+        discovered = f"the fleet is discovered from {settings.platform.url} at start (--serve reads it now)"
+        console.say(f"ok: {discovered}{by_hand} ({path})")
         return EXIT_OK
+    if fleet_report is not None:
+        clusters = counted(len(settings.clusters), "client cluster") + " watched"
     console.say(f"ok: {clusters}, {counted(settings.target_count(), 'target')} ({path})")
     return EXIT_OK
 

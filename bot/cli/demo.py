@@ -245,7 +245,9 @@ async def _run_bot(
     try:
         found = await fleet.first()
         clients = [f"{c.name} ({counted(len(c.row.targets), 'target')})" for c in found.clients if c.settings]
-        demo.sink.say(f"fleet discovered from the platform: {', '.join(clients)}")
+        unwatched = [c.name for c in found.clients if c.settings is None]
+        problems = f"; with problems, not watched: {', '.join(unwatched)}" if unwatched else ""
+        demo.sink.say(f"fleet discovered from the platform: {', '.join(clients)}{problems}")
         bot = await open_bot(
             settings.with_fleet(found.clusters),
             warm_interval=None if stop.hold_at else 2.0,

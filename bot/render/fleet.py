@@ -38,9 +38,12 @@ def fleet_message(report: FleetReport) -> Message:
     body: list[Block] = [header(title), *(_row(row) for row in report.rows)]
     if report.problems:
         body.append(section("*The fleet's reading:*\n" + "\n".join(f"• {esc(p)}" for p in report.problems)))
-    notes = [f"Source: {esc(source)}" + (f" ({report.instances} instances)" if report.platform else "")]
+    notes = [
+        f"Source: {esc(source)}"
+        + (f", {report.instances} VirtualClusterInstances" if report.platform else "")
+    ]
     if with_problems:
-        notes.append(f"{with_problems} with problems: not read as if they worked")
+        notes.append(f"{with_problems} with problems: not watched until they are fixed")
     if report.hidden:
         notes.append(f"{report.hidden} more you may not query from here")
     return message(title.removeprefix("✅ ").removeprefix("🔴 "), body, [context(notes)])
@@ -53,7 +56,8 @@ def fleet_note(health: FleetHealth | None) -> str | None:
         return None
     note = f"fleet from the platform: {counted(health.clients, 'client')}"
     if health.unread:
-        note += f", and {health.unread} more it lists that cannot be read (`/proxy fleet` says why)"
+        more = f"{health.unread} more it lists whose proxy section has problems"
+        note += f", and {more}: not watched (`/proxy fleet`)"
     if health.failing_since is None:
         return note
     since = fmt_time(datetime.fromtimestamp(health.failing_since, UTC))

@@ -11,6 +11,8 @@ import html
 import re
 from dataclasses import dataclass
 
+from bot.render.blocks import WORD_JOINER
+
 WIDTH = 100
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LINK = re.compile(r"<([^<>|]+)(?:\|([^<>]*))?>")
@@ -84,8 +86,10 @@ def mrkdwn_to_text(text: str, style: Style) -> str:
     out = _BOLD.sub(lambda m: style.bold(m.group(1)) if style.colour else m.group(1), out)
     out = _ITALIC.sub(lambda m: style.wrap("3", m.group(1)) if style.colour else m.group(1), out)
     out = _HELD.sub(lambda m: spans[int(m.group(1))], out)
-    # Entities last: an escaped `&lt;!channel&gt;` must show as text, not be read as a mention above.
-    return html.unescape(out)
+    # Entities last: an escaped `&lt;!channel&gt;` must show as text, not be read as a mention above. The
+    # word joiner that keeps Slack from reading `#name` as a channel means nothing to a terminal, and a
+    # name copied from it must be the name.
+    return html.unescape(out).replace(WORD_JOINER, "")
 
 
 def _link(m: re.Match[str]) -> str:

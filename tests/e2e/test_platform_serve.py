@@ -163,4 +163,4 @@ def test_check_config_serve_lists_the_fleet_live(
         text=True,
         timeout=60,
     )
-    assert "ok: 0 clusters listed by hand, the rest discovered from the platform" in plain.stdout
+    assert f"ok: the fleet is discovered from {platform_sim.base_url} at start" in plain.stdout

@@ -16,7 +16,8 @@ def test_the_digest_says_how_old_the_fleet_is_and_since_when_the_platform_fails(
     assert fleet_note(up) == "fleet from the platform: 3 clients"
     refused = FleetHealth("https://platform.example.com", AT, None, 1, 1)
     assert fleet_note(refused) == (
-        "fleet from the platform: 1 client, and 1 more it lists that cannot be read (`/proxy fleet` says why)"
+        "fleet from the platform: 1 client, and 1 more it lists whose proxy section has problems: "
+        "not watched (`/proxy fleet`)"
     )
     down = FleetHealth("https://platform.example.com", AT, AT + 600, 3)
     assert fleet_note(down) == (
@@ -51,4 +52,4 @@ def test_a_client_with_problems_is_marked_and_its_problem_shown() -> None:
     assert message.text.startswith("Fleet: 2 clients, 1 target")
     assert "🔴 *team-x*" in text
     assert "⚠️ vCluster refuses its proxy section" in text
-    assert "1 with problems: not read as if they worked" in text
+    assert "1 with problems: not watched until they are fixed" in text

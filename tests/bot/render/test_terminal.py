@@ -169,3 +169,10 @@ def test_truncation_marker_is_visible_in_the_terminal() -> None:
     shown = show(msg, width=80).split("\n")
     assert all(len(line) <= 80 for line in shown)
     assert "… (truncated, 2030 more chars)" in " ".join(shown)
+
+
+def test_a_channel_name_copied_from_the_terminal_is_the_name() -> None:
+    # esc() breaks `#name` with a word joiner so that Slack reads no channel; the terminal shows the name.
+    shown = show(message("to #alerts", [section(f"alerts to {esc('#proxybot-sim')}")]))
+    assert "alerts to #proxybot-sim" in shown
+    assert "\u2060" not in shown
