@@ -21,6 +21,7 @@ from typing import Any, Protocol, Self
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.resolution import EventKind, OncallEvent
+from bot.domain.verification import Verification, VerificationOutcome
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.models import (
     Accepted,
@@ -156,6 +157,24 @@ class EscalationStore(Protocol):
     async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None: ...
 
 
+class VerificationStore(Protocol):
+    """Verifications after resolve of resolved episodes (`bot.alerts.verification` is their one writer)."""
+
+    async def schedule_verification(self, verification: Verification) -> Verification:
+        """Store the episode's verification unless it has one already; the stored one (its first due time)."""
+        ...
+
+    async def due_verifications(self, now: float, limit: int = 50) -> list[Verification]:
+        """Pending verifications due by `now`, earliest first."""
+        ...
+
+    async def close_verification(self, verification: Verification, outcome: VerificationOutcome) -> bool:
+        """Record how a pending verification ended; False when it was closed already (or unknown)."""
+        ...
+
+    async def verification(self, channel: str, group_key: str, episode: float) -> Verification | None: ...
+
+
 class AlertStore(NotificationStore, GroupStore, EscalationStore, Protocol):
     """What the alert worker and its pipeline need: the notifications, the groups, and the escalations
     (a resolution summary says whether its episode's was sent)."""
@@ -275,7 +294,7 @@ class LeaseStore(Protocol):
         ...
 
 
-class Store(AlertStore, EscalationStore, OutboxStore, DigestStore, LeaseStore, Protocol):
+class Store(AlertStore, EscalationStore, VerificationStore, OutboxStore, DigestStore, LeaseStore, Protocol):
     """Accepted notifications, alert group lifecycle, the Slack outbox, digests and leases; each part is
     its own protocol above, for the code that needs only that part."""
 

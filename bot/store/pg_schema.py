@@ -151,6 +151,19 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
             read_at DOUBLE PRECISION NOT NULL
         )""",
     ),
+    # 8: the SQLite schema's migration 11, verifications after resolve.
+    (
+        """CREATE TABLE verifications (
+            channel TEXT NOT NULL,
+            group_key TEXT NOT NULL,
+            episode DOUBLE PRECISION NOT NULL,
+            due_at DOUBLE PRECISION NOT NULL,
+            outcome TEXT,
+            closed_at DOUBLE PRECISION,
+            PRIMARY KEY (channel, group_key, episode)
+        )""",
+        "CREATE INDEX verifications_due ON verifications (due_at) WHERE outcome IS NULL",
+    ),
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 

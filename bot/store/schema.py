@@ -166,6 +166,20 @@ MIGRATIONS: tuple[str, ...] = (
         read_at REAL NOT NULL
     );
     """,
+    # 11: verifications after resolve: one row per resolved episode of a message, when it is due, and how
+    # it ended (NULL while pending), so a restart or another leader neither loses nor repeats it.
+    """
+    CREATE TABLE verifications (
+        channel TEXT NOT NULL,
+        group_key TEXT NOT NULL,
+        episode REAL NOT NULL,
+        due_at REAL NOT NULL,
+        outcome TEXT,
+        closed_at REAL,
+        PRIMARY KEY (channel, group_key, episode)
+    );
+    CREATE INDEX verifications_due ON verifications (due_at) WHERE outcome IS NULL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, Protocol, Self, TypeVar
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.resolution import EventKind, OncallEvent
+from bot.domain.verification import Verification, VerificationOutcome
 from bot.ports import Clock
 from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
@@ -29,6 +30,7 @@ from bot.store import notifications as notification_sql
 from bot.store import oncall as oncall_sql
 from bot.store import outbox as outbox_sql
 from bot.store import silences_made as silences_sql
+from bot.store import verifications as verification_sql
 from bot.store import write_probe as probe_sql
 from bot.store.digests import DigestRun, FleetSample
 from bot.store.models import (
@@ -147,6 +149,19 @@ class SqlStore:
 
     async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None:
         return await self._db.run(escalation_sql.get, Escalation(channel, group_key, episode, 0.0))
+
+    # -- verifications after resolve -----------------------------------------------------------------
+    async def schedule_verification(self, verification: Verification) -> Verification:
+        return await self._db.run(verification_sql.schedule, verification)
+
+    async def due_verifications(self, now: float, limit: int = 50) -> list[Verification]:
+        return await self._db.run(verification_sql.due, now, limit)
+
+    async def close_verification(self, verification: Verification, outcome: VerificationOutcome) -> bool:
+        return await self._db.run(verification_sql.close, verification, outcome, self._clock())
+
+    async def verification(self, channel: str, group_key: str, episode: float) -> Verification | None:
+        return await self._db.run(verification_sql.get, Verification(channel, group_key, episode, 0.0))
 
     # -- on-call events ------------------------------------------------------------------------------
     async def record_event(self, event: OncallEvent) -> bool:
