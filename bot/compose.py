@@ -12,6 +12,7 @@ swaps one client for a fake (`dataclasses.replace(clients, slack=fake)`) and eve
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +32,10 @@ from bot.alerts.silenced_end import SilencedEnds
 from bot.alerts.silences import SilenceWatch
 from bot.alerts.stale_check import ActiveAlerts
 from bot.alerts.storm import StormPolicy
+from bot.alerts.verification import VerificationWatch
+from bot.alerts.verification import configured as verified
 from bot.app import Deps, ReadinessCheck, create_app
+from bot.checks.recheck import recheck
 from bot.checks.verify import open_prometheus
 from bot.clients.alertmanager import AlertmanagerClient
 from bot.clients.kube import KubeReader
@@ -278,6 +282,15 @@ def build_bot(
             lease=lease,
             observe=lambda outcome: deps.metrics.escalations.labels(outcome.value).inc(),
         )
+        verifications = VerificationWatch(
+            settings,
+            clients.store,
+            delivery,
+            functools.partial(recheck, ctx),
+            clients.clock,
+            clients.pacing,
+            lease=lease,
+        )
         command_deps = _command_deps(settings, clients, made, deps.metrics, ctx, digests.runner.post_now)
         command_deps = replace(command_deps, fleet=lambda: fleet.current if fleet else None)
         command_deps = replace(command_deps, acks=acks)
@@ -302,6 +315,7 @@ def build_bot(
         digests.run,
         *([] if warm_interval is None else [lambda: live.keep_warm(warm_interval)]),
         *([escalations.run] if configured(settings) else []),
+        *([verifications.run] if verified(settings) else []),
         *([] if watch is None else [watch.run]),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)

@@ -22,6 +22,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
 )
 from pydantic import model_validator as _model_validator
 
@@ -214,6 +215,32 @@ class StormSettings(StrictModel):
     quiet_seconds: float = Field(default=120.0, gt=0)  # a storm ends after this long without a new group
 
 
+def _off_or_duration(value: object) -> float:
+    """`0` (off), or a duration like `5m`."""
+    if not isinstance(value, bool) and value in (0, "0", "0s"):
+        return 0.0
+    try:
+        return validation.duration_seconds(value)
+    except ValueError as error:
+        raise ValueError(f"{error} (or 0: off)") from None
+
+
+# A duration that `0` turns off; its JSON schema (the Helm chart's values) takes both forms.
+DurationOrOff = Annotated[
+    float,
+    BeforeValidator(_off_or_duration),
+    WithJsonSchema({"type": ["number", "string"], "description": "seconds, or 30s, 10m, 1h, 7d; 0 = off"}),
+]
+
+
+class ResolutionSettings(StrictModel):
+    """What the bot does once a group resolves."""
+
+    # Probe its targets again through each affected client and check the path this long after the resolve
+    # (30s, 5m), and say in the message's thread whether it held; 0 turns it off.
+    verify_after: Annotated[DurationOrOff, Field(le=86400.0)] = 300.0
+
+
 class ServerSettings(StrictModel):
     """Where `proxybot serve` listens, and how much it logs (`debug` also shows the libraries' own lines)."""
 
@@ -261,6 +288,7 @@ class Settings(StrictModel):
     enrichment: EnrichmentSettings = EnrichmentSettings()
     storm: StormSettings = StormSettings()
     escalation: EscalationSettings = EscalationSettings()
+    resolution: ResolutionSettings = ResolutionSettings()
     server: ServerSettings = ServerSettings()
 
     @_model_validator(mode="before")

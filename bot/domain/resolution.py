@@ -25,6 +25,7 @@ class EventKind(StrEnum):
     PROBE = "probe"  # *Probe now* pressed in the message; `detail` is its outcome
     PATH_CHECK = "path_check"  # *Path check* pressed in the message; `detail` is its outcome
     RESOLVED = "resolved"  # the episode resolved; `detail` is its record (`EpisodeRecord`) as JSON
+    VERIFICATION = "verification"  # probed again after the resolve; `detail` is its `VerificationOutcome`
 
 
 @dataclass(frozen=True, slots=True)

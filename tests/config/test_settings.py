@@ -549,3 +549,17 @@ def test_ties_go_to_the_first_listed_and_a_new_fleet_is_looked_up_anew() -> None
     assert grown.find_target("p/c") is not None
     assert grown.cluster_for_alert({"env": "dev"}).name == "third"  # type: ignore[union-attr]
     assert settings.find_target("p/c") is None  # the first fleet's own lookups are its own
+
+
+def test_a_resolve_is_verified_after_five_minutes_unless_turned_off() -> None:
+    assert Settings.model_validate(config()).resolution.verify_after == 300
+    for given, seconds in (("2s", 2), ("10m", 600), (90, 90), (0, 0), ("0", 0), ("0s", 0)):
+        settings = Settings.model_validate(config(resolution={"verify_after": given}))
+        assert settings.resolution.verify_after == seconds, given
+
+
+@pytest.mark.parametrize("bad", [-1, "soon", True, "2d", "5 m"])
+def test_a_verify_after_that_is_no_duration_is_refused_naming_the_field(bad: object) -> None:
+    [(loc, message)] = problems(config(resolution={"verify_after": bad}))
+    assert loc == ("resolution", "verify_after")
+    assert message
