@@ -215,6 +215,11 @@ class StoreQueries(ABC):
         rows = self._rows("SELECT group_key, outcome, due_at FROM escalations ORDER BY due_at")
         return [(str(k), None if outcome is None else str(outcome), float(due)) for k, outcome, due in rows]
 
+    def verifications(self) -> list[tuple[str, str | None, float]]:
+        """(group key, outcome or None while pending, due at) of every verification, by due time."""
+        rows = self._rows("SELECT group_key, outcome, due_at FROM verifications ORDER BY due_at")
+        return [(str(k), None if outcome is None else str(outcome), float(due)) for k, outcome, due in rows]
+
     def storm_entries(self) -> dict[str, list[Any]]:
         """The alerts each group contributed to the storms on record (group key -> entries)."""
         rows = self._rows("SELECT details FROM alert_groups WHERE group_key LIKE 'storm:%'")
