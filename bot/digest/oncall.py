@@ -1,6 +1,6 @@
-"""The digest's on-call figures: the episodes that resolved in the period (their records in
-`oncall_events`), the groups firing now, and the silences active now (from the silence watch's copy of
-Alertmanager's list, never a read on the digest's way)."""
+"""The digest's on-call figures: the episodes that resolved in the period (their records in `oncall_events`,
+and their verifications' outcomes), the groups firing now, and the silences active now (from the silence
+watch's copy of Alertmanager's list, never a read on the digest's way)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from bot.domain.oncall_figures import ActiveSilence, OncallFigures, OpenEpisode, figures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
 from bot.domain.silences import Silence
+from bot.domain.verification import VerificationOutcome
 from bot.ports import SilenceList
 from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState
@@ -25,7 +26,16 @@ async def oncall_figures(
     records = [r for e in await store.events_since(EventKind.RESOLVED, since) if (r := _record(e))]
     firing = [_open(g) for g in await store.firing_posts() if g.facts.incident is None]
     active = [] if silences is None else _active(silences.silences)
-    return figures(records, firing, active, since=since, now=now)
+    verified = [o for e in await store.events_since(EventKind.VERIFICATION, since) if (o := _outcome(e))]
+    return figures(records, firing, active, since=since, now=now, verifications=verified)
+
+
+def _outcome(event: OncallEvent) -> VerificationOutcome | None:
+    try:
+        return VerificationOutcome(event.detail)
+    except ValueError:
+        log.warning("verification %s not read: %r", event.key, event.detail)
+        return None
 
 
 def _record(event: OncallEvent) -> EpisodeRecord | None:

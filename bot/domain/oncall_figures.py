@@ -1,5 +1,6 @@
 """The digest's on-call figures of a period: how many incidents, how fast they were taken and ended, how
-many nobody took or were escalated, the noisiest targets by firing time, and the silences active now.
+many nobody took or were escalated, how many resolved unverified, the noisiest targets by firing time, and
+the silences active now.
 
 Read from the episodes that resolved in the period (their records, `bot.domain.resolution.EpisodeRecord`)
 and the groups firing now (their time so far counts toward the noisiest targets, not toward the times to
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.domain.resolution import EpisodeRecord
+from bot.domain.verification import VerificationOutcome
 
 NOISIEST = 5
 
@@ -62,6 +64,8 @@ class OncallFigures:
     escalated: int
     noisiest: tuple[tuple[str, float], ...]  # (target, firing seconds in the period), most first
     silences: tuple[ActiveSilence, ...]
+    # Resolved in the period, but probed again `resolution.verify_after` later, still failing.
+    unverified: int = 0
 
     @property
     def empty(self) -> bool:
@@ -75,8 +79,10 @@ def figures(
     *,
     since: float,
     now: float,
+    verifications: Iterable[VerificationOutcome] = (),
 ) -> OncallFigures:
-    """The figures of the episodes that resolved in [since, now] and of those firing now."""
+    """The figures of the episodes that resolved in [since, now] and of those firing now; `verifications`:
+    the outcomes of those verified in the period."""
     done = list(records)
     opened = list(firing)
     tta = [r.acked_after for r in done if r.acked_after is not None]
@@ -103,4 +109,5 @@ def figures(
         escalated=sum(1 for r in done if r.escalated),
         noisiest=tuple(noisiest[:NOISIEST]),
         silences=tuple(sorted(silences, key=lambda s: s.ends_at)),
+        unverified=sum(1 for v in verifications if v is VerificationOutcome.UNVERIFIED),
     )

@@ -1,5 +1,6 @@
-"""The digest's on-call section: the period's incidents, times to acknowledge and resolve, who was never
-taken or escalated, the noisiest targets by firing time, and the silences active now."""
+"""The digest's on-call section: the period's incidents, times to acknowledge and resolve, who was never taken
+or escalated, how many resolved unverified (only when some did), the noisiest targets by firing time, and the
+silences active now."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ def _span(seconds: float | None) -> str:
 
 def oncall_lines(o: OncallFigures) -> list[str]:
     """The section's lines (also the terminal's)."""
+    unverified = f", {o.unverified} resolved unverified" if o.unverified else ""
     lines = [
         f"*On call:* {counted(o.incidents, 'incident')} ({o.resolved} resolved, {o.open} firing now); "
-        f"{o.never_acknowledged} never acknowledged, {o.escalated} escalated.",
+        f"{o.never_acknowledged} never acknowledged, {o.escalated} escalated{unverified}.",
         f"Time to acknowledge: median {_span(o.tta_median)}, p90 {_span(o.tta_p90)}. "
         f"Time to resolve: median {_span(o.ttr_median)}, p90 {_span(o.ttr_p90)}.",
     ]

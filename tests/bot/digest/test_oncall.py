@@ -14,6 +14,7 @@ from bot.domain.alerts import AlertStatus
 from bot.domain.oncall_figures import OncallFigures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
 from bot.domain.silences import Matcher, Silence
+from bot.domain.verification import VerificationOutcome
 from bot.render.digest_oncall import oncall_lines
 from bot.store import AlertGroupState, Store, open_store
 from bot.store.models import GroupFacts
@@ -84,3 +85,24 @@ async def test_the_periods_figures_from_the_records_the_firing_groups_and_the_ac
 def test_one_incident_is_one_incident() -> None:
     figures = OncallFigures(1, 0, 1, None, None, None, None, 0, 0, (), ())
     assert oncall_lines(figures)[0].startswith("*On call:* 1 incident (0 resolved, 1 firing now)")
+
+
+def verification(key: str, at: float, outcome: VerificationOutcome) -> OncallEvent:
+    return OncallEvent(f"verification:{key}", "#a", key, at - 600, EventKind.VERIFICATION, at, "", outcome)
+
+
+async def test_resolved_unverified_is_counted_and_shown_only_when_some_were(store: Store) -> None:
+    record = EpisodeRecord(("team-a/db",), NOW - 7200, 600, 60, "U1", False)
+    await store.record_event(resolved("g", record.started_at + record.fired_seconds, record))
+    quiet = await oncall_figures(store, None, since=SINCE, now=NOW)
+    assert quiet.unverified == 0
+    assert "unverified" not in "\n".join(oncall_lines(quiet))
+    await store.record_event(verification("g", NOW - 6000, VerificationOutcome.UNVERIFIED))
+    await store.record_event(verification("h", NOW - 5000, VerificationOutcome.VERIFIED))
+    await store.record_event(verification("i", NOW - 4000, VerificationOutcome.FLAPPING))
+    await store.record_event(verification("j", NOW - 3000, VerificationOutcome.UNVERIFIED))
+    # Verified before the period: not counted.
+    await store.record_event(verification("old", SINCE - 10, VerificationOutcome.UNVERIFIED))
+    found = await oncall_figures(store, None, since=SINCE, now=NOW)
+    assert found.unverified == 2
+    assert "0 never acknowledged, 0 escalated, 2 resolved unverified." in oncall_lines(found)[0]
