@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -201,3 +201,26 @@ class Lease:
                 self._store.owner,
             )
         self._announced = held
+
+
+async def on_the_leader(
+    lease: Lease | None,
+    tick: Callable[[], Awaitable[None]],
+    *,
+    every: float,
+    what: str,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Run `tick` every `every` seconds while this replica holds the lease (always, without one), for ever:
+    a store that fails is a warning naming `what`, anything else its traceback; the next tick may work."""
+    from bot.store.errors import StoreError  # here: judging a TTL (`check-config`) loads no store
+
+    while True:
+        try:
+            if lease is None or await lease.ensure():
+                await tick()
+        except StoreError as err:
+            log.warning("%s not looked at this time: %s", what, err)
+        except Exception:  # the loop never ends: the next tick may work
+            log.exception("%s: a tick failed", what)
+        await sleep(every)

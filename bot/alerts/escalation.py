@@ -27,11 +27,10 @@ from bot.delivery.send import Sleep
 from bot.domain.alerts import AlertStatus
 from bot.domain.escalation import Escalation, EscalationOutcome, deadline, escalates, outcome_at_deadline
 from bot.domain.messages import group_id
-from bot.lease import Lease
+from bot.lease import Lease, on_the_leader
 from bot.ports import Clock, FreshSilences
 from bot.render.escalation import escalation_reply
 from bot.store.base import EscalationStore, GroupStore
-from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState, StormRecord
 from config.escalation import EscalationSettings
 from config.settings import Settings
@@ -112,15 +111,7 @@ class EscalationWatch:
     _scheduled: set[tuple[str, str, float]] = field(default_factory=set)
 
     async def run(self) -> None:
-        while True:
-            try:
-                if self.lease is None or await self.lease.ensure():
-                    await self.tick()
-            except StoreError as err:
-                log.warning("escalations not looked at this time: %s", err)
-            except Exception:  # the loop never ends: the next tick may work
-                log.exception("escalation tick failed")
-            await self.sleep(self.every)
+        await on_the_leader(self.lease, self.tick, every=self.every, what="escalations", sleep=self.sleep)
 
     def policy(self, carrier: Carrier) -> EscalationSettings:
         """The escalation of the message's cluster (the top level's when its alerts span clusters)."""

@@ -37,11 +37,10 @@ from bot.domain.verification import (
     flapping,
     judged,
 )
-from bot.lease import Lease
+from bot.lease import Lease, on_the_leader
 from bot.ports import Clock
 from bot.render.verification import verification_reply
 from bot.store.base import GroupStore, VerificationStore
-from bot.store.errors import StoreError
 from bot.store.models import AlertGroupState
 from config.clusters import ClusterSettings, TargetSettings
 from config.settings import Settings
@@ -102,15 +101,7 @@ class VerificationWatch:
     _seen: set[str] = field(default_factory=set)
 
     async def run(self) -> None:
-        while True:
-            try:
-                if self.lease is None or await self.lease.ensure():
-                    await self.tick()
-            except StoreError as err:
-                log.warning("verifications not looked at this time: %s", err)
-            except Exception:  # the loop never ends: the next tick may work
-                log.exception("verification tick failed")
-            await self.sleep(self.every)
+        await on_the_leader(self.lease, self.tick, every=self.every, what="verifications", sleep=self.sleep)
 
     async def tick(self) -> None:
         """Schedule the verifications of newly resolved episodes, then settle those that are due."""
