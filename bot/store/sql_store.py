@@ -22,7 +22,6 @@ from bot.domain.verification import Verification, VerificationOutcome
 from bot.ports import Clock
 from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
-from bot.store import escalations as escalation_sql
 from bot.store import fleet_readings as fleet_sql
 from bot.store import groups as group_sql
 from bot.store import leases as lease_sql
@@ -30,9 +29,9 @@ from bot.store import notifications as notification_sql
 from bot.store import oncall as oncall_sql
 from bot.store import outbox as outbox_sql
 from bot.store import silences_made as silences_sql
-from bot.store import verifications as verification_sql
 from bot.store import write_probe as probe_sql
 from bot.store.digests import DigestRun, FleetSample
+from bot.store.escalations import ESCALATIONS
 from bot.store.models import (
     Accepted,
     Acknowledgement,
@@ -46,6 +45,7 @@ from bot.store.models import (
 )
 from bot.store.notifications import PendingNotification
 from bot.store.steps import Steps
+from bot.store.verifications import VERIFICATIONS
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -139,29 +139,29 @@ class SqlStore:
 
     # -- escalations ---------------------------------------------------------------------------------
     async def schedule_escalation(self, escalation: Escalation) -> Escalation:
-        return await self._db.run(escalation_sql.schedule, escalation)
+        return await self._db.run(ESCALATIONS.schedule, escalation)
 
     async def due_escalations(self, now: float, limit: int = 50) -> list[Escalation]:
-        return await self._db.run(escalation_sql.due, now, limit)
+        return await self._db.run(ESCALATIONS.due, now, limit)
 
     async def close_escalation(self, escalation: Escalation, outcome: EscalationOutcome) -> bool:
-        return await self._db.run(escalation_sql.close, escalation, outcome, self._clock())
+        return await self._db.run(ESCALATIONS.close, escalation, outcome, self._clock())
 
     async def escalation(self, channel: str, group_key: str, episode: float) -> Escalation | None:
-        return await self._db.run(escalation_sql.get, Escalation(channel, group_key, episode, 0.0))
+        return await self._db.run(ESCALATIONS.get, Escalation(channel, group_key, episode, 0.0))
 
     # -- verifications after resolve -----------------------------------------------------------------
     async def schedule_verification(self, verification: Verification) -> Verification:
-        return await self._db.run(verification_sql.schedule, verification)
+        return await self._db.run(VERIFICATIONS.schedule, verification)
 
     async def due_verifications(self, now: float, limit: int = 50) -> list[Verification]:
-        return await self._db.run(verification_sql.due, now, limit)
+        return await self._db.run(VERIFICATIONS.due, now, limit)
 
     async def close_verification(self, verification: Verification, outcome: VerificationOutcome) -> bool:
-        return await self._db.run(verification_sql.close, verification, outcome, self._clock())
+        return await self._db.run(VERIFICATIONS.close, verification, outcome, self._clock())
 
     async def verification(self, channel: str, group_key: str, episode: float) -> Verification | None:
-        return await self._db.run(verification_sql.get, Verification(channel, group_key, episode, 0.0))
+        return await self._db.run(VERIFICATIONS.get, Verification(channel, group_key, episode, 0.0))
 
     # -- on-call events ------------------------------------------------------------------------------
     async def record_event(self, event: OncallEvent) -> bool:
