@@ -10,8 +10,9 @@ loses it nor sends it twice.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
+
+from bot.domain.deadline import EpisodeDeadline
 
 SEVERITY = "severity"
 
@@ -25,16 +26,10 @@ class EscalationOutcome(StrEnum):
     ENDED = "ended"  # the episode was over first (resolved, fired again, cleaned up, or no longer escalates)
 
 
-@dataclass(frozen=True, slots=True)
-class Escalation:
+class Escalation(EpisodeDeadline[EscalationOutcome]):
     """One firing episode's escalation deadline, as stored; `outcome` None while it is pending."""
 
-    channel: str
-    group_key: str
-    episode: float
-    due_at: float
-    outcome: EscalationOutcome | None = None
-    closed_at: float | None = None
+    __slots__ = ()
 
 
 def deadline(first_seen_posted: float, after: float) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from bot.domain.deadline import EpisodeDeadline
 from bot.domain.probe_result import LivePointer, ProbeOutcome
 
 MAX_RECHECKS = 5  # (client, target) pairs probed again per episode: an incident's few, never a storm's
@@ -28,16 +29,10 @@ class VerificationOutcome(StrEnum):
     FLAPPING = "flapping"  # the group fired again before its verification was due
 
 
-@dataclass(frozen=True, slots=True)
-class Verification:
+class Verification(EpisodeDeadline[VerificationOutcome]):
     """One resolved episode's verification, as stored; `outcome` None while it is pending."""
 
-    channel: str
-    group_key: str
-    episode: float
-    due_at: float
-    outcome: VerificationOutcome | None = None
-    closed_at: float | None = None
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

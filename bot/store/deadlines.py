@@ -11,25 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
+from bot.domain.deadline import EpisodeDeadline
 from bot.store.steps import Steps, changed_one, first_of, read, rows_of, write
 
 COLUMNS = "channel, group_key, episode, due_at, outcome, closed_at"
 
 
-class Deadline(Protocol):
-    @property
-    def channel(self) -> str: ...
-    @property
-    def group_key(self) -> str: ...
-    @property
-    def episode(self) -> float: ...
-    @property
-    def due_at(self) -> float: ...
-
-
-D = TypeVar("D", bound=Deadline)
+D = TypeVar("D", bound=EpisodeDeadline[Any])
 E = TypeVar("E", bound=StrEnum)  # how a deadline ended
 
 
@@ -79,5 +69,5 @@ class DeadlineTable(Generic[D, E]):
         return f"SELECT {COLUMNS} FROM {self.table} WHERE channel = ? AND group_key = ? AND episode = ?"  # noqa: S608
 
 
-def _where(d: Deadline) -> tuple[Any, ...]:
+def _where(d: EpisodeDeadline[Any]) -> tuple[Any, ...]:
     return (d.channel, d.group_key, d.episode)
