@@ -352,7 +352,12 @@ class Settings(StrictModel):
 
     def find_target(self, name: str) -> tuple[ClusterSettings, TargetSettings] | None:
         """The client cluster proxying to target `<project>/<name>` (the first listed), and that target."""
-        return self._lookups().by_target.get(name)
+        found = self._lookups().by_target.get(name)
+        return found[0] if found else None
+
+    def forwarders(self, name: str) -> tuple[tuple[ClusterSettings, TargetSettings], ...]:
+        """Every client cluster proxying to target `<project>/<name>`, in listed order, with its entry."""
+        return tuple(self._lookups().by_target.get(name, ()))
 
     def cluster_for_alert(self, labels: Mapping[str, str]) -> ClusterSettings | None:
         """The cluster whose `match` fits the labels; the most specific wins, then the first listed.
@@ -416,7 +421,7 @@ class _FleetIndex:
 
     clusters: tuple[ClusterSettings, ...]
     by_name: dict[str, ClusterSettings]
-    by_target: dict[str, tuple[ClusterSettings, TargetSettings]]
+    by_target: dict[str, list[tuple[ClusterSettings, TargetSettings]]]  # every client of each target
     # match keys (sorted) -> their values -> the clusters matching exactly those, in listed order
     by_match: dict[tuple[str, ...], dict[tuple[str, ...], list[tuple[int, ClusterSettings]]]]
     by_client_namespace: dict[str, ClusterSettings]
@@ -424,7 +429,7 @@ class _FleetIndex:
 
     @classmethod
     def of(cls, clusters: tuple[ClusterSettings, ...]) -> _FleetIndex:
-        by_target: dict[str, tuple[ClusterSettings, TargetSettings]] = {}
+        by_target: dict[str, list[tuple[ClusterSettings, TargetSettings]]] = {}
         by_match: dict[tuple[str, ...], dict[tuple[str, ...], list[tuple[int, ClusterSettings]]]] = {}
         by_client_namespace: dict[str, ClusterSettings] = {}
         by_target_namespace: dict[str, ClusterSettings] = {}
@@ -434,7 +439,7 @@ class _FleetIndex:
             by_match.setdefault(keys, {}).setdefault(values, []).append((position, cluster))
             by_client_namespace.setdefault(cluster.control_plane_namespace, cluster)
             for target in cluster.targets:
-                by_target.setdefault(target.name, (cluster, target))
+                by_target.setdefault(target.name, []).append((cluster, target))
                 by_target_namespace.setdefault(target.control_plane_namespace, cluster)
         by_name: dict[str, ClusterSettings] = {}
         for cluster in clusters:
@@ -454,20 +459,22 @@ class _FleetIndex:
 
 
 def _duplicate_names(clusters: tuple[ClusterSettings, ...]) -> list[tuple[Loc, str]]:
+    """Clusters named twice, and a target listed twice by one cluster. Several clients may forward to one
+    target (each with its own entry): the platform's fleet does, and the blast radius reads them all."""
     problems: list[tuple[Loc, str]] = []
     seen_clusters: dict[str, int] = {}
-    seen_targets: dict[str, str] = {}
     for index, cluster in enumerate(clusters):
         if cluster.name in seen_clusters:
             first = seen_clusters[cluster.name]
             problems.append((("clusters", index, "name"), f"{cluster.name!r} is already clusters[{first}]"))
         seen_clusters.setdefault(cluster.name, index)
+        seen_targets: dict[str, int] = {}
         for t_index, target in enumerate(cluster.targets):
             where = ("clusters", index, "targets", t_index, "name")
             if target.name in seen_targets:
-                message = f"target {target.name!r} is already configured on {seen_targets[target.name]}"
+                message = f"target {target.name!r} is already targets[{seen_targets[target.name]}]"
                 problems.append((where, message))
-            seen_targets.setdefault(target.name, f"cluster {cluster.name!r}")
+            seen_targets.setdefault(target.name, t_index)
     return problems
 
 

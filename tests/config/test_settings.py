@@ -132,18 +132,28 @@ def test_a_group_version_listed_twice_is_refused() -> None:
     assert locations(data) == {("clusters", 0, "targets", 0, "group_versions", 1)}
 
 
-def test_duplicate_cluster_names_and_fleet_wide_target_names_are_refused() -> None:
+def test_duplicate_cluster_names_and_a_target_listed_twice_by_one_cluster_are_refused() -> None:
     first = cluster("prod", targets=[target("p/a")])
     second = cluster(
         "prod", match={"cluster": "other"}, targets=[target("p/a"), target("p/b"), target("p/b")]
     )
     found = problems(config(clusters=[first, second]))
-    assert {loc for loc, _ in found} == {
-        ("clusters", 1, "name"),
-        ("clusters", 1, "targets", 0, "name"),
-        ("clusters", 1, "targets", 2, "name"),
-    }
+    assert {loc for loc, _ in found} == {("clusters", 1, "name"), ("clusters", 1, "targets", 2, "name")}
     assert any("already clusters[0]" in message for _, message in found)
+    assert any("'p/b' is already targets[1]" in message for _, message in found)
+
+
+def test_several_clients_may_forward_to_one_target_and_each_is_its_forwarder() -> None:
+    a = cluster("team-a", match={"cluster": "team-a"}, targets=[target("p/shared"), target("p/own")])
+    b = cluster("team-b", match={"cluster": "team-b"}, targets=[target("p/shared")])
+    settings = Settings.model_validate(config(clusters=[a, b]))
+    assert [c.name for c, _ in settings.forwarders("p/shared")] == ["team-a", "team-b"]
+    assert [c.name for c, _ in settings.forwarders("p/own")] == ["team-a"]
+    assert settings.forwarders("p/none") == ()
+    assert settings.find_target("p/shared")[0].name == "team-a"  # type: ignore[index]
+    # An alert with its client's labels is that client's; the target alone names the first listed.
+    assert settings.cluster_for_alert({"cluster": "team-b", "target": "p/shared"}).name == "team-b"  # type: ignore[union-attr]
+    assert settings.cluster_for_alert({"target": "p/shared"}).name == "team-a"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("match", [{}, {"bad-label": "x"}, {"0x": "y"}])
