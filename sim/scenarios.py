@@ -323,6 +323,45 @@ def fleet_grows(world: World) -> None:
     world.at(GROWS_AT, "platform/late-joiner added; team-a's vcluster.yaml points at it", grow)
 
 
+NEXT_TARGET = "crd-store-next"
+NEXT_VERSION = "0.37.2"
+
+
+def config_change(world: World) -> None:
+    """At t=60 team-a's vcluster.yaml changes through the platform: data.example.com/v1alpha1 now goes to
+    platform/crd-store-next (was crd-store), whose control plane never answers, and team-a's control plane
+    restarts with vCluster 0.37.2 (was 0.37.1).
+
+    For `proxybot sim --platform`: a bot reading the platform keeps each instance's history; the alerts
+    about crd-store-next say what changed before them. Alerts: for platform/crd-store-next,
+    ResourceProxyTargetUnavailable from ~t=90; ResourceProxyPeerChurn from ~t=165;
+    ResourceProxyNoHealthyPeers (data.example.com/v1alpha1) from ~t=180; ResourceProxyDiscoveryDegraded
+    (data.example.com/v1alpha1) from ~t=390. Not ProbeFailing: the probe reads example.com/v1 on crd-store.
+    """
+
+    def change(w: World) -> None:
+        target = TargetCluster(
+            name=NEXT_TARGET,
+            project=PROJECT,
+            resources=[ProxiedResource(SECONDARY_GV, "datasets", "Dataset")],
+            pods=[ControlPlanePod(f"{NEXT_TARGET}-0", w.new_hostname_for(NEXT_TARGET), answering=False)],
+            network_policy=NetworkPolicyValues(udp_ingress_from=[f"vcluster-{CLIENT}"]),
+        )
+        w.platform.targets[NEXT_TARGET] = target
+        client = w.platform.clients[CLIENT]
+        kept = client.links[0]
+        kept.group_versions.remove(SECONDARY_GV)
+        kept.resources = [r for r in kept.resources or [] if r != "datasets"]
+        client.links.append(TargetLink(target, [SECONDARY_GV], resources=["datasets"]))
+        client.network_policy.udp_egress_to.append(f"vcluster-{NEXT_TARGET}")
+        client.vcluster_version = NEXT_VERSION
+        for replica in client.replicas:
+            w.restart_replica(CLIENT, replica.pod)
+        w.publish(target)
+
+    world.at(FAULT_AT, "team-a's vcluster.yaml retargets data.example.com/v1alpha1; team-a upgrades", change)
+
+
 STORM_TARGETS = 30
 STORM_HUNG = 2  # of them, the ones whose control plane also hangs
 
@@ -405,6 +444,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("name-collision", name_collision),
         Scenario("storm", storm),
         Scenario("fleet-grows", fleet_grows),
+        Scenario("config-change", config_change),
     )
 }
 

@@ -104,6 +104,12 @@ EXPECTED: dict[str, set[Fired]] = {
         PROBE,
     },
     "fleet-grows": set(),
+    "config-change": {  # all of them about platform/crd-store-next
+        fired("TargetUnavailable", pod=POD_0),
+        fired("PeerChurn", pod=POD_0),
+        fired("NoHealthyPeers", pod=POD_0, group_version=SECONDARY_GV),
+        fired("DiscoveryDegraded", group_version=SECONDARY_GV),
+    },
 }
 
 

@@ -35,6 +35,7 @@ VERDICTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "name-collision": (120.0, ("healthy",)),
     "storm": (285.0, ("no_peer_feed",)),  # crd-store; its 30 shards: test_storm_shows_every_shards_verdict
     "fleet-grows": (120.0, ("healthy",)),  # crd-store; the late joiner is healthy too
+    "config-change": (120.0, ("healthy",)),  # crd-store keeps example.com/v1; crd-store-next is down
 }
 
 
