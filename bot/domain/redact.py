@@ -53,6 +53,17 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_SECRET_NAME = re.compile(rf"{_SECRETIVE_FIELD}$", re.I)
+# A key of any kind: `key`, `ssh_key`, `tls.key`, `sshKey` (not `monkey`).
+_KEY_NAME = re.compile(r"(?:^|[_.-])(?i:key)$|[a-z0-9]Key$")
+
+
+def secret_name(name: str) -> bool:
+    """Whether a field named `name` holds a secret (`password`, `apiKey`, `client_secret`, ...): its value
+    is never shown, whatever it looks like."""
+    return _SECRET_NAME.search(name) is not None or _KEY_NAME.search(name) is not None
+
+
 def redact(text: str) -> str:
     """`text` with everything that looks like a credential replaced by `[REDACTED]`."""
     for pattern, replacement in _PATTERNS:

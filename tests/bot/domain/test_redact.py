@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.domain.redact import MARK, redact
+from bot.domain.redact import MARK, redact, secret_name
 
 # (planted text, the secret it carries)
 PLANTED = [
@@ -68,3 +68,26 @@ def test_lines_without_credentials_are_unchanged(line: str) -> None:
 def test_redact_never_raises_and_is_idempotent(text: str) -> None:
     once = redact(text)
     assert redact(once) == once
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("password", True),
+        ("dbPassword", True),
+        ("token", True),
+        ("apiKey", True),
+        ("key", True),
+        ("tls.key", True),
+        ("ssh_key", True),
+        ("sshKey", True),
+        ("client_secret", True),
+        ("monkey", False),
+        ("keys", False),
+        ("accessResources", False),
+        ("targetVirtualCluster", False),
+        ("tokenFile", False),  # a path to a secret, not the secret
+    ],
+)
+def test_a_field_is_secret_by_its_name(name: str, secret: bool) -> None:
+    assert secret_name(name) is secret
