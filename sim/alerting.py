@@ -81,13 +81,16 @@ def rfc3339(unix: float) -> str:
 def scrape(world: World) -> list[tuple[LabelMap, float]]:
     """Every series Prometheus would hold after scraping each replica and kube-state-metrics now."""
     samples: list[tuple[LabelMap, float]] = []
+    # The control plane's namespace, as a scrape of its pod carries it (a discovered client's `match`).
+    namespaces = {name: client.namespace for name, client in world.platform.clients.items()}
     for (client, pod), proxy in sorted(world.proxies.items()):
         proxy.render()  # the gauges are computed at scrape time
         families = [f for f in vars(proxy.metrics).values() if isinstance(f, Family)]
         for family in families:
             for values, value in family.values.items():
                 labels = dict(zip(family.label_names, values, strict=True))
-                samples.append(({**labels, NAME: family.name, "pod": pod, "cluster": client}, value))
+                scraped = {NAME: family.name, "pod": pod, "cluster": client, "namespace": namespaces[client]}
+                samples.append(({**labels, **scraped}, value))
     return samples + _cronjob_series(world)
 
 

@@ -82,6 +82,13 @@ class NetworkPolicyValues:
     enabled: bool = True
     udp_egress_to: list[str] = field(default_factory=list)
     udp_ingress_from: list[str] = field(default_factory=list)
+    # A hand-written control-plane ingress rule admitting peers from these namespaces only (None: the
+    # generated defaults, which admit the platform's peers): every other client's path is cut.
+    ingress_only_from: list[str] | None = None
+
+    def admits(self, namespace: str) -> bool:
+        """Whether a peer from `namespace` may reach this control plane at all (relayed or direct)."""
+        return not self.enabled or self.ingress_only_from is None or namespace in self.ingress_only_from
 
 
 @dataclass
@@ -208,6 +215,8 @@ class Platform:
     licence_ok: bool = True
 
     def path(self, client: ClientCluster, target: TargetCluster) -> Path:
+        if not target.network_policy.admits(client.namespace):
+            return Path.CUT  # the target's own ingress rule leaves this client out: neither path answers
         if not dials_direct(client) or not dials_direct(target):
             return Path.RELAYED  # direct dialing turned off at either end: every byte through the relay
         return Path.DIRECT if udp_rules_allow(client, target) else Path.RELAYED

@@ -96,6 +96,8 @@ def _tenant_values(tenant: Tenant) -> dict[str, Any]:
         "egress": [_udp_rule("to", ns) for ns in policy.udp_egress_to],
         "ingress": [_udp_rule("from", ns) for ns in policy.udp_ingress_from],
     }
+    if policy.ingress_only_from is not None:
+        rules["ingress"] = [*rules["ingress"], *(_peer_rule(ns) for ns in policy.ingress_only_from)]
     network_policy: dict[str, Any] = {"enabled": policy.enabled}
     if any(rules.values()):
         network_policy["controlPlane"] = {way: found for way, found in rules.items() if found}
@@ -114,6 +116,13 @@ def _udp_rule(way: str, namespace: str) -> dict[str, Any]:
         "podSelector": {"matchLabels": {"app": "vcluster"}},
     }
     return {way: [peer], "ports": [{"protocol": "UDP"}]}
+
+
+def _peer_rule(namespace: str) -> dict[str, Any]:
+    """Any traffic from the control plane pods of the tenant in `namespace` (a hand-written allow-list)."""
+    rule = _udp_rule("from", namespace)
+    del rule["ports"]
+    return rule
 
 
 def refused_values() -> dict[str, Any]:

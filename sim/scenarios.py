@@ -10,7 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.defaults import CLIENT, PRIMARY_GV, PROJECT, SECONDARY_GV, TARGET, default_fleet
-from sim.fleet import ControlPlanePod, NetworkPolicyValues, ProxiedResource, TargetCluster, TargetLink
+from sim.fleet import (
+    ClientCluster,
+    ControlPlanePod,
+    NetworkPolicyValues,
+    ProxiedResource,
+    Replica,
+    TargetCluster,
+    TargetLink,
+)
 from sim.traffic import Traffic
 from sim.world import ProbeRecord, World
 
@@ -362,6 +370,41 @@ def config_change(world: World) -> None:
     world.at(FAULT_AT, "team-a's vcluster.yaml retargets data.example.com/v1alpha1; team-a upgrades", change)
 
 
+SHARING = ("team-b", "team-c", "team-d")  # the clients that forward to crd-store besides team-a
+KEPT = "team-d"  # the one the target's new ingress rule admits
+
+
+def shared_target_down(world: World) -> None:
+    """Four clients (team-a..team-d) forward both group/versions to platform/crd-store; at t=60 crd-store's
+    vcluster.yaml gains a control-plane ingress rule that admits team-d only: team-a, team-b and team-c
+    lose the target (every dial times out), team-d keeps its healthy peer.
+
+    For `proxybot sim --platform`: a bot reading the platform sees one target used by four clients; its
+    alert names the three clients hit and the one still healthy. Alerts: for each of team-a, team-b and
+    team-c: ResourceProxyTargetUnavailable from ~t=75-90; ResourceProxyPeerChurn from ~t=105-120;
+    ResourceProxyNoHealthyPeers (both group/versions) from ~t=180; ResourceProxyProbeFailing after t=900.
+    ResourceProxyDiscoveryDegraded (both group/versions, labelled by target only: the rule keeps no
+    client) from ~t=390. Nothing for team-d.
+    """
+    target = world.platform.targets[TARGET]
+    first = world.platform.clients[CLIENT].links[0]
+    for name in SHARING:
+        client = ClientCluster(
+            name=name,
+            project=PROJECT,
+            replicas=[Replica(f"{name}-0")],
+            links=[TargetLink(target, list(first.group_versions), resources=list(first.resources or []))],
+            network_policy=NetworkPolicyValues(udp_egress_to=[f"vcluster-{TARGET}"]),
+        )
+        world.platform.clients[name] = client
+        target.network_policy.udp_ingress_from.append(client.namespace)
+
+    def admit_one(w: World) -> None:
+        w.platform.targets[TARGET].network_policy.ingress_only_from = [f"vcluster-{KEPT}"]
+
+    world.at(FAULT_AT, f"crd-store's vcluster.yaml admits {KEPT} only", admit_one)
+
+
 STORM_TARGETS = 30
 STORM_HUNG = 2  # of them, the ones whose control plane also hangs
 
@@ -445,6 +488,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("storm", storm),
         Scenario("fleet-grows", fleet_grows),
         Scenario("config-change", config_change),
+        Scenario("shared-target-down", shared_target_down),
     )
 }
 

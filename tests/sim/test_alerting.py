@@ -41,6 +41,8 @@ Body = dict[str, Any]
 
 
 def fired(short: str, **labels: str) -> Fired:
+    if "pod" in labels:  # a replica's series carry its control plane's namespace, as its scrape does
+        labels.setdefault("namespace", f"vcluster-{labels['pod'].rsplit('-', 1)[0]}")
     return (f"ResourceProxy{short}", tuple(sorted(labels.items())))
 
 
@@ -104,6 +106,20 @@ EXPECTED: dict[str, set[Fired]] = {
         PROBE,
     },
     "fleet-grows": set(),
+    "shared-target-down": {
+        *{
+            fired(short, pod=f"{client}-0")
+            for client in ("team-a", "team-b", "team-c")
+            for short in ("TargetUnavailable", "PeerChurn")
+        },
+        *{
+            fired("NoHealthyPeers", pod=f"{client}-0", group_version=gv)
+            for client in ("team-a", "team-b", "team-c")
+            for gv in BOTH_GVS
+        },
+        *DEGRADED,
+        *{fired("ProbeFailing", namespace=f"vcluster-{client}") for client in ("team-a", "team-b", "team-c")},
+    },
     "config-change": {  # all of them about platform/crd-store-next
         fired("TargetUnavailable", pod=POD_0),
         fired("PeerChurn", pod=POD_0),

@@ -12,8 +12,8 @@ from sim.world import World
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-def _page(world: World, pod: str = f"{CLIENT}-0") -> Series:
-    text = "\n".join(world.proxy(CLIENT, pod).render()) + "\n"
+def _page(world: World, pod: str = f"{CLIENT}-0", client: str = CLIENT) -> Series:
+    text = "\n".join(world.proxy(client, pod).render()) + "\n"
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(text)
@@ -26,7 +26,7 @@ def _get(series: Series, name: str, **labels: str) -> float:
 
 
 def test_every_scenario_documents_its_alerts() -> None:
-    assert len(SCENARIOS) == 22
+    assert len(SCENARIOS) == 23
     for scenario in SCENARIOS.values():
         assert "Alerts:" in scenario.description, scenario.name
 
@@ -72,6 +72,21 @@ def test_peer_watch_dropped_unsyncs_after_the_tolerance() -> None:
     assert _get(_page(world), "vcluster_proxy_peer_cache_synced", group_version=PRIMARY_GV) == 1
     world.advance_to(125)
     assert _get(_page(world), "vcluster_proxy_peer_cache_synced", group_version=PRIMARY_GV) == 0
+
+
+def test_shared_target_down_cuts_three_clients_and_keeps_the_fourth() -> None:
+    world = build_world("shared-target-down")
+    world.advance_to(240)
+    healthy = {
+        client: _get(
+            _page(world, f"{client}-0", client), "vcluster_proxy_peers", group_version=gv, state="healthy"
+        )
+        for client in ("team-a", "team-b", "team-c", "team-d")
+        for gv in (PRIMARY_GV,)
+    }
+    assert healthy == {"team-a": 0, "team-b": 0, "team-c": 0, "team-d": 1}
+    policy = world.platform.targets["crd-store"].network_policy
+    assert policy.ingress_only_from == ["vcluster-team-d"]
 
 
 def test_ha_split_degrades_one_replica_only() -> None:

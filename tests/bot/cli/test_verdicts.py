@@ -36,7 +36,11 @@ VERDICTS: dict[str, tuple[float, tuple[str, ...]]] = {
     "storm": (285.0, ("no_peer_feed",)),  # crd-store; its 30 shards: test_storm_shows_every_shards_verdict
     "fleet-grows": (120.0, ("healthy",)),  # crd-store; the late joiner is healthy too
     "config-change": (120.0, ("healthy",)),  # crd-store keeps example.com/v1; crd-store-next is down
+    # crd-store's new ingress rule leaves team-a..c out (its pods are Ready, no dial gets through); team-d in.
+    "shared-target-down": (240.0, ("proxy_path", "proxy_path", "proxy_path", "healthy")),
 }
+# The readings of crd-store where they are not team-a's replicas: one per client behind it.
+READINGS = {"shared-target-down": ("team-a-0", "team-b-0", "team-c-0", "team-d-0")}
 
 
 # The scenarios whose status passes: every other one has a broken verdict or a warning finding.
@@ -67,7 +71,8 @@ def test_status_gives_each_scenario_its_verdict(
         code, report = run_json(Sim(server, config), "status")
         targets = [t for t in report["targets"] if t["target"] == TARGET_LABEL]
         assert [t["verdict"] for t in targets] == list(expected)
-        assert [t["replica"] for t in targets] == [f"team-a-{i}" for i in range(len(expected))]
+        replicas = READINGS.get(scenario, tuple(f"team-a-{i}" for i in range(len(expected))))
+        assert [t["replica"] for t in targets] == list(replicas)
         for t in targets:
             assert t["why"]
             assert t["verdict_inputs"][0].startswith("target pods: ")
