@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.changes import InstanceFacts, InstanceVersion
 from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.resolution import EventKind, OncallEvent
 from bot.domain.verification import Verification, VerificationOutcome
@@ -175,6 +176,24 @@ class VerificationStore(Protocol):
     async def verification(self, channel: str, group_key: str, episode: float) -> Verification | None: ...
 
 
+class ChangeStore(Protocol):
+    """Each platform instance's history of what defines its proxy (`bot.fleet.history` records it from each
+    reading; alert enrichment reads it, `bot.alerts.change_enrich`)."""
+
+    async def record_instance_versions(
+        self, platform: str, versions: Sequence[tuple[str, InstanceFacts]], *, keep: int, keep_for: float
+    ) -> list[str]:
+        """Record, stamped now, each instance's facts that differ from its newest version (an instance seen
+        first is its first version); those recorded. Each instance keeps its newest version, and of the
+        others the last `keep` read within `keep_for` seconds."""
+        ...
+
+    async def instance_history(self, platform: str, instance: str, since: float) -> list[InstanceVersion]:
+        """The instance's versions read after `since` and the one before them, oldest first (none when
+        nothing of it was ever recorded)."""
+        ...
+
+
 class AlertStore(NotificationStore, GroupStore, EscalationStore, Protocol):
     """What the alert worker and its pipeline need: the notifications, the groups, and the escalations
     (a resolution summary says whether its episode's was sent)."""
@@ -294,7 +313,16 @@ class LeaseStore(Protocol):
         ...
 
 
-class Store(AlertStore, EscalationStore, VerificationStore, OutboxStore, DigestStore, LeaseStore, Protocol):
+class Store(
+    AlertStore,
+    EscalationStore,
+    VerificationStore,
+    ChangeStore,
+    OutboxStore,
+    DigestStore,
+    LeaseStore,
+    Protocol,
+):
     """Accepted notifications, alert group lifecycle, the Slack outbox, digests and leases; each part is
     its own protocol above, for the code that needs only that part."""
 

@@ -164,6 +164,19 @@ PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX verifications_due ON verifications (due_at) WHERE outcome IS NULL",
     ),
+    # 9: the SQLite schema's migration 12, each platform instance's history of what defines its proxy.
+    (
+        """CREATE TABLE instance_changes (
+            platform TEXT NOT NULL,
+            instance TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            digest TEXT NOT NULL,
+            facts TEXT NOT NULL,
+            PRIMARY KEY (platform, instance, seq)
+        )""",
+        "CREATE INDEX instance_changes_at ON instance_changes (platform, instance, at)",
+    ),
 )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 

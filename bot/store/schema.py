@@ -180,6 +180,19 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX verifications_due ON verifications (due_at) WHERE outcome IS NULL;
     """,
+    # 12: each platform instance's history of what defines its proxy: one row per version of its facts.
+    """
+    CREATE TABLE instance_changes (
+        platform TEXT NOT NULL,
+        instance TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at REAL NOT NULL,
+        digest TEXT NOT NULL,
+        facts TEXT NOT NULL,
+        PRIMARY KEY (platform, instance, seq)
+    );
+    CREATE INDEX instance_changes_at ON instance_changes (platform, instance, at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

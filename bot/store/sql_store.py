@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, ParamSpec, Protocol, Self, TypeVar
 
 from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
+from bot.domain.changes import InstanceFacts, InstanceVersion
 from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.resolution import EventKind, OncallEvent
 from bot.domain.verification import Verification, VerificationOutcome
@@ -24,6 +25,7 @@ from bot.store import acks as ack_sql
 from bot.store import digests as digest_sql
 from bot.store import fleet_readings as fleet_sql
 from bot.store import groups as group_sql
+from bot.store import instance_changes as changes_sql
 from bot.store import leases as lease_sql
 from bot.store import notifications as notification_sql
 from bot.store import oncall as oncall_sql
@@ -179,6 +181,16 @@ class SqlStore:
 
     async def last_fleet_reading(self, platform: str) -> FleetReading | None:
         return await self._db.run(fleet_sql.last, platform)
+
+    # -- each platform instance's history of what defines its proxy -----------------------------------
+    async def record_instance_versions(
+        self, platform: str, versions: Sequence[tuple[str, InstanceFacts]], *, keep: int, keep_for: float
+    ) -> list[str]:
+        now = self._clock()
+        return await self._db.run(changes_sql.record, platform, versions, now, keep, now - keep_for)
+
+    async def instance_history(self, platform: str, instance: str, since: float) -> list[InstanceVersion]:
+        return await self._db.run(changes_sql.history, platform, instance, since)
 
     # -- the silences proxybot made ------------------------------------------------------------------
     async def record_silence_made(self, silence_id: str, created_by: str) -> None:
