@@ -44,8 +44,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
+from bot.alerts import blast
 from bot.alerts.budget import ObserveWait, Waits, in_hand
-from bot.alerts.grouping import Reading, build, pods_reading, reading, route
+from bot.alerts.grouping import Reading, Routed, build, pods_reading, reading, route
 from bot.alerts.incident import Anchor, IncidentDesk, Placement, Share, shown
 from bot.alerts.log_enrich import LogRound, LogSource
 from bot.alerts.outbox import DETAILS_DEFER, DETAILS_REPLY, Outbox
@@ -63,7 +64,7 @@ from bot.alerts.state import (
     worth_a_reply,
 )
 from bot.alerts.storm import StormDesk, StormPolicy
-from bot.domain.alerts import AlertStatus
+from bot.domain.alerts import AlertmanagerWebhook, AlertStatus
 from bot.domain.incident import Flaps
 from bot.domain.messages import AlertGroupView, GroupStatus
 from bot.domain.moments import from_epoch
@@ -206,16 +207,24 @@ class AlertPipeline:
         logs = LogRound(self._logs, self._settings, self._budget)
         logs.start(sorted({r.cluster for r in every if r.cluster is not None}))
         targets = {r.alert.labels.get("target") for r in every if r.cluster}
+        # Every client behind a shared target is read in the same round, for its blast radius.
+        behind = blast.sources(self._settings, every)
+        clusters |= {source for found in behind.values() for source in found}
         readings, pods = await self._enrich(clusters, prom, logs, {t for t in targets if t})
 
+        def share(webhook: AlertmanagerWebhook, channel: str, routed: list[Routed]) -> ChannelGroup:
+            """One channel's share of the round, the blast radius of its shared targets with it."""
+            group = build(webhook, channel, routed, readings, prom, logs, pods)
+            radii = blast.radii(self._settings, routed, readings, behind)
+            return replace(group, view=replace(group.view, blast=radii)) if radii else group
+
         def rebuild(anchor: Anchor) -> AlertGroupView:
-            channel = anchor.state.channel
-            return build(anchor.webhook, channel, list(anchor.routed), readings, prom, logs, pods).view
+            return share(anchor.webhook, anchor.state.channel, list(anchor.routed)).view
 
         # Closed with the last group's save (one store call), unless the storm rows may hold it open.
         closed, last = False, next(reversed(routes), None)
         for channel, routed in routes.items():
-            group = verdicts[channel].on(build(webhook, channel, routed, readings, prom, logs, pods))
+            group = verdicts[channel].on(share(webhook, channel, routed))
             closing = notification.id if channel == last and not settle else None
             closed = await self._apply(
                 notification, group, prevs[channel], anchors.get(channel, []), rebuild, prom, closing

@@ -26,6 +26,7 @@ from bot.domain.alert_summary import (
     web_link,
     worst_of,
 )
+from bot.domain.blast import BlastRadius
 from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.findings import Finding, Severity, worst
 from bot.domain.incident import IncidentView
@@ -170,6 +171,8 @@ class AlertGroupView:
     worst_seen: WorstSeen | None = None  # the worst state of this incident before this reading
     # The incident this message carries beyond its own alerts (groups that joined, flapping).
     incident: IncidentView | None = None
+    # Every client behind each shared target of the group, as each reaches it now (`bot.domain.blast`).
+    blast: tuple[BlastRadius, ...] = ()
 
     @property
     def firing(self) -> tuple[AlertView, ...]:

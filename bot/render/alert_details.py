@@ -73,6 +73,7 @@ def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] =
     evidence = [e for e in (lead.now_evidence if lead else ()) if not e.startswith("Verdict rests on")]
     optional = [
         _listed("Evidence", [f"• {esc(clip(e, LINE_CHARS))}" for e in evidence]),
+        *_clients(view),
         _listed(counted(len(alerts), "alert"), [_alert_line(a) for a in alerts]),
         # What the alert means before the lists that mostly repeat the evidence: when the budget cuts,
         # the reader keeps the guide's words on it.
@@ -84,6 +85,15 @@ def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] =
     sections = _fit(kept, [o for o in optional if o], tail)
     fallback = f"Details: {view.status.value} {', '.join(esc(n) for n in view.names()[:3])}"
     return message(fallback, [section_lines(lines) for lines in sections], tail)
+
+
+def _clients(view: AlertGroupView) -> list[list[str]]:
+    """Who else is hit, per shared target: each client behind it and what it lost, as read now."""
+    found = []
+    for radius in (r for r in view.blast if r.shown):
+        heading = f"Clients of {code(radius.target)}, {len(radius.hit)} of {len(radius.clients)} cut off"
+        found.append(_listed(heading, [f"• {code(c.client)}: {esc(c.words())}" for c in radius.clients]))
+    return found
 
 
 def _judgement(d: AlertDiagnosis | None) -> list[str]:

@@ -225,7 +225,7 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     if view.status is GroupStatus.RESOLVED:
         return resolved_message(view, now)
     lead = _lead(view)
-    must = [_place_line(view, now), *_explained(view, lead)]
+    must = [_place_line(view, now), *blast_lines(view), *_explained(view, lead)]
     tail = [context(_context_items(view, now)), actions(_buttons(view, firing=True), ACTIONS_BLOCK_ID)]
     head = header(title(view))
     used = _header_lines(head) + _lines(must) + 1 + _tail_lines(tail)
@@ -244,6 +244,20 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     trap = current_trap(lead.diagnosis) if lead.diagnosis is not None and lead.diagnosis.known else None
     rest = _findings_and_trap(view, trap, MAX_LINES - used, MAX_VISIBLE - chars)
     return message(fallback(view), [head, section("\n".join([*must, *rest]))], tail)
+
+
+BLAST_MARK = "🎯"
+BLAST_LINES = 2  # terminal lines of one target's blast radius on the message (its clients in the details)
+
+
+def blast_lines(view: AlertGroupView) -> list[str]:
+    """Who else is hit: one line per shared target of the group, its clients by name, what they lost
+    once when they all lost the same (each client's own loss in the details reply)."""
+    return [
+        whole(f"{BLAST_MARK} ", radius.sentence(each=False), BLAST_LINES)
+        for radius in view.blast
+        if radius.shown
+    ]
 
 
 def _lines(lines: Sequence[str]) -> int:
