@@ -2,6 +2,8 @@
 
 Each reading is kept in the store (`fleet_readings`, one row per platform): a start while the platform is
 unreachable serves the last one kept (logged with its age), and replicas sharing the store serve the same.
+Its instances whose proxy's facts changed get a new version in their history (`bot.fleet.history`), which
+alerts tell of.
 At start, a key the platform refuses (401, 403) stops `serve` (exit 2, naming `platform.url` and the
 status), as does an unreachable platform with no reading kept. Afterwards a
 failed refresh keeps the last fleet and is logged with how long the platform has been unreachable;
@@ -23,8 +25,9 @@ from datetime import UTC, datetime
 from bot.domain.fleet import FleetHealth
 from bot.errors import PlatformError
 from bot.fleet.derive import Fleet
+from bot.fleet.history import record_reading
 from bot.fleet.reading import FleetReader
-from bot.store import Store, open_store
+from bot.store import Store, StoreError, open_store
 from config.fields import LocatedProblems
 from config.settings import Settings
 
@@ -100,8 +103,21 @@ class FleetWatch:
         fleet = self.reader.derive(prefix, listed)
         if self.store is not None:
             await self.store.save_fleet_reading(self._url, prefix, json.dumps(listed))
+            await self._record(prefix, listed)
         self.read_at = self._clock()
         return fleet
+
+    async def _record(self, prefix: str, listed: object) -> None:
+        """The reading's changes kept as the instances' history; a store that fails it costs the history
+        this one change, never the reading."""
+        assert self.store is not None
+        try:
+            recorded = await record_reading(self.store, self._url, prefix, listed)
+        except StoreError as err:
+            log.warning("fleet: the instances' history is not recorded this time: %s", err)
+            return
+        if recorded:
+            log.info("fleet: a new version of %d instances: %s", len(recorded), ", ".join(recorded[:10]))
 
     def health(self) -> FleetHealth:
         """How the platform answers, for `/metrics` and the digest."""
