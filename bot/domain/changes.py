@@ -31,6 +31,7 @@ LINE_CHANGES = 3
 # The details' diff: at most so many lines and characters, then how much was left out.
 DIFF_LINES = 24
 DIFF_CHARS = 1100
+LINE_CHARS = 160  # one line of the diff at most
 RESOURCES = "customResources"
 
 
@@ -289,13 +290,19 @@ def _shown(facts: InstanceFacts) -> list[str]:
 
 
 def _leaves(value: Any, prefix: str = "") -> list[str]:
+    """One line per scalar: its path (`egress[1].to[0].podSelector`) and its value, clipped."""
+    found: list[str] = []
     if isinstance(value, Mapping) and value:
-        found: list[str] = []
         for key in sorted(value, key=str):
             found += _leaves(value[key], f"{prefix}.{key}" if prefix else str(key))
         return found
+    if isinstance(value, list) and value:
+        for index, item in enumerate(value):
+            found += _leaves(item, f"{prefix}[{index}]")
+        return found
     shown = redact(json.dumps(value, sort_keys=True, default=str))
-    return [f"{prefix}: {shown}" if prefix else shown]
+    line = f"{prefix}: {shown}" if prefix else shown
+    return [line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"]
 
 
 def history_changes(versions: Sequence[InstanceVersion]) -> list[VersionChange]:

@@ -217,3 +217,15 @@ def test_the_window_counts_whole_minutes(minutes: int) -> None:
         ends=(EndHistory(CLIENT, (version(CLIENT, 1, 60, BASE), version(CLIENT, 2, minutes, WIDGETS_OFF))),),
     )
     assert report.line().startswith(f"{minutes} min before: ")
+
+
+def test_a_diff_line_is_one_value_of_a_list_and_clipped() -> None:
+    rule = {"to": [{"namespaceSelector": {"matchLabels": {"name": "vcluster-" + "x" * 300}}}]}
+    after = InstanceFacts.of(values(policy={"enabled": True, "egress": [rule]}), "0.27.3")
+    report = ChangeReport(
+        FIRED, ends=(EndHistory(CLIENT, (version(CLIENT, 1, 60, BASE), version(CLIENT, 2, 5, after))),)
+    )
+    [added] = [line for line in report.diff().splitlines() if line.startswith("+")]
+    assert added.startswith("+networkPolicy.egress[0].to[0].namespaceSelector.matchLabels.name: ")
+    assert len(added) == 1 + 160
+    assert added.endswith("…")

@@ -1,0 +1,123 @@
+"""Alert enrichment from the instances' change history: what changed on an alert's client and target within
+the window before it fired (`bot.domain.changes.ChangeReport`), read from the store within the enrichment
+budget. A history that cannot be read is said in the report, never raised and never waited for past the
+budget: the post goes out without it.
+
+An end is a platform instance, `<project>/<name>`: the target is the alert's `target` label; the client is
+the instance a discovered client's settings read through (`instance_ref`); a client listed by hand in
+`clusters:` is no platform instance, and has no history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+
+from bot.alerts.budget import within_budget
+from bot.domain.changes import WINDOW_SECONDS, ChangeReport, EndHistory, InstanceVersion
+from bot.domain.enrichment import Unavailable
+from bot.store.base import ChangeStore
+from config.clusters import ClusterSettings
+
+log = logging.getLogger(__name__)
+# A discovered client's context names its instance (`bot.fleet.access.virtual_cluster_context`).
+_CONTEXT = ("project", "virtualcluster")
+
+
+def instance_ref(cluster: ClusterSettings) -> str | None:
+    """The platform instance a client's settings read through, `<project>/<name>`; None for a client whose
+    context is not a platform virtual cluster's (one listed by hand)."""
+    parts = (cluster.context or "").split("/")
+    if len(parts) != 4 or (parts[0], parts[2]) != _CONTEXT or not parts[1] or not parts[3]:
+        return None
+    return f"{parts[1]}/{parts[3]}"
+
+
+class ChangeRound:
+    """The history reads of one notification: `start` them with the other reads, await `tasks` within the
+    budget, `collect`, then one `report` per alert."""
+
+    def __init__(
+        self, store: ChangeStore | None, platform: str | None, budget: float, window: float = WINDOW_SECONDS
+    ) -> None:
+        self._store = store
+        self._platform = platform
+        self._budget = budget
+        self.window = window
+        self._tasks: dict[str, asyncio.Future[list[InstanceVersion]]] = {}
+        self._outcomes: dict[str, list[InstanceVersion] | Unavailable] = {}
+
+    @property
+    def reads(self) -> bool:
+        """Whether there is a history to read (a platform, a store)."""
+        return self._store is not None and self._platform is not None
+
+    @property
+    def tasks(self) -> list[asyncio.Future[list[InstanceVersion]]]:
+        return list(self._tasks.values())
+
+    def start(self, instances: Iterable[str], earliest: float) -> None:
+        """One read per instance: its versions read within the window before `earliest` (the first fired
+        time of the notification's alerts) or since, and the one before them."""
+        if self._store is None or self._platform is None:
+            return
+        for ref in instances:
+            if ref not in self._tasks:
+                read = self._store.instance_history(self._platform, ref, earliest - self.window)
+                self._tasks[ref] = asyncio.create_task(read, name=f"changes-{ref}")
+
+    def collect(self) -> None:
+        """The budget is over: keep what arrived, cancel the rest (a store read is not worth keeping)."""
+        for ref, task in self._tasks.items():
+            got = within_budget(task, self._budget)
+            if isinstance(got, Unavailable) and got.error is not None:
+                log.warning("change history of %s not read: %s", ref, got.error)
+            self._outcomes[ref] = got
+            if not task.done():
+                task.cancel()
+
+    def report(self, ends: Sequence[str | None], fired_at: float) -> ChangeReport | None:
+        """The changes before `fired_at` on these ends (a None end, a client listed by hand, is left out);
+        None when no history is read at all (no platform)."""
+        if not self.reads:
+            return None
+        histories: list[EndHistory] = []
+        for ref in dict.fromkeys(e for e in ends if e is not None):
+            got = self._outcomes.get(ref)
+            if got is None:
+                histories.append(EndHistory(ref, unreadable="not read"))
+            elif isinstance(got, Unavailable):
+                histories.append(EndHistory(ref, unreadable=_why(got)))
+            else:
+                histories.append(EndHistory(ref, tuple(got)))
+        if histories and all(h.unreadable is not None for h in histories):
+            return ChangeReport.failed(fired_at, histories[0].unreadable or "", self.window)
+        return ChangeReport(fired_at, self.window, tuple(histories))
+
+
+def _why(got: Unavailable) -> str:
+    if got.late:
+        return f"the store did not answer within {got.budget:g} s"
+    if got.error is not None:
+        return f"the store failed: {type(got.error).__name__}"
+    return "the read was cancelled"
+
+
+async def change_report(
+    store: ChangeStore | None,
+    platform: str | None,
+    ends: Sequence[str | None],
+    fired_at: float,
+    *,
+    budget: float,
+    window: float = WINDOW_SECONDS,
+) -> ChangeReport | None:
+    """One alert's report on its own: its ends' histories read within `budget` seconds. Never raises; None
+    when no history is read at all (no platform)."""
+    changes = ChangeRound(store, platform, budget, window)
+    changes.start([e for e in ends if e is not None], fired_at)
+    if changes.tasks:
+        await asyncio.wait(changes.tasks, timeout=budget)
+    changes.collect()
+    return changes.report(ends, fired_at)
