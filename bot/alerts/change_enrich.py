@@ -17,8 +17,10 @@ from collections.abc import Iterable, Sequence
 from bot.alerts.budget import within_budget
 from bot.domain.changes import WINDOW_SECONDS, ChangeReport, EndHistory, InstanceVersion
 from bot.domain.enrichment import Unavailable
+from bot.domain.messages import AlertGroupView
 from bot.store.base import ChangeStore
 from config.clusters import ClusterSettings
+from config.settings import Settings
 
 log = logging.getLogger(__name__)
 # A discovered client's context names its instance (`bot.fleet.access.virtual_cluster_context`).
@@ -94,6 +96,19 @@ class ChangeRound:
         if histories and all(h.unreadable is not None for h in histories):
             return ChangeReport.failed(fired_at, histories[0].unreadable or "", self.window)
         return ChangeReport(fired_at, self.window, tuple(histories))
+
+
+def group_ends(settings: Settings, view: AlertGroupView) -> list[str | None]:
+    """A group's ends: its client's instance (None: listed by hand, or several clients), then each target
+    its alerts name, in order."""
+    client = settings.cluster(view.cluster) if view.cluster is not None else None
+    targets = dict.fromkeys(t for a in view.alerts if (t := a.target) is not None)
+    return [instance_ref(client) if client is not None else None, *targets]
+
+
+def group_report(changes: ChangeRound, settings: Settings, view: AlertGroupView) -> ChangeReport | None:
+    """What changed before the group's first alert fired, on its ends (read by `changes` already)."""
+    return changes.report(group_ends(settings, view), view.started_at.timestamp())
 
 
 def _why(got: Unavailable) -> str:

@@ -8,10 +8,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.alerts.change_enrich import change_report, instance_ref
+from bot.alerts.change_enrich import ChangeRound, change_report, group_report, instance_ref
 from bot.domain.changes import InstanceFacts, InstanceVersion
 from bot.store import StoreError
 from config.clusters import ClusterSettings
+from config.settings import Settings
+from tests.fakes.alert_views import NOW, alert, group
 
 PLATFORM = "https://platform.example.com"
 CLIENT, TARGET = "platform/team-a", "platform/crd-store"
@@ -125,3 +127,28 @@ def test_a_discovered_clients_instance_is_the_one_its_context_reads_through() ->
     assert instance_ref(cluster("project/platform/virtualcluster/team-a")) == CLIENT
     assert instance_ref(cluster("kind-team-a")) is None
     assert instance_ref(cluster("project/platform/cluster/team-a")) is None
+
+
+async def test_a_groups_report_is_of_its_client_instance_and_its_targets_before_its_first_alert() -> None:
+    target = "shop/orders"
+    settings = Settings.model_validate(
+        {
+            "slack": {"default_channel": "#proxy-alerts"},
+            "clusters": [cluster("project/shop/virtualcluster/team-a").model_dump()],
+        }
+    )
+    fired = NOW.timestamp() - 12 * 60  # the group's first alert fired 12 min before NOW
+    store = History(
+        {
+            "shop/team-a": versions("shop/team-a", (fired - 3600, "0.37.1"), (fired - 300, "0.37.2")),
+            target: versions(target, (fired - 3600, "0.37.1")),
+        }
+    )
+    changes = ChangeRound(store, PLATFORM, budget=5.0)
+    changes.start(["shop/team-a", target], fired)
+    await asyncio.wait(changes.tasks, timeout=5.0)
+    changes.collect()
+    report = group_report(changes, settings, group(alert(), cluster="team-a"))
+    assert report is not None
+    assert [e.instance for e in report.ends] == ["shop/team-a", target]
+    assert report.line() == "5 min before: team-a's control plane restarted with vcluster 0.37.2 (was 0.37.1)"
