@@ -403,7 +403,9 @@ def _error_of(response: Response) -> str | None:
 def iter_texts(blocks: list[Any]) -> Iterator[str]:
     """Every text string inside a list of blocks (for assertions on content)."""
     for block in blocks:
-        if isinstance(block, dict):
+        if isinstance(block, list):  # a table block's row of cells
+            yield from iter_texts(block)
+        elif isinstance(block, dict):
             for key, value in block.items():
                 if key == "text" and isinstance(value, dict):
                     yield str(value.get("text", ""))

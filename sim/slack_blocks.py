@@ -4,6 +4,13 @@ Slack refuses an over-limit message whole: `msg_too_long` for the text fallback,
 Block Kit, with `response_metadata.messages` naming the offending place as a JSON pointer
 (`[ERROR] must be less than 151 characters [json-pointer:/blocks/0/text/text]`). The limits are Slack's
 published ones for the blocks proxybot sends; other block types are accepted as they are.
+
+A `table` block (docs.slack.dev/reference/block-kit/blocks/table-block) is sent among the message's
+`blocks`: 1 to 100 rows of 1 to 20 cells each, a cell `raw_text` (a non-empty `text`) or `rich_text`,
+`column_settings` at most 20 of `{align: left|center|right, is_wrapped: bool}`. Slack keeps a message's
+table as an attachment, so a second table is refused as one: `invalid_attachments`,
+`only_one_table_allowed`. Slack publishes no length for a cell; this fake takes 2 000 characters, as for
+Block Kit's other long texts (fields, context).
 """
 
 from __future__ import annotations
@@ -24,8 +31,24 @@ MAX_BUTTON_TEXT = 75
 MAX_BUTTON_VALUE = 2000
 MAX_BUTTON_URL = 3000
 MAX_ID = 255
+MAX_TABLE_ROWS = 100
+MAX_TABLE_CELLS = 20
+MAX_TABLE_CELL_TEXT = 2000
+TABLE_ALIGNS = frozenset({"left", "center", "right"})
 KNOWN_TYPES = frozenset(
-    {"section", "header", "context", "actions", "divider", "image", "rich_text", "input", "file", "video"}
+    {
+        "section",
+        "header",
+        "context",
+        "actions",
+        "divider",
+        "image",
+        "rich_text",
+        "input",
+        "file",
+        "video",
+        "table",
+    }
 )
 TEXT_TYPES = frozenset({"plain_text", "mrkdwn"})
 
@@ -52,7 +75,10 @@ def check_message(text: str, blocks: list[Any], *, need_content: bool = True) ->
     if len(text) > MAX_TEXT:
         return Refusal("msg_too_long")
     problems = list(block_problems(blocks))
-    return Refusal("invalid_blocks", tuple(f"[ERROR] {p}" for p in problems)) if problems else None
+    if problems:
+        return Refusal("invalid_blocks", tuple(f"[ERROR] {p}" for p in problems))
+    tables = [b for b in blocks if isinstance(b, dict) and b.get("type") == "table"]
+    return Refusal("invalid_attachments", ("[ERROR] only_one_table_allowed",)) if len(tables) > 1 else None
 
 
 def block_problems(blocks: list[Any]) -> Iterator[str]:
@@ -82,6 +108,59 @@ def _block(block: dict[str, Any], at: str) -> Iterator[str]:
     elif kind == "actions":
         action_ids: set[str] = set()
         yield from _elements(block, at, MAX_ACTIONS_ELEMENTS, lambda e, a: _action(e, a, action_ids))
+    elif kind == "table":
+        yield from _table(block, at)
+
+
+def _table(block: dict[str, Any], at: str) -> Iterator[str]:
+    rows = block.get("rows")
+    if not isinstance(rows, list) or not rows:
+        yield f"must provide at least 1 row [json-pointer:{at}/rows]"
+        return
+    if len(rows) > MAX_TABLE_ROWS:
+        yield f"no more than {MAX_TABLE_ROWS} items allowed [json-pointer:{at}/rows]"
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or not row:
+            yield f"must provide at least 1 cell [json-pointer:{at}/rows/{i}]"
+            continue
+        if len(row) > MAX_TABLE_CELLS:
+            yield f"no more than {MAX_TABLE_CELLS} items allowed [json-pointer:{at}/rows/{i}]"
+        for j, cell in enumerate(row):
+            yield from _cell(cell, f"{at}/rows/{i}/{j}")
+    settings = block.get("column_settings")
+    if settings is None:
+        return
+    if not isinstance(settings, list) or len(settings) > MAX_TABLE_CELLS:
+        yield f"no more than {MAX_TABLE_CELLS} items allowed [json-pointer:{at}/column_settings]"
+        return
+    for i, setting in enumerate(settings):
+        yield from _column_setting(setting, f"{at}/column_settings/{i}")
+
+
+def _cell(cell: Any, at: str) -> Iterator[str]:
+    kind = cell.get("type") if isinstance(cell, dict) else None
+    if kind == "rich_text":
+        if not isinstance(cell.get("elements"), list) or not cell["elements"]:
+            yield f"must provide at least 1 element [json-pointer:{at}/elements]"
+        return
+    if kind != "raw_text":
+        yield f"must be a raw_text or rich_text object [json-pointer:{at}]"
+        return
+    text = cell.get("text")
+    if not isinstance(text, str) or not text:
+        yield f"must be more than 0 characters [json-pointer:{at}/text]"
+    elif len(text) > MAX_TABLE_CELL_TEXT:
+        yield f"must be less than {MAX_TABLE_CELL_TEXT + 1} characters [json-pointer:{at}/text]"
+
+
+def _column_setting(setting: Any, at: str) -> Iterator[str]:
+    if not isinstance(setting, dict):
+        yield f"must be an object [json-pointer:{at}]"
+        return
+    if "align" in setting and setting["align"] not in TABLE_ALIGNS:
+        yield f"must be one of left, center, right [json-pointer:{at}/align]"
+    if "is_wrapped" in setting and not isinstance(setting["is_wrapped"], bool):
+        yield f"must be a boolean [json-pointer:{at}/is_wrapped]"
 
 
 def _section(block: dict[str, Any], at: str) -> Iterator[str]:

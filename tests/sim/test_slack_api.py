@@ -164,6 +164,69 @@ async def test_enforces_block_kit_limits(
     assert slack.top_level() == []
 
 
+def _table(rows: Any, **extra: Any) -> dict[str, Any]:
+    return {"type": "table", "rows": rows, **extra}
+
+
+def _raw(text: str) -> dict[str, Any]:
+    return {"type": "raw_text", "text": text}
+
+
+def _rich(text: str) -> dict[str, Any]:
+    words = {"type": "text", "text": text, "style": {"bold": True}}
+    return {"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [words]}]}
+
+
+@pytest.mark.parametrize(
+    ("table", "pointer"),
+    [
+        (_table([[_raw("r")]] * 101), "/blocks/0/rows"),
+        (_table([[_raw("c")] * 21]), "/blocks/0/rows/0"),
+        (_table([]), "/blocks/0/rows"),
+        (_table([[]]), "/blocks/0/rows/0"),
+        (_table([[_raw("a"), _raw("")]]), "/blocks/0/rows/0/1/text"),
+        (_table([[_raw("a")], [_raw("t" * 2001)]]), "/blocks/1/rows/1/0/text"),
+        (_table([[{"type": "mrkdwn", "text": "*a*"}]]), "/blocks/0/rows/0/0"),
+        (_table([[{"type": "rich_text", "elements": []}]]), "/blocks/0/rows/0/0/elements"),
+        (_table([[_raw("a")]], column_settings=[{"align": "middle"}]), "/blocks/0/column_settings/0/align"),
+        (_table([[_raw("a")]], column_settings=[{}] * 21), "/blocks/0/column_settings"),
+        (
+            _table([[_raw("a")]], column_settings=[{"is_wrapped": "yes"}]),
+            "/blocks/0/column_settings/0/is_wrapped",
+        ),
+    ],
+)
+async def test_a_table_block_over_slack_s_limits_is_refused(
+    slack: FakeSlack, table: dict[str, Any], pointer: str
+) -> None:
+    blocks = [_section("before"), table] if pointer.startswith("/blocks/1") else [table]
+    answer = await refused(client(slack).chat_postMessage(channel="C1", text="x", blocks=blocks))
+    assert answer["error"] == "invalid_blocks"
+    [message] = answer["response_metadata"]["messages"]
+    assert message.endswith(f"[json-pointer:{pointer}]")
+    assert slack.top_level() == []
+
+
+async def test_a_table_block_within_the_limits_is_taken_and_a_second_table_is_refused(
+    slack: FakeSlack,
+) -> None:
+    rows = [[_rich("CLUSTER"), *(_rich(f"h{i}") for i in range(19))]]
+    rows += [[_raw("c" * 2000), *(_raw(f"v{i}") for i in range(19))]] * 99
+    settings = [{"align": "left", "is_wrapped": True}] * 20
+    table = _table(rows, column_settings=settings)
+    web = client(slack)
+    posted = await web.chat_postMessage(channel="C1", text="x", blocks=[_section("every target"), table])
+    assert posted["ok"]
+    assert slack.top_level()[0].blocks[1] == table
+    assert {"CLUSTER", "v0", "c" * 2000} <= set(iter_texts(slack.top_level()[0].blocks))  # every cell
+    answer = await refused(web.chat_postMessage(channel="C1", text="x", blocks=[table, table]))
+    assert answer["error"] == "invalid_attachments"
+    assert answer["response_metadata"]["messages"] == ["[ERROR] only_one_table_allowed"]
+    edit = web.chat_update(channel="C1", ts=posted["ts"], text="x", blocks=[table, table])
+    assert (await refused(edit))["error"] == "invalid_attachments"
+    assert len(slack.top_level()) == 1
+
+
 async def test_limits_apply_to_edits_too(slack: FakeSlack) -> None:
     web = client(slack)
     posted = await web.chat_postMessage(channel="C1", text="fine")
