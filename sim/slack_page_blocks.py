@@ -1,10 +1,11 @@
 """Block Kit as HTML, laid out as Slack shows a message, for the demo's page.
 
 Every block type Slack's messages use is drawn: header, section (text, fields, accessory), context,
-divider, actions, image, and rich text as plain text; one the page does not know shows as a note, never
-dropped silently. Interactive elements become controls that carry, as `data-` attributes, what the page's
-script sends back for a `block_actions` (the action ID, block ID, value): buttons, link buttons, overflow
-menus and selects. All text goes through `sim.slack_mrkdwn` (escaped, links checked).
+divider, actions, image, rich text as plain text, and a table as a table (a bold rich-text cell bold,
+each column aligned and wrapped as its `column_settings` say); one the page does not know shows as a
+note, never dropped silently. Interactive elements become controls that carry, as `data-` attributes,
+what the page's script sends back for a `block_actions` (the action ID, block ID, value): buttons, link
+buttons, overflow menus and selects. All text goes through `sim.slack_mrkdwn` (escaped, links checked).
 """
 
 from __future__ import annotations
@@ -108,6 +109,40 @@ def _rich_words(elements: object) -> list[str]:
     return out
 
 
+def _table(block: Block) -> str:
+    settings = block.get("column_settings")
+    columns = [c if isinstance(c, Mapping) else {} for c in settings] if isinstance(settings, list) else []
+    rows = [r for r in block.get("rows") or [] if isinstance(r, list)]
+    body = "".join(f"<tr>{''.join(_table_cell(c, i, columns) for i, c in enumerate(r))}</tr>" for r in rows)
+    return f'<div class="block table-wrap"><table class="table">{body}</table></div>'
+
+
+def _table_cell(cell: object, index: int, columns: list[Mapping[str, Any]]) -> str:
+    setting = columns[index] if index < len(columns) else {}
+    align = str(setting.get("align", "left"))
+    css = f"align-{align if align in ('left', 'center', 'right') else 'left'}"
+    css += " wrapped" if setting.get("is_wrapped") is True else " unwrapped"
+    return f'<td class="{css}">{_cell_html(cell)}</td>'
+
+
+def _cell_html(cell: object) -> str:
+    if not isinstance(cell, Mapping):
+        return ""
+    if cell.get("type") == "rich_text":
+        return "".join(_rich_html(e) for e in cell.get("elements") or [] if isinstance(e, Mapping))
+    return plain_html(str(cell.get("text", "")))
+
+
+def _rich_html(element: Mapping[str, Any]) -> str:
+    """A rich text element's words, bold where its style says so."""
+    inner = element.get("elements")
+    if isinstance(inner, list):
+        return "".join(_rich_html(e) for e in inner if isinstance(e, Mapping))
+    words = plain_html(str(element.get("text", "")))
+    style = element.get("style")
+    return f"<b>{words}</b>" if isinstance(style, Mapping) and style.get("bold") is True else words
+
+
 _BLOCKS: dict[str, Callable[[Block], str]] = {
     "header": _header,
     "section": _section,
@@ -116,6 +151,7 @@ _BLOCKS: dict[str, Callable[[Block], str]] = {
     "actions": _actions,
     "image": _image,
     "rich_text": _rich_text,
+    "table": _table,
 }
 
 

@@ -26,7 +26,7 @@ SECRET = "page-test-signing-secret-5b1e"
 TOKEN = "xoxb-test-token"
 # The only markup the page makes from a message.
 TAGS = {"b", "i", "s", "code", "pre", "br", "a", "span", "ul", "ol", "li", "blockquote", "div", "hr", "img"}
-TAGS |= {"button", "select", "option", "details", "summary", "time"}
+TAGS |= {"button", "select", "option", "details", "summary", "time", "table", "tr", "td"}
 
 
 class Markup(HTMLParser):
@@ -146,6 +146,38 @@ def test_blocks_are_drawn_and_controls_carry_what_is_pressed() -> None:
     assert "*b*" in markup.shown  # and so is a plain_text field
     assert "[a video block the page does not draw]" in markup.shown
     assert ("img", {"class": "image", "src": "https://example.com/c.png", "alt": "chart"}) in markup.tags
+
+
+def rich(text: str, *, bold: bool) -> dict[str, Any]:
+    words: dict[str, Any] = {"type": "text", "text": text, **({"style": {"bold": True}} if bold else {})}
+    return {"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [words]}]}
+
+
+def test_a_table_block_is_drawn_as_a_table_its_cells_as_text() -> None:
+    table = {
+        "type": "table",
+        "column_settings": [{"align": "left"}, {"align": "right", "is_wrapped": True}],
+        "rows": [
+            [rich("TARGET", bold=True), rich("STATE <b>", bold=True), rich("x", bold=False)],
+            [{"type": "raw_text", "text": "platform/shard-00"}, {"type": "raw_text", "text": "<i>down</i>"}],
+        ],
+    }
+    html = blocks_html([table])
+    markup = assert_inert(html)
+    cells = [attrs.get("class") for tag, attrs in markup.tags if tag == "td"]
+    assert cells == [
+        "align-left unwrapped",
+        "align-right wrapped",
+        "align-left unwrapped",  # beyond the settings: Slack's default
+        "align-left unwrapped",
+        "align-right wrapped",
+    ]
+    assert [tag for tag, _ in markup.tags].count("tr") == 2
+    assert [tag for tag, _ in markup.tags].count("b") == 2  # the bold header cells, not "x"
+    assert "STATE <b>" in markup.shown  # outside text stays text
+    assert "<i>down</i>" in markup.shown
+    assert "platform/shard-00" in markup.shown
+    assert "does not draw" not in markup.shown
 
 
 # -- the page's server -------------------------------------------------------------------------------------
