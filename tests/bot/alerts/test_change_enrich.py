@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.alerts.change_enrich import ChangeRound, change_report, group_report, instance_ref
+from bot.alerts.change_enrich import ChangeHistory, ChangeRound, change_report, group_report, instance_ref
 from bot.domain.changes import InstanceFacts, InstanceVersion
 from bot.store import StoreError
 from config.clusters import ClusterSettings
@@ -54,23 +54,24 @@ HISTORY = {
 }
 
 
-async def test_the_report_reads_both_ends_over_the_window_before_it_fired() -> None:
+async def test_the_report_reads_both_ends_once_for_every_alert_of_the_next_seconds() -> None:
     store = History(HISTORY)
-    report = await change_report(store, PLATFORM, [CLIENT, TARGET], FIRED, budget=5.0)
-    assert report is not None
-    assert (
-        report.line()
-        == "12 min before: crd-store's control plane restarted with vcluster 0.28.1 (was 0.27.3)"
-    )
-    assert {since for _, _, since in store.asked} == {FIRED - 1800}
+    history = ChangeHistory(store, PLATFORM, ttl=60.0)
+    for _ in range(3):
+        report = await change_report(history, [CLIENT, TARGET], FIRED, budget=5.0)
+        assert report is not None
+        assert report.line() == (
+            "12 min before: crd-store's control plane restarted with vcluster 0.28.1 (was 0.27.3)"
+        )
+    assert sorted(store.asked) == [(PLATFORM, TARGET, 0.0), (PLATFORM, CLIENT, 0.0)]
 
 
 async def test_a_slow_store_is_said_in_the_line_at_the_budget() -> None:
+    history = ChangeHistory(History(HISTORY, hang=[CLIENT, TARGET]), PLATFORM)
     started = time.monotonic()
-    report = await change_report(
-        History(HISTORY, hang=[CLIENT, TARGET]), PLATFORM, [CLIENT, TARGET], FIRED, budget=0.2
-    )
+    report = await change_report(history, [CLIENT, TARGET], FIRED, budget=0.2)
     assert time.monotonic() - started < 2.0
+    await history.cancel_pending()
     assert report is not None
     assert report.line() == (
         "Changes before it: unknown, the history could not be read (the store did not answer within 0.2 s)"
@@ -78,9 +79,8 @@ async def test_a_slow_store_is_said_in_the_line_at_the_budget() -> None:
 
 
 async def test_one_end_failing_is_said_beside_the_other() -> None:
-    report = await change_report(
-        History(HISTORY, fail=[CLIENT]), PLATFORM, [CLIENT, TARGET], FIRED, budget=5.0
-    )
+    history = ChangeHistory(History(HISTORY, fail=[CLIENT]), PLATFORM)
+    report = await change_report(history, [CLIENT, TARGET], FIRED, budget=5.0)
     assert report is not None
     assert report.line() == (
         "12 min before: crd-store's control plane restarted with vcluster 0.28.1 (was 0.27.3); "
@@ -88,15 +88,12 @@ async def test_one_end_failing_is_said_beside_the_other() -> None:
     )
 
 
-async def test_without_a_platform_there_is_no_report_and_no_read() -> None:
-    store = History(HISTORY)
-    assert await change_report(store, None, [CLIENT, TARGET], FIRED, budget=5.0) is None
-    assert await change_report(None, PLATFORM, [CLIENT, TARGET], FIRED, budget=5.0) is None
-    assert store.asked == []
+async def test_without_a_platform_there_is_no_report() -> None:
+    assert await change_report(None, [CLIENT, TARGET], FIRED, budget=5.0) is None
 
 
 async def test_a_client_listed_by_hand_is_left_out() -> None:
-    report = await change_report(History(HISTORY), PLATFORM, [None, TARGET], FIRED, budget=5.0)
+    report = await change_report(ChangeHistory(History(HISTORY), PLATFORM), [None, TARGET], FIRED, budget=5.0)
     assert report is not None
     assert [e.instance for e in report.ends] == [TARGET]
 
@@ -144,8 +141,8 @@ async def test_a_groups_report_is_of_its_client_instance_and_its_targets_before_
             target: versions(target, (fired - 3600, "0.37.1")),
         }
     )
-    changes = ChangeRound(store, PLATFORM, budget=5.0)
-    changes.start(["shop/team-a", target], fired)
+    changes = ChangeRound(ChangeHistory(store, PLATFORM), budget=5.0)
+    changes.start(["shop/team-a", target])
     await asyncio.wait(changes.tasks, timeout=5.0)
     changes.collect()
     report = group_report(changes, settings, group(alert(), cluster="team-a"))

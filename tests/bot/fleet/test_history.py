@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.alerts.change_enrich import change_report, instance_ref
+from bot.alerts.change_enrich import ChangeHistory, change_report, instance_ref
 from bot.domain.changes import ChangeKind
 from bot.fleet.history import instance_facts, record_reading
 from bot.fleet.watch import FleetWatch
@@ -112,9 +112,8 @@ async def test_the_config_change_scenario_is_recorded_and_told_through_the_platf
         assert watch.store is not None
         target_ref = f"platform/{NEXT_TARGET}"
         fired = clock() + 120.0  # the alert about the new target fires two minutes later
-        report = await change_report(
-            watch.store, watch.reader.platform.url, [client_ref, target_ref], fired, budget=5.0
-        )
+        history = ChangeHistory(watch.store, watch.reader.platform.url)
+        report = await change_report(history, [client_ref, target_ref], fired, budget=5.0)
         assert report is not None
         [change] = report.changes
         assert {c.kind for c in change.changes} == {
