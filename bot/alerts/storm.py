@@ -9,7 +9,8 @@ pause (`gather_seconds` without a new group or a changed count, and at most `fir
 it started; or the worker has applied the newest arrival and it came `gather_seconds` ago or more,
 which only one replica on SQLite can know) one summary is posted: every target's live state grouped per
 client cluster, the common cause with its evidence, counts per alert. Every target with its state now goes
-into the summary's thread as one file (cluster, target, alerts, state now, since), with the summary or,
+into the summary's thread as one table (cluster, target, alerts, state now, since): a reply holding
+Slack's own `table` block up to 99 targets, a file beyond (`bot.render.storm`), with the summary or,
 when the storm still changes at its latest, once the changes pause (at most `table_within_seconds` after
 the start; the summary is edited with it). Meanwhile the summary's count is edited as the storm grows,
 `grow_seconds` after the post, then each edit `grow_factor` times as long after the one before: however
@@ -19,8 +20,9 @@ arrived for that long, as soon as it has applied the newest arrival: on SQLite, 
 every notification in). A storm of 500 targets arriving together costs one post and one upload.
 
 Once the table is in the thread, later changes (new targets, resolves) edit the summary and replace the
-table (the new file uploaded, the old one deleted) at most once per `refresh_seconds`, and only when what
-they show changed. A storm whose
+table at most once per `refresh_seconds`, and only when what they show changed: the table reply is
+edited in place; a file is replaced (the new one uploaded, the old one deleted); a storm outgrowing
+Slack's table gets a file for good, and its table reply says where the table went. A storm whose
 alerts have all resolved is edited to resolved, with its duration; one without a new group for
 `quiet_seconds` ends (the summary says so), and later changes of its groups still edit its summary.
 
@@ -69,7 +71,14 @@ from bot.domain.storm import (
 from bot.live import ClusterRead
 from bot.ports import Clock
 from bot.render.blocks import Message
-from bot.render.storm import TableFile, storm_message, storm_table
+from bot.render.storm import (
+    TABLE_BLOCK_TARGETS,
+    TableFile,
+    storm_message,
+    storm_table,
+    storm_table_moved,
+    storm_table_reply,
+)
 from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState, StormRecord, StormShare, Withdrawal
 
@@ -97,7 +106,7 @@ class Storm:
     counts: StormCounts = field(default_factory=StormCounts)
     ended_at: float | None = None
     posted: bool = False
-    table: str | None = None  # the revision of the table upload in the thread
+    table: str | None = None  # the revision of the table in the thread (`TABLE_REPLY`'s, or an upload's)
     refreshed_at: float = float("-inf")
     dirty: bool = False  # the summary in Slack may be older than the counts
     unsaved: bool = False  # the storm's row is older than the counts
@@ -205,6 +214,16 @@ class StormReads:
 log = logging.getLogger(__name__)
 
 STORM_PREFIX = "storm:"
+# The storm's table as it goes to Slack: a reply holding a table block, or a file.
+Table = Message | TableFile
+# The name of the storm's table reply (`Outbox.reply_in_place`), and the prefix of its revisions: a
+# table revision without it names an upload (a file).
+TABLE_REPLY = "table"
+TABLE_REPLY_REVISION = "block:"
+
+
+def is_table_reply(revision: str | None) -> bool:
+    return revision is not None and revision.startswith(TABLE_REPLY_REVISION)
 
 
 @dataclass(frozen=True)
@@ -530,31 +549,49 @@ class StormDesk:
         reads = await self._reads.read(storm.clusters())
         entries, at = storm.all_entries(), from_epoch(self._told())
 
-        def compose() -> tuple[tuple[StormRow, ...], Message, tuple[object, ...], TableFile | None]:
+        def compose() -> tuple[tuple[StormRow, ...], Message, tuple[object, ...], Table | None]:
             rows = storm_rows(entries, reads)
             view = storm.view(rows)
             changed = table and bool(rows) and rows != storm.tabled
-            file = storm_table(view, at, storm.channel) if changed else None
+            shown_table: Table | None = None
+            # Once a file (the storm outgrew Slack's table), the table stays one.
+            fits = len(rows) <= TABLE_BLOCK_TARGETS and (storm.table is None or is_table_reply(storm.table))
+            if changed and fits:
+                shown_table = storm_table_reply(view, at)
+            elif changed:
+                shown_table = storm_table(view, at, storm.channel)
             ack = ActionRef.for_group(None, None, storm.key).encode()
-            return rows, storm_message(view, at, ack=ack), view.signature(), file
+            return rows, storm_message(view, at, ack=ack), view.signature(), shown_table
 
         # Hundreds of rows rendered twice: off the event loop, so webhooks are answered meanwhile. The
         # storm's counts do not change under it: notifications are applied one at a time, and this waits.
-        rows, content, shown, file = await asyncio.to_thread(compose)
+        rows, content, shown, new_table = await asyncio.to_thread(compose)
         if not storm.posted:
             await self._outbox.post(storm.channel, storm.key, content)
             storm.posted = True
         elif shown != storm.shown:
             await self._outbox.update(storm.channel, storm.key, content, revision)
         storm.shown = shown
-        if file is not None:
-            await self._upload_table(storm, file, now)
+        if isinstance(new_table, Message):
+            await self._reply_table(storm, new_table, now)
+            storm.tabled = rows
+        elif new_table is not None:
+            await self._upload_table(storm, new_table, now)
             storm.tabled = rows
         storm.dirty, storm.refreshed_at = False, now
         await self._save(storm, now)
 
+    async def _reply_table(self, storm: Storm, table: Message, now: float) -> None:
+        """The table as Slack's own table block: the storm's table reply, posted once, edited after."""
+        revision = f"{TABLE_REPLY_REVISION}{int(now * 1000)}"
+        await self._outbox.reply_in_place(
+            storm.channel, storm.key, table, reply=TABLE_REPLY, revision=revision
+        )
+        storm.table = revision
+
     async def _upload_table(self, storm: Storm, file: TableFile, now: float) -> None:
         revision = f"table:{int(now * 1000)}"
+        replaced = None if is_table_reply(storm.table) else storm.table
         await self._outbox.upload_file(
             storm.channel,
             storm.key,
@@ -562,12 +599,16 @@ class StormDesk:
             filename=file.filename,
             title=file.title,
             revision=revision,
-            replaces=storm.table,
+            replaces=replaced,
         )
-        if storm.table is not None and storm.table != revision:
-            await self._outbox.delete_upload(
-                storm.channel, storm.key, upload=storm.table, replaced_by=revision
+        if is_table_reply(storm.table):
+            # Outgrown Slack's table: its reply says where the table is now.
+            moved = storm_table_moved(from_epoch(self._told()))
+            await self._outbox.reply_in_place(
+                storm.channel, storm.key, moved, reply=TABLE_REPLY, revision=f"moved:{revision}"
             )
+        elif replaced is not None and replaced != revision:
+            await self._outbox.delete_upload(storm.channel, storm.key, upload=replaced, replaced_by=revision)
         storm.table = revision
 
     async def _save(self, storm: Storm, now: float) -> None:

@@ -224,6 +224,12 @@ async def _storm_table(run: StopRun) -> None:
 
 
 def _table_rows(run: StopRun) -> int:
+    """The targets in the storm's table: its table block reply in the summary's thread, else its file."""
+    for summary in run.top():
+        for reply in run.replies(summary):
+            rows = [r for b in reply.blocks if b.get("type") == "table" for r in b.get("rows") or []]
+            if rows:
+                return sum("platform/" in cell for cell in iter_texts(rows))
     tables = [u for u in run.uploads() if u.get("thread_ts")]
     return bytes(tables[-1].get("content") or b"").count(b"platform/") if tables else 0
 

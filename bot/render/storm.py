@@ -1,9 +1,12 @@
-"""A storm -> Slack: the summary edited in place, and the table of every target uploaded into its thread.
+"""A storm -> Slack: the summary edited in place, and the table of every target in its thread.
 
 The summary says how big the storm is, every target's live state grouped per client cluster, the
-alerts worst first and the common cause, with its evidence when the live state shows one. The table is a
-plain text file, one aligned row per target (cluster, target, alerts, state now, since), worst first
-within each cluster: every value from outside goes through `one_line`, so no name can forge a row.
+alerts worst first and the common cause, with its evidence when the live state shows one. The table has
+one row per target (cluster, target, alerts, state now, since), worst first within each cluster: up to
+`TABLE_BLOCK_TARGETS` targets it is a reply holding Slack's own `table` block (`storm_table_reply`: one
+table per message, at most 100 rows with its header, 20 columns, each cell raw text), read on a phone as
+well; beyond, a plain text file of aligned rows (`storm_table`). Every value from outside goes through
+`one_line`, so no name can forge a row.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from bot.render.blocks import (
     one_line,
     section,
     section_lines,
+    truncate,
     utc,
 )
 from bot.render.slack import ACTIONS_BLOCK_ID, SEVERITY_MARK
@@ -47,6 +51,15 @@ from bot.render.words import counted
 
 CLUSTER_LINES = 8  # client clusters listed in the summary before "+N more"
 TABLE_FILENAME = "storm-targets.txt"
+# Slack's `table` block: at most 100 rows, the header one of them; a cell this long at most (Slack
+# publishes no number for a cell: 2 000 is what Block Kit's other long texts, fields, context, allow).
+TABLE_BLOCK_ROWS = 100
+TABLE_BLOCK_TARGETS = TABLE_BLOCK_ROWS - 1
+TABLE_CELL_CHARS = 2000
+# Wrapped: the long columns (alerts, state now) read whole on a narrow screen instead of being cut.
+TABLE_COLUMN_SETTINGS = tuple(
+    {"align": "left", "is_wrapped": wrapped} for wrapped in (False, False, True, True, False)
+)
 # Columns are padded to the longest value up to these widths; a longer value is kept whole, never cut.
 COLUMN_WIDTHS = (32, 60, 64, 100, 19)
 COLUMNS = ("CLUSTER", "TARGET", "ALERTS", "STATE NOW", "SINCE (UTC)")
@@ -221,6 +234,39 @@ def storm_table(storm: StormView, now: datetime, channel: str) -> TableFile:
     ]
     title = f"Every target of the storm, state at {fmt_clock(now)}"
     return TableFile(TABLE_FILENAME, title, ("\n".join(lines) + "\n").encode())
+
+
+def storm_table_reply(storm: StormView, now: datetime) -> Message:
+    """Every target of the storm as a reply holding one `table` block (at most `TABLE_BLOCK_TARGETS`
+    rows), worst state first within each cluster."""
+    title = f"Every target of the storm, state at {fmt_clock(now)}"
+    rows = [[_bold_cell(c) for c in COLUMNS], *([_raw_cell(c) for c in _cells(r)] for r in storm.rows)]
+    table = {"type": "table", "column_settings": list(TABLE_COLUMN_SETTINGS), "rows": rows}
+    fallback = f"{title}: {counted(storm.targets, 'target')}, {counted(storm.alerts, 'alert')}"
+    return Message(fallback, (context([f"*{title}*"]), table))
+
+
+def storm_table_moved(now: datetime) -> Message:
+    """The table reply once the storm outgrew Slack's table: where the table is now."""
+    words = (
+        f"More than {TABLE_BLOCK_TARGETS} targets at {fmt_clock(now)}: every target with its state now "
+        "is the file in this thread."
+    )
+    return Message(words, (context([words]),))
+
+
+def _raw_cell(text: str) -> dict[str, str]:
+    return {"type": "raw_text", "text": _cell_text(text)}
+
+
+def _bold_cell(text: str) -> dict[str, object]:
+    words = {"type": "text", "text": _cell_text(text), "style": {"bold": True}}
+    return {"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [words]}]}
+
+
+def _cell_text(text: str) -> str:
+    """Never empty (Slack refuses an empty cell), never longer than a cell may be."""
+    return truncate(text, TABLE_CELL_CHARS) if text else "-"
 
 
 def _cells(row: StormRow) -> tuple[str, ...]:

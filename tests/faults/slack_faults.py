@@ -215,12 +215,16 @@ class FaultStore(StoreView):
 
 def shown_per_target(slack: FakeSlack, channel: str = CHANNEL) -> dict[str, list[int]]:
     """Per storm target, the alert counts Slack showed it with, in the order Slack got them: its own
-    message's versions, then its rows in the storm's tables (files in the summary's thread, each upload in
-    turn, a replaced one too: it was shown until then)."""
+    message's versions, then its rows in the storm's tables (in the summary's thread: its table reply,
+    each version in turn, then its files, each upload in turn, a replaced one too: it was shown until
+    then)."""
     own: dict[str, list[int]] = {}
     tabled: dict[str, list[int]] = {}
     for top in slack.top_level(channel):
         if top.text.startswith(STORM_TITLE):
+            for table in _table_block_versions(slack.thread(channel, top.ts)):
+                for target, count in _table_rows(table):
+                    tabled.setdefault(target, []).append(count)
             for upload in sorted(slack.uploads, key=lambda u: float(u["at"])):
                 if upload.get("thread_ts") == top.ts:
                     for target, count in _table_rows(bytes(upload["content"]).decode()):
@@ -231,6 +235,24 @@ def shown_per_target(slack: FakeSlack, channel: str = CHANNEL) -> dict[str, list
     # while the storm lasts its changes show in the table (its message is edited only when its status
     # changes), so its message's versions come first, then its rows.
     return {t: own.get(t, []) + tabled.get(t, []) for t in {*tabled, *own}}
+
+
+def _table_block_versions(replies: list[Message]) -> list[str]:
+    """Each version of the replies' table blocks, as lines of cells (as a file's rows read)."""
+    found = []
+    for reply in replies:
+        for blocks in [*(v["blocks"] for v in reply.versions), reply.blocks]:
+            for block in blocks:
+                if block.get("type") == "table":
+                    cells = (" ".join(_cell(c) for c in row) for row in block["rows"])
+                    found.append("\n".join(f" {line} " for line in cells))
+    return found
+
+
+def _cell(cell: dict[str, Any]) -> str:
+    if cell["type"] == "raw_text":
+        return str(cell["text"])
+    return "".join(e.get("text", "") for section in cell["elements"] for e in section["elements"])
 
 
 def _table_rows(table: str) -> list[tuple[str, int]]:

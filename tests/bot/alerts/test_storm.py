@@ -6,16 +6,19 @@ import asyncio
 import base64
 import json
 from collections.abc import Iterable
+from typing import Any
 
 import pytest
 
 from bot.alerts.storm import StormPolicy
 from bot.domain.parser import parse_syncer
+from bot.render.storm import COLUMNS
 from bot.store import AlertGroupState, OutboxItem, OutboxKind, OutboxState
 from bot.store.models import Withdrawal
 from tests.fakes.alert_pipeline import Harness, alert, settings, webhook
 
 CHANNEL = "#alpha-alerts"
+STORM_TABLE_MOST = 99  # Slack's table holds 100 rows: the header and 99 targets
 
 
 def target(i: int) -> str:
@@ -47,8 +50,39 @@ def shown(item: OutboxItem) -> str:
     return json.dumps(item.payload, ensure_ascii=False)
 
 
+def is_table(item: OutboxItem) -> bool:
+    """A table of the storm's targets: a file, or a reply (or its edit) holding a table block."""
+    if not item.payload["group_key"].startswith("storm:"):
+        return False
+    if item.kind is OutboxKind.UPLOAD:
+        return True
+    blocks = item.payload.get("blocks") or []
+    return item.kind in (OutboxKind.REPLY, OutboxKind.REPLY_EDIT) and any(
+        b.get("type") == "table" for b in blocks
+    )
+
+
+def tables(items: list[OutboxItem]) -> list[OutboxItem]:
+    """The storm's tables in its thread, oldest first."""
+    return [i for i in items if is_table(i)]
+
+
 def table(item: OutboxItem) -> str:
-    return base64.b64decode(item.payload["file"]).decode()
+    """A table as lines: a title, a blank line, the header, one row per target (a table block's cells
+    joined by two spaces, as the file aligns them)."""
+    if item.kind is OutboxKind.UPLOAD:
+        return base64.b64decode(item.payload["file"]).decode()
+    [title, block] = item.payload["blocks"]
+    lines = [title["elements"][0]["text"], ""]
+    for row in block["rows"]:
+        lines.append("  ".join(cell_text(c) for c in row))
+    return "\n".join(lines)
+
+
+def cell_text(cell: dict[str, Any]) -> str:
+    if cell["type"] == "raw_text":
+        return str(cell["text"])
+    return "".join(e["text"] for section in cell["elements"] for e in section["elements"])
 
 
 async def storm_rows(harness: Harness, channel: str = CHANNEL) -> list[AlertGroupState]:
@@ -65,12 +99,12 @@ async def test_a_burst_of_new_groups_is_one_summary_and_one_table_of_every_targe
     [summary] = [i for i in items if i.kind is OutboxKind.POST]
     storm_key = summary.payload["group_key"]
     assert storm_key.startswith(f"storm:{CHANNEL}:")
-    assert [i.kind for i in items if i.kind is not OutboxKind.POST] == [OutboxKind.UPLOAD]
+    assert [i.kind for i in items if i.kind is not OutboxKind.POST] == [OutboxKind.REPLY]
     text = shown(summary)
     assert "30 targets" in text
     assert "`alpha` · 30 targets: 30 peer cache unsynced (peers from a stale list)" in text
     assert "*Common cause:* `alpha`'s peer feed: `peer_cache_synced` is 0 on every one of the 30" in text
-    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    [upload] = tables(items)
     rows = table(upload).splitlines()
     assert rows[2].split() == ["CLUSTER", "TARGET", "ALERTS", "STATE", "NOW", "SINCE", "(UTC)"]
     assert sorted(r.split()[1] for r in rows[3:]) == sorted(target(i) for i in range(30))
@@ -79,6 +113,71 @@ async def test_a_burst_of_new_groups_is_one_summary_and_one_table_of_every_targe
     folded = await harness.store.outbox_item(f'post:{CHANNEL}:{{}}:{{target="team-0/db"}}')
     assert folded is not None
     assert (folded.state, folded.result) == (OutboxState.DONE, {"folded_into": storm_key})
+
+
+def table_block(item: OutboxItem) -> dict[str, Any]:
+    [block] = [b for b in item.payload["blocks"] if b["type"] == "table"]
+    return dict(block)
+
+
+async def test_up_to_99_targets_the_table_is_slack_s_own_table_block_with_a_header_row(
+    harness: Harness,
+) -> None:
+    harness.live.snapshot = parse_syncer(page((target(i) for i in range(STORM_TABLE_MOST)), synced=0))
+    for i in range(STORM_TABLE_MOST):
+        await harness.accept(storm_webhook(i))
+    await harness.run()
+    await harness.settle(StormPolicy().first_within_seconds)
+    [reply] = tables(await harness.items())
+    assert reply.kind is OutboxKind.REPLY
+    rows = table_block(reply)["rows"]
+    assert len(rows) == 100  # Slack's most: the header and 99 targets
+    assert [cell_text(c) for c in rows[0]] == list(COLUMNS)
+    assert sorted(cell_text(r[1]) for r in rows[1:]) == sorted(target(i) for i in range(STORM_TABLE_MOST))
+
+
+async def test_a_storm_of_more_targets_than_a_slack_table_holds_gets_a_file(harness: Harness) -> None:
+    harness.live.snapshot = parse_syncer(page((target(i) for i in range(100)), synced=0))
+    for i in range(100):
+        await harness.accept(storm_webhook(i))
+    await harness.run()
+    await harness.settle(StormPolicy().first_within_seconds)
+    items = await harness.items()
+    [upload] = tables(items)
+    assert upload.kind is OutboxKind.UPLOAD
+    assert len(table(upload).splitlines()) == 3 + 100
+    assert storm_items(items, OutboxKind.REPLY) == []
+
+
+async def test_a_storm_outgrowing_a_slack_table_gets_a_file_and_its_table_reply_says_so(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=2)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    for i in range(3):
+        await harness.run(storm_webhook(i))
+    await harness.settle(policy.first_within_seconds)
+    [reply] = tables(await harness.items())
+    for i in range(3, 101):
+        await harness.accept(storm_webhook(i))
+    await harness.run()
+    await harness.settle()
+    items = await harness.items()
+    [_, upload] = tables(items)
+    assert upload.kind is OutboxKind.UPLOAD
+    assert len(table(upload).splitlines()) == 3 + 101
+    [moved] = storm_items(items, OutboxKind.REPLY_EDIT)
+    assert moved.key.startswith(reply.key.replace("reply:", "reply-edit:", 1))
+    assert "More than 99 targets" in moved.payload["text"]
+    assert "the file in this thread" in moved.payload["text"]
+    assert storm_items(items, OutboxKind.DELETE_FILE) == []  # the reply is no file
+    # Later changes replace the file; the reply is not edited again.
+    await harness.run(storm_webhook(101))
+    await harness.settle()
+    items = await harness.items()
+    assert len(storm_items(items, OutboxKind.REPLY_EDIT)) == 1
+    [delete] = storm_items(items, OutboxKind.DELETE_FILE)
+    assert upload.key.endswith(delete.payload["upload"])
 
 
 async def test_the_first_summary_waits_for_new_groups_to_pause_but_not_longer_than_its_cap(
@@ -104,7 +203,7 @@ async def test_the_first_summary_waits_for_new_groups_to_pause_but_not_longer_th
     [summary] = await summaries()
     assert "7 alerts" in summary.payload["text"]
     # New groups were still coming: the table waits for them to pause, the summary is edited with it.
-    assert storm_items(await harness.items(), OutboxKind.UPLOAD) == []
+    assert tables(await harness.items()) == []
     harness.clock.now += 0.1
     await harness.run(storm_webhook(7))
     assert len(await summaries()) == 1
@@ -116,7 +215,7 @@ async def test_the_first_summary_waits_for_new_groups_to_pause_but_not_longer_th
     items = await harness.items()
     [edit] = storm_items(items, OutboxKind.UPDATE)
     assert "8 alerts" in edit.payload["text"]
-    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    [upload] = tables(items)
     assert target(7) in table(upload)
 
 
@@ -128,7 +227,7 @@ async def test_the_table_goes_at_its_latest_while_new_groups_keep_coming(harness
         await harness.run(storm_webhook(i))
         await harness.pipeline.expire_storms()
         harness.clock.now += 0.3
-    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    [upload] = tables(await harness.items())
     # The third group started the storm (at 0.6 s): its table's latest is 4.6 s, first looked at 4.8 s.
     assert upload.created_at == pytest.approx(started + 4.8)
     assert target(16) in table(upload)
@@ -154,7 +253,7 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
         harness.clock.now += 0.3
     last_change = harness.clock.now - 0.3
     items = await harness.items()
-    assert storm_items(items, OutboxKind.UPLOAD) == []  # the storm kept changing: no table yet
+    assert tables(items) == []  # the storm kept changing: no table yet
     [summary] = storm_items(items, OutboxKind.POST)
     growing = storm_items(items, OutboxKind.UPDATE)
     # Edits 4 s after the post, then 16 s after that (looked at every 0.3 s); the next would be 64 s later.
@@ -163,7 +262,7 @@ async def test_a_trickle_is_whole_in_slack_once_it_pauses_in_a_handful_of_calls(
     harness.clock.now = last_change + policy.gather_seconds
     await harness.pipeline.expire_storms()
     items = await harness.items()
-    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    [upload] = tables(items)
     assert all(target(i) in table(upload) for i in range(40))
     final = storm_items(items, OutboxKind.UPDATE)[-1]
     assert "80 alerts" in final.payload["text"]
@@ -184,15 +283,13 @@ async def test_the_table_waits_for_the_queue_to_empty_not_only_for_the_count_to_
     *queued, last = await harness.store.pending()
     for notification in queued:
         await harness.pipeline.process(notification)
-        assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], (
-            "a table with targets still queued"
-        )
+        assert tables(await harness.items()) == [], "a table with targets still queued"
         harness.clock.now += (
             2 * policy.gather_seconds
         )  # alpha's storm does not change while beta's is applied
     # The queue empties with the last: all arrived long before, so the table goes at once, whole.
     await harness.pipeline.process(last, settle=True)
-    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    [upload] = tables(await harness.items())
     assert all(target(i) in table(upload) for i in range(4))
 
 
@@ -231,10 +328,10 @@ async def test_a_backlog_applied_after_its_senders_paused_gets_its_table_when_th
             await harness.accept(storm_webhook(6))  # after the drain's last look: not applied
         await harness.pipeline.expire_storms()  # as the worker does once a drain finds nothing more
     if waits:
-        assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], "a table before the pause"
+        assert tables(await harness.items()) == [], "a table before the pause"
         harness.clock.now += policy.gather_seconds
         await harness.pipeline.expire_storms()
-    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    [upload] = tables(await harness.items())
     assert all(target(i) in table(upload) for i in range(6))
 
 
@@ -254,9 +351,9 @@ async def test_a_notification_arriving_while_the_last_batch_is_applied_is_no_pau
     harness.clock.now += 2 * policy.gather_seconds  # the batch still being applied
     for notification in batch:
         await harness.pipeline.process(notification, settle=notification is batch[-1])
-    assert storm_items(await harness.items(), OutboxKind.UPLOAD) == [], "a table without target 5"
+    assert tables(await harness.items()) == [], "a table without target 5"
     await harness.run()  # the next drain applies it: nothing arrived since, for longer than the pause
-    [upload] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    [upload] = tables(await harness.items())
     assert all(target(i) in table(upload) for i in range(6))
 
 
@@ -268,23 +365,25 @@ async def test_later_changes_edit_the_summary_and_replace_the_table_at_most_once
     for i in range(3):
         await harness.run(storm_webhook(i))
     await harness.settle(policy.first_within_seconds)
-    [first_table] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    [first_table] = tables(await harness.items())
     for i in range(3, 6):
         harness.clock.now += 5
         await harness.run(storm_webhook(i))
         await harness.pipeline.expire_storms()
     items = await harness.items()
     assert storm_items(items, OutboxKind.UPDATE) == []
-    assert len(storm_items(items, OutboxKind.UPLOAD)) == 1
+    assert len(tables(items)) == 1
     assert harness.pipeline.next_deadline() == first_table.created_at + policy.refresh_seconds
     await harness.settle(policy.refresh_seconds - 15)
     items = await harness.items()
     [edit] = storm_items(items, OutboxKind.UPDATE)
     assert "6 alerts" in edit.payload["text"]
-    [_, second_table] = storm_items(items, OutboxKind.UPLOAD)
+    [_, second_table] = tables(items)
     assert target(5) in table(second_table)
-    [delete] = storm_items(items, OutboxKind.DELETE_FILE)
-    assert first_table.key.endswith(delete.payload["upload"])
+    # The table reply is edited in place: nothing to delete.
+    assert second_table.kind is OutboxKind.REPLY_EDIT
+    assert second_table.key.startswith(first_table.key.replace("reply:", "reply-edit:", 1))
+    assert storm_items(items, OutboxKind.DELETE_FILE) == []
     # The same notification again changes nothing: no call at the next refresh.
     await harness.run(storm_webhook(5))
     before = len(await harness.items())
@@ -306,7 +405,7 @@ async def test_a_storm_whose_alerts_all_resolved_is_edited_to_resolved_with_its_
     last = storm_items(items, OutboxKind.UPDATE)[-1]
     assert "Alert storm resolved" in last.payload["text"]
     assert "*Resolved after 1 min*" in shown(last)
-    assert "(resolved)" in table(storm_items(items, OutboxKind.UPLOAD)[-1])
+    assert "(resolved)" in table(tables(items)[-1])
     [row] = await storm_rows(harness)
     assert row.status.value == "resolved"
     await harness.run(storm_webhook(10))  # the channel is calm again: a new group is posted alone
@@ -332,7 +431,7 @@ async def test_a_quiet_storm_ends_and_a_later_change_of_its_groups_still_edits_i
     await harness.run(storm_webhook(3, resolved=True))
     late = storm_items(await harness.items(), OutboxKind.UPDATE)[-1]
     assert "3 alerts still firing" in shown(late)
-    assert len(storm_items(await harness.items(), OutboxKind.UPLOAD)) == 1  # no new table for it
+    assert len(tables(await harness.items())) == 1  # no new table for it
 
 
 async def test_targets_of_a_cluster_not_read_in_time_say_so(harness: Harness) -> None:
@@ -345,7 +444,7 @@ async def test_targets_of_a_cluster_not_read_in_time_say_so(harness: Harness) ->
     [summary] = storm_items(items, OutboxKind.POST)
     assert "3 live state not read" in shown(summary)
     assert "no shared cause stands out" not in shown(summary)
-    rows = table(storm_items(items, OutboxKind.UPLOAD)[0]).splitlines()[3:]
+    rows = table(tables(items)[0]).splitlines()[3:]
     assert all("live state not read: not read within 0.05 s" in r for r in rows)
     harness.live.gate.set()
 
@@ -405,7 +504,7 @@ async def test_later_alerts_of_a_group_posted_before_the_storm_count_in_the_summ
     assert (details.kind, details.key) == (OutboxKind.REPLY, f"reply:{CHANNEL}:{group}:details")
     [summary] = storm_items(items, OutboxKind.POST)
     assert "5 alerts" in summary.payload["text"]
-    assert "team-0/db  ResourceProxyNoHealthyPeers x2" in table(storm_items(items, OutboxKind.UPLOAD)[0])
+    assert "team-0/db  ResourceProxyNoHealthyPeers x2" in table(tables(items)[0])
     state = await harness.store.get_group(CHANNEL, group)
     assert state is not None
     assert state.facts.storm_thread is None  # it keeps its own message
@@ -501,7 +600,8 @@ async def test_a_storm_survives_a_restart_and_its_next_table_replaces_the_old(ha
     await harness.run(storm_webhook(0))
     await harness.run(storm_webhook(1))
     await harness.settle(policy.first_within_seconds)
-    [first_table] = storm_items(await harness.items(), OutboxKind.UPLOAD)
+    [first_table] = tables(await harness.items())
+    assert first_table.kind is OutboxKind.REPLY
     restarted = harness.make_pipeline(settings(), policy)
     await restarted.restore()
     harness.pipeline = restarted
@@ -510,10 +610,12 @@ async def test_a_storm_survives_a_restart_and_its_next_table_replaces_the_old(ha
     items = await harness.items()
     assert len(storm_items(items, OutboxKind.POST)) == 1
     assert "3 alerts" in storm_items(items, OutboxKind.UPDATE)[-1].payload["text"]
-    [delete] = storm_items(items, OutboxKind.DELETE_FILE)
-    assert first_table.key.endswith(delete.payload["upload"])
+    # The restarted process knows the table is a reply: it edits it.
+    assert tables(items)[-1].kind is OutboxKind.REPLY_EDIT
+    assert tables(items)[-1].payload["reply"] == "table"
+    assert storm_items(items, OutboxKind.DELETE_FILE) == []
     # What the storm's row kept of each alert (its start) is in the new table.
-    rows = table(storm_items(items, OutboxKind.UPLOAD)[-1]).splitlines()[3:]
+    rows = table(tables(items)[-1]).splitlines()[3:]
     assert [r.split()[1] for r in rows] == [target(0), target(1), target(2)]
     assert all(r.endswith("2023-11-14 22:00:00") for r in rows)
 
@@ -589,7 +691,7 @@ async def test_a_kill_while_folding_the_first_groups_loses_none_of_them(harness:
         assert post.result is not None
         assert post.result["folded_into"].startswith(f"storm:{CHANNEL}:")
     items = await harness.items()
-    [upload] = storm_items(items, OutboxKind.UPLOAD)
+    [upload] = tables(items)
     assert [r.split()[1] for r in table(upload).splitlines()[3:]] == [target(i) for i in range(3)]
     # A later change of a folded group shows in the storm, not on a message that never went out.
     two = webhook([alert("s0", target=target(0)), alert("s0b", target=target(0))], group=group_of(0))

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,7 +27,7 @@ from bot.domain.storm import (
 )
 from bot.render.blocks import Message
 from bot.render.slack import ACTION_ACK, ACTIONS_BLOCK_ID
-from bot.render.storm import COLUMNS, storm_message, storm_table
+from bot.render.storm import COLUMNS, storm_message, storm_table, storm_table_reply
 from tests.fakes.alert_views import HOSTILE, NOW
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_limits import limit_problems
@@ -131,6 +132,48 @@ def test_the_table_has_one_aligned_row_per_target_worst_first_with_the_numbers_b
     assert table.filename == "storm-targets.txt"
 
 
+def table_rows(msg: Message) -> list[list[str]]:
+    """The cells of the reply's table block, as Slack shows them."""
+    [table] = [b for b in msg.blocks if b["type"] == "table"]
+    return [[cell_words(c) for c in row] for row in table["rows"]]
+
+
+def cell_words(cell: dict[str, Any]) -> str:
+    if cell["type"] == "raw_text":
+        return str(cell["text"])
+    return "".join(e["text"] for section in cell["elements"] for e in section["elements"])
+
+
+def test_the_table_reply_is_one_table_block_a_header_then_a_row_per_target_worst_first() -> None:
+    found = [*entries(3), StormEntry(DISCOVERY_DEGRADED, Severity.WARNING, "g0", "p/t000", "c0")]
+    lives = {"p/t000": UNSYNCED, "p/t001": QUARANTINED}
+    msg = storm_table_reply(view(found, {"c0": TargetsRead(lives)}), NOW)
+    [table] = [b for b in msg.blocks if b["type"] == "table"]
+    header, *rows = table_rows(msg)
+    assert header == list(COLUMNS)
+    assert all(c["type"] == "rich_text" for c in table["rows"][0])  # bold, as a header reads
+    assert all(c["type"] == "raw_text" for row in table["rows"][1:] for c in row)
+    assert [r[1] for r in rows] == ["p/t001", "p/t000", "p/t002"]
+    assert (
+        rows[0][3]
+        == "no healthy peers, all quarantined: healthy 0, quarantined 2, half_open 0; dial p99 4.90 s"
+    )
+    assert rows[1][2] == f"{DISCOVERY_DEGRADED}, {PEER_CACHE_UNSYNCED}"
+    assert {r[4] for r in rows} == {START.strftime("%Y-%m-%d %H:%M:%S")}
+    # The long columns wrap on a narrow screen instead of being cut.
+    assert [c.get("is_wrapped") for c in table["column_settings"]] == [False, False, True, True, False]
+    assert msg.text.startswith("Every target of the storm, state at ")
+    assert limit_problems(msg.as_kwargs()) == []
+
+
+def test_a_table_cell_is_never_empty_and_never_longer_than_slack_takes() -> None:
+    found = [StormEntry("A" * 5000, Severity.WARNING, "g", "p/t", "c0")]
+    rows = table_rows(storm_table_reply(view(found, {"c0": TargetsRead({})}), NOW))
+    assert rows[1][4] == "-"  # no start known
+    assert len(rows[1][2]) <= 2000
+    assert "truncated" in rows[1][2]
+
+
 def test_a_cluster_not_read_says_why_in_every_row() -> None:
     table = storm_table(view(entries(2), {"c0": TargetsRead(None, "timed out after 5 s")}), NOW, "#a")
     rows = table.content.decode().splitlines()[3:]
@@ -157,6 +200,9 @@ def test_hostile_names_are_inert_in_the_summary_and_cannot_forge_a_row_of_the_ta
     table = storm_table(storm, NOW, "#a\n#b").content.decode()
     assert len(table.splitlines()) == 3 + 2  # title, blank, header, one row per place
     assert "\u202e" not in table
+    reply = storm_table_reply(storm, NOW)
+    assert len(table_rows(reply)) == 1 + 2
+    assert all("\n" not in c and "\u202e" not in c for row in table_rows(reply) for c in row)
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +236,9 @@ def test_any_storm_is_accepted_by_slack(
     assert web.chat_postMessage(channel="C1", **msg.as_kwargs())["ok"]
     table = storm_table(storm, NOW, "C1")
     assert len(table.content.decode().splitlines()) == 3 + len(storm.rows)
+    if 0 < len(storm.rows) <= 99:
+        reply = storm_table_reply(storm, NOW)
+        assert web.chat_postMessage(channel="C1", **reply.as_kwargs())["ok"]
 
 
 def test_a_storm_lasting_has_an_acknowledge_button_and_one_over_has_none() -> None:
