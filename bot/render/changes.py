@@ -15,18 +15,24 @@ LABEL = "Changes"
 # The details' room for the diff unless told: a quarter of the reply's 2 000 characters.
 DIFF_ROOM = 500
 DIFF_LINES = 10
+# The message's line at most (its words, before escaping): a fifth of the message's 1 500 visible characters.
+LINE_ROOM = 300
 _FENCES = len("``````")
 
 
-def change_line(report: ChangeReport) -> str:
-    """The alert message's line (mrkdwn): `*Changes:* 12 min before: team-a's vcluster.yaml …`."""
-    return f"*{LABEL}:* {esc(report.line())}"
+def change_line(report: ChangeReport, max_chars: int = LINE_ROOM) -> str:
+    """The alert message's line (mrkdwn): `*Changes:* 12 min before: team-a's vcluster.yaml …`, its words
+    cut at `max_chars` (the details have them all; a code span cut in two is made inert by `esc`)."""
+    words = report.line()
+    if len(words) > max_chars:
+        words = words[: max_chars - 1].rstrip() + "…"
+    return f"*{LABEL}:* {esc(words)}"
 
 
 def change_details(report: ChangeReport, room: int = DIFF_ROOM) -> list[str]:
     """The details reply's lines (mrkdwn): the line, then the diff within `room` characters as shown, its
     last line saying how much of it was left out; no diff when nothing changed."""
-    lines = [change_line(report)]
+    lines = [change_line(report, max_chars=room)]
     if not report.changes:
         return lines
     diff = report.diff(max_lines=DIFF_LINES, max_chars=max(0, room - _FENCES - 40))

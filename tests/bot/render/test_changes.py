@@ -45,3 +45,13 @@ def test_the_diff_stays_within_its_room_and_counts_what_was_left_out() -> None:
     assert diff.endswith("```")
     assert len(diff) <= 400
     assert diff.removesuffix("```").splitlines()[-1].endswith("more lines left out")
+
+
+def test_a_long_line_is_cut_and_a_cut_code_span_opens_nothing() -> None:
+    many = {
+        f"{'r' * 20}{i}.example.com/v1": {"targetVirtualCluster": {"name": "crd-store"}} for i in range(20)
+    }
+    line = change_line(report(proxy({}), proxy(many)), max_chars=120)
+    assert len(line) <= len("*Changes:* ") + 120
+    assert line.endswith("…")
+    assert line.count("`") % 2 == 0
