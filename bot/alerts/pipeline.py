@@ -339,7 +339,9 @@ class AlertPipeline:
             share = Share(identity, group, view, prev, flaps, notification.id, readings)
             placed = await self._incidents.take(share, anchors, rebuild)
             if placed is Placement.MEMBER:
-                return False  # the incident's message carries it
+                # The incident's message carries it; the channel's storm counts its alerts too.
+                self._storms.count_member(channel, view, new=prev is None)
+                return False
             if placed is Placement.ORPHANED:
                 prev = None  # its incident's message is gone: it gets its own
         members = await self._incidents.members(prev)

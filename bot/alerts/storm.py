@@ -90,6 +90,7 @@ class NewGroup:
     at: float
     group_key: str
     entries: tuple[StormEntry, ...]
+    member: bool = False  # joined an incident's message: counted, but no post of its own to fold
 
 
 @dataclass
@@ -322,7 +323,7 @@ class StormDesk:
             arrivals.popleft()
         arrivals.append(NewGroup(now, view.group_key, entries_of(view)))
         storm = self._active.get(channel)
-        if storm is None and len(arrivals) <= self._policy.groups:
+        if storm is None and sum(not a.member for a in arrivals) <= self._policy.groups:
             return None
         if storm is None:
             storm = self._start(channel, now)
@@ -342,6 +343,21 @@ class StormDesk:
             return
         storm.count(view.group_key, entries_of(view))
         storm.changed_at = self._clock()
+
+    def count_member(self, channel: str, view: AlertGroupView, *, new: bool) -> None:
+        """A group that joined an incident's message (`new`: its first notification): no message of its
+        own, but its alerts are the channel's too. Counted in the channel's storm, the one lasting or the
+        one its arrival is part of (it brings no storm on: it posts nothing)."""
+        now, entries = self._clock(), entries_of(view)
+        if new:
+            self._arrivals.setdefault(channel, deque()).append(
+                NewGroup(now, view.group_key, entries, member=True)
+            )
+        storm = self._active.get(channel)
+        if storm is None or not (new or view.group_key in storm.entries):
+            return
+        storm.count(view.group_key, entries)
+        storm.changed_at = now
 
     def recount(self, channel: str, view: AlertGroupView) -> str | None:
         """A later notification of a group with its own message: its count in the channel's storm, if
@@ -457,7 +473,8 @@ class StormDesk:
     async def _fold_arrivals(self, storm: Storm) -> None:
         """Fold the storm's first groups into it when their own posts have not gone out yet."""
         for arrival in list(self._arrivals.get(storm.channel, ()))[:-1]:
-            await self._fold(storm, arrival.group_key)
+            if not arrival.member:  # its incident's message carries it
+                await self._fold(storm, arrival.group_key)
 
     async def _fold(self, storm: Storm, group_key: str) -> None:
         """Take a group's queued post back and make the storm its only trace (unless it went out, or it is

@@ -180,6 +180,65 @@ async def test_a_storm_outgrowing_a_slack_table_gets_a_file_and_its_table_reply_
     assert upload.key.endswith(delete.payload["upload"])
 
 
+UNAVAILABLE = "ResourceProxyTargetUnavailable"
+CHURN = "ResourceProxyPeerChurn"  # joins the incident of an unavailable target (the storm's: NoHealthyPeers)
+
+
+def hung_target_webhook(name: str) -> bytes:
+    """An alert on `team-a/db`, whose peers are all quarantined (its endpoints: an incident's cause)."""
+    one = alert(f"{name}-1", name, target="team-a/db")
+    return webhook([one], group=f'{{}}:{{alertname="{name}", target="team-a/db"}}')
+
+
+def hung_and_unsynced(targets: Iterable[str]) -> str:
+    """team-a/db down on its own (no healthy peer), every other target's cache unsynced."""
+    hung = page(["team-a/db"], healthy=0, quarantined=2)
+    rest = [line for line in page(targets, synced=0).splitlines() if not line.startswith("#")]
+    return hung + "\n".join(rest) + "\n"
+
+
+async def test_an_alert_that_joined_an_incident_before_the_storm_counts_in_its_summary(
+    harness: Harness,
+) -> None:
+    harness.live.snapshot = parse_syncer(hung_and_unsynced(target(i) for i in range(30)))
+    await harness.run(hung_target_webhook(UNAVAILABLE))  # posted: the incident of team-a/db
+    await harness.run(hung_target_webhook(CHURN))  # joins that incident's message
+    assert [i.payload["group_key"] for i in storm_items(await harness.items(), OutboxKind.POST)] == []
+    for i in range(30):
+        await harness.accept(storm_webhook(i))
+    await harness.run()
+    await harness.settle(StormPolicy().first_within_seconds)
+    [summary] = storm_items(await harness.items(), OutboxKind.POST)
+    text = shown(summary)
+    assert f"*{CHURN}*: 1 alert on 1 target" in text
+    assert f"*{UNAVAILABLE}*: 1 alert on 1 target" in text
+    assert "32 alerts in 32 groups on 31 targets" in text
+    [reply] = tables(await harness.items())
+    assert f"team-a/db  {CHURN}, {UNAVAILABLE}" in table(reply)
+
+
+async def test_an_alert_joining_an_incident_during_the_storm_counts_in_its_summary(
+    harness: Harness,
+) -> None:
+    policy = StormPolicy(groups=3)
+    harness.pipeline = harness.make_pipeline(settings(), policy)
+    harness.live.snapshot = parse_syncer(hung_and_unsynced(target(i) for i in range(3)))
+    await harness.run(hung_target_webhook(UNAVAILABLE))  # posted: the incident of team-a/db
+    await harness.run(hung_target_webhook(CHURN))  # a member: the incident keeps its message
+    for i in range(3):
+        await harness.run(storm_webhook(i))
+    await harness.settle(policy.first_within_seconds)
+    [summary] = storm_items(await harness.items(), OutboxKind.POST)
+    assert "*ResourceProxyNoHealthyPeers*: 3 alerts on 3 targets" in shown(summary)
+    # team-a/db's NoHealthyPeers joins the incident while the storm lasts: the summary counts it too.
+    await harness.run(hung_target_webhook("ResourceProxyNoHealthyPeers"))
+    await harness.settle()
+    items = await harness.items()
+    [edit] = storm_items(items, OutboxKind.UPDATE)
+    assert "*ResourceProxyNoHealthyPeers*: 4 alerts on 4 targets" in shown(edit)
+    assert len(storm_items(items, OutboxKind.POST)) == 1
+
+
 async def test_the_first_summary_waits_for_new_groups_to_pause_but_not_longer_than_its_cap(
     harness: Harness,
 ) -> None:
