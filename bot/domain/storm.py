@@ -17,6 +17,10 @@ judged failing target shows it and those make up most of the failing ones:
     one client, every failing target's dial p99 >= 4 s -> that client's network path (5 s dial timeout)
     several clients, each with the same one of these   -> the platform, which every client shares
 
+Behind a peer feed, a target whose listed peers none answers (no healthy peer, quarantined or half-open)
+is also down on its own (`StormCause.down`): a current peer list would not heal it. A target with no peer
+listed at all is what a missing feed does, and is not named.
+
 Without such evidence the storm's shape gives a suspicion only (`evidence` False): many targets of several
 clients -> the shared platform path; of one client -> that client; one target -> that target.
 
@@ -71,6 +75,11 @@ class TargetState(StrEnum):
     @property
     def rank(self) -> int:
         return _RANK[self]
+
+    @property
+    def down(self) -> bool:
+        """Peers listed but none answering: the target fails its dials, whatever list they came from."""
+        return self in (TargetState.NO_HEALTHY_QUARANTINED, TargetState.NO_HEALTHY_HALF_OPEN)
 
     @property
     def judged(self) -> bool:
@@ -295,6 +304,8 @@ class StormCause:
     clusters: int = 0  # clients it covers
     via: CommonCause | None = None  # for the platform: what every client showed
     dial_p99: tuple[float, float] | None = None  # lowest and highest dial p99 behind a network path cause
+    # Behind a peer feed cause: the targets also down on their own (no listed peer answers), by name.
+    down: tuple[str, ...] = ()
 
 
 def shape_cause(targets: int, clusters: int, alerts: int) -> CommonCause:
@@ -331,6 +342,7 @@ def judge_cause(rows: Sequence[StormRow], shape: CommonCause) -> StormCause:
             judged=sum(c.judged for c in found),
             clusters=len(found),
             via=found[0].kind,
+            down=tuple(sorted({t for c in found for t in c.down})),
         )
     return StormCause(shape, failing=len(failing), clusters=len(clusters))
 
@@ -342,7 +354,8 @@ def cluster_cause(failing: Sequence[StormRow]) -> StormCause | None:
         return None
     cluster = failing[0].cluster
     if all(r.live.synced is False for r in judged):
-        return StormCause(CommonCause.PEER_FEED, True, cluster, None, len(failing), len(judged), 1)
+        down = tuple(sorted({r.target for r in judged if r.live.state.down and r.target is not None}))
+        return StormCause(CommonCause.PEER_FEED, True, cluster, None, len(failing), len(judged), 1, down=down)
     if all(r.live.slow_dials for r in judged):
         dials = [r.live.dial_p99 for r in judged if r.live.dial_p99 is not None]
         return StormCause(

@@ -50,6 +50,7 @@ from bot.render.slack import ACTIONS_BLOCK_ID, SEVERITY_MARK
 from bot.render.words import counted
 
 CLUSTER_LINES = 8  # client clusters listed in the summary before "+N more"
+DOWN_NAMED = 5  # targets down on their own named in the cause before "and N more"
 TABLE_FILENAME = "storm-targets.txt"
 # Slack's `table` block: at most 100 rows, the header one of them; a cell this long at most (Slack
 # publishes no number for a cell: 2 000 is what Block Kit's other long texts, fields, context, allow).
@@ -169,12 +170,13 @@ def cause_words(cause: StormCause) -> str:
     if not cause.evidence:
         return SUSPECTED.get(cause.kind, SUSPECTED[CommonCause.UNCLEAR])
     if cause.kind is CommonCause.PEER_FEED:
+        helps = "" if cause.down else ", so no fix on a target helps"
         return (
             f"{code(cause.cluster)}'s peer feed: `peer_cache_synced` is 0 on every one of the "
             f"{counted(cause.judged, 'failing target')} read behind it{_unjudged(cause)}: the client is not "
-            "getting current peer lists from the platform, so no fix on a target helps. Restore the "
-            "client's peer feed first: its control plane's connection to the platform (the peer watch), "
-            "the license, the platform itself."
+            f"getting current peer lists from the platform{helps}. Restore the client's peer feed first: "
+            "its control plane's connection to the platform (the peer watch), the license, the platform "
+            f"itself.{_down_words(cause)}"
         )
     if cause.kind is CommonCause.NETWORK_PATH:
         low, high = cause.dial_p99 or (0.0, 0.0)
@@ -202,7 +204,22 @@ def _platform_words(cause: StormCause) -> str:
     return (
         f"the platform, which every client shares: {what}, behind all "
         f"{counted(cause.clusters, 'client cluster')} ({counted(cause.judged, 'target')}). Check the "
-        "platform pods, their network and the license first."
+        f"platform pods, their network and the license first.{_down_words(cause)}"
+    )
+
+
+def _down_words(cause: StormCause) -> str:
+    """The targets also down on their own behind a peer feed: a restored feed will not heal them."""
+    if not cause.down:
+        return ""
+    one = len(cause.down) == 1
+    names = ", ".join(code(t) for t in cause.down[:DOWN_NAMED])
+    more = f" and {len(cause.down) - DOWN_NAMED} more" if len(cause.down) > DOWN_NAMED else ""
+    return (
+        f" Besides, {counted(len(cause.down), 'target')} {'is' if one else 'are'} also down on "
+        f"{'its' if one else 'their'} own ({names}{more}: no listed peer answers): restoring the peer "
+        f"feed will not heal {'it' if one else 'them'}; start with {'its' if one else 'their'} control "
+        "plane pods."
     )
 
 

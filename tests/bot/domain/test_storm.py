@@ -267,6 +267,25 @@ def test_every_failing_target_unsynced_behind_one_client_is_its_peer_feed() -> N
     assert found == StormCause(CommonCause.PEER_FEED, True, "team-a", None, 480, 480, 1)
 
 
+HUNG_UNSYNCED = TargetLive(TargetState.NO_HEALTHY_HALF_OPEN, False, 4.73, 0, 0, 1)
+
+
+def test_behind_a_peer_feed_the_targets_also_down_on_their_own_are_named() -> None:
+    hung = [row("p/shard-01", HUNG_UNSYNCED), row("p/shard-00", HUNG_UNSYNCED)]
+    found = judge_cause([*rows(29, UNSYNCED), *hung, *rows(1, NO_PEERS_UNSYNCED, start=29)], SHAPE)
+    assert (found.kind, found.failing, found.judged) == (CommonCause.PEER_FEED, 32, 32)
+    # No peer listed is what a missing peer feed does; listed peers none of which answers is the target.
+    assert found.down == ("p/shard-00", "p/shard-01")
+    platform = judge_cause(
+        [*rows(5, UNSYNCED, "a"), row("p/x", HUNG_UNSYNCED, "b"), *rows(2, UNSYNCED, "b")], SHAPE
+    )
+    assert (platform.kind, platform.via, platform.down) == (
+        CommonCause.PLATFORM_PATH,
+        CommonCause.PEER_FEED,
+        ("p/x",),
+    )
+
+
 def test_targets_without_a_reading_are_counted_but_prove_nothing() -> None:
     found = judge_cause([*rows(480, UNSYNCED), *rows(20, NO_SERIES, start=480)], SHAPE)
     assert (found.kind, found.failing, found.judged) == (CommonCause.PEER_FEED, 500, 480)
@@ -308,7 +327,9 @@ def test_nothing_failing_now_says_so_and_a_storm_all_resolved_keeps_its_shape() 
     assert judge_cause([row("p/a", QUARANTINED, resolved=True)], SHAPE).kind is SHAPE
 
 
-lives = st.sampled_from([QUARANTINED, UNSYNCED, NO_PEERS_UNSYNCED, HEALTHY, NO_SERIES, slow(4.5), slow(4.9)])
+lives = st.sampled_from(
+    [QUARANTINED, UNSYNCED, NO_PEERS_UNSYNCED, HUNG_UNSYNCED, HEALTHY, NO_SERIES, slow(4.5), slow(4.9)]
+)
 row_lists = st.lists(
     st.builds(
         row,
@@ -337,6 +358,7 @@ def test_a_cause_rests_on_every_judged_failing_target_and_not_on_their_order(
         assert all(r.live.synced is False for r in judged)
         assert 2 * len(judged) > len(failing)
         assert {r.cluster for r in found if r.failing} == {cause.cluster}
+        assert cause.down == tuple(sorted({r.target for r in judged if r.live.state.down and r.target}))
     if cause.kind is CommonCause.NETWORK_PATH:
         assert all(r.live.dial_p99 is not None and r.live.dial_p99 >= SLOW_DIAL_SECONDS for r in judged)
     if cause.kind is CommonCause.ONE_TARGET and cause.evidence:

@@ -81,6 +81,36 @@ def test_the_summary_groups_targets_by_state_per_cluster_and_names_the_cause_wit
     assert limit_problems(msg.as_kwargs()) == []
 
 
+HUNG = TargetLive(TargetState.NO_HEALTHY_HALF_OPEN, False, 4.73, 0, 0, 1)
+
+
+def test_a_peer_feed_cause_names_the_targets_also_down_on_their_own() -> None:
+    found = entries(31)
+    lives = {f"p/t{i:03}": UNSYNCED for i in range(2, 31)} | {"p/t000": HUNG, "p/t001": HUNG}
+    text = all_text(storm_message(view(found, {"c0": TargetsRead(lives)}), NOW))
+    assert "*Common cause:* `c0`'s peer feed: `peer_cache_synced` is 0 on every one of the 31" in text
+    assert "no fix on a target helps" not in text
+    assert (
+        "Besides, 2 targets are also down on their own (`p/t000`, `p/t001`: no listed peer answers): "
+        "restoring the peer feed will not heal them; start with their control plane pods." in text
+    )
+    # Without a target down on its own, nothing on a target helps.
+    calm = {f"p/t{i:03}": UNSYNCED for i in range(31)}
+    text = all_text(storm_message(view(found, {"c0": TargetsRead(calm)}), NOW))
+    assert "from the platform, so no fix on a target helps." in text
+    assert "also down on" not in text
+
+
+def test_many_targets_down_on_their_own_are_named_up_to_a_cap() -> None:
+    found = entries(10)
+    lives = {f"p/t{i:03}": HUNG for i in range(7)} | {f"p/t{i:03}": UNSYNCED for i in range(7, 10)}
+    text = all_text(storm_message(view(found, {"c0": TargetsRead(lives)}), NOW))
+    assert (
+        "7 targets are also down on their own (`p/t000`, `p/t001`, `p/t002`, `p/t003`, `p/t004` and 2 more"
+        in text
+    )
+
+
 def test_without_live_rows_the_cause_is_only_suspected_from_the_shape() -> None:
     mixed = [*entries(600, clusters=3), *entries(400, clusters=3, alert=NO_HEALTHY_PEERS)]
     msg = storm_message(StormView(tuple(mixed), START), NOW)
