@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from bot.domain.fleet import FleetHealth
 from bot.errors import PlatformError
 from bot.fleet.derive import Fleet
-from bot.fleet.history import record_reading
+from bot.fleet.history import HistoryRecorder
 from bot.fleet.reading import FleetReader
 from bot.store import Store, StoreError, open_store
 from config.fields import LocatedProblems
@@ -48,6 +48,7 @@ class FleetWatch:
         self.current: Fleet | None = None
         self.failing_since: float | None = None
         self.read_at: float | None = None  # the reading being served
+        self._history: HistoryRecorder | None = None  # made with the store, at the first reading
 
     async def first(self) -> Fleet:
         self.store = await open_store(self.settings.store.url.get_secret_value(), clock=self._clock)
@@ -111,8 +112,10 @@ class FleetWatch:
         """The reading's changes kept as the instances' history; a store that fails it costs the history
         this one change, never the reading."""
         assert self.store is not None
+        if self._history is None:
+            self._history = HistoryRecorder(self.store, self._url)
         try:
-            recorded = await record_reading(self.store, self._url, prefix, listed)
+            recorded = await self._history.record(prefix, listed)
         except StoreError as err:
             log.warning("fleet: the instances' history is not recorded this time: %s", err)
             return

@@ -5,17 +5,17 @@ stand-in, the config-change scenario's change told as an alert would tell it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 import yaml
 
 from bot.alerts.change_enrich import ChangeHistory, change_report, instance_ref
-from bot.domain.changes import ChangeKind
-from bot.fleet.history import instance_facts, record_reading
+from bot.domain.changes import ChangeKind, InstanceFacts, InstanceVersion
+from bot.fleet.history import HistoryRecorder, instance_facts
 from bot.fleet.watch import FleetWatch
-from bot.store import Store, open_store
+from bot.store import Store, StoreError, open_store
 from config.loader import load_config
 from config.settings import Settings
 from sim.defaults import SECONDARY_GV
@@ -62,21 +62,59 @@ async def test_a_reading_records_only_the_instances_whose_facts_changed(store: S
     client = vci(spec_values=CLIENT_YAML, spec_version="0.37.1")
     target = vci("crd-store", spec_values="policies: {networkPolicy: {enabled: true}}", spec_version="0.37.1")
     first = listed(client, target)
-    assert await record_reading(store, PLATFORM, "p-", first) == ["platform/team-a", "platform/crd-store"]
-    assert await record_reading(store, PLATFORM, "p-", first) == []
+    recorder = HistoryRecorder(store, PLATFORM)
+    assert await recorder.record("p-", first) == ["platform/team-a", "platform/crd-store"]
+    # Another replica (or a restart) reading the same: nothing new.
+    assert await HistoryRecorder(store, PLATFORM).record("p-", first) == []
     upgraded = vci(
         "crd-store", spec_values="policies: {networkPolicy: {enabled: true}}", spec_version="0.38.0"
     )
-    assert await record_reading(store, PLATFORM, "p-", listed(client, upgraded)) == ["platform/crd-store"]
+    assert await recorder.record("p-", listed(client, upgraded)) == ["platform/crd-store"]
     history = await store.instance_history(PLATFORM, "platform/crd-store", 0.0)
     assert [v.facts.version for v in history] == ["0.37.1", "0.38.0"]
 
 
 async def test_a_secret_in_a_vcluster_yaml_is_never_kept(store: Store) -> None:
     secret = CLIENT_YAML.replace("{enabled: true}", "{enabled: true, token: s3cr3t-t0ken}")
-    await record_reading(store, PLATFORM, "p-", listed(vci(spec_values=secret, spec_version="1")))
+    await HistoryRecorder(store, PLATFORM).record("p-", listed(vci(spec_values=secret, spec_version="1")))
     [kept] = await store.instance_history(PLATFORM, "platform/team-a", 0.0)
     assert "s3cr3t" not in str(kept.facts.document())
+
+
+class CountingStore:
+    """The store's recording, counted, failing while `failing` (as a locked database does)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls = 0
+        self.failing = False
+
+    async def record_instance_versions(
+        self, platform: str, versions: Sequence[tuple[str, InstanceFacts]], *, keep: int, keep_for: float
+    ) -> list[str]:
+        self.calls += 1
+        if self.failing:
+            raise StoreError("database is locked")
+        return await self.store.record_instance_versions(platform, versions, keep=keep, keep_for=keep_for)
+
+    async def instance_history(self, platform: str, instance: str, since: float) -> list[InstanceVersion]:
+        return await self.store.instance_history(platform, instance, since)
+
+
+async def test_an_unchanged_reading_is_not_sent_and_a_failed_one_is_sent_again(store: Store) -> None:
+    counting = CountingStore(store)
+    recorder = HistoryRecorder(counting, PLATFORM)
+    reading = listed(vci(spec_values=CLIENT_YAML, spec_version="0.37.1"))
+    assert await recorder.record("p-", reading) == ["platform/team-a"]
+    assert await recorder.record("p-", reading) == []
+    assert counting.calls == 1
+    changed = listed(vci(spec_values=CLIENT_YAML, spec_version="0.37.2"))
+    counting.failing = True
+    with pytest.raises(StoreError):
+        await recorder.record("p-", changed)
+    counting.failing = False
+    assert await recorder.record("p-", changed) == ["platform/team-a"]
+    assert counting.calls == 3
 
 
 @pytest.fixture
