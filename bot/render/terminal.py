@@ -81,7 +81,34 @@ def _block_lines(block: Mapping[str, Any], style: Style, width: int) -> list[str
             f"[{_text_of(e.get('text'))}{' ↗' if e.get('url') else ''}]" for e in block.get("elements") or []
         ]
         return [style.wrap("36", " ".join(labels))]
+    if kind == "table":
+        return _table(block, width)
     return [style.dim(f"[{kind} block]")]
+
+
+def _table(block: Mapping[str, Any], width: int) -> list[str]:
+    """A table block, a line per row (wrapped when wider), its cells split by " │ "."""
+    lines: list[str] = []
+    for row in block.get("rows") or []:
+        cells = [_cell_text(c) for c in row if isinstance(c, Mapping)] if isinstance(row, list) else []
+        lines += wrap(" │ ".join(cells), width)
+    return lines
+
+
+def _cell_text(cell: Mapping[str, Any]) -> str:
+    """A cell's words: a raw text's text, a rich text's every text element."""
+    if cell.get("type") != "rich_text":
+        return str(cell.get("text", ""))
+    return "".join(_rich_words(cell.get("elements")))
+
+
+def _rich_words(elements: object) -> list[str]:
+    words: list[str] = []
+    for element in elements if isinstance(elements, list) else []:
+        if isinstance(element, Mapping):
+            words.append(str(element.get("text", "")))
+            words += _rich_words(element.get("elements"))
+    return words
 
 
 def show_message(

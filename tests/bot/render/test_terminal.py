@@ -58,6 +58,18 @@ def test_shows_header_sections_fields_context_and_buttons() -> None:
     assert "fallback" not in out  # blocks win over the fallback text, as in Slack
 
 
+def test_a_table_block_shows_a_line_per_row() -> None:
+    bold = {"type": "text", "text": "TARGET", "style": {"bold": True}}
+    header_cell = {"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [bold]}]}
+    rows = [[header_cell, {"type": "raw_text", "text": "STATE"}]]
+    rows += [
+        [{"type": "raw_text", "text": f"platform/shard-0{i}"}, {"type": "raw_text", "text": "down"}]
+        for i in range(2)
+    ]
+    out = show_message("table", [{"type": "table", "rows": rows}])
+    assert out.splitlines() == ["TARGET │ STATE", "platform/shard-00 │ down", "platform/shard-01 │ down"]
+
+
 def test_text_only_message_shows_its_text() -> None:
     assert show_message("*3 new* alerts") == "3 new alerts"
 
