@@ -168,3 +168,25 @@ async def test_the_config_change_scenario_is_recorded_and_told_through_the_platf
         assert f'+datasets.{SECONDARY_GV} targetVirtualCluster.name: "{NEXT_TARGET}"' in report.diff()
     finally:
         await watch.aclose()
+
+
+async def test_a_store_failing_the_history_costs_the_version_never_the_reading(
+    config_change: SimServer, tmp_path: Path
+) -> None:
+    watch = FleetWatch(settings_on(config_change, tmp_path), clock=config_change.shown_time)
+    try:
+        await watch.first()
+        assert watch.store is not None
+        counting = CountingStore(watch.store)
+        counting.failing = True
+        watch._history = HistoryRecorder(counting, watch.reader.platform.url)  # its store's recording fails
+        config_change.hold_at = None
+        await eventually(lambda: config_change.world.now() > FAULT_AT + 1, "the change at t=60")
+        watch.refresh = 0.05
+        fleet = await asyncio.wait_for(watch.changed(), 30.0)  # read and served all the same
+        assert NEXT_TARGET in {t.name.partition("/")[2] for c in fleet.clusters for t in c.targets}
+        assert counting.calls >= 1
+        history = await watch.store.instance_history(watch.reader.platform.url, "platform/team-a", 0.0)
+        assert [v.facts.version for v in history] == ["0.37.1"]  # the change was not recorded
+    finally:
+        await watch.aclose()
