@@ -268,8 +268,8 @@ class VersionChange:
         return [line for line in lines if not line.startswith(("---", "+++"))]
 
 
-def _listed(phrases: Sequence[str]) -> str:
-    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+def _listed(phrases: Sequence[str], last: str = "and") -> str:
+    return phrases[0] if len(phrases) == 1 else f"{', '.join(phrases[:-1])} {last} {phrases[-1]}"
 
 
 def _shown(facts: InstanceFacts) -> list[str]:
@@ -371,7 +371,8 @@ class ChangeReport:
         checked = [e for e in self.ends if e.kept]
         if not checked:
             return "; ".join(notes) if notes else f"No change history kept for its ends (last {window})"
-        whom = "either end" if len(checked) == len(self.ends) == 2 else " or ".join(e.name for e in checked)
+        names = [e.name for e in checked]
+        whom = "either end" if len(checked) == len(self.ends) == 2 else _listed(names, "or")
         return "; ".join([f"No change to {whom} in the last {window}", *notes])
 
     def diff(self, max_lines: int = DIFF_LINES, max_chars: int = DIFF_CHARS) -> str:

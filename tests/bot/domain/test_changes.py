@@ -229,3 +229,11 @@ def test_a_diff_line_is_one_value_of_a_list_and_clipped() -> None:
     assert added.startswith("+networkPolicy.egress[0].to[0].namespaceSelector.matchLabels.name: ")
     assert len(added) == 1 + 160
     assert added.endswith("…")
+
+
+def test_nothing_changed_on_three_ends_names_them() -> None:
+    other = "platform/crd-store-b"
+    ends = tuple(EndHistory(ref, (version(ref, 1, 600, BASE),)) for ref in (CLIENT, TARGET, other))
+    assert ChangeReport(FIRED, ends=ends).line() == (
+        "No change to team-a, crd-store or crd-store-b in the last 30 min"
+    )
