@@ -43,6 +43,7 @@ from bot.domain.alerts_catalog import PROBE_FAILING
 from bot.domain.findings import Severity
 from bot.domain.impact import ImpactTally
 from bot.domain.incident import (
+    ACROSS_CLIENTS,
     MAX_MEMBERS,
     Cause,
     CauseKey,
@@ -286,6 +287,7 @@ def line_of(state: AlertGroupState, now: float) -> IncidentLine:
         flaps=state.facts.flaps.count(now),
         cronjob=probes[0] if len(probes) == 1 else None,
         alerts=max(len(labels), 1),
+        cluster=None if state.facts.cause is None else state.facts.cause.cluster,
     )
 
 
@@ -298,7 +300,8 @@ def shown(
 ) -> AlertGroupView:
     """The view as its message shows it: with the groups that joined it and its flap count; firing while
     any of its groups fires, resolved when the last one resolves."""
-    lines = tuple(line_of(m, now) for m in members)
+    # A member's client is named only when it is another than the message's own.
+    lines = tuple(_whose(line_of(m, now), view.cluster) for m in members)
     names = tuple(dict.fromkeys([*view.names(), *(n for line in lines for n in line.names)]))
     cause = None if own is None or own.facts.cause is None else own.facts.cause.cause
     incident = IncidentView(cause=cause, names=names, members=lines, flaps=flaps.count(now))
@@ -308,6 +311,10 @@ def shown(
         return replace(view, incident=incident, status=GroupStatus.FIRING, resolved_at=None)
     ends = [t for t in (view.resolved_at, *(line.resolved_at for line in lines)) if t is not None]
     return replace(view, incident=incident, resolved_at=max(ends, default=None))
+
+
+def _whose(line: IncidentLine, own: str | None) -> IncidentLine:
+    return replace(line, cluster=None) if line.cluster == own else line
 
 
 class IncidentDesk:
@@ -385,6 +392,16 @@ class IncidentDesk:
         cluster, target = clusters.pop(), targets.pop()
         open_here = self._open.get(channel, {}).values()
         fits = [i for i in open_here if i.key.cluster == cluster and (probe or i.key.target == target)]
+        # A target this client shares with others: their incidents about it may be this group's too.
+        mine = {t.name for c in [self._settings.cluster(str(cluster))] if c is not None for t in c.targets}
+        fits += [
+            i
+            for i in open_here
+            if i.key.cluster != cluster
+            and i.key.cause in ACROSS_CLIENTS
+            and (i.key.target in mine if probe else i.key.target == target)
+            and len(self._settings.forwarders(i.key.target)) > 1
+        ]
         return sorted(fits, key=lambda i: i.opened_at)[:MAX_CANDIDATES]
 
     async def _anchor(self, channel: str, key: str) -> Anchor | None:
@@ -450,9 +467,11 @@ class IncidentDesk:
             notification_id=share.notification_id,
             now=now,
         )
-        facts = replace(
-            state.facts, incident=first.group_key, cause=first.facts.cause, flaps=flaps, impact=share.readings
-        )
+        # Its own client on the incident's key: a member of another client than the first's says whose.
+        key = first.facts.cause
+        if key is not None and view.cluster is not None:
+            key = replace(key, cluster=view.cluster)
+        facts = replace(state.facts, incident=first.group_key, cause=key, flaps=flaps, impact=share.readings)
         state = replace(state, facts=facts)
         keys = tuple(dict.fromkeys([*first.facts.members, view.group_key]))
         first = replace(first, ts=None, facts=replace(first.facts, members=keys))
@@ -467,7 +486,7 @@ class IncidentDesk:
         await self._thread.first_details(identity, channel, own)
         cause = None if first.facts.cause is None else first.facts.cause.cause
         lead = leading_member(own.severity, incident.incident)
-        heads = lead is not None and lead == line_of(state, now)
+        heads = lead is not None and lead == _whose(line_of(state, now), incident.cluster)
         await self._thread.details(identity, channel, first.group_key, view, cause, heads=heads)
         if ended is not None and prev is not None and self._resolutions is not None:
             change = change_since(group, view, prev, from_epoch(now))

@@ -140,18 +140,33 @@ class OpenIncident:
     opened_at: float
 
 
+# Causes on the target's side: clients that forward to one target and read the same one there share an
+# incident (one message for every client hit). The peer feed is each client's own.
+ACROSS_CLIENTS = frozenset({Cause.ENDPOINTS, Cause.TARGET_ANSWERS, Cause.SLOW_TARGET})
+
+
 def pick_incident(
     key: CauseKey | None, cluster: str | None, incidents: Sequence[OpenIncident], *, probe: bool = False
 ) -> OpenIncident | None:
-    """The open incident a new group joins, if any.
+    """The open incident a new group joins, if any (`incidents`: the candidates, on the group's cluster or
+    on a target it shares with another client).
 
-    A group joins the incident of its own key. A failing probe (no target label) joins the incident of its
-    cluster: the one of its own key when its findings name one, else the oldest.
+    A group joins the incident of its own key, else, when its cause is on the target's side
+    (`ACROSS_CLIENTS`), the oldest incident of the same target and cause on another client. A failing probe
+    (no target label) joins the incident of its cluster: the one of its own key (or of its target's, on
+    another client) when its findings name one, else the oldest of its cluster.
     """
     if key is not None:
         exact = next((i for i in incidents if i.key == key), None)
-        if exact is not None or not probe:
+        if exact is not None:
             return exact
+        if key.cause in ACROSS_CLIENTS:
+            alike = (i for i in incidents if i.key.target == key.target and i.key.cause is key.cause)
+            shared = min(alike, key=lambda i: i.opened_at, default=None)
+            if shared is not None:
+                return shared
+        if not probe:
+            return None
     if not probe or cluster is None:
         return None
     same = sorted((i for i in incidents if i.key.cluster == cluster), key=lambda i: i.opened_at)
@@ -206,6 +221,7 @@ class IncidentLine:
     flaps: int = 0
     cronjob: str | None = None  # a failing probe's `<namespace>/<cronjob>` (it has no target)
     alerts: int = 1  # the group's firing alerts (one per group/version and replica)
+    cluster: str | None = None  # its client, when another than the message's own (a shared target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +257,7 @@ def leading_member(own: Severity, incident: IncidentView | None) -> IncidentLine
 
 
 __all__ = [
+    "ACROSS_CLIENTS",
     "FLAPPING_AT",
     "FLAP_NOTE_EVERY_SECONDS",
     "FLAP_WINDOW_SECONDS",

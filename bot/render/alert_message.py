@@ -308,8 +308,10 @@ def _tail_lines(tail: Sequence[Block]) -> int:
 
 def _place_line(view: AlertGroupView, now: datetime) -> str:
     where = _subject(view)
-    cluster = name(view.cluster) if view.cluster else "no configured cluster matched"
     members = view.incident.members if view.incident is not None else ()
+    # Its clients: the message's own, then those of members on a shared target.
+    clients = [c for c in dict.fromkeys([view.cluster, *(m.cluster for m in members)]) if c]
+    cluster = names(clients, "clients", shown=3) if clients else "no configured cluster matched"
     # The incident's firing alerts, its own and each member's: the one count the message gives.
     firing = len(view.firing) + sum(m.alerts for m in members if m.firing)
     resolved = len(view.alerts) - len(view.firing)

@@ -74,6 +74,8 @@ def _where(target: str | None, group_versions: Sequence[str]) -> str:
 def _member_line(m: IncidentLine, now: datetime) -> str:
     names = ", ".join(f"*{esc(n)}*" for n in m.names) or "*alert*"
     where = _where(m.target, m.group_versions)
+    if m.cluster is not None:
+        where += f" from {code(m.cluster)}"
     if m.cronjob is not None and m.target is None:
         where += f" (CronJob {code(m.cronjob)})"
     if not m.firing:

@@ -124,3 +124,54 @@ async def test_a_target_of_one_client_has_no_blast_line_and_reads_nothing_more(s
     finally:
         await h.pipeline.aclose()
         await h.store.close()
+
+
+def beta_group(fingerprint: str = "b1") -> bytes:
+    return webhook(
+        [alert(fingerprint, cluster="beta", target=SHARED)],
+        group='{}:{alertname="ResourceProxyNoHealthyPeers", cluster="beta"}',
+    )
+
+
+async def test_a_second_client_losing_the_same_target_joins_the_first_ones_message(three: Harness) -> None:
+    await three.run(webhook([alert("a1", cluster="alpha", target=SHARED)]))
+    before = len(await three.items())
+    await three.run(beta_group())
+    added = (await three.items())[before:]
+    assert OutboxKind.POST not in [i.kind for i in added]  # one message for the target
+    [update] = [i for i in added if i.kind is OutboxKind.UPDATE]
+    shown = text_of(update)
+    assert "on `alpha`, `beta`" in shown
+    assert "*1 alert rule, one cause:* the target's endpoints (no healthy peer)" in shown
+    assert "🎯 2 of 3 clients cannot reach platform/db" in shown
+    replies = [i for i in added if i.kind is OutboxKind.REPLY]
+    assert any("Joined this incident" in text_of(r) for r in replies)
+
+
+async def test_a_client_with_a_target_of_its_own_does_not_join_another_clients_incident(
+    store_path: Path,
+) -> None:
+    live = PerClusterLive({"alpha": 0, "beta": 0})
+    config = Settings.model_validate(
+        {
+            "slack": {"default_channel": "#proxy"},
+            "clusters": [cluster_config("alpha", "#proxy"), cluster_config("beta", "#proxy")],
+        }
+    )
+    live.pages = {
+        "alpha": parse_syncer(page(0).replace(SHARED, "alpha/db")),
+        "beta": parse_syncer(page(0).replace(SHARED, "beta/db")),
+    }
+    h = await harness_of(store_path, live, config)
+    try:
+        await h.run(webhook([alert("a1", cluster="alpha", target="alpha/db")]))
+        await h.run(
+            webhook(
+                [alert("b1", cluster="beta", target="beta/db")],
+                group='{}:{alertname="ResourceProxyNoHealthyPeers", cluster="beta"}',
+            )
+        )
+        assert [i.kind for i in await h.items()].count(OutboxKind.POST) == 2
+    finally:
+        await h.pipeline.aclose()
+        await h.store.close()

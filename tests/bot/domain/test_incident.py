@@ -147,6 +147,20 @@ def test_a_group_joins_only_the_incident_of_its_own_key() -> None:
     assert pick_incident(None, "team-a", OPEN) is None
 
 
+def test_a_cause_on_the_targets_side_joins_another_clients_incident_of_that_target() -> None:
+    down = [
+        OpenIncident(CauseKey("team-a", TARGET, Cause.ENDPOINTS), "g-a", 10.0),
+        OpenIncident(CauseKey("team-c", TARGET, Cause.ENDPOINTS), "g-c", 5.0),
+        OpenIncident(CauseKey("team-d", TARGET, Cause.PEER_FEED), "g-d", 1.0),
+    ]
+    assert pick_incident(CauseKey("team-b", TARGET, Cause.ENDPOINTS), "team-b", down) == down[1]  # oldest
+    # The peer feed is each client's own: no other client's incident is its.
+    assert pick_incident(CauseKey("team-b", TARGET, Cause.PEER_FEED), "team-b", down) is None
+    assert pick_incident(CauseKey("team-b", "platform/x", Cause.ENDPOINTS), "team-b", down) is None
+    # Its own key first, when it has one open.
+    assert pick_incident(CauseKey("team-a", TARGET, Cause.ENDPOINTS), "team-a", down) == down[0]
+
+
 def test_a_failing_probe_joins_its_clusters_incident_its_own_cause_first_else_the_oldest() -> None:
     assert pick_incident(FEED, "team-a", OPEN, probe=True) == OPEN[1]
     assert pick_incident(None, "team-a", OPEN, probe=True) == OPEN[0]

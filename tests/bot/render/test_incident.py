@@ -49,6 +49,13 @@ def test_an_incident_says_how_many_alerts_share_which_cause_and_lists_the_others
     assert lines[3] == f"↳ ✅ *{PEER_CHURN}* on `{T}` (`{GV}`): resolved after 2 min"
 
 
+def test_a_member_of_another_client_says_whose_it_is() -> None:
+    view = IncidentView(Cause.ENDPOINTS, ("A",), (line(cluster="team-b"),))
+    assert incident_lines(view, NOW)[1] == (
+        f"↳ also firing: 🟠 *{DISCOVERY_DEGRADED}* on `{T}` (`{GV}`) from `team-b`, since 3 min ago"
+    )
+
+
 def test_flapping_shows_the_count_on_the_message_and_on_a_members_line() -> None:
     assert incident_lines(IncidentView(flaps=1), NOW) == []  # once is not flapping
     [own] = incident_lines(IncidentView(flaps=3), NOW)
