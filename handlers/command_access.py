@@ -96,6 +96,11 @@ def granted(settings: Settings, asker: Asker, sub: str) -> tuple[ClusterSettings
 def target_for(settings: Settings, asker: Asker, name: str) -> TargetRef:
     """A configured target the asker may query; unknown names list only targets they may see."""
     ref = resolve_target(settings, name, queryable(settings, asker.who))
-    if not settings.may_query(ref.cluster.name, asker.who):
+    # A target several clients forward to: the first of them the asker may query.
+    mine = (
+        TargetRef(c, t) for c, t in settings.forwarders(ref.name) if settings.may_query(c.name, asker.who)
+    )
+    found = next(mine, None)
+    if found is None:
         raise query_refusal(ref.cluster.name, asker)
-    return ref
+    return found

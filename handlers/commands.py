@@ -213,31 +213,36 @@ def _plan_help(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
 def _plan_status(deps: CommandDeps, inv: Invocation, asker: Asker) -> CommandPlan:
     name = inv.arg(0)
     targets: tuple[str, ...] | None = None
+    clusters = queryable(deps.settings, asker.who)
     if name is not None:
         ref = target_for(deps.settings, asker, name)
         targets, what = (ref.name,), ref.name
     else:
-        clusters = queryable(deps.settings, asker.who)
         targets = None if clusters == deps.settings.clusters else _names(clusters)
         what = "every target"
+    # A shared target is read through every client behind it that the asker may query, no other.
+    through = None if clusters == deps.settings.clusters else tuple(c.name for c in clusters)
 
     shown = peers_message if inv.sub == "peers" else status_message
 
     async def work() -> Message:
-        return shown(await _status(deps.ctx, targets), deps.now())
+        return shown(await _status(deps.ctx, targets, through), deps.now())
 
     return CommandPlan(work, f"reading the live state of {what}…")
 
 
 def _names(clusters: tuple[ClusterSettings, ...]) -> tuple[str, ...]:
-    return tuple(t.name for c in clusters for t in c.targets)
+    return tuple(dict.fromkeys(t.name for c in clusters for t in c.targets))  # a shared target once
 
 
-async def _status(ctx: CheckContext, targets: tuple[str, ...] | None) -> StatusResult:
-    """Every configured target (None), or only these: the ones the asker may query."""
+async def _status(
+    ctx: CheckContext, targets: tuple[str, ...] | None, clusters: tuple[str, ...] | None = None
+) -> StatusResult:
+    """Every configured target (None), or only these: the ones the asker may query, through the clients
+    they may query (`clusters`; None: every one)."""
     if targets is None:
         return await run_status(ctx)
-    results = [await run_status(ctx, name) for name in targets]
+    results = [await run_status(ctx, name, clusters) for name in targets]
     reads = {read.cluster: read for result in results for read in result.reads}
     return StatusResult(tuple(t for result in results for t in result.targets), tuple(reads.values()))
 

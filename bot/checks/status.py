@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import re
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Collection
 from typing import TypeVar
 
 from bot.clients.prometheus import PrometheusClient
@@ -55,20 +55,28 @@ STATUS_CONCURRENCY = 8
 T = TypeVar("T")
 
 
-def _refs(settings: Settings, target: str | None) -> list[TargetRef]:
+def _refs(settings: Settings, target: str | None, clusters: Collection[str] | None) -> list[TargetRef]:
+    """The target through every client that forwards to it (or every configured target), only through
+    `clusters` when given (the ones the asker may query)."""
     if target is not None:
-        return [resolve_target(settings, target)]
-    return [TargetRef(c, t) for c in settings.clusters for t in c.targets]
+        resolve_target(settings, target)  # an unknown name is refused, naming the known ones
+        refs = [TargetRef(c, t) for c, t in settings.forwarders(target)]
+    else:
+        refs = [TargetRef(c, t) for c in settings.clusters for t in c.targets]
+    return [r for r in refs if clusters is None or r.cluster.name in clusters]
 
 
-async def run_status(ctx: CheckContext, target: str | None = None) -> StatusResult:
-    """Live state of `target` (or every configured target): peers per group/version, the diagnosis, the
-    quick-triage verdict, and the triage reads (versions, target pods, APIServices)."""
-    refs = _refs(ctx.settings, target)
+async def run_status(
+    ctx: CheckContext, target: str | None = None, clusters: Collection[str] | None = None
+) -> StatusResult:
+    """Live state of `target` through each client behind it (or of every configured target), read through
+    `clusters` only when given: peers per group/version, the diagnosis, the quick-triage verdict, and the
+    triage reads (versions, target pods, APIServices)."""
+    refs = _refs(ctx.settings, target, clusters)
     live = await ctx.live()
     sources = list(dict.fromkeys(source for ref in refs for source in _sources(ref.cluster)))
-    clusters = list({ref.cluster.name: ref.cluster for ref in refs}.values())
-    chosen = {c.name: tuple(r.target for r in refs if r.cluster.name == c.name) for c in clusters}
+    reading = list({ref.cluster.name: ref.cluster for ref in refs}.values())
+    chosen = {c.name: tuple(r.target for r in refs if r.cluster.name == c.name) for c in reading}
     # A fleet-wide status reads a few clusters at a time, not all of them at once.
     slots = asyncio.Semaphore(STATUS_CONCURRENCY)
 
@@ -78,7 +86,7 @@ async def run_status(ctx: CheckContext, target: str | None = None) -> StatusResu
 
     read_list, triages = await asyncio.gather(
         asyncio.gather(*(bounded(live.read(source)) for source in sources)),
-        asyncio.gather(*(bounded(read_triage(ctx, c, chosen[c.name])) for c in clusters)),
+        asyncio.gather(*(bounded(read_triage(ctx, c, chosen[c.name])) for c in reading)),
     )
     reads = dict(zip(sources, read_list, strict=True))
     by_cluster = {t.cluster: t for t in triages}

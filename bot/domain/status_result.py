@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bot.domain.alert_summary import PeerReading
+from bot.domain.blast import BlastRadius, ClientReach, client_reach
 from bot.domain.findings import Finding, Severity, finding_dict, worst
 from bot.domain.reasons import OutcomeReason, ReasonKind
 from bot.domain.snapshot import PeerCounts
@@ -79,6 +81,18 @@ class StatusResult:
         broken = any(t.verdict is not None and t.verdict.verdict in BROKEN for t in self.targets)
         return self.severity < Severity.WARNING and not broken
 
+    @property
+    def blast(self) -> tuple[BlastRadius, ...]:
+        """Each target read through more than one client: how every client behind it reaches it."""
+        by_target: dict[str, dict[str, list[TargetStatus]]] = {}
+        for t in self.targets:
+            by_target.setdefault(t.target, {}).setdefault(t.cluster, []).append(t)
+        return tuple(
+            BlastRadius(target, tuple(_reach(target, client, rows) for client, rows in clients.items()))
+            for target, clients in by_target.items()
+            if len(clients) > 1
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "check": "status",
@@ -86,9 +100,44 @@ class StatusResult:
             "verdict": self.severity.label,
             "reads": [_read_dict(r) for r in self.reads],
             "targets": [_target_dict(t) for t in self.targets],
+            "blast": [
+                {"target": b.target, "clients": [_reach_dict(c) for c in b.clients]} for b in self.blast
+            ],
             "clusters": [t.as_dict() for t in self.triage],
             "triage_findings": [finding_dict(f) for f in self.triage_findings],
         }
+
+
+def _reach(target: str, client: str, rows: list[TargetStatus]) -> ClientReach:
+    """One client's reach of `target` from its readings (one per replica read)."""
+    read = [r for r in rows if r.unavailable is None]
+    if not read:
+        return client_reach(client, (), None, target, rows[0].unavailable)
+    peers = [
+        PeerReading(
+            target,
+            g.group_version,
+            g.peers.healthy,
+            g.peers.quarantined,
+            g.peers.half_open,
+            g.cache_synced,
+            r.replica,
+        )
+        for r in read
+        for g in r.group_versions
+        if g.peers is not None
+    ]
+    return client_reach(client, [g.group_version for g in read[0].group_versions], peers, target)
+
+
+def _reach_dict(c: ClientReach) -> dict[str, Any]:
+    return {
+        "client": c.client,
+        "reach": c.reach.value,
+        "lost": list(c.lost),
+        "unsynced": list(c.unsynced),
+        "why": c.why,
+    }
 
 
 def _read_dict(r: ClusterReadInfo) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from bot.domain.status_result import (
     StatusResult,
     TargetStatus,
 )
+from bot.render.alert_message import BLAST_MARK
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
 from bot.render.slack import findings_message, live_line
 from bot.render.verdict import verdict_lines
@@ -40,8 +41,8 @@ def _cache_line(target: str, g: GroupVersionState) -> str:
     return f"{target} {g.group_version}: {peers}; cache {synced}{age}"
 
 
-def _target_notes(t: TargetStatus) -> list[str]:
-    name = t.target if t.replica is None else f"{t.target} on replica {t.replica}"
+def _target_notes(t: TargetStatus, shared: set[str]) -> list[str]:
+    name = _reading(t, shared)
     return [_cache_line(name, g) for g in t.group_versions]
 
 
@@ -55,13 +56,26 @@ def _live(result: StatusResult) -> LiveRead:
 
 
 def _lead(result: StatusResult) -> list[str]:
-    """The quick-triage verdict of every target (each replica's reading apart), first."""
-    lines = []
+    """Who is hit, for each target several clients use, then the quick-triage verdict of every target (each
+    client's and replica's reading apart), first."""
+    lines = [f"{BLAST_MARK} {esc(b.sentence())}" for b in result.blast]
+    shared = _shared(result)
     for t in result.targets:
         if t.verdict is not None:
-            name = t.target if t.replica is None else f"{t.target} on replica {t.replica}"
-            lines += verdict_lines(name, t.verdict)
+            lines += verdict_lines(_reading(t, shared), t.verdict)
     return lines
+
+
+def _shared(result: StatusResult) -> set[str]:
+    return {b.target for b in result.blast}
+
+
+def _reading(t: TargetStatus, shared: set[str]) -> str:
+    """Which reading of the target: its replica's when addressable, else its client's when the target has
+    more than one (a shared target)."""
+    if t.replica is not None:
+        return f"{t.target} on replica {t.replica}"
+    return f"{t.target} from {t.cluster}" if t.target in shared else t.target
 
 
 def _triage_notes(result: StatusResult) -> list[str]:
@@ -78,7 +92,8 @@ def status_message(result: StatusResult, now: datetime) -> Message:
     """The verdict per target, then the peer caches, the findings, the proxy objects and versions, and
     when and where state was read."""
     names = [t.target for t in result.targets]
-    notes = [line for t in result.targets for line in _target_notes(t)]
+    shared = _shared(result)
+    notes = [line for t in result.targets for line in _target_notes(t, shared)]
     notes += _triage_notes(result)
     notes += [f"replica of {r.cluster}: {r.replica or REPLICA_UNKNOWN}" for r in result.reads]
     clusters = sorted({t.cluster for t in result.targets})

@@ -28,7 +28,7 @@ from bot.compose import slack_endpoints
 from bot.domain.alerts import AlertStatus
 from bot.domain.messages import ActionRef
 from bot.domain.silences import Matcher, NewSilence, Silence
-from bot.errors import InputError, UpstreamError
+from bot.errors import InputError, Refused, UpstreamError
 from bot.reads.context import CheckContext
 from bot.render.slack import ACTION_PATH, ACTION_PROBE
 from bot.store import AlertGroupState, Store
@@ -508,6 +508,23 @@ def test_an_unknown_target_lists_only_the_targets_the_asker_may_query() -> None:
         InputError, match=r"'dev/nope' is not a configured target \(configured: prod/ledger\)$"
     ):
         target_for(settings, asker, "dev/nope")
+
+
+def test_a_shared_target_is_the_asker_s_through_the_first_client_they_may_query() -> None:
+    shared = fleet_target("platform/db")
+    data = fleet_config(
+        clusters=[
+            fleet_cluster("prod", targets=[shared]),
+            fleet_cluster("dev", match={"cluster": "dev"}, targets=[shared]),
+        ],
+        access={"channels": [{"channel": "#ops", "clusters": ["dev"]}]},
+    )
+    settings = Settings.model_validate(data)
+    ops = Asker(Requester(ALICE, "C0OPS0001", "ops"), "alice", "#ops")
+    assert target_for(settings, ops, "platform/db").cluster.name == "dev"
+    elsewhere = Asker(Requester(ALICE, "C0RANDOM1", "random"), "alice", "#random")
+    with pytest.raises(Refused, match="may not query cluster"):
+        target_for(settings, elsewhere, "platform/db")
 
 
 async def test_a_mistyped_target_among_5000_gets_an_answer_slack_takes(

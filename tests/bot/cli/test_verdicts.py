@@ -202,3 +202,29 @@ def test_license_failure_discovery_points_at_the_peer_feed_not_the_crd(
         for f in found:
             assert f["cause"] == "The peer check failed, so the proxy path is down."
             assert "CRD" not in f["next_step"]
+
+
+def test_a_shared_target_shows_every_client_behind_it_and_who_is_hit(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    for server, config in started(tmp_path_factory, "shared-target-down", speed=1, at=240.0):
+        code, report = run_json(Sim(server, config), "status", TARGET_LABEL)
+        assert [(t["cluster"], t["verdict"]) for t in report["targets"]] == [
+            ("team-a", "proxy_path"),
+            ("team-b", "proxy_path"),
+            ("team-c", "proxy_path"),
+            ("team-d", "healthy"),
+        ]
+        [blast] = report["blast"]
+        assert blast["target"] == TARGET_LABEL
+        assert [(c["client"], c["reach"]) for c in blast["clients"]] == [
+            ("team-a", "lost"),
+            ("team-b", "lost"),
+            ("team-c", "lost"),
+            ("team-d", "healthy"),
+        ]
+        assert code == 1
+        _, shown, _ = Sim(server, config).run("status", TARGET_LABEL)
+        assert "🎯 3 of 4 clients cannot reach platform/crd-store: team-a (" in shown
+        assert "; team-d still healthy" in shown
+        assert "platform/crd-store from team-b" in shown or "replica team-b-0" in shown
