@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from bot.alerts.change_enrich import ChangeHistory
 from bot.alerts.escalation import EscalationWatch, configured
 from bot.alerts.prom_enrich import PromEnricher
 from bot.alerts.silenced_end import SilencedEnds
@@ -400,6 +401,8 @@ def _alert_worker(
         silences=watch,  # the silences a resolution summary lists
         # On a shared store other replicas take notifications in too: this one cannot know the newest.
         arrivals=None if shared else (lambda: deps.arrivals.last_at),
+        # What changed before an alert, from the instances' kept history (a fleet from the platform).
+        changes=None if settings.platform is None else ChangeHistory(clients.store, settings.platform.url),
     )
 
 

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from bot.alerts.budget import ObserveWait
+from bot.alerts.change_enrich import ChangeHistory
 from bot.alerts.log_enrich import LogSource
 from bot.alerts.outbox import Outbox
 from bot.alerts.pipeline import AlertPipeline, LiveStateReader, TargetPodsSource
@@ -239,6 +240,7 @@ def register(
     alertmanager: ActiveAlerts | None = None,
     silences: SilenceList | None = None,
     arrivals: Callable[[], float | None] | None = None,
+    changes: ChangeHistory | None = None,
 ) -> AlertWorker:
     """Create the alert pipeline and its worker; nothing runs until `worker.run()` does.
 
@@ -254,6 +256,7 @@ def register(
     listed in the resolution summaries. `arrivals`: when this process last took in a notification, when
     it takes in every one (a storm's table then waits for no pause that is already over). `clock` tells
     the time the messages show; `pacing` (default: `clock`) times the worker's waits and a storm's pauses.
+    `changes`: the instances' kept history, for what changed before each alert (a fleet from the platform).
     """
     pipeline = AlertPipeline(
         settings,
@@ -270,6 +273,7 @@ def register(
         alertmanager=alertmanager,
         silences=silences,
         arrivals=arrivals,
+        changes=changes,
     )
     return AlertWorker(
         store, pipeline, wake=wake, clock=pacing or clock, pause=pause or _next_turn, lease=lease, poll=poll

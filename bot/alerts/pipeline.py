@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 from bot.alerts import blast
 from bot.alerts.budget import ObserveWait, Waits, in_hand
+from bot.alerts.change_enrich import ChangeHistory, ChangeRound, group_report, instance_ref
 from bot.alerts.grouping import Reading, Routed, build, pods_reading, reading, route
 from bot.alerts.incident import Anchor, IncidentDesk, Placement, Share, shown
 from bot.alerts.log_enrich import LogRound, LogSource
@@ -128,8 +129,11 @@ class AlertPipeline:
         alertmanager: ActiveAlerts | None = None,
         silences: SilenceList | None = None,
         arrivals: Callable[[], float | None] | None = None,
+        changes: ChangeHistory | None = None,
     ) -> None:
         self._settings = settings
+        # What changed before each alert, on its client and target (a fleet from the platform only).
+        self._changes = changes
         # The newest arrival this process noted (None: none since it started), if every notification
         # comes through it (one replica): a storm's table then waits for no pause that is over.
         self._arrivals = arrivals
@@ -210,13 +214,19 @@ class AlertPipeline:
         # Every client behind a shared target is read in the same round, for its blast radius.
         behind = blast.sources(self._settings, every)
         clusters |= {source for found in behind.values() for source in found}
-        readings, pods = await self._enrich(clusters, prom, logs, {t for t in targets if t})
+        changes = ChangeRound(self._changes, self._budget)
+        changes.start(self._ends(every, targets))
+        readings, pods = await self._enrich(clusters, prom, logs, {t for t in targets if t}, changes)
 
         def share(webhook: AlertmanagerWebhook, channel: str, routed: list[Routed]) -> ChannelGroup:
-            """One channel's share of the round, the blast radius of its shared targets with it."""
+            """One channel's share of the round, with the blast radius of its shared targets and what
+            changed on its ends before it fired."""
             group = build(webhook, channel, routed, readings, prom, logs, pods)
             radii = blast.radii(self._settings, routed, readings, behind)
-            return replace(group, view=replace(group.view, blast=radii)) if radii else group
+            report = group_report(changes, self._settings, group.view)
+            if not radii and report is None:
+                return group
+            return replace(group, view=replace(group.view, blast=radii, changes=report))
 
         def rebuild(anchor: Anchor) -> AlertGroupView:
             return share(anchor.webhook, anchor.state.channel, list(anchor.routed)).view
@@ -274,10 +284,25 @@ class AlertPipeline:
             await self._pods.cancel_pending()
         if self._prometheus is not None:
             await self._prometheus.cancel_pending()
+        if self._changes is not None:
+            await self._changes.cancel_pending()
 
     # -- routing and enrichment ----------------------------------------------------------------------
+    def _ends(self, every: Iterable[Routed], targets: Iterable[str | None]) -> set[str]:
+        """The platform instances whose history the round reads: each alert's client and target."""
+        if self._changes is None:
+            return set()
+        named = {r.cluster for r in every if r.cluster}
+        clients = [c for name in named if (c := self._settings.cluster(name)) is not None]
+        return {ref for c in clients if (ref := instance_ref(c)) is not None} | {t for t in targets if t}
+
     async def _enrich(
-        self, clusters: Iterable[str], prom: PromRound, logs: LogRound, targets: set[str]
+        self,
+        clusters: Iterable[str],
+        prom: PromRound,
+        logs: LogRound,
+        targets: set[str],
+        changes: ChangeRound,
     ) -> tuple[dict[str, Reading], dict[str, TargetPods] | None]:
         waits = Waits()
         tasks = {name: self._start_read(name) for name in sorted(clusters)}
@@ -287,9 +312,16 @@ class AlertPipeline:
             ("pods", pod_tasks.values()),
             ("prometheus", prom.tasks),
             ("logs", logs.tasks),
+            ("changes", changes.tasks),
         ):
             waits.track(part, started)
-        waiting: list[asyncio.Future[Any]] = [*tasks.values(), *pod_tasks.values(), *prom.tasks, *logs.tasks]
+        waiting: list[asyncio.Future[Any]] = [
+            *tasks.values(),
+            *pod_tasks.values(),
+            *prom.tasks,
+            *logs.tasks,
+            *changes.tasks,
+        ]
         if waiting:
             if not all(read.done() for read in waiting):  # in a storm, most often all are in hand
                 # asyncio.wait neither raises on the deadline nor cancels what is late.
@@ -297,6 +329,7 @@ class AlertPipeline:
             waits.report(self._observe_wait, self._budget)
         prom.collect()
         logs.collect()
+        changes.collect()
         readings = {name: reading(task, self._budget) for name, task in tasks.items()}
         if self._pods is None:
             return readings, None

@@ -27,6 +27,7 @@ from bot.domain.alert_summary import (
     worst_of,
 )
 from bot.domain.blast import BlastRadius
+from bot.domain.changes import ChangeReport
 from bot.domain.diagnosis import AlertDiagnosis
 from bot.domain.findings import Finding, Severity, worst
 from bot.domain.incident import IncidentView
@@ -173,6 +174,8 @@ class AlertGroupView:
     incident: IncidentView | None = None
     # Every client behind each shared target of the group, as each reaches it now (`bot.domain.blast`).
     blast: tuple[BlastRadius, ...] = ()
+    # What changed on its client and target before it fired (a fleet from the platform; else None).
+    changes: ChangeReport | None = None
 
     @property
     def firing(self) -> tuple[AlertView, ...]:

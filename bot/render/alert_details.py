@@ -37,6 +37,7 @@ from bot.render.blocks import (
     section_lines,
     units,
 )
+from bot.render.changes import change_details
 from bot.render.incident import join_lines
 from bot.render.slack import (
     RESOLVED_MARK,
@@ -52,6 +53,7 @@ MAX_LINES = 25  # lines of the reply as shown (the terminal's width), its head a
 MAX_CHARS = 2000  # characters as Slack counts them
 LISTED = 4  # lines of a list (alerts, peers, evidence, findings) before "+N more"
 LINE_CHARS = 400  # one evidence line at most (the logs counted): the rest is `proxybot logs`
+CHANGES_ROOM = 420  # characters of what changed before it, its diff included: the evidence keeps its room
 
 
 def member_details_reply(
@@ -72,6 +74,9 @@ def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] =
     kept = [head, *([list(intro)] if intro else []), [*_judgement(lead), *_other_verdicts(alerts)]]
     evidence = [e for e in (lead.now_evidence if lead else ()) if not e.startswith("Verdict rests on")]
     optional = [
+        # What changed on its ends before it fired, the diff with it (a fleet from the platform): what
+        # the message cannot show, first.
+        _changes(view),
         _listed("Evidence", [f"• {esc(clip(e, LINE_CHARS))}" for e in evidence]),
         *_clients(view),
         _listed(counted(len(alerts), "alert"), [_alert_line(a) for a in alerts]),
@@ -85,6 +90,14 @@ def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] =
     sections = _fit(kept, [o for o in optional if o], tail)
     fallback = f"Details: {view.status.value} {', '.join(esc(n) for n in view.names()[:3])}"
     return message(fallback, [section_lines(lines) for lines in sections], tail)
+
+
+def _changes(view: AlertGroupView) -> list[str]:
+    """What changed before it: the message says it in a line, so here the diff, headed, else that line."""
+    if view.changes is None:
+        return []
+    found = change_details(view.changes, room=CHANGES_ROOM)
+    return found if len(found) == 1 else ["*What changed before it, the diff:*", *found[1:]]
 
 
 def _clients(view: AlertGroupView) -> list[list[str]]:

@@ -49,6 +49,7 @@ from bot.render.blocks import (
     units,
     utc,
 )
+from bot.render.changes import change_line
 from bot.render.incident import SHOWN_MEMBERS, incident_lines, own_line
 from bot.render.layout import WIDTH, lines_shown
 from bot.render.slack import (
@@ -407,6 +408,10 @@ def _context_items(view: AlertGroupView, now: datetime) -> list[str]:
     items = [_live_item(view, now), f"updated {fmt_clock(now)}"]
     if view.truncated_alerts > 0:
         items.append(f"Alertmanager left {counted(view.truncated_alerts, 'more alert')} out")
+    if view.changes is not None:
+        items.append(
+            change_line(view.changes)
+        )  # what changed on its ends before it fired (the diff: details)
     return items
 
 
