@@ -27,7 +27,7 @@ from sim.slack_page_view import PNG_MAGIC
 DEFAULT_SPEED = 20.0
 POLL = 0.2
 SILENCE_FOR = "4h"
-SILENCE_COMMENT = "crd-store is being rebuilt: back by 14:00 (tour)"
+SILENCE_COMMENT = "crd-store is being rebuilt: back by 13:30 (tour)"
 
 
 class Say(Protocol):

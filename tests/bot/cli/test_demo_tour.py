@@ -5,10 +5,14 @@ Running it end to end, with the page in a browser, is tests/e2e/test_demo_page.p
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from bot.cli.demo_tour import single_stop, tour_stops
+from bot.cli.demo_tour import SILENCE_COMMENT, SILENCE_FOR, TOUR_EPOCH, single_stop, tour_stops
 from bot.cli.main import main
+from bot.domain.durations import parse_duration
 from sim.scenarios import SCENARIOS
 
 
@@ -27,6 +31,16 @@ def test_the_tour_walks_restart_target_down_incident_flap_storm_digest() -> None
     assert all(s.goal and s.title and s.tour for s in stops)
     # Each stop ends when its goal shows; the bound only caps a loaded machine.
     assert sum(s.seconds for s in stops) <= 15 * 60
+
+
+def test_the_tours_silence_lasts_until_the_time_its_reason_gives() -> None:
+    # Made at the earliest at the tour's t=0: a silence that ends before "back by" re-pages too soon.
+    back_by = re.search(r"back by (\d\d):(\d\d)", SILENCE_COMMENT)
+    assert back_by is not None
+    start = datetime.fromtimestamp(TOUR_EPOCH, UTC)
+    span = parse_duration(SILENCE_FOR, field="duration", low=1, high=7 * 86400)
+    back = start.replace(hour=int(back_by[1]), minute=int(back_by[2]))
+    assert start + timedelta(seconds=span) >= back
 
 
 def test_a_speed_given_applies_to_every_stop_and_one_scenario_runs_its_duration() -> None:
