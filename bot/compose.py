@@ -291,6 +291,7 @@ def build_bot(
             clients.clock,
             clients.pacing,
             lease=lease,
+            observe=lambda outcome: deps.metrics.verifications.labels(outcome.value).inc(),
         )
         command_deps = _command_deps(settings, clients, made, deps.metrics, ctx, digests.runner.post_now)
         command_deps = replace(command_deps, fleet=lambda: fleet.current if fleet else None)

@@ -45,6 +45,13 @@ class BotMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.verifications = Counter(
+            "proxybot_verifications",
+            "Verifications after resolve settled (on the leader), by outcome: verified (every probe answered"
+            " again), unverified (one still fails), flapping (the group fired again first).",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.slack_calls = Counter(
             "proxybot_slack_calls",
             "Slack Web API calls, by method and outcome.",

@@ -141,6 +141,7 @@ class VerificationWatch:
         where, rev = (pending.channel, pending.group_key), revision(pending.episode)
         recorded = await self._recorded(pending)
         if recorded is not None and await self.outbox.reply_queued(*where, rev):  # before a crash
+            await self.outbox.show_again(*where, rev)  # once: keyed by the episode as the reply is
             return await self._close(pending, recorded)
         row = await self.store.get_group(*where)
         if fired_again(row, pending.episode):
@@ -151,13 +152,16 @@ class VerificationWatch:
             verdict = judged(rechecks, self.clock())
         await self._record(pending, verdict)
         await self.outbox.reply(*where, verification_reply(verdict), rev)
+        # The resolved message shows it too, laid over its newest content as it is sent (still resolved).
+        await self.outbox.show_again(*where, rev)
         log.info("group %s in %s %s", group_id(pending.group_key), pending.channel, verdict.sentence)
         return await self._close(pending, verdict.outcome)
 
     async def _recorded(self, pending: Verification) -> VerificationOutcome | None:
         events = await self.store.episode_events(pending.channel, pending.group_key, pending.episode)
         key = event_key(pending)
-        return next((VerificationOutcome(e.detail) for e in events if e.key == key), None)
+        kept = (Verdict.of_detail(e.detail) for e in events if e.key == key)
+        return next((v.outcome for v in kept if v is not None), None)
 
     async def _record(self, pending: Verification, verdict: Verdict) -> None:
         await self.store.record_event(
@@ -169,7 +173,7 @@ class VerificationWatch:
                 EventKind.VERIFICATION,
                 self.clock(),
                 "",
-                verdict.outcome.value,
+                verdict.detail,  # the resolved message shows its sentence (`bot.delivery.send`)
             )
         )
 

@@ -35,13 +35,16 @@ from bot.delivery.addresses import Address, Addresses, NotPostedYet, Unsendable
 from bot.delivery.keys import post_key, update_key, upload_key
 from bot.delivery.plan import SHOW_AGAIN, SHOWN_AT, Step
 from bot.domain.alerts import AlertStatus
+from bot.domain.resolution import EventKind
 from bot.domain.silences import Silence
+from bot.domain.verification import Verdict
 from bot.lease import Lease
 from bot.ports import Clock
 from bot.render.acknowledge import shown_with
 from bot.render.blocks import Message, aged
 from bot.render.refit import smaller, text_only
-from bot.render.silence_line import ShownSilence, shown_silenced, silenceable
+from bot.render.silence_line import ShownSilence, resolved_alert, shown_silenced, silenceable
+from bot.render.verification import with_verification_line
 from bot.store.base import Store
 from bot.store.models import OutboxItem, OutboxKind, OutboxState
 from config.validation import SLACK_CHANNEL_ID
@@ -236,7 +239,7 @@ class StepSender:
         """A message's post or edit as it is shown now: with the acknowledgement the store holds for it
         at this moment, whichever replica queued the content and when (`bot.render.acknowledge`)."""
         ack = await self._store.acknowledgement(step.item.channel, step.group_key)
-        message = shown_with(content, ack)
+        message = await self._verified(step, shown_with(content, ack))
         if self.silences is None:
             return message
         # Only a firing message offers Silence… (a resolved one shows no silence), and the content says
@@ -249,6 +252,19 @@ class StepSender:
         found = self.silences.shown_for(group.facts.firing_labels) if group is not None and firing else None
         silence = None if found is None else ShownSilence.of(found)
         return shown_silenced(message, silence, datetime.fromtimestamp(self._clock(), UTC))
+
+    async def _verified(self, step: Step, content: Message) -> Message:
+        """A resolved alert message with its episode's verification after resolve, once there is one
+        (`bot.alerts.verification`): a firing one (its next episode) shows none."""
+        if not resolved_alert(content):
+            return content
+        group = await self._store.get_group(step.item.channel, step.group_key)
+        if group is None or group.first_firing_at is None:
+            return content
+        events = await self._store.episode_events(step.item.channel, step.group_key, group.first_firing_at)
+        kept = (Verdict.of_detail(e.detail) for e in events if e.kind is EventKind.VERIFICATION)
+        verdict = next((v for v in kept if v is not None and v.sentence), None)
+        return content if verdict is None else with_verification_line(content, verdict)
 
     async def _post(self, step: Step) -> dict[str, Any] | None:
         channel, group = step.item.channel, step.group_key

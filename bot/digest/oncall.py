@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from bot.domain.oncall_figures import ActiveSilence, OncallFigures, OpenEpisode, figures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
 from bot.domain.silences import Silence
-from bot.domain.verification import VerificationOutcome
+from bot.domain.verification import Verdict, VerificationOutcome
 from bot.ports import SilenceList
 from bot.store.base import GroupStore
 from bot.store.models import AlertGroupState
@@ -31,11 +31,10 @@ async def oncall_figures(
 
 
 def _outcome(event: OncallEvent) -> VerificationOutcome | None:
-    try:
-        return VerificationOutcome(event.detail)
-    except ValueError:
+    verdict = Verdict.of_detail(event.detail)
+    if verdict is None:
         log.warning("verification %s not read: %r", event.key, event.detail)
-        return None
+    return None if verdict is None else verdict.outcome
 
 
 def _record(event: OncallEvent) -> EpisodeRecord | None:

@@ -50,10 +50,25 @@ class Recheck:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """A due verification's outcome and the sentence the thread reply says."""
+    """A due verification's outcome and the sentence the thread reply (and the resolved message) says."""
 
     outcome: VerificationOutcome
     sentence: str
+
+    @property
+    def detail(self) -> str:
+        """As its on-call event keeps it: the outcome, then the sentence (`of_detail` reads it back)."""
+        return f"{self.outcome.value}\t{self.sentence}"
+
+    @classmethod
+    def of_detail(cls, detail: str) -> Verdict | None:
+        """The verdict an on-call event kept (an outcome alone, as kept before the sentence was: no
+        sentence); None when it is no outcome."""
+        outcome, _, sentence = detail.partition("\t")
+        try:
+            return cls(VerificationOutcome(outcome), sentence)
+        except ValueError:
+            return None
 
 
 # What a failing probe's answer says, in a few words after its status: "503 upstream".

@@ -66,6 +66,11 @@ def shown_silenced(message: Message, silence: ShownSilence | None, now: datetime
     return laid_over(message, SILENCE_BLOCK_ID, line, off, on)
 
 
+def resolved_alert(message: Message) -> bool:
+    """Whether `message` is an alert message in its resolved form: its buttons, none of them a silence's."""
+    return any(b.get("block_id") == ACTIONS_BLOCK_ID for b in message.blocks) and not silenceable(message)
+
+
 def silenceable(message: Message) -> bool:
     """Whether `message` offers Silence… or Expire silence (a firing alert message does; a resolved one
     does not), so a silence line belongs on it."""

@@ -12,11 +12,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from sim.server import SimServer
-from sim.slack_api import FakeSlack, Message
+from sim.slack_api import FakeSlack, Message, iter_texts
 from tests.e2e.conftest import BotLauncher
 from tests.e2e.stack import (
     CHANNEL,
@@ -98,6 +99,13 @@ def fire_and_resolve(slack: FakeSlack, alertmanager: Alertmanager) -> tuple[Mess
     return message, resolved_at
 
 
+def verified_count(bot: BotProcess, outcome: str) -> float:
+    """Verifications the bot settled with `outcome`, from its `/metrics` (0 before the first)."""
+    sample = f'proxybot_verifications_total{{outcome="{outcome}"}} '
+    text = httpx.get(f"{bot.url}/metrics", timeout=5.0).text
+    return next((float(line.split()[-1]) for line in text.splitlines() if line.startswith(sample)), 0.0)
+
+
 def verification_replies(slack: FakeSlack, message: Message) -> list[Message]:
     return [m for m in slack.thread(CHANNEL, message.ts) if m.text.startswith(("✅", "⚠️", "🔁"))]
 
@@ -112,8 +120,16 @@ def test_a_resolve_that_holds_is_verified_in_its_thread_at_verify_after(
     assert reply.thread_ts == message.ts
     assert not reply.broadcast
     assert [outcome for _, outcome, _ in store.verifications()] == ["verified"]
-    assert message.text.startswith("RESOLVED"), "the verification changed the message"
+    assert message.text.startswith("RESOLVED"), "the verification reopened the message"
     assert slack.top_level(CHANNEL) == [message], "the verification made a message of its own"
+    # The resolved message says it too, and the bot counts it.
+    shown = wait_until(
+        lambda: next((t for t in iter_texts(message.blocks) if t.startswith("✅ verified")), None),
+        TIMEOUT,
+        "the verification's line on the resolved message",
+    )
+    assert VERIFIED.fullmatch(shown), shown
+    wait_until(lambda: verified_count(bot, "verified") == 1, TIMEOUT, "proxybot_verifications_total")
 
 
 @pytest.mark.parametrize("scenario", ["target-down"])
@@ -127,4 +143,10 @@ def test_a_target_still_down_at_verify_after_is_reported_and_nothing_reopens(
     assert text.startswith(f"⚠️ resolved, but the probe from {CLIENT} still fails ("), text
     assert [outcome for _, outcome, _ in store.verifications()] == ["unverified"]
     assert message.text.startswith("RESOLVED"), "the unverified resolve reopened the message"
+    wait_until(
+        lambda: any(t.startswith("⚠️ resolved, but the probe") for t in iter_texts(message.blocks)),
+        TIMEOUT,
+        "the unverified line on the resolved message",
+    )
+    assert verified_count(bot, "unverified") == 1
     assert slack.top_level(CHANNEL) == [message]

@@ -14,7 +14,7 @@ from bot.alerts.verification import VerificationWatch, configured, revision
 from bot.delivery.enqueue import HORIZON, Enqueuer
 from bot.domain.alerts import AlertStatus
 from bot.domain.resolution import EventKind, OncallEvent
-from bot.domain.verification import Recheck, VerificationOutcome, flapping
+from bot.domain.verification import Recheck, Verdict, VerificationOutcome, flapping
 from bot.render.verification import verification_reply
 from bot.store import Store, open_store
 from bot.store.models import AlertGroupState, GroupFacts, OutboxItem, OutboxKind, StormRecord
@@ -140,7 +140,12 @@ async def test_a_resolve_that_holds_is_verified_once_at_verify_after(rig: Rig) -
     assert rig.rechecks.asked == [("prod", "prod/ledger")]
     assert rig.outcomes == [VerificationOutcome.VERIFIED]
     events = await rig.store.events_since(EventKind.VERIFICATION, 0.0)
-    assert [e.detail for e in events] == ["verified"]
+    assert [Verdict.of_detail(e.detail) for e in events] == [
+        Verdict(VerificationOutcome.VERIFIED, "verified 22:15 UTC: probe 200 in 14 ms from prod, direct path")
+    ]
+    # The resolved message is shown again with it (laid over as it is sent), once.
+    shows = [i for i in await rig.store.due(rig.clock.now + 10**9, limit=1000) if i.key.startswith("show:")]
+    assert len(shows) == 1
     rig.clock.now += 3600
     await watch.tick()
     await rig.watch().tick()  # a restarted process, too, finds it done

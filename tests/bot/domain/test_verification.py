@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.domain.probe_result import LivePointer, ProbeOutcome
-from bot.domain.verification import Recheck, VerificationOutcome, failure_words, flapping, judged
+from bot.domain.verification import Recheck, Verdict, VerificationOutcome, failure_words, flapping, judged
 
 AT = 1_700_000_000.0  # 22:13 UTC
 
@@ -47,3 +47,11 @@ def test_a_failing_probe_in_a_few_words() -> None:
     assert failure_words(ProbeOutcome.UNAVAILABLE, None) == "unavailable"
     assert failure_words(ProbeOutcome.TIMEOUT, None) == "timed out"
     assert failure_words(ProbeOutcome.OK, None) == ""
+
+
+def test_a_verdict_is_kept_as_its_outcome_and_sentence_and_read_back() -> None:
+    verdict = Verdict(VerificationOutcome.UNVERIFIED, "resolved, but the probe from team-a still fails (503)")
+    assert Verdict.of_detail(verdict.detail) == verdict
+    # As kept before the sentence was: the outcome alone.
+    assert Verdict.of_detail("verified") == Verdict(VerificationOutcome.VERIFIED, "")
+    assert Verdict.of_detail("nonsense\tx") is None
