@@ -191,6 +191,7 @@ def _oncall_dict(o: OncallFigures) -> dict[str, Any]:
         "ttr_median": o.ttr_median,
         "ttr_p90": o.ttr_p90,
         "never_acknowledged": o.never_acknowledged,
+        "not_acknowledged_yet": o.not_acknowledged_yet,
         "escalated": o.escalated,
         "noisiest": [{"target": t, "firing_seconds": s} for t, s in o.noisiest],
         "silences": [

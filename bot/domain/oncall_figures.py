@@ -4,8 +4,8 @@ the silences active now.
 
 Read from the episodes that resolved in the period (their records, `bot.domain.resolution.EpisodeRecord`)
 and the groups firing now (their time so far counts toward the noisiest targets, not toward the times to
-resolve). Quantiles interpolate linearly between the closest ranks (numpy's default), so a median of two
-is their mean.
+resolve; their acknowledgement and escalation count as a resolved episode's do). Quantiles interpolate
+linearly between the closest ranks (numpy's default), so a median of two is their mean.
 """
 
 from __future__ import annotations
@@ -33,10 +33,13 @@ def quantile(values: Sequence[float], q: float) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class OpenEpisode:
-    """A group firing now: its targets and since when."""
+    """A group firing now: its targets, since when, how long until someone took it (None: nobody has
+    yet), and whether its escalation was sent."""
 
     targets: tuple[str, ...]
     since: float
+    acked_after: float | None = None
+    escalated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,8 @@ class OncallFigures:
     silences: tuple[ActiveSilence, ...]
     # Resolved in the period, but probed again `resolution.verify_after` later, still failing.
     unverified: int = 0
+    # Firing now and nobody has acknowledged it (`never_acknowledged` counts the resolved ones).
+    not_acknowledged_yet: int = 0
 
     @property
     def empty(self) -> bool:
@@ -85,7 +90,9 @@ def figures(
     the outcomes of those verified in the period."""
     done = list(records)
     opened = list(firing)
-    tta = [r.acked_after for r in done if r.acked_after is not None]
+    # An episode firing now that someone took has its time to acknowledge already.
+    acked = [*(r.acked_after for r in done), *(o.acked_after for o in opened)]
+    tta = [seconds for seconds in acked if seconds is not None]
     ttr = [r.fired_seconds for r in done]
     noise: dict[str, float] = {}
     for r in done:
@@ -106,8 +113,9 @@ def figures(
         ttr_median=quantile(ttr, 0.5),
         ttr_p90=quantile(ttr, 0.9),
         never_acknowledged=sum(1 for r in done if r.acked_after is None),
-        escalated=sum(1 for r in done if r.escalated),
+        escalated=sum(1 for r in done if r.escalated) + sum(1 for o in opened if o.escalated),
         noisiest=tuple(noisiest[:NOISIEST]),
         silences=tuple(sorted(silences, key=lambda s: s.ends_at)),
         unverified=sum(1 for v in verifications if v is VerificationOutcome.UNVERIFIED),
+        not_acknowledged_yet=sum(1 for o in opened if o.acked_after is None),
     )

@@ -13,18 +13,28 @@ from bot.render.words import counted
 MAX_SILENCES = 8
 
 
-def _span(seconds: float | None) -> str:
-    return "n/a" if seconds is None else fmt_span(seconds)
+def _times(what: str, median: float | None, p90: float | None, none: str) -> str:
+    if median is None or p90 is None:
+        return f"Time to {what}: {none}."
+    return f"Time to {what}: median {fmt_span(median)}, p90 {fmt_span(p90)}."
+
+
+def _not_acknowledged(o: OncallFigures) -> list[str]:
+    # "never" only of the episodes that ended; one firing now may still be taken.
+    never = [f"{o.never_acknowledged} never acknowledged"] if o.resolved or not o.open else []
+    return never + ([f"{o.not_acknowledged_yet} not acknowledged yet"] if o.open else [])
 
 
 def oncall_lines(o: OncallFigures) -> list[str]:
     """The section's lines (also the terminal's)."""
-    unverified = f", {o.unverified} resolved unverified" if o.unverified else ""
+    unverified = [f"{o.unverified} resolved unverified"] if o.unverified else []
+    taken = ", ".join([*_not_acknowledged(o), f"{o.escalated} escalated", *unverified])
     lines = [
         f"*On call:* {counted(o.incidents, 'incident')} ({o.resolved} resolved, {o.open} firing now); "
-        f"{o.never_acknowledged} never acknowledged, {o.escalated} escalated{unverified}.",
-        f"Time to acknowledge: median {_span(o.tta_median)}, p90 {_span(o.tta_p90)}. "
-        f"Time to resolve: median {_span(o.ttr_median)}, p90 {_span(o.ttr_p90)}.",
+        f"{taken}.",
+        _times("acknowledge", o.tta_median, o.tta_p90, "none acknowledged yet")
+        + " "
+        + _times("resolve", o.ttr_median, o.ttr_p90, "none resolved yet"),
     ]
     if o.noisiest:
         noisy = ", ".join(f"{code(t)} {fmt_span(s)}" for t, s in o.noisiest)

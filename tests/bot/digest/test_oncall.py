@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from bot.digest.oncall import oncall_figures
+from bot.domain.acknowledgement import Acknowledgement
 from bot.domain.alerts import AlertStatus
+from bot.domain.escalation import Escalation, EscalationOutcome
 from bot.domain.oncall_figures import OncallFigures
 from bot.domain.resolution import EpisodeRecord, EventKind, OncallEvent
 from bot.domain.silences import Matcher, Silence
@@ -73,7 +75,10 @@ async def test_the_periods_figures_from_the_records_the_firing_groups_and_the_ac
     assert found.noisiest[0] == ("team-c/cache", 4000.0)
     assert [s.comment for s in found.silences] == ["db <maintenance>"]
     lines = "\n".join(oncall_lines(found))
-    assert "*On call:* 4 incidents (3 resolved, 1 firing now); 1 never acknowledged, 1 escalated." in lines
+    assert (
+        "*On call:* 4 incidents (3 resolved, 1 firing now); 1 never acknowledged, 1 not acknowledged yet, "
+        "1 escalated." in lines
+    )
     assert "Time to acknowledge: median 2 min" in lines
     assert (
         "Noisiest by firing time: `team-c/cache` 1 h 6 min, `team-a/db` 30 min, `team-b/queue` 5 min."
@@ -83,8 +88,32 @@ async def test_the_periods_figures_from_the_records_the_firing_groups_and_the_ac
 
 
 def test_one_incident_is_one_incident() -> None:
-    figures = OncallFigures(1, 0, 1, None, None, None, None, 0, 0, (), ())
+    figures = OncallFigures(1, 0, 1, None, None, None, None, 0, 0, (), (), not_acknowledged_yet=1)
     assert oncall_lines(figures)[0].startswith("*On call:* 1 incident (0 resolved, 1 firing now)")
+
+
+def test_an_incident_nobody_took_is_not_acknowledged_and_no_time_reads_n_a() -> None:
+    figures = OncallFigures(1, 0, 1, None, None, None, None, 0, 0, (), (), not_acknowledged_yet=1)
+    first, times, *_ = oncall_lines(figures)
+    assert first == "*On call:* 1 incident (0 resolved, 1 firing now); 1 not acknowledged yet, 0 escalated."
+    assert times == "Time to acknowledge: none acknowledged yet. Time to resolve: none resolved yet."
+
+
+async def test_a_group_firing_now_counts_its_acknowledgement_and_its_escalation(store: Store) -> None:
+    for key, first in (("taken", NOW - 900), ("paged", NOW - 1200)):
+        facts = GroupFacts(firing_labels=({"alertname": "ResourceProxyNoHealthyPeers", "target": key},))
+        await store.save_group(
+            AlertGroupState("#a", key, AlertStatus.FIRING, ts="1.1", first_firing_at=first, facts=facts)
+        )
+    await store.acknowledge(Acknowledgement("#a", "taken", NOW - 900, "U1", "alice", NOW - 780))
+    # An acknowledgement of an earlier episode is not this one's.
+    await store.acknowledge(Acknowledgement("#a", "paged", NOW - 5000, "U1", "alice", NOW - 4900))
+    paged = await store.schedule_escalation(Escalation("#a", "paged", NOW - 1200, NOW - 900))
+    await store.close_escalation(paged, EscalationOutcome.SENT)
+    found = await oncall_figures(store, None, since=SINCE, now=NOW)
+    assert (found.open, found.not_acknowledged_yet, found.escalated) == (2, 1, 1)
+    assert found.tta_median == 120.0
+    assert "Time to acknowledge: median 2 min, p90 2 min." in oncall_lines(found)[1]
 
 
 def verification(key: str, at: float, outcome: VerificationOutcome) -> OncallEvent:

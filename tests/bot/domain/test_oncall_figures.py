@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.domain.digest import Digest
 from bot.domain.oncall_figures import ActiveSilence, OpenEpisode, figures, quantile
 from bot.domain.resolution import EpisodeRecord
 
@@ -52,3 +53,22 @@ def test_a_quiet_period_has_no_figures_to_show() -> None:
     assert found.empty
     assert found.tta_median is None
     assert found.ttr_p90 is None
+
+
+def test_an_episode_firing_now_counts_its_acknowledgement_and_escalation() -> None:
+    firing = [
+        OpenEpisode(("team-a/db",), NOW - 600),  # nobody took it yet
+        OpenEpisode(("team-b/queue",), NOW - 900, acked_after=120.0),
+        OpenEpisode(("team-c/cache",), NOW - 1200, escalated=True),
+    ]
+    found = figures([record("team-d/x", NOW - 7200, 600, 60)], firing, [], since=SINCE, now=NOW)
+    assert (found.never_acknowledged, found.not_acknowledged_yet) == (0, 2)
+    assert found.escalated == 1
+    assert found.tta_median == 90.0  # of 60 (resolved) and 120 (firing now)
+    assert found.ttr_median == 600.0  # only the resolved one has ended
+
+
+def test_the_digests_json_counts_the_episodes_nobody_took_yet() -> None:
+    found = figures([], [OpenEpisode(("team-a/db",), NOW - 600)], [], since=SINCE, now=NOW)
+    shown = Digest("p", NOW, (), oncall=found).as_dict()["oncall"]
+    assert (shown["never_acknowledged"], shown["not_acknowledged_yet"]) == (0, 1)
