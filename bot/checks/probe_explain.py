@@ -10,6 +10,9 @@ A 503's cause is never read from the answer: the proxy gives its prechecks and a
 generic text and `Retry-After: 1` (the vendor's troubleshooting page, "Target tenant cluster returns 503
 unavailable"); the `reason` label and the client's logs tell them apart, and the live peer state may point
 at one.
+
+A next step names the commands as Slack offers them, `/proxy NAME ...`: the answer is read in Slack (a
+`/proxy probe` or *Probe now*); the console prints it with the console's own (`bot.render.terminal.show`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from bot.domain.proxy_answers import (
 )
 
 Explanation = tuple[str, str, list[str]]  # summary, next step, evidence lines of the failed answer
+AGAIN = 3  # a few answers more: one 503 of a restart among answered ones, or every one failing
 
 
 def explained(request: ProbeRequest, attempts: tuple[ProbeAttempt, ...], evidence: list[str]) -> ProbeResult:
@@ -228,17 +232,18 @@ def _unavailable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str
     summary = f"503 from the proxy: the target {subject} is unavailable to {request.cluster}"
     pointed = _pointed_step(request.target, evidence)
     restart = (
-        "A single 503 during a target rolling restart is expected and self-heals: probe again with --repeat."
+        "A single 503 during a target rolling restart is expected and self-heals: probe again a few times "
+        f"({_again(request)})."
     )
     unpointed = (
         "The answer cannot say why: a down target, no peer, every peer quarantined, a stale peer list and "
         "the target's own 5xx all reach callers as this 503. The `reason` label on "
-        f"vcluster_proxy_request_total tells them apart (`proxybot reasons {request.target}`), or the "
-        f"client's logs (`proxybot logs {request.target}`); `upstream` usually means the target answered "
+        f"vcluster_proxy_request_total tells them apart (`/proxy reasons {request.target}`), or the "
+        f"client's logs (`/proxy logs {request.target}`); `upstream` usually means the target answered "
         f"5xx, but read the client proxy's logs before blaming it. {restart}"
     )
     confirm = (
-        f"The `reason` label (`proxybot reasons {request.target}`) and the client's logs (`proxybot logs "
+        f"The `reason` label (`/proxy reasons {request.target}`) and the client's logs (`/proxy logs "
         f"{request.target}`) confirm it."
     )
     step = f"{pointed} {confirm} {restart}" if pointed else unpointed
@@ -254,13 +259,25 @@ def _unavailable(request: ProbeRequest, failed: ProbeAttempt, evidence: list[str
     return summary, step, [header]
 
 
+def _again(request: ProbeRequest) -> str:
+    """The same probe as a series: its options where they are not the target's own probe's."""
+    own = request.ref.target.probe
+    asked = (
+        ("--gv", request.group_version, own.group_version),
+        ("--resource", request.resource, own.resource),
+        ("--namespace", request.namespace, own.namespace),
+    )
+    options = "".join(f" {flag} {value}" for flag, value, default in asked if value != default)
+    return f"`/proxy probe {request.target}{options} --repeat {AGAIN}`"
+
+
 def _pointed_step(target: str, evidence: list[str]) -> str | None:
     """The next step of a 503 when the live peer state (its line in `evidence`) points somewhere."""
     pointer = pointer_in(evidence)
     if pointer is LivePointer.PEERS:
         return (
             f"No healthy peer now: check the target's control plane first (`/proxy status {target}` reads "
-            f"its pods), then the path (`proxybot path {target}`)."
+            f"its pods), then the path (`/proxy path {target}`)."
         )
     if pointer is LivePointer.FEED:
         return (

@@ -1,17 +1,20 @@
 """Messages for a terminal: a Block Kit message printed as Slack would show it, with optional colour.
 
 The demo prints every message the fake Slack receives with `show_message`; the CLI prints the message
-Slack would get with `show`, so both say exactly the same words.
+Slack would get with `show`, so both say exactly the same words, but for the commands offered: the console
+names its own (`proxybot NAME`, the same grammar as `/proxy NAME`) where it has them.
 Colour is off when the stream is not a terminal or `NO_COLOR` is set (https://no-color.org).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from bot.render.blocks import Message
 from bot.render.layout import WIDTH, Style, mrkdwn_to_text, visible_len, wrap
+from bot.subcommands import SUBCOMMANDS
 
 __all__ = [
     "THREAD_INDENT",
@@ -23,6 +26,8 @@ __all__ = [
 
 THREAD_INDENT = "    │ "
 _HEADER_COLOURS = {"🔴": "31", "🟠": "33", "🔵": "34", "✅": "32", "🌩": "35"}
+_SLASH_COMMAND = re.compile(r"(?<![\w/.])/proxy (?P<name>[a-z][a-z-]*)\b")
+_CONSOLE_NAMES = frozenset(spec.name for spec in SUBCOMMANDS if spec.slash is not None and spec.cli)
 
 
 def colour_enabled(stream: TextIO, env: Mapping[str, str]) -> bool:
@@ -143,5 +148,26 @@ def show_message(
 
 
 def show(message: Message, **options: Any) -> str:
-    """`show_message` for a message built by the renderers."""
-    return show_message(message.text, message.blocks, **options)
+    """`show_message` for a message built by the renderers, as the console prints its own answer: the
+    `/proxy` commands it offers named as the console's."""
+    blocks = [_console_words(block) for block in message.blocks]
+    return show_message(_console_command(message.text), blocks, **options)
+
+
+def _console_command(text: str) -> str:
+    """`/proxy NAME ...` as `proxybot NAME ...` where the console has NAME (`/proxy ack` stays Slack's)."""
+    return _SLASH_COMMAND.sub(
+        lambda m: f"proxybot {m['name']}" if m["name"] in _CONSOLE_NAMES else m[0], text
+    )
+
+
+def _console_words(obj: Any) -> Any:
+    """A block with every text in it read by `_console_command` (its IDs and URLs as they were)."""
+    if isinstance(obj, list):
+        return [_console_words(item) for item in obj]
+    if not isinstance(obj, Mapping):
+        return obj
+    return {
+        key: _console_command(value) if key == "text" and isinstance(value, str) else _console_words(value)
+        for key, value in obj.items()
+    }

@@ -123,7 +123,7 @@ async def test_a_503_without_retry_after_is_not_read_as_the_targets_own() -> Non
     assert "answered 503 itself" not in result.summary
     assert "503 from the proxy" in result.summary
     assert "`reason` label" in result.next_step
-    assert "proxybot logs platform/crd-store" in result.next_step
+    assert "/proxy logs platform/crd-store" in result.next_step
     assert not any("not a proxy-made 503" in line for line in result.evidence)
     assert any(
         line.startswith("no Retry-After header: the proxy sets it on every 503") for line in result.evidence
