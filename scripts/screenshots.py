@@ -160,26 +160,44 @@ def shoot(page_url: str, shot: Shot) -> Image.Image:
 
 
 # Elements that start a line of the text a picture shows (the rest flow within one).
-_BLOCKS = frozenset({"div", "p", "li", "pre", "h1", "h2", "h3", "tr", "br", "section", "header", "ul", "ol"})
+_BLOCKS = frozenset(
+    {"div", "p", "li", "pre", "h1", "h2", "h3", "tr", "br", "section", "header", "ul", "ol"}
+    | {"details", "summary"}  # a thread: its "N replies" a line of its own
+)
+# Blocks whose elements the page lays apart with a gap (sim/page_static's CSS: `display: flex; gap`), as Slack
+# shows a context block's elements and a row of buttons: read apart by a space. (A message's name line stays
+# `proxybotAPP09:41`, which tests/harness/story.py splits a thread by.)
+_APART = frozenset({"context", "actions"})
+_VOID = frozenset({"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"})
 
 
 class _Text(HTMLParser):
-    """The text of an HTML fragment as lines: one per block element, blanks dropped, spaces folded."""
+    """The text of an HTML fragment as lines: one per block element, children of a gapped container apart,
+    blanks dropped, spaces folded."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.lines: list[str] = [""]
         self._pre = 0
+        self._open: list[tuple[str, bool]] = []  # each open element and whether it lays its children apart
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._pre += tag == "pre"
         if tag in _BLOCKS:
             self.lines.append("")
+        elif self._open and self._open[-1][1] and self.lines[-1].strip():
+            self.lines[-1] += " "
+        if tag not in _VOID:
+            classes = next((value or "" for name, value in attrs if name == "class"), "").split()
+            self._open.append((tag, not _APART.isdisjoint(classes)))
 
     def handle_endtag(self, tag: str) -> None:
         self._pre -= tag == "pre"
         if tag in _BLOCKS:
             self.lines.append("")
+        if any(name == tag for name, _ in self._open):
+            while self._open.pop()[0] != tag:
+                pass  # an element left open inside it ends with it
 
     def handle_data(self, data: str) -> None:
         if self._pre:  # a file's preview keeps its lines
@@ -211,8 +229,13 @@ def message_text(page_url: str, channel_id: str, ts: str) -> list[str]:
     """The text of one top-level message and its open thread, line by line, as the page serves it."""
     html = httpx.get(focus_url(page_url, channel_id, ts), timeout=10).text
     start, end = html.index('<div id="messages"'), html.index('<form id="composer"')
+    return html_text(html[start:end])
+
+
+def html_text(html: str) -> list[str]:
+    """The text of a fragment of the page, line by line, as the page draws it apart."""
     parser = _Text()
-    parser.feed(html[start:end])
+    parser.feed(html)
     parser.close()
     return parser.text()
 
