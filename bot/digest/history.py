@@ -5,12 +5,17 @@ stored itself at each digest and sampling read. Healthy peers are drawn for the 
 (not healthy now, worst first, at most what a chart can tell apart); when every target is healthy a single
 line counts the healthy targets instead of a wall of flat lines. Failing reasons are the non-`upstream`
 reasons of `vcluster_proxy_request_total`, fleet-wide, in requests per minute.
+
+A chart with nothing to show is not posted: it carries the words the digest says instead (`Chart.absent`):
+no failing request in the period, or too few readings to draw a line (a stored sample is one reading, and a
+rate is the increase between two: the first digest of a bot without Prometheus has neither chart yet).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import pairwise
 from typing import Protocol
 
@@ -20,7 +25,9 @@ from bot.domain.digest import Digest, Health
 from bot.domain.enrichment import TimeSeries
 from bot.domain.snapshot import PEERS, REQUESTS
 from bot.errors import UpstreamError
-from bot.render.chart import MAX_LINES, Chart
+from bot.render.blocks import fmt_span
+from bot.render.chart import MAX_LINES, Chart, has_line
+from bot.render.words import counted
 from bot.store.digests import FleetSample
 
 PEERS_CHART = "healthy-peers"
@@ -58,7 +65,25 @@ def peers_from_samples(
         lines = tuple(TimeSeries(t, _target_points(samples, t)) for t in targets)
     else:
         lines = (TimeSeries(HEALTHY_TARGETS, tuple((s.at, _healthy_count(s)) for s in samples)),)
-    return Chart(PEERS_CHART, title, y_label, lines, span, end)
+    return _peers_chart(title, y_label, lines, span, end)
+
+
+def _peers_chart(title: str, y_label: str, lines: tuple[TimeSeries, ...], span: float, end: float) -> Chart:
+    chart = Chart(PEERS_CHART, title, y_label, lines, span, end, counts=True)
+    if has_line(chart):
+        return chart
+    readings = max((sum(1 for _, v in line.points if v == v) for line in lines), default=0)
+    return replace(chart, absent=f"Healthy peers not charted: {_readings(readings, span)}, a line needs two.")
+
+
+def _readings(count: int, span: float) -> str:
+    return f"{counted(count, 'reading')} in the last {_period(span)}"
+
+
+def _period(span: float) -> str:
+    """The charts' period as people say it: "24 h" (not "1 d") up to two days, then in days."""
+    hours = span / 3600
+    return f"{hours:.0f} h" if hours.is_integer() and hours <= 48 else fmt_span(span)
 
 
 def _target_points(samples: Sequence[FleetSample], target: str) -> tuple[tuple[float, float], ...]:
@@ -76,7 +101,8 @@ def _healthy_count(sample: FleetSample) -> float:
 
 
 def reasons_from_samples(samples: Sequence[FleetSample], span: float, end: float) -> Chart:
-    """Failed requests per minute per reason, from the increase between consecutive samples."""
+    """Failed requests per minute per reason, from the increase between consecutive samples: a step over
+    each interval (its mean rate), so two readings draw a line, not a dot at the chart's edge."""
     per_reason: dict[str, list[tuple[float, float]]] = {}
     for before, after in pairwise(samples):
         minutes = (after.at - before.at) / 60.0
@@ -85,11 +111,27 @@ def reasons_from_samples(samples: Sequence[FleetSample], span: float, end: float
         old, new = before.sample.get("faults") or {}, after.sample.get("faults") or {}
         for reason in sorted({*old, *new}):
             increase, _ = counter_increase(old.get(reason), float(new.get(reason, 0.0)))
-            per_reason.setdefault(reason, []).append((after.at, increase / minutes))
+            per_reason.setdefault(reason, []).extend(
+                ((before.at, increase / minutes), (after.at, increase / minutes))
+            )
     lines = tuple(TimeSeries(r, tuple(p)) for r, p in sorted(per_reason.items()))
-    return Chart(
+    chart = Chart(
         REASONS_CHART, "Failing requests by reason, fleet-wide", "requests per minute", lines, span, end
     )
+    if len(samples) < 2:
+        # A total since each proxy started is no rate: a rate needs a reading before it.
+        said = f"Failing requests not charted: {_readings(len(samples), span)}, a rate needs two."
+        return replace(chart, absent=said)
+    return _said_when_none_failed(chart)
+
+
+def _said_when_none_failed(chart: Chart) -> Chart:
+    failed = any(v > 0 for line in chart.lines for _, v in line.points if v == v)
+    if not failed:
+        return replace(chart, absent=f"No failing requests in the last {_period(chart.span)}.")
+    if not has_line(chart):  # Prometheus' answer of one point
+        return replace(chart, absent="Failing requests not charted: one reading of them, a line needs two.")
+    return chart
 
 
 def charts_from_samples(digest: Digest, samples: Sequence[FleetSample], span: float) -> list[Chart]:
@@ -143,14 +185,16 @@ async def charts_from_prometheus(
         )
     )
     return [
-        Chart(PEERS_CHART, title, y_label, peer_lines, span, end),
-        Chart(
-            REASONS_CHART,
-            "Failing requests by reason (Prometheus)",
-            "requests per minute",
-            reason_lines,
-            span,
-            end,
+        _peers_chart(title, y_label, peer_lines, span, end),
+        _said_when_none_failed(
+            Chart(
+                REASONS_CHART,
+                "Failing requests by reason (Prometheus)",
+                "requests per minute",
+                reason_lines,
+                span,
+                end,
+            )
         ),
     ]
 

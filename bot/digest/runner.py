@@ -237,7 +237,7 @@ class DigestRunner:
         charts, note = await digest_charts(digest, samples, span, self._sources.prometheus)
         pngs = await asyncio.to_thread(chart_pngs, charts)
         notes = [n for n in (note, fleet_note(self._sources.fleet())) if n]
-        return BuiltDigest(digest, digest_message(digest, notes), tuple(pngs))
+        return BuiltDigest(digest, digest_message(digest, notes, charts), tuple(pngs))
 
     async def run_period(self, period: str) -> bool:
         """Post the digest of `period` unless it was already posted; True when posted now.

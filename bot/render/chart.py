@@ -1,7 +1,8 @@
 """A chart -> a PNG for a Slack thread: readable as a thumbnail, colour-blind safe, UTC.
 
     Chart(key, title, y_label, lines, span, end)   what one chart shows (the digest's charts are these)
-    draw(chart)                                    its PNG
+    draw(chart)                                    its PNG (`figure_of(chart)` saved)
+    has_line(chart)                                whether it draws a line at all (a lone point is none)
     render_chart(lines, title, now, ...)           the same for a caller holding the parts (alert charts)
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot, no display, no global state), so charts
@@ -23,6 +24,7 @@ from bot.domain.enrichment import TimeSeries
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # Okabe & Ito's palette: distinguishable with every common colour-vision deficiency.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -40,7 +42,10 @@ _PNG_METADATA: dict[str, str | None] = {"Software": None}
 
 @dataclass(frozen=True)
 class Chart:
-    """What one chart shows: its lines over the `span` seconds up to `end` (unix seconds); `key` names it."""
+    """What one chart shows: its lines over the `span` seconds up to `end` (unix seconds); `key` names it.
+
+    `counts`: the quantity is a count (whole-number ticks, and an axis up to 1 at least, never 0.00-0.05);
+    `absent`: why there is nothing to show, in words said instead of posting the chart (None: it shows)."""
 
     key: str
     title: str
@@ -48,10 +53,24 @@ class Chart:
     lines: tuple[TimeSeries, ...]
     span: float
     end: float
+    counts: bool = False
+    absent: str | None = None
+
+
+def has_line(chart: Chart) -> bool:
+    """Whether some line has two drawable points: one point alone is a dot at an edge, not a history."""
+    return any(len(_finite(line.points)) >= 2 for line in chart.lines)
 
 
 def draw(chart: Chart) -> bytes:
     """A PNG of the chart in UTC; says "no data" when there is nothing to draw."""
+    buffer = io.BytesIO()
+    figure_of(chart).savefig(buffer, format="png", dpi=DPI, metadata=_PNG_METADATA)
+    return buffer.getvalue()
+
+
+def figure_of(chart: Chart) -> Figure:
+    """The chart as a matplotlib figure on the Agg canvas, laid out (what `draw` saves)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -64,14 +83,14 @@ def draw(chart: Chart) -> bytes:
     for index, line in enumerate(sorted(shown, key=lambda s: s.name)):
         _plot(axes, line, index)
     _decorate(axes, chart.title, chart.y_label, end - timedelta(seconds=chart.span), end)
+    if chart.counts:
+        _count_axis(axes)
     if not shown:
         axes.text(0.5, 0.5, "no data", transform=axes.transAxes, ha="center", va="center", fontsize=20)
     else:
         _legend(axes, len(drawable) - len(shown))
     figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, metadata=_PNG_METADATA)
-    return buffer.getvalue()
+    return figure
 
 
 def render_chart(
@@ -127,6 +146,13 @@ def _decorate(axes: Axes, title: str, y_label: str, start: datetime, end: dateti
     axes.xaxis.set_major_formatter(DateFormatter("%H:%M", tz=UTC))  # type: ignore[no-untyped-call]
     axes.tick_params(labelsize=FONT_SIZE)
     axes.grid(True, alpha=0.3)
+
+
+def _count_axis(axes: Axes) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_ylim(0, max(1.0, axes.get_ylim()[1]))
 
 
 def _legend(axes: Axes, hidden: int) -> None:

@@ -3,9 +3,9 @@
 Layout: a header with the headline and the quick-triage verdicts counted, the alerts firing now (each a
 link to its message, worst then oldest first, at most `FIRING_LINES`), then degraded targets with their
 finding, verdict and next step, unreachable clusters with their targets, what changed since the last digest,
-the probe CronJobs, the proxy objects (APIServices, orphans) and version flags, and the outcome reasons that
-moved. A quiet digest is the header and one context line (with the vCluster versions seen), and the
-alerts firing now when there are any.
+the probe CronJobs, the proxy objects (APIServices, orphans) and version flags, the outcome reasons that
+moved, and in words each chart with nothing to show (those are not posted). A quiet digest is the header
+and one context line (with the vCluster versions seen), and the alerts firing now when there are any.
 """
 
 from __future__ import annotations
@@ -199,13 +199,19 @@ def _context(d: Digest, notes: Sequence[str]) -> Block:
     return context([*items, *(esc(n) for n in notes)])
 
 
-def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
-    """The digest for Slack: worst first; a quiet digest is only its header and a context line."""
+def _absent_blocks(charts: Sequence[Chart]) -> list[Block]:
+    """What the charts not posted would have shown, said instead."""
+    said = [esc(chart.absent) for chart in charts if chart.absent is not None]
+    return [section_lines(said)] if said else []
+
+
+def digest_message(d: Digest, notes: Sequence[str] = (), charts: Sequence[Chart] = ()) -> Message:
+    """The digest for Slack: worst first; a quiet digest is only its header and a context line (and the
+    words of `charts` that have nothing to show)."""
     title = f"{_mark(d)} {headline(d)}"
     if d.quiet:
-        return message(
-            title, [header(title), *_firing_blocks(d), *oncall_blocks(d.oncall)], [_context(d, notes)]
-        )
+        calm = [header(title), *_firing_blocks(d), *oncall_blocks(d.oncall), *_absent_blocks(charts)]
+        return message(title, calm, [_context(d, notes)])
     body: list[Block] = [header(title), *_verdict_tally(d), *_firing_blocks(d), *oncall_blocks(d.oncall)]
     body += _degraded_blocks(d.of(Health.DEGRADED))
     body += _unreachable_blocks(d.of(Health.UNREACHABLE))
@@ -213,6 +219,7 @@ def digest_message(d: Digest, notes: Sequence[str] = ()) -> Message:
     body += _probe_blocks(d.probes)
     body += _triage_blocks(d)
     body += _moved_blocks(d.moved)
+    body += _absent_blocks(charts)
     return message(title, body, [_context(d, notes)])
 
 
@@ -229,5 +236,10 @@ class ChartPng:
 
 
 def chart_pngs(charts: Sequence[Chart]) -> list[ChartPng]:
-    """Each chart as a PNG (matplotlib, no display), named after the chart."""
-    return [ChartPng(f"digest-{chart.key}.png", chart.title, draw(chart)) for chart in charts]
+    """Each chart with something to show as a PNG (matplotlib, no display), named after the chart; the
+    others are said in the message (`digest_message`'s `charts`)."""
+    return [
+        ChartPng(f"digest-{chart.key}.png", chart.title, draw(chart))
+        for chart in charts
+        if chart.absent is None
+    ]

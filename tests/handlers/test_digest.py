@@ -22,6 +22,7 @@ from bot.domain.alerts import AlertStatus
 from bot.live import ClusterRead
 from bot.render.blocks import Message
 from bot.render.digest import ChartPng
+from bot.render.terminal import show
 from bot.store import AlertGroupState, OutboxKind, open_store
 from bot.store.models import GroupFacts
 from config.settings import DigestSettings, Settings
@@ -188,7 +189,11 @@ async def test_a_restart_does_not_post_a_period_twice(tmp_path: Path) -> None:
         await store.close()
     assert [p[1] for p in poster.posts] == ["2025-06-02T08:00:00+02:00"]
     assert poster.posts[0][0] == "#fleet"
-    assert poster.posts[0][3] == 2  # both charts, into the thread
+    # One sample of a fleet nobody could read: no chart has a line, the digest says so in words.
+    assert poster.posts[0][3] == 0
+    said = show(poster.posts[0][2])
+    assert "Healthy peers not charted: 0 readings in the last 24 h, a line needs two." in said
+    assert "Failing requests not charted: 1 reading in the last 24 h, a rate needs two." in said
 
 
 async def test_a_slow_digest_and_a_second_trigger_make_one_run(tmp_path: Path) -> None:

@@ -13,7 +13,17 @@ import pytest
 from matplotlib.image import imread
 
 from bot.domain.enrichment import TimeSeries
-from bot.render.chart import DPI, MAX_LINES, OKABE_ITO, SIZE_INCHES, Chart, draw, render_chart
+from bot.render.chart import (
+    DPI,
+    MAX_LINES,
+    OKABE_ITO,
+    SIZE_INCHES,
+    Chart,
+    draw,
+    figure_of,
+    has_line,
+    render_chart,
+)
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 START = NOW.timestamp() - 3600
@@ -96,4 +106,39 @@ def test_a_chart_draws_as_render_chart_draws_its_parts() -> None:
     assert draw(chart) == render_chart(TWO_LINES, "t", NOW, y_label="healthy peers")
     assert draw(chart) != draw(
         Chart("peers", "t", "healthy peers", tuple(TWO_LINES), 7200.0, NOW.timestamp())
+    )
+
+
+def flat_zero(name: str) -> TimeSeries:
+    return TimeSeries(name, tuple((START + i * 600, 0.0) for i in range(7)))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [(flat_zero("platform/crd-store"),), (step_down("a", 3, 3), step_down("b", 1, 5))],
+    ids=["all zero", "a few"],
+)
+def test_a_count_axis_has_whole_number_ticks(lines: tuple[TimeSeries, ...]) -> None:
+    chart = Chart("peers", "t", "healthy peers", lines, 3600.0, NOW.timestamp(), counts=True)
+    axes = figure_of(chart).axes[0]
+    ticks = [t for t in axes.get_yticks() if axes.get_ylim()[0] <= t <= axes.get_ylim()[1]]
+    assert len(ticks) >= 2
+    assert all(t == int(t) for t in ticks)
+    assert axes.get_ylim()[1] >= 1.0  # zero healthy peers is not drawn on a 0.00-0.05 axis
+
+
+def test_a_rate_axis_keeps_its_fractions() -> None:
+    chart = Chart("r", "t", "requests per minute", (flat_zero("x"),), 3600.0, NOW.timestamp())
+    assert any(t != int(t) for t in figure_of(chart).axes[0].get_yticks())
+
+
+def test_a_line_needs_two_drawable_points() -> None:
+    def chart(*lines: TimeSeries) -> Chart:
+        return Chart("c", "t", "y", lines, 3600.0, NOW.timestamp())
+
+    assert not has_line(chart())
+    assert not has_line(chart(TimeSeries("one", ((NOW.timestamp(), 0.0),))))
+    assert not has_line(chart(TimeSeries("gaps", ((START, 1.0), (START + 30, math.nan)))))
+    assert has_line(
+        chart(TimeSeries("one", ((START, 1.0),)), TimeSeries("two", ((START, 1.0), (START + 60, 2.0))))
     )

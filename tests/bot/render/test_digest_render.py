@@ -135,7 +135,8 @@ def test_charts_are_valid_pngs_of_sane_size() -> None:
     charts = charts_from_samples(Digest("p", 4000.0, (down,)), samples, 3600.0)
     assert [c.key for c in charts] == [PEERS_CHART, "failing-reasons"]
     assert charts[0].lines[0].name == "p/down"
-    assert [v for _, v in charts[1].lines[0].points] == [0.5] * 5  # 5 more failures every 10 minutes
+    # 5 more failures every 10 minutes: a step of 0.5 a minute over each interval.
+    assert [v for _, v in charts[1].lines[0].points] == [0.5] * 10
     for png in chart_pngs(charts):
         assert png.png.startswith(PNG_SIGNATURE)
         assert 5_000 < len(png.png) < 300_000
