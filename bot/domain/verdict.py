@@ -57,6 +57,10 @@ SLOW_REQUEST_SECONDS = 45.0
 # 503s of the peers' state: their availability, and a peer leaving while dialled (a restart). With every
 # peer healthy and synced now, they are an outage that is over.
 PEER_OUTAGE = PEER_AVAILABILITY | {"peer_departed"}
+# A dial's 5 s timeout: beside quarantines counted over the same span, the dials to a peer that stopped
+# answering (a restarted pod's old endpoint) until they quarantined it, the same outage; without one, a
+# path that times out while its peers stay selectable, for the reasons check.
+QUARANTINING_DIAL = "timeout"
 # The 5 s dial timeout: failures near it are dial failures (the peer path), not a slow target.
 DIAL_TIMEOUT_SECONDS = 5.0
 # Without a window, the share of all requests since the proxy started that 503s or deadline cuts must reach
@@ -264,14 +268,16 @@ def _failing(r: Readings) -> MetricsSignal | None:
 
 
 def _503s_by_kind(r: Readings) -> tuple[dict[str, float], dict[str, float]]:
-    """503 answers by reason, split: the others, and those of a peer outage (`PEER_OUTAGE`). With healthy
-    peers now (the judges before this one found no unhealthy or unsynced cache) the outage is over; the
-    guide's table sends "503s without quarantine" to the reasons."""
+    """503 answers by reason, split: the others, and those of a peer outage (`PEER_OUTAGE`, and dial
+    timeouts where peers were quarantined). With healthy peers now (the judges before this one found no
+    unhealthy or unsynced cache) the outage is over; the guide's table sends "503s without quarantine" to
+    the reasons."""
+    outage_reasons = PEER_OUTAGE | ({QUARANTINING_DIAL} if r.counter(QUARANTINES) > 0 else set())
     others: dict[str, float] = {}
     outage: dict[str, float] = {}
     for (code, reason), n in r.counter_by(REQUESTS, "code", "reason").items():
         if code == "503":
-            (outage if reason in PEER_OUTAGE else others)[reason] = n
+            (outage if reason in outage_reasons else others)[reason] = n
     return others, outage
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from bot.domain.diagnosis_readings import Readings
-from bot.domain.snapshot import ALL_QUARANTINED, DIAL_DURATION, REQUEST_DURATION, TERMINATIONS
+from bot.domain.snapshot import ALL_QUARANTINED, DIAL_DURATION, QUARANTINES, REQUEST_DURATION, TERMINATIONS
 from bot.domain.verdict import (
     LogSignal,
     LogSignals,
@@ -262,3 +262,25 @@ def test_503s_of_a_peer_outage_over_now_are_not_check_reason(reason: str) -> Non
     assert found.verdict is Verdict.HEALTHY
     assert f"9 503 answers ({reason})" in found.evidence[0]
     assert "peers healthy again" in found.evidence[0]
+
+
+def test_dial_timeouts_that_quarantined_a_restarted_peer_are_its_outage_over() -> None:
+    """The tour's target-rolling-restart: dials to the old pod's endpoint fail (peer_departed, then 5 s
+    timeouts) until the peer is quarantined, and the new one is healthy soon after. Its healed alert's
+    details said check_reason and sent the reader to the `upstream` reason, of which there was none."""
+    before = healthy_page()
+    after = before.copy().add(QUARANTINES, 2).add(ALL_QUARANTINED, 2)
+    for reason, n in (("all_quarantined", 29), ("peer_departed", 8), ("timeout", 6)):
+        after.requests(n, reason, "503")
+    found = signal(after, before)
+    assert found.verdict is Verdict.HEALTHY
+    assert "6 503 answers (timeout) in the last 15m: peers healthy again" in found.evidence[0]
+    assert "no other 503 answers" in found.evidence[0]
+
+
+def test_dial_timeouts_without_a_quarantine_are_still_for_the_reasons_check() -> None:
+    # Peers that stay selectable while their dials time out: the path, not an outage that is over.
+    before = healthy_page()
+    found = signal(before.copy().requests(6, "timeout", "503"), before)
+    assert found.verdict is Verdict.CHECK_REASON
+    assert found.evidence[0] == "503 answers in the last 15m by reason: timeout 6"
