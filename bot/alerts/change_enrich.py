@@ -72,10 +72,13 @@ class ChangeRound:
     """The history reads of one notification: `start` them with the other reads, await `tasks` within the
     budget, `collect`, then one `report` per alert group (`group_report`)."""
 
-    def __init__(self, history: ChangeHistory | None, budget: float, window: float = WINDOW_SECONDS) -> None:
+    def __init__(
+        self, history: ChangeHistory | None, budget: float, window: float = WINDOW_SECONDS, every: float = 0.0
+    ) -> None:
         self._history = history
         self._budget = budget
         self.window = window
+        self.every = every  # how often the platform is read (`platform.refresh`)
         self._tasks: dict[str, asyncio.Future[list[InstanceVersion]]] = {}
         self._outcomes: dict[str, list[InstanceVersion] | Unavailable] = {}
 
@@ -119,7 +122,7 @@ class ChangeRound:
                 histories.append(EndHistory(ref, tuple(got)))
         if histories and all(h.unreadable is not None for h in histories):
             return ChangeReport.failed(fired_at, histories[0].unreadable or "", self.window)
-        return ChangeReport(fired_at, self.window, tuple(histories))
+        return ChangeReport(fired_at, self.window, tuple(histories), every=self.every)
 
 
 def group_ends(settings: Settings, view: AlertGroupView) -> list[str | None]:

@@ -214,7 +214,8 @@ class AlertPipeline:
         # Every client behind a shared target is read in the same round, for its blast radius.
         behind = blast.sources(self._settings, every)
         clusters |= {source for found in behind.values() for source in found}
-        changes = ChangeRound(self._changes, self._budget)
+        platform = self._settings.platform
+        changes = ChangeRound(self._changes, self._budget, every=platform.refresh if platform else 0.0)
         changes.start(self._ends(every, targets))
         readings, pods = await self._enrich(clusters, prom, logs, {t for t in targets if t}, changes)
 

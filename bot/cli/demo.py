@@ -36,7 +36,7 @@ import yaml
 
 from bot.cli.demo_tour import POLL, Stop, StopRun, single_stop, tour_stops
 from bot.cli.serve import SHUTDOWN_SECONDS
-from bot.compose import Clocks, open_bot
+from bot.compose import Bot, Clocks, open_bot
 from bot.fleet.watch import FleetWatch
 from bot.render.terminal import Style, show_message
 from bot.render.words import counted
@@ -122,6 +122,9 @@ def demo_settings(
     # Silences read every 2 s: a silence made or expired shows at once, a silenced end within seconds.
     data["alertmanager"] = {"url": alertmanager_url, "webhook_token": webhook_token, "poll_interval": "2s"}
     data["store"] = {"url": f"sqlite:///{workdir / 'demo.db'}"}
+    # The platform read every 5 s, as fast as it may be: a change (scenario config-change) is kept in the
+    # instances' history, and a changed fleet rebuilds the stop's bot, within a few simulated minutes.
+    data["platform"]["refresh"] = "5s"
     data["access"] = {"silencers": [PAGE_USER]}
     # A digest only on demand (`/proxy digest`, as the tour types it): never a scheduled or caught-up one.
     data["digest"] = {"enabled": False}
@@ -187,10 +190,11 @@ class AlertFeed(threading.Thread):
         self._logged = len(self._srv.world.log)
 
 
-def _free_socket() -> socket.socket:
+def _free_socket(port: int = 0) -> socket.socket:
+    """A loopback socket on `port` (0: a free one)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     return sock
 
 
@@ -240,7 +244,9 @@ async def _run_bot(
     # A held stop's bot lives on the simulated clock (which stops at the hold) and reads nothing before
     # its notifications arrive: its messages are the same on every machine. The others keep warm.
     clocks = Clocks(srv.shown_time, srv.running_time, lambda: srv.shown_time() - srv.world.epoch)
-    # The fleet as a newcomer's bot finds it: discovered from the platform stand-in, on the simulated clock.
+    # The fleet as a newcomer's bot finds it: discovered from the platform stand-in, on the simulated clock,
+    # and followed as `serve` follows it (each reading kept as the instances' history; a changed fleet
+    # rebuilds the bot behind the same address).
     fleet = FleetWatch(settings, clock=srv.shown_time)
     try:
         found = await fleet.first()
@@ -248,29 +254,17 @@ async def _run_bot(
         unwatched = [c.name for c in found.clients if c.settings is None]
         problems = f"; with problems, not watched: {', '.join(unwatched)}" if unwatched else ""
         demo.sink.say(f"fleet discovered from the platform: {', '.join(clients)}{problems}")
-        bot = await open_bot(
-            settings.with_fleet(found.clusters),
-            warm_interval=None if stop.hold_at else 2.0,
-            clocks=clocks,
-            fleet=fleet,
-        )
+        serving = await _Serving.open(settings.with_fleet(found.clusters), stop, clocks, fleet, sock)
     except BaseException:
         await fleet.aclose()
         raise
-    # Open connections get serve's bound once the server is told to stop.
-    config = uvicorn.Config(
-        bot.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_SECONDS
-    )
-    server = StopServer(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
+    following = asyncio.create_task(_follow(demo, settings, serving, fleet), name="demo-fleet")
     try:
-        while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-            await asyncio.sleep(0.05)
         demo.page.connect(f"http://127.0.0.1:{sock.getsockname()[1]}/slack/events", demo.signing_secret)
         feed.start()
 
         async def settled() -> bool:
-            store = bot.clients.store
+            store = serving.bot.clients.store
             return feed.quiet and await store.pending_count() == 0 and await store.depth() == 0
 
         where = demo.slack.channel_id(stop.channel)
@@ -287,12 +281,77 @@ async def _run_bot(
                 await asyncio.sleep(POLL)
     finally:
         feed.stop.set()
-        server.should_exit = True
-        await task
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
         try:
-            await bot.close()
+            await serving.close()
         finally:
             await fleet.aclose()
+
+
+async def _follow(demo: Demo, settings: Settings, serving: _Serving, fleet: FleetWatch) -> None:
+    """Each time the platform's fleet changes, the stop's bot rebuilt over it (the webhooks the feed sends
+    meanwhile are sent again, in order, once it answers)."""
+    while True:
+        changed = await fleet.changed()
+        names = ", ".join(c.name for c in changed.clients if c.settings)
+        demo.sink.say(f"fleet changed on the platform: {names}; the bot is rebuilt over it")
+        await serving.rebuild(settings.with_fleet(changed.clusters))
+
+
+@dataclass
+class _Serving:
+    """The stop's bot and its HTTP server on the stop's socket; rebuilt in place when the fleet changes."""
+
+    bot: Bot
+    server: StopServer
+    task: asyncio.Task[None]
+    stop: Stop
+    clocks: Clocks
+    fleet: FleetWatch
+    sock: socket.socket
+
+    @classmethod
+    async def open(
+        cls, settings: Settings, stop: Stop, clocks: Clocks, fleet: FleetWatch, sock: socket.socket
+    ) -> _Serving:
+        bot = await open_bot(
+            settings, warm_interval=None if stop.hold_at else 2.0, clocks=clocks, fleet=fleet
+        )
+        server, task = await _started(bot, sock)
+        return cls(bot, server, task, stop, clocks, fleet, sock)
+
+    async def rebuild(self, settings: Settings) -> None:
+        port = self.sock.getsockname()[1]
+        await self.close()  # uvicorn closes the socket it served on: the same port is bound again
+        self.sock = _free_socket(port)
+        self.bot = await open_bot(
+            settings, warm_interval=None if self.stop.hold_at else 2.0, clocks=self.clocks, fleet=self.fleet
+        )
+        self.server, self.task = await _started(self.bot, self.sock)
+
+    async def close(self) -> None:
+        self.server.should_exit = True
+        try:
+            await self.task
+        finally:
+            await self.bot.close()
+
+
+async def _started(bot: Bot, sock: socket.socket) -> tuple[StopServer, asyncio.Task[None]]:
+    """uvicorn serving `bot` on `sock`, once it answers."""
+    # Open connections get serve's bound once the server is told to stop.
+    config = uvicorn.Config(
+        bot.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_SECONDS
+    )
+    server = StopServer(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            await task  # it failed to start: say why
+        await asyncio.sleep(0.05)
+    return server, task
 
 
 def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:

@@ -207,6 +207,22 @@ async def _one_incident(run: StopRun) -> None:
     await run.until(lambda: run.first(lambda m: "one cause:" in texts(m)))
 
 
+async def _shared_target(run: StopRun) -> None:
+    # Every client's groups folded into one message, which names the three clients hit and the one not.
+    hit = ("`team-a`", "`team-b`", "`team-c`")
+    await run.until(
+        lambda: run.first(
+            lambda m: "3 of 4 clients cannot reach" in texts(m) and all(h in texts(m) for h in hit)
+        )
+    )
+
+
+async def _changed_before(run: StopRun) -> None:
+    # The alert after team-a's vcluster.yaml changed says so; its details reply has the diff.
+    alert = await run.until(lambda: run.first(lambda m: "retargeted" in texts(m)))
+    await run.until(lambda: any("the diff:" in texts(r) for r in run.replies(alert)))
+
+
 async def _flaps(run: StopRun) -> None:
     await run.until(lambda: run.first(lambda m: "lapping: " in texts(m)))
 
@@ -259,6 +275,10 @@ TOUR: tuple[tuple[str, str, float, float, str, Play, str, float | None], ...] = 
      "both answers are in the alert's thread, it shows who has it and the silence", 226.0),
     ("peer-watch-dropped", "#tour-incident", 40.0, 150.0, "a dropped peer watch, one incident",
      _one_incident, "its alerts are one incident's message", None),
+    ("shared-target-down", "#tour-shared", 10.0, 150.0, "one target, four clients, three cut off",
+     _shared_target, "one message names the three clients hit and the one still healthy", None),
+    ("config-change", "#tour-change", 5.0, 150.0, "a vcluster.yaml changed, then an alert",
+     _changed_before, "the alert says what changed before it, its diff in the thread", None),
     ("flapping", "#tour-flapping", 60.0, 150.0, "a flapping target", _flaps,
      "the message counts the flaps", None),
     ("storm", "#tour-storm", 40.0, 150.0, "a storm of 31 targets", _storm_table,

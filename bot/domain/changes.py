@@ -344,6 +344,9 @@ class ChangeReport:
     window: float = WINDOW_SECONDS
     ends: tuple[EndHistory, ...] = ()
     unreadable: str | None = None
+    # How often the platform is read: a change is stamped when a reading saw it, up to this much after it
+    # was made, so one seen this soon after the alert fired may have come before it.
+    every: float = 0.0
     changes: tuple[VersionChange, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -403,6 +406,8 @@ class ChangeReport:
             return f"{_span(ahead)} before"
         if ahead >= 0:
             return "just before"
+        if -ahead <= self.every:
+            return "around when it fired"
         return f"seen {_span(-ahead)} after it fired"
 
 

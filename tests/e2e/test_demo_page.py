@@ -79,10 +79,19 @@ def top_messages(html: str) -> list[tuple[str, str]]:
 def test_the_tour_announces_every_stop_and_reaches_each_goal(tour: Tour) -> None:
     out = tour.output()
     assert out.splitlines()[1].startswith(f"page: {tour.url}")  # the page's URL comes first
-    for i, title in enumerate(
-        ("restart that heals", "target down", "peer watch", "flapping", "storm", "digest"), 1
-    ):
-        assert re.search(rf"══ tour {i}/6: [^\n]*{title}", out), title
+    titles = (
+        "restart that heals",
+        "target down",
+        "peer watch",
+        "four clients",
+        "vcluster.yaml changed",
+        "flapping",
+        "storm",
+        "digest",
+    )
+    for i, title in enumerate(titles, 1):
+        assert re.search(rf"══ tour {i}/{len(titles)}: [^\n]*{title}", out), title
+    assert "fleet changed on the platform: team-a; the bot is rebuilt over it" in out
     assert "are up before" not in out
     assert "── pressed *Probe now* on the page" in out
     assert "── pressed *Acknowledge* on the page" in out
@@ -120,7 +129,7 @@ def test_the_page_shows_the_alert_its_edit_thread_buttons_table_and_chart(tour: 
     assert "Alert storm: " in storm
     table = re.search(r'<table class="table">(.*?)</table>', storm, re.DOTALL)  # Slack's own table block
     assert table is not None
-    assert re.search(r"<td[^>]*><b>CLUSTER</b></td><td[^>]*><b>TARGET</b></td>", table.group(1))
+    assert re.search(r"<td[^>]*><b>CLUSTER</b></td>\s*<td[^>]*><b>TARGET</b></td>", table.group(1))
     assert "platform/shard-00" in table.group(1)
     digest = tour.dom("tour-digest")
     assert "Proxy fleet digest" in digest
@@ -147,6 +156,10 @@ def test_every_message_of_the_tour_tells_one_story(tour: Tour) -> None:
     assert not found, "\n".join(found)
     # One message per flapping target: its alerts are one incident, its flaps a count on it.
     assert len(shots.top_level_ts(tour.url, tour.channels["tour-flapping"])) == 1
+    # One message for the target four clients use: the three clients cut off, the fourth still healthy.
+    [shared] = shots.top_level_ts(tour.url, tour.channels["tour-shared"])
+    told = shots.message_text(tour.url, tour.channels["tour-shared"], shared)
+    assert "3 of 4 clients cannot reach platform/crd-store" in " ".join(told)
 
 
 @pytest.mark.slow

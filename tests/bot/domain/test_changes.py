@@ -143,6 +143,9 @@ def test_a_change_seen_after_it_fired_is_told_as_such() -> None:
         FIRED, ends=(EndHistory(CLIENT, (version(CLIENT, 1, 60, BASE), version(CLIENT, 2, -3, WIDGETS_OFF))),)
     )
     assert report.line().startswith(f"seen 3 min after it fired: team-a's vcluster.yaml disabled `{WIDGETS}`")
+    # Seen within one reading of the platform after it fired: it may well have come before.
+    read_often = ChangeReport(FIRED, ends=report.ends, every=300.0)
+    assert read_often.line().startswith("around when it fired: team-a's vcluster.yaml disabled")
 
 
 def test_an_end_without_history_or_unreadable_says_so_beside_the_rest() -> None:
