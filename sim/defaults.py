@@ -1,6 +1,8 @@
 """The default fleet every scenario starts from: one client, one target, a control plane cluster.
 
-More client/target pairs on request (`default_fleet(..., clients=2)`), healthy whatever the scenario.
+More client/target pairs on request (`default_fleet(..., clients=2)`), healthy whatever the scenario; or
+the demo's fleet (`demo_fleet`): the default pair and, around it, two more clients in two projects with a
+dozen more targets, one of them shared and one pair on the relay, all healthy unless a scenario says.
 """
 
 from __future__ import annotations
@@ -93,3 +95,59 @@ def _pair(
     )
     target.objects = _objects(rng, client.owner_value)
     return client, target
+
+
+# The demo's fleet around the default pair: (client, project, its targets); a target named twice is shared.
+DEMO_CLIENTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (CLIENT, PROJECT, ("billing-db", "search-index", "feature-flags", "notifications")),
+    ("payments-api", "payments", ("ledger", "invoices", "fx-rates", "audit-log", "search-index")),
+    ("risk-engine", "payments", ("ledger", "scores", "rules", "case-files")),
+)
+RELAYED = ("risk-engine", "case-files")  # the pair whose target has no UDP rule for it: relayed, not broken
+
+
+def demo_group_version(target: str) -> str:
+    """The group/version a demo target serves (one each: vCluster refuses one forwarded to two targets)."""
+    return f"{target.replace('-', '')}.example.com/v1"
+
+
+def demo_fleet(seed: int, replicas: int = 1) -> Platform:
+    """The default pair (the scenarios' faults stay on it) and the demo's fleet around it: 3 clients in 2
+    projects, 12 targets (platform/search-index and payments/ledger shared by two clients each), the
+    risk-engine -> case-files pair relayed."""
+    platform = default_fleet(seed, replicas)
+    rng = random.Random(f"{seed}/demo")
+    for client_name, project, names in DEMO_CLIENTS:
+        client = platform.clients.get(client_name) or ClientCluster(
+            name=client_name,
+            project=project,
+            replicas=[Replica(f"{client_name}-{i}") for i in range(replicas)],
+            network_policy=NetworkPolicyValues(),
+        )
+        platform.clients[client.name] = client
+        for name in names:
+            owner = PROJECT if name == "search-index" else project  # the shared ones live in one project
+            target = platform.targets.get(name) or _demo_target(rng, name, owner)
+            platform.targets[name] = target
+            gv = demo_group_version(name)
+            client.links.append(TargetLink(target, [gv], resources=["records"]))
+            client.network_policy.udp_egress_to.append(target.namespace)
+            if (client_name, name) != RELAYED:
+                target.network_policy.udp_ingress_from.append(client.namespace)
+            owned = {OWNER_LABEL: client.owner_value}
+            target.objects += [
+                StoredObject(target.resources[0], "default", f"record-{client_name}-{i}", owned, -3600.0)
+                for i in range(2)
+            ]
+    return platform
+
+
+def _demo_target(rng: random.Random, name: str, project: str) -> TargetCluster:
+    return TargetCluster(
+        name=name,
+        project=project,
+        resources=[ProxiedResource(demo_group_version(name), "records", "Record")],
+        pods=[ControlPlanePod(f"{name}-0", f"{name}-{rng.getrandbits(40):010x}.vcluster.invalid")],
+        namespaces={"default"},
+        network_policy=NetworkPolicyValues(),
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.defaults import CLIENT, PRIMARY_GV, PROJECT, SECONDARY_GV, TARGET, default_fleet
+from sim.defaults import CLIENT, PRIMARY_GV, PROJECT, SECONDARY_GV, TARGET, default_fleet, demo_fleet
 from sim.fleet import (
     ClientCluster,
     ControlPlanePod,
@@ -500,13 +500,16 @@ def build_world(
     speed: float = 1.0,
     traffic: Traffic | None = None,
     clients: int = 1,
+    wide: bool = False,
 ) -> World:
-    """A world for one scenario, not yet started (call `advance_to`); `clients` > 1 adds healthy pairs."""
+    """A world for one scenario, not yet started (call `advance_to`); `clients` > 1 adds healthy pairs,
+    `wide` sets it in the demo's fleet (`sim.defaults.demo_fleet`)."""
     try:
         scenario = SCENARIOS[name]
     except KeyError:
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
-    world = World(default_fleet(seed, scenario.replicas, clients), seed=seed, epoch=epoch, speed=speed)
+    fleet = demo_fleet(seed, scenario.replicas) if wide else default_fleet(seed, scenario.replicas, clients)
+    world = World(fleet, seed=seed, epoch=epoch, speed=speed)
     world.traffic = traffic if traffic is not None else Traffic()
     scenario.setup(world)
     return world

@@ -91,13 +91,17 @@ class SimServer:
         hold_at: float | None = None,
         epoch: float | None = None,
         platform: bool = False,
+        wide: bool = False,
     ) -> None:
         self.scenario = scenario
         self.speed = speed
         self.hold_at = hold_at
         self.host = host
         shown = time.time() if epoch is None else epoch
-        self.world: World = build_world(scenario, seed=seed, epoch=shown, speed=speed, clients=clients)
+        # `wide`: the scenario in the demo's fleet (3 clients, 2 projects, a dozen targets) around its pair.
+        self.world: World = build_world(
+            scenario, seed=seed, epoch=shown, speed=speed, clients=clients, wide=wide
+        )
         self.advance: Callable[[float], object] = self.world.advance_to
         self.lock = threading.Lock()
         self.token = secrets.token_urlsafe(24)

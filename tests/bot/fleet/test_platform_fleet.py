@@ -385,3 +385,19 @@ async def test_a_refused_reading_raises_401_and_writes_no_kubeconfig(
     assert refused.value.status == 401
     assert "lk-wrong-key-0123456789" not in str(refused.value)
     assert not reader.kubeconfig.exists()  # no paths written from a refused reading
+
+
+def test_the_demo_fleet_is_found_whole_through_the_platform(tmp_path: Path) -> None:
+    # The demo's fleet: 3 clients in 2 projects and 12 targets, two of them shared, one pair relayed.
+    with SimServer(scenario="healthy", speed=20, platform=True, wide=True) as server:
+        config = server.write_config(tmp_path / "proxybot.yaml")
+        expected = expected_fleet(kubectl_instances(config))
+        fleet = discovered(config)
+    assert found(fleet) == expected
+    clients = expected[0]
+    assert sorted(clients) == ["payments-api", "risk-engine", CLIENT]
+    assert len({t for targets in clients.values() for t in targets}) == 12
+    assert {c.row.project for c in fleet.clients if c.settings} == {"payments", PROJECT}
+    assert clients["payments-api"] & clients["risk-engine"] == {"payments/ledger"}
+    assert clients[CLIENT] & clients["payments-api"] == {f"{PROJECT}/search-index"}
+    assert not fleet.problems
