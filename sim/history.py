@@ -1,0 +1,43 @@
+"""A simulated past, run fast: the world advanced through scripted trouble, a reading taken as it goes.
+
+The digest's charts draw the bot's own fleet samples (without Prometheus). A demo that wants a day of them
+runs its world here before the bot's digest: `outage` schedules a target's control plane hanging and coming
+back, `run_sampled` advances the world in steps of `every` simulated seconds and awaits `sample` at each
+(the bot's `DigestRunner.sample`, its clock the world's). The world is ticked second by second as ever,
+so the readings are the simulator's own: a day of the default fleet takes seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sim.world import World
+
+SAMPLE_EVERY = 1800.0  # the bot's own sampling interval (handlers/digest.py's SAMPLE_INTERVAL)
+
+
+def outage(world: World, target: str, start: float, end: float) -> None:
+    """`target`'s control plane stops answering at `start` and answers again at `end` (simulated seconds)."""
+
+    def answering(now: bool) -> Callable[[World], None]:
+        def act(w: World) -> None:
+            for pod in w.platform.targets[target].pods:
+                pod.answering = now
+
+        return act
+
+    world.at(start, f"{target}'s control plane stops answering", answering(False))
+    world.at(end, f"{target}'s control plane answers again", answering(True))
+
+
+async def run_sampled(
+    world: World, until: float, sample: Callable[[], Awaitable[object]], *, every: float = SAMPLE_EVERY
+) -> int:
+    """Advance the world to `until`, awaiting `sample` after each `every` seconds; how many were taken."""
+    taken = 0
+    while world.now() + every <= until:
+        world.advance_to(world.now() + every)
+        await sample()
+        taken += 1
+    world.advance_to(until)
+    return taken
