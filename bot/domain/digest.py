@@ -4,7 +4,7 @@ probes' runs and the alerts firing now. `bot.digest` judges and assembles it; `b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -115,6 +115,23 @@ class Digest:
     def count(self, health: Health) -> int:
         return sum(1 for t in self.targets if t.health is health)
 
+    def by_target(self) -> dict[str, tuple[TargetDigest, ...]]:
+        """Each target's readings, one per client that forwards to it, in the digest's order."""
+        found: dict[str, list[TargetDigest]] = {}
+        for t in self.targets:
+            found.setdefault(t.target, []).append(t)
+        return {name: tuple(readings) for name, readings in found.items()}
+
+    def target_health(self) -> dict[str, Health]:
+        """Each target's health: its worst client's (a target one client cannot reach is not healthy)."""
+        return {
+            name: min((r.health for r in rs), key=RANK.__getitem__) for name, rs in self.by_target().items()
+        }
+
+    def shared(self) -> dict[str, tuple[TargetDigest, ...]]:
+        """The targets several clients forward to, each with every client's reading."""
+        return {name: rs for name, rs in self.by_target().items() if len({r.cluster for r in rs}) > 1}
+
     def of(self, health: Health) -> tuple[TargetDigest, ...]:
         return tuple(t for t in self.targets if t.health is health)
 
@@ -134,11 +151,15 @@ class Digest:
 
     def summary(self) -> dict[str, Any]:
         """What the next digest compares against (stored with the run)."""
+        health = self.target_health()
+        faults: dict[str, dict[str, float]] = {}
+        for t in self.targets:  # a shared target's faults summed over its clients
+            mine = faults.setdefault(t.target, {})
+            for key, value in t.fault_totals.items():
+                mine[key] = mine.get(key, 0.0) + value
         return {
             "at": self.at,
-            "targets": {
-                t.target: {"health": t.health.value, "faults": dict(t.fault_totals)} for t in self.targets
-            },
+            "targets": {name: {"health": health[name].value, "faults": faults[name]} for name in health},
         }
 
     def sample(self) -> dict[str, Any]:
@@ -149,7 +170,11 @@ class Digest:
                 family, _, reason = key.partition("/")
                 if family == REQUEST_FAMILY:
                     faults[reason] = faults.get(reason, 0.0) + value
-        targets = {t.target: {"h": t.healthy_peers, "s": t.health.value} for t in self.targets}
+        health = self.target_health()
+        targets = {
+            name: {"h": _lowest(r.healthy_peers for r in readings), "s": health[name].value}
+            for name, readings in self.by_target().items()
+        }
         return {"targets": targets, "faults": faults}
 
     def as_dict(self) -> dict[str, Any]:
@@ -179,6 +204,12 @@ class Digest:
             "versions": [v.as_dict() for v in self.versions],
             "oncall": None if self.oncall is None else _oncall_dict(self.oncall),
         }
+
+
+def _lowest(values: Iterable[float | None]) -> float | None:
+    """The lowest known value (a shared target's healthy peers: its worst client's), None when none is."""
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
 
 
 def _oncall_dict(o: OncallFigures) -> dict[str, Any]:

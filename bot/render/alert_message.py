@@ -59,6 +59,7 @@ from bot.render.slack import (
     ACTION_SILENCE,
     ACTION_SILENCE_PAGE,
     ACTIONS_BLOCK_ID,
+    BLAST_MARK,
     RESOLVED_MARK,
     SEVERITY_MARK,
     STANDING_WORDS,
@@ -247,7 +248,6 @@ def alert_group_message(view: AlertGroupView, now: datetime) -> Message:
     return message(fallback(view), [head, section("\n".join([*must, *rest]))], tail)
 
 
-BLAST_MARK = "🎯"
 BLAST_LINES = 2  # terminal lines of one target's blast radius on the message (its clients in the details)
 
 

@@ -19,9 +19,8 @@ from bot.domain.status_result import (
     StatusResult,
     TargetStatus,
 )
-from bot.render.alert_message import BLAST_MARK
 from bot.render.blocks import Block, Message, code, context, esc, header, message, section, section_lines
-from bot.render.slack import findings_message, live_line
+from bot.render.slack import BLAST_MARK, findings_message, live_line
 from bot.render.verdict import verdict_lines
 
 # Whose side each kind of reason is, in the words of the breakdown.

@@ -32,7 +32,7 @@ from bot.render.blocks import (
 )
 from bot.render.chart import Chart, draw
 from bot.render.digest_oncall import oncall_blocks
-from bot.render.slack import SEVERITY_MARK
+from bot.render.slack import BLAST_MARK, SEVERITY_MARK
 from bot.render.verdict import VERDICT_MARK, verdict_short
 from bot.render.words import counted
 
@@ -47,11 +47,33 @@ def _top(lines: Sequence[str], n: int = LIST_LINES) -> list[str]:
 
 
 def headline(d: Digest) -> str:
-    total = len(d.targets)
+    """Counted by target: a target several clients use is one, as its worst client sees it."""
+    health = list(d.target_health().values())
+    total = len(health)
     if d.quiet:
         return f"Proxy fleet digest: all {counted(total, 'target')} healthy"
-    parts = [f"{d.count(Health.DEGRADED)} degraded", f"{d.count(Health.UNREACHABLE)} unreachable"]
-    return f"Proxy fleet digest: {', '.join(parts)}, {d.count(Health.HEALTHY)} of {total} healthy"
+    parts = [f"{health.count(Health.DEGRADED)} degraded", f"{health.count(Health.UNREACHABLE)} unreachable"]
+    return f"Proxy fleet digest: {', '.join(parts)}, {health.count(Health.HEALTHY)} of {total} healthy"
+
+
+def _shared_blocks(d: Digest) -> list[Block]:
+    """Each target several clients use that some client cannot use well: every client and its state."""
+    lines = []
+    for name, readings in d.shared().items():
+        if all(r.health is Health.HEALTHY for r in readings):
+            continue
+        hit = [r for r in readings if r.health is not Health.HEALTHY]
+        each = " · ".join(f"{code(r.cluster)} {_state(r)}" for r in readings)
+        lines.append(f"{BLAST_MARK} {code(name)}: {len(hit)} of {len(readings)} clients hit: {each}")
+    return [section_lines(["*Shared targets*", *_top(lines)])] if lines else []
+
+
+def _state(r: TargetDigest) -> str:
+    if r.health is Health.HEALTHY:
+        return "✅ healthy"
+    if r.health is Health.UNREACHABLE:
+        return f"{SEVERITY_MARK[Severity.CRITICAL]} not read"
+    return f"{SEVERITY_MARK[r.findings[0].severity]} {esc(r.findings[0].title)}" if r.findings else "degraded"
 
 
 def _mark(d: Digest) -> str:
@@ -213,6 +235,7 @@ def digest_message(d: Digest, notes: Sequence[str] = (), charts: Sequence[Chart]
         calm = [header(title), *_firing_blocks(d), *oncall_blocks(d.oncall), *_absent_blocks(charts)]
         return message(title, calm, [_context(d, notes)])
     body: list[Block] = [header(title), *_verdict_tally(d), *_firing_blocks(d), *oncall_blocks(d.oncall)]
+    body += _shared_blocks(d)
     body += _degraded_blocks(d.of(Health.DEGRADED))
     body += _unreachable_blocks(d.of(Health.UNREACHABLE))
     body += _changes_blocks(d)

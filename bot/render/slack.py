@@ -60,6 +60,7 @@ SEVERITY_MARK = {
     Severity.OK: "✅",
 }
 RESOLVED_MARK = "✅"
+BLAST_MARK = "🎯"  # who else a shared target's trouble hits
 STANDING_WORDS = {
     Standing.STILL_BROKEN: "still broken",
     Standing.RECOVERING: "recovering",

@@ -77,6 +77,22 @@ def firing_section(d: Digest) -> list[str]:
     return section.splitlines()[1:]
 
 
+def test_a_shared_target_counts_once_and_shows_every_client_behind_it() -> None:
+    ledger = "payments/ledger"
+    cut = TargetDigest(ledger, "payments-api", Health.DEGRADED, (finding(ledger),), healthy_peers=0.0)
+    fine = TargetDigest(ledger, "risk-engine", Health.HEALTHY, healthy_peers=1.0)
+    d = Digest("p", 1000.0, (cut, fine, healthy("p/ok")), cluster_seconds={"c1": 0.1})
+    text = show(digest_message(d))
+    # Two targets, not three readings: the ledger one client cannot reach is not healthy.
+    assert "1 degraded, 0 unreachable, 1 of 2 healthy" in text
+    assert (
+        "🎯 payments/ledger: 1 of 2 clients hit: payments-api 🔴 payments/ledger: no healthy peers · "
+        "risk-engine ✅ healthy"
+    ) in " ".join(text.split())
+    # The chart's sample is the target's worst client's.
+    assert d.sample()["targets"][ledger] == {"h": 0.0, "s": "degraded"}
+
+
 def test_alerts_firing_now_link_to_their_messages_even_in_a_quiet_digest() -> None:
     alerts = (firing(1), replace(firing(2, link=None), alerts=3, severity=Severity.WARNING))
     d = Digest("p", 1000.0, (healthy("p/ok"),), firing=alerts)
