@@ -357,7 +357,12 @@ async def _started(bot: Bot, sock: socket.socket) -> tuple[StopServer, asyncio.T
 def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:
     """One scenario through a bot of its own (its own store), into the stop's channel."""
     srv = SimServer(
-        scenario=stop.scenario, speed=stop.speed, hold_at=stop.hold_at, epoch=stop.epoch, platform=True
+        scenario=stop.scenario,
+        speed=stop.speed,
+        hold_at=stop.hold_at,
+        epoch=stop.epoch,
+        platform=True,
+        wide=stop.wide,
     )
     sock = _free_socket()
     bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
