@@ -26,6 +26,8 @@ LATER = {
     "discovery-degraded": (60.0, 9.0),  # from ~t=360
     "slow-target": (150.0, 8.0),  # the probe fails after t=900
     "watches-silent": (600.0, 11.0),  # from ~t=5460
+    # The platform read every 5 s: at 20x the change (t=60) is kept before the alert after it (~t=90).
+    "config-change": (20.0, 12.0),
 }
 # The scenarios that must post something in their run (the others are healthy, or their findings are not
 # alerts).
@@ -39,6 +41,8 @@ POSTING = {
     "watches-silent",
     "ha-split",
     "slow-target",
+    "shared-target-down",
+    "config-change",
 }
 
 
