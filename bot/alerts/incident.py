@@ -91,11 +91,13 @@ class MemberThread:
         cause: Cause | None,
         *,
         heads: bool = False,
+        whose: str | None = None,
     ) -> None:
         """The member's details reply in the thread of message `incident` (its first group's key):
         posted the first time, edited in place (once per notification `identity`) after; `heads`: the
-        member pages hardest, so the message is headed by it."""
-        body = member_details_reply(view, cause, self._now(), heads=heads)
+        member pages hardest, so the message is headed by it; `whose`: its client, another than the
+        message's."""
+        body = member_details_reply(view, cause, self._now(), heads=heads, whose=whose)
         await self._outbox.reply_in_place(
             channel,
             incident,
@@ -487,7 +489,8 @@ class IncidentDesk:
         cause = None if first.facts.cause is None else first.facts.cause.cause
         lead = leading_member(own.severity, incident.incident)
         heads = lead is not None and lead == _whose(line_of(state, now), incident.cluster)
-        await self._thread.details(identity, channel, first.group_key, view, cause, heads=heads)
+        whose = None if view.cluster == incident.cluster else view.cluster
+        await self._thread.details(identity, channel, first.group_key, view, cause, heads=heads, whose=whose)
         if ended is not None and prev is not None and self._resolutions is not None:
             change = change_since(group, view, prev, from_epoch(now))
             change = replace(change, group_status=incident.status, started_at=incident.started_at)

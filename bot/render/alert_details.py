@@ -57,12 +57,12 @@ CHANGES_ROOM = 420  # characters of what changed before it, its diff included: t
 
 
 def member_details_reply(
-    view: AlertGroupView, cause: Cause | None, now: datetime, *, heads: bool = False
+    view: AlertGroupView, cause: Cause | None, now: datetime, *, heads: bool = False, whose: str | None = None
 ) -> Message:
     """The details reply of a group that joined an incident, in the incident message's thread: what
-    joined (or, `heads`, that it now heads the message) and the shared cause, then its details as
-    `details_reply` gives them (its only reply there)."""
-    return details_reply(view, now, intro=join_lines(view, cause, now, heads=heads))
+    joined (or, `heads`, that it now heads the message; `whose`, its client when another than the
+    message's) and the shared cause, then its details as `details_reply` gives them (its only reply there)."""
+    return details_reply(view, now, intro=join_lines(view, cause, now, heads=heads, whose=whose))
 
 
 def details_reply(view: AlertGroupView, now: datetime, *, intro: Sequence[str] = ()) -> Message:

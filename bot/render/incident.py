@@ -137,18 +137,22 @@ def _group_where(view: AlertGroupView) -> str:
     return where
 
 
-def join_lines(view: AlertGroupView, cause: Cause | None, now: datetime, *, heads: bool = False) -> list[str]:
+def join_lines(
+    view: AlertGroupView, cause: Cause | None, now: datetime, *, heads: bool = False, whose: str | None = None
+) -> list[str]:
     """What a group that joined an incident is, for the top of its details reply in the incident's
     thread: what fires (or that it resolved), since when, the shared cause, how it is silenced; `heads`:
-    it joined and, paging hardest, heads the message now."""
+    it joined and, paging hardest, heads the message now; `whose`: its client, another than the message's
+    (a target they share)."""
     names = ", ".join(f"*{esc(n)}*" for n in view.names()) or "*alert*"
+    where = _group_where(view) + (f" from {code(whose)}" if whose else "")
     if view.status is GroupStatus.FIRING:
         since = fmt_ago(view.started_at, now)
-        state = f"{SEVERITY_MARK[view.severity]} {names}{_group_where(view)}, since {since}"
+        state = f"{SEVERITY_MARK[view.severity]} {names}{where}, since {since}"
     else:
         ended = view.resolved_at or now
         took = fmt_span((utc(ended) - utc(view.started_at)).total_seconds())
-        state = f"{RESOLVED_MARK} {names}{_group_where(view)}: resolved after {took}"
+        state = f"{RESOLVED_MARK} {names}{where}: resolved after {took}"
     joined = "Joined this incident and heads it (it pages hardest)" if heads else "Joined this incident"
     return [
         f"↳ {joined}: {state}",

@@ -146,6 +146,8 @@ async def test_a_second_client_losing_the_same_target_joins_the_first_ones_messa
     assert "🎯 2 of 3 clients cannot reach platform/db" in shown
     replies = [i for i in added if i.kind is OutboxKind.REPLY]
     assert any("Joined this incident" in text_of(r) for r in replies)
+    # Its details reply says whose it is: another client than the message's.
+    assert any("on `platform/db` (`example.com/v1`) from `beta`, since" in text_of(r) for r in replies)
 
 
 async def test_a_client_with_a_target_of_its_own_does_not_join_another_clients_incident(
