@@ -16,12 +16,14 @@ from bot.domain.durations import parse_duration
 from sim.scenarios import SCENARIOS
 
 
-def test_the_tour_walks_restart_target_down_incident_flap_storm_digest() -> None:
+def test_the_tour_walks_restart_target_down_incident_shared_change_flap_storm_digest() -> None:
     stops = tour_stops()
     assert [s.scenario for s in stops] == [
         "target-rolling-restart",
         "target-down",
         "peer-watch-dropped",
+        "shared-target-down",
+        "config-change",
         "flapping",
         "storm",
         "target-down",
@@ -30,7 +32,9 @@ def test_the_tour_walks_restart_target_down_incident_flap_storm_digest() -> None
     assert len({s.channel for s in stops}) == len(stops)
     assert all(s.goal and s.title and s.tour for s in stops)
     # Each stop ends when its goal shows; the bound only caps a loaded machine.
-    assert sum(s.seconds for s in stops) <= 15 * 60
+    assert sum(s.seconds for s in stops) <= 20 * 60
+    # The digest tells of a fleet: the demo's, not one client with one target.
+    assert [s.wide for s in stops] == [False] * 7 + [True]
 
 
 def test_the_tours_silence_lasts_until_the_time_its_reason_gives() -> None:
