@@ -20,6 +20,9 @@ the bot's own readers (bot/checks: syncer_metrics, read_target_pods, read_contro
 no cache), concurrently as the bot does them, cold (the page fetched, not parsed). The bot keeps reads
 for 5 s (shared reads): with a short gap most alerts find them in hand, so its wait is below the
 baseline's; `--gap 6` reads cold each time. The last line is `alert_overhead_p99_ms: <n>` (goal <= 50).
+
+The reads an alert on a target several clients share adds (its blast radius, what changed before it, with
+a fleet from the platform) are bench/alert_reads.py's, beside the same alerts without them, by `one_alert`.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ class Sample:
     total: float
     wait: dict[str, float]
     baseline: dict[str, float] = field(default_factory=dict)
+    counted: dict[str, float] = field(default_factory=dict)  # reads observed per part (0 or 1 each)
 
     @property
     def overhead(self) -> float:
@@ -98,8 +102,9 @@ def alert_labels(seq: int) -> dict[str, str]:
     return {**proxy_alert(ALERTNAME, target=TARGET, cluster=CLIENT), "bench_seq": str(seq)}
 
 
-def alert_body(seq: int) -> bytes:
-    return json.dumps(notification([alert_entry(alert_labels(seq), now())], group_by=GROUP_BY)).encode()
+def alert_body(seq: int, labels: dict[str, str] | None = None) -> bytes:
+    entry = alert_entry(alert_labels(seq) if labels is None else labels, now())
+    return json.dumps(notification([entry], group_by=GROUP_BY)).encode()
 
 
 def wait_sums(text: str) -> dict[str, tuple[float, float]]:
@@ -174,27 +179,43 @@ async def until(check: Any, timeout: float, what: str, interval: float = 0.002) 
         await asyncio.sleep(interval)
 
 
+async def settled(store: StoreView) -> None:
+    """Every notification processed and every Slack call sent (an alert's details reply is deferred)."""
+    await until(lambda: store.unprocessed() == 0 and store.outbox_pending() == 0, ALERT_TIMEOUT, "the outbox")
+
+
 async def one_alert(
-    seq: int, bot: BotProcess, slack: FakeSlack, store: StoreView, http: httpx.AsyncClient
+    seq: int,
+    bot: BotProcess,
+    slack: FakeSlack,
+    store: StoreView,
+    http: httpx.AsyncClient,
+    labels: dict[str, str] | None = None,
+    *,
+    channel: str = CHANNEL,
+    settle: bool = True,
 ) -> Sample:
-    """Send one alert, wait for its post and for every Slack call it causes; the figures of it."""
+    """Send one alert (`alert_labels(seq)` unless `labels` are given: with a `bench_seq` of their own, a
+    new group), wait for its post in `channel` and (`settle`) for every Slack call it causes; the figures
+    of it. Without `settle` the caller waits (`settled`) before the bot's next alert."""
     before = wait_sums((await http.get(f"{bot.url}/metrics")).text)
-    posts = len(slack.top_level(CHANNEL))
-    body, headers = alert_body(seq), {**auth(), "Content-Type": "application/json"}
+    posts = len(slack.top_level(channel))
+    body, headers = alert_body(seq, labels), {**auth(), "Content-Type": "application/json"}
     started = time.monotonic()
     answer = await http.post(f"{bot.url}/alertmanager", content=body, headers=headers)
     if answer.status_code != 202:
         raise RuntimeError(f"the webhook answered {answer.status_code}: {answer.text[:200]}")
-    await until(lambda: len(slack.top_level(CHANNEL)) > posts, ALERT_TIMEOUT, f"alert {seq}'s post")
+    await until(lambda: len(slack.top_level(channel)) > posts, ALERT_TIMEOUT, f"alert {seq}'s post")
     post = [c for c in slack.calls_to("chat.postMessage") if not c.params.get("thread_ts")][-1]
     total = post.at - started
-    await until(lambda: store.unprocessed() == 0 and store.outbox_pending() == 0, ALERT_TIMEOUT, "the outbox")
+    if settle:
+        await settled(store)
     after = wait_sums((await http.get(f"{bot.url}/metrics")).text)
     wait = {part: after[part][0] - before.get(part, (0.0, 0.0))[0] for part in after}
     counted = {part: after[part][1] - before.get(part, (0.0, 0.0))[1] for part in after}
     if counted.get(ALL) != 1:
         raise RuntimeError(f"alert {seq}: {counted.get(ALL)} enrichment waits observed, not one")
-    return Sample(total, wait)
+    return Sample(total, wait, counted=counted)
 
 
 def ms(values: Sequence[float], q: float) -> str:
