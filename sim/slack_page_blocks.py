@@ -113,7 +113,8 @@ def _table(block: Block) -> str:
     settings = block.get("column_settings")
     columns = [c if isinstance(c, Mapping) else {} for c in settings] if isinstance(settings, list) else []
     rows = [r for r in block.get("rows") or [] if isinstance(r, list)]
-    body = "".join(f"<tr>{''.join(_table_cell(c, i, columns) for i, c in enumerate(r))}</tr>" for r in rows)
+    # Cells apart by a space: a table draws none, but the page's text (its pictures' `.txt`) reads apart.
+    body = "".join(f"<tr>{' '.join(_table_cell(c, i, columns) for i, c in enumerate(r))}</tr>" for r in rows)
     return f'<div class="block table-wrap"><table class="table">{body}</table></div>'
 
 
