@@ -101,6 +101,18 @@ def test_a_peer_feed_cause_names_the_targets_also_down_on_their_own() -> None:
     assert "also down on" not in text
 
 
+def test_a_platform_wide_peer_feed_cause_names_a_target_down_on_its_own() -> None:
+    found = entries(6, clusters=2)
+    lives = {f"p/t{i:03}": UNSYNCED for i in range(1, 6)} | {"p/t000": HUNG}
+    reads = {"c0": TargetsRead(lives), "c1": TargetsRead(lives)}
+    text = all_text(storm_message(view(found, reads), NOW))
+    assert "*Common cause:* the platform, which every client shares: `peer_cache_synced` is 0" in text
+    assert (
+        "Besides, 1 target is also down on its own (`p/t000`: no listed peer answers): restoring the" in text
+    )
+    assert "will not heal it; start with its control plane pods." in text
+
+
 def test_many_targets_down_on_their_own_are_named_up_to_a_cap() -> None:
     found = entries(10)
     lives = {f"p/t{i:03}": HUNG for i in range(7)} | {f"p/t{i:03}": UNSYNCED for i in range(7, 10)}
