@@ -46,10 +46,15 @@ GO_ZERO_TIME = "0001-01-01T00:00:00Z"
 Json = dict[str, Any]
 
 
-def write_bot_config(sim: SimServer, workdir: Path, slack_api_url: str, db: Path | None = None) -> Path:
-    """The simulator's proxybot config plus Slack, Alertmanager and store sections for a test bot."""
+def write_bot_config(
+    sim: SimServer, workdir: Path, slack_api_url: str, db: Path | None = None, *, refresh: int | None = None
+) -> Path:
+    """The simulator's proxybot config plus Slack, Alertmanager and store sections for a test bot; with
+    `refresh`, the platform read that often (seconds; the simulator plays the platform)."""
     path = sim.write_config(workdir / "proxybot.yaml")
     doc = yaml.safe_load(path.read_text())
+    if refresh is not None:
+        doc["platform"]["refresh"] = refresh
     doc["slack"] = {
         "bot_token": BOT_TOKEN,
         "signing_secret": SIGNING_SECRET,

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from sim.defaults import SECONDARY_GV
 from sim.scenarios import FAULT_AT, NEXT_TARGET, NEXT_VERSION
@@ -35,16 +34,8 @@ def sim() -> Iterator[SimServer]:
 
 
 @pytest.fixture
-def bots(tmp_path: Path, sim: SimServer, slack: FakeSlack) -> Iterator[BotLauncher]:
-    config = write_bot_config(sim, tmp_path, slack.api_url)
-    doc = yaml.safe_load(config.read_text())
-    doc["platform"]["refresh"] = REFRESH
-    config.write_text(yaml.safe_dump(doc, sort_keys=False))
-    launcher = BotLauncher(config, tmp_path)
-    try:
-        yield launcher
-    finally:
-        launcher.close()
+def bot_config(tmp_path: Path, sim: SimServer, slack: FakeSlack) -> Path:
+    return write_bot_config(sim, tmp_path, slack.api_url, refresh=REFRESH)
 
 
 def _texts(slack: FakeSlack) -> tuple[str, str]:

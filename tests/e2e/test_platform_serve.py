@@ -33,12 +33,10 @@ def platform_sim() -> Iterator[SimServer]:
 
 @pytest.fixture
 def platform_bots(tmp_path: Path, platform_sim: SimServer, slack: FakeSlack) -> Iterator[BotLauncher]:
-    config = write_bot_config(platform_sim, tmp_path, slack.api_url)
+    config = write_bot_config(platform_sim, tmp_path, slack.api_url, refresh=REFRESH)
     doc = yaml.safe_load(config.read_text())
     assert "clusters" not in doc
     assert doc["platform"]["url"] == platform_sim.base_url
-    doc["platform"]["refresh"] = REFRESH
-    config.write_text(yaml.safe_dump(doc, sort_keys=False))
     launcher = BotLauncher(config, tmp_path)
     try:
         yield launcher
