@@ -45,6 +45,7 @@ from bot.clients.slack import SlackClient, SlackError
 from bot.delivery.worker import Delivery, DeliveryPolicy, SlackSender
 from bot.digest.fleet import ContextCronJobs, ContextTriage
 from bot.digest.pool import digest_pool, warm_up
+from bot.digest.runner import DigestRunner
 from bot.errors import ClusterError
 from bot.fleet.watch import FleetWatch
 from bot.inbound.slack import Registration, slack_routes_and_workers
@@ -196,6 +197,7 @@ class Bot:
     delivery: Delivery
     enricher: PromEnricher | None = None
     pool: ProcessPoolExecutor | None = None  # the worker processes: digest judging, alert charts
+    digest_runner: DigestRunner | None = None  # its digests and fleet samples (the demo fills a past day)
 
     async def close(self) -> None:
         """Release everything; a step that fails does not keep the later ones (the clients) open."""
@@ -321,7 +323,7 @@ def build_bot(
         *([] if watch is None else [watch.run]),
     ]
     app = create_app(deps, [*workers, *slack_workers], extra=routes)
-    return Bot(deps, app, clients, live, command_deps, delivery, enricher, pool)
+    return Bot(deps, app, clients, live, command_deps, delivery, enricher, pool, digests.runner)
 
 
 async def say_who_posts(slack: ObservedSlack) -> None:

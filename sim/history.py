@@ -31,13 +31,20 @@ def outage(world: World, target: str, start: float, end: float) -> None:
 
 
 async def run_sampled(
-    world: World, until: float, sample: Callable[[], Awaitable[object]], *, every: float = SAMPLE_EVERY
+    world: World,
+    until: float,
+    sample: Callable[[], Awaitable[object]],
+    *,
+    every: float = SAMPLE_EVERY,
+    advance: Callable[[float], object] | None = None,
 ) -> int:
-    """Advance the world to `until`, awaiting `sample` after each `every` seconds; how many were taken."""
+    """Advance the world to `until`, awaiting `sample` after each `every` seconds; how many were taken.
+    `advance` moves the world (default `World.advance_to`; a served world's is taken under its lock)."""
+    move = world.advance_to if advance is None else advance
     taken = 0
     while world.now() + every <= until:
-        world.advance_to(world.now() + every)
+        move(world.now() + every)
         await sample()
         taken += 1
-    world.advance_to(until)
+    move(until)
     return taken

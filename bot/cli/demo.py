@@ -37,6 +37,7 @@ import yaml
 from bot.cli.demo_tour import POLL, Stop, StopRun, single_stop, tour_stops
 from bot.cli.serve import SHUTDOWN_SECONDS
 from bot.compose import Bot, Clocks, open_bot
+from bot.fleet.reading import FleetReader
 from bot.fleet.watch import FleetWatch
 from bot.render.terminal import Style, show_message
 from bot.render.words import counted
@@ -44,14 +45,27 @@ from config.loader import parse_config
 from config.settings import Settings
 from sim.alerting import AlertSimulator, ManagedAlert, WebhookDeliveryError, post_webhook
 from sim.alertmanager_api import AlertmanagerApi
+from sim.defaults import TARGET
+from sim.history import outage, run_sampled
 from sim.server import SimServer
 from sim.slack_api import FakeSlack, Message
 from sim.slack_page import USER_ID as PAGE_USER
 from sim.slack_page import SlackPage
 from sim.slack_page_view import PNG_MAGIC
+from sim.traffic import Traffic
 
 CHANNEL = "#proxy-alerts"
 FILE_LINES = 12  # lines of an uploaded file shown (a storm's table: its title, header and first rows)
+DAY = 86400.0
+# A stop's past day (`Stop.past_day`), in shown seconds from its t=0 a day before the stop's: sampled as the
+# bot samples (every half hour; the last half an hour before the stop starts), with an outage of the stop's
+# target in the night (03:10 to 05:40 before the tour's 09:40 start). Its world runs `PAST_SPEED` simulated
+# seconds per shown second (a stop's runs faster than it shows, this one slower), at a light traffic: a day
+# shown is 8640 simulated seconds, which cost a few wall seconds.
+PAST_EVERY = 1800.0
+PAST_OUTAGE = (DAY - 6.5 * 3600, DAY - 4 * 3600)
+PAST_SPEED = 0.1
+PAST_TRAFFIC = 1.0  # requests a simulated second per replica and group/version (the scenarios' own: 2)
 
 
 @dataclass
@@ -354,6 +368,55 @@ async def _started(bot: Bot, sock: socket.socket) -> tuple[StopServer, asyncio.T
     return server, task
 
 
+async def _past_day(demo: Demo, stop: Stop, workdir: Path) -> int:
+    """The day before `stop`, run fast: a simulator of its own (the stop's fleet, healthy but for the
+    night's outage of the stop's target), held, its world advanced here, and a bot over it that takes a
+    fleet sample every half hour into the stop's store (`workdir`'s), stamped with the past world's clock;
+    the stop's digest then charts a day. Every reading is decided by the simulated clock and the seed.
+    How many samples were taken."""
+    if stop.epoch is None:
+        raise ValueError("a stop with a past day needs its epoch")
+    past = SimServer(
+        scenario="healthy",
+        speed=PAST_SPEED,
+        hold_at=0.0,
+        epoch=stop.epoch - DAY,
+        platform=True,
+        wide=stop.wide,
+    )
+    if isinstance(past.world.traffic, Traffic):
+        past.world.traffic.rate = PAST_TRAFFIC
+    start, end = (shown * PAST_SPEED for shown in PAST_OUTAGE)
+    outage(past.world, TARGET, start, end)
+
+    def advance(when: float) -> None:
+        with past.lock:  # the held server's requests read the world meanwhile
+            past.world.advance_to(when)
+
+    with tempfile.TemporaryDirectory(prefix="proxybot-past-") as tmp, past:
+        config = past.write_config(Path(tmp) / "proxybot.yaml")
+        settings = demo_settings(
+            config, demo.slack, demo.webhook_token, workdir, stop, demo.signing_secret, past.base_url
+        )
+        directory = Path(tmp) / "fleet"
+        directory.mkdir(mode=0o700)
+        reader = FleetReader(settings, directory)
+        try:
+            fleet = await reader.read()
+        finally:
+            await reader.aclose()
+        clocks = Clocks(past.shown_time, past.shown_time, lambda: past.shown_time() - past.world.epoch)
+        bot = await open_bot(settings.with_fleet(fleet.clusters), warm_interval=None, clocks=clocks)
+        try:
+            runner = bot.digest_runner
+            if runner is None:
+                raise RuntimeError("the past day's bot has no digest runner")
+            until, every = (DAY - PAST_EVERY) * PAST_SPEED, PAST_EVERY * PAST_SPEED
+            return await run_sampled(past.world, until, runner.sample, every=every, advance=advance)
+        finally:
+            await bot.close()
+
+
 def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:
     """One scenario through a bot of its own (its own store), into the stop's channel."""
     srv = SimServer(
@@ -369,16 +432,20 @@ def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:
     # Made before the simulator starts, so the alerting model sees its first second.
     url = f"{bot_url}/alertmanager"
     feed = AlertFeed(srv, url, demo.webhook_token, demo.sink, demo.tally, at_hold=stop.feed_at_hold)
-    with tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp, srv, feed.alertmanager as am:
-        config = srv.write_config(Path(tmp) / "proxybot.yaml")
-        settings = demo_settings(
-            config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret, am.url
-        )
-        demo.sink.say(
-            f"simulated clusters on {srv.base_url}; Alertmanager on {am.url}; bot on {bot_url}; "
-            f"Slack rendered below (channel {stop.channel})\n"
-        )
-        asyncio.run(_run_bot(demo, stop, settings, sock, feed, srv, last))
+    with tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp:
+        if stop.past_day:  # before the stop's simulator starts: its own run is as without it
+            taken = asyncio.run(_past_day(demo, stop, Path(tmp)))
+            demo.sink.say(f"the day before, run fast: {counted(taken, 'fleet sample')} in the bot's store")
+        with srv, feed.alertmanager as am:
+            config = srv.write_config(Path(tmp) / "proxybot.yaml")
+            settings = demo_settings(
+                config, demo.slack, demo.webhook_token, Path(tmp), stop, demo.signing_secret, am.url
+            )
+            demo.sink.say(
+                f"simulated clusters on {srv.base_url}; Alertmanager on {am.url}; bot on {bot_url}; "
+                f"Slack rendered below (channel {stop.channel})\n"
+            )
+            asyncio.run(_run_bot(demo, stop, settings, sock, feed, srv, last))
 
 
 def run_demo(

@@ -107,6 +107,8 @@ class Stop:
     # Its webhooks wait for the hold: the bot reads only the held world (sim.server.SimServer).
     feed_at_hold: bool = False
     wide: bool = False  # the scenario set in the demo's fleet (`sim.defaults.demo_fleet`)
+    # A simulated day before it sampled into its bot's store first (`bot.cli.demo`): its digest charts a day.
+    past_day: bool = False
 
     def announcement(self, i: int, count: int, page_url: str, channel_id: str) -> str:
         if not self.tour:
@@ -268,6 +270,7 @@ async def _digest(run: StopRun) -> None:
 TOUR_EPOCH = datetime(2026, 3, 2, 9, 40, tzinfo=UTC).timestamp()  # the tour's t=0: a Monday morning
 HELD_AT_HOLD = {"#tour-target-down", "#tour-digest"}
 IN_THE_DEMO_FLEET = {"#tour-digest"}  # the digest tells of a fleet: 3 clients, 2 projects, 12 targets
+WITH_A_PAST_DAY = {"#tour-digest"}  # its charts draw a day: the night's outage, its dip and recovery
 TOUR: tuple[tuple[str, str, float, float, str, Play, str, float | None], ...] = (
     # (scenario, channel, speed, most seconds, title, play, goal, hold_at)
     ("target-rolling-restart", "#tour-restart", 40.0, 150.0, "a target restart that heals", _heals,
@@ -297,6 +300,7 @@ def tour_stops(speed: float | None = None) -> list[Stop]:
         Stop(
             scenario, speed or own, seconds, channel, play, title, goal, hold_at, tour=True,
             epoch=TOUR_EPOCH, feed_at_hold=channel in HELD_AT_HOLD, wide=channel in IN_THE_DEMO_FLEET,
+            past_day=channel in WITH_A_PAST_DAY,
         )
         for scenario, channel, own, seconds, title, play, goal, hold_at in TOUR
     ]  # fmt: skip

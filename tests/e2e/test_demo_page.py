@@ -133,11 +133,17 @@ def test_the_page_shows_the_alert_its_edit_thread_buttons_table_and_chart(tour: 
     assert "platform/shard-00" in table.group(1)
     digest = tour.dom("tour-digest")
     assert "Proxy fleet digest" in digest
-    charts = re.findall(r'<img class="file-image" src="(/page/files/F\d+)"', digest)
-    assert charts
-    with Image.open(io.BytesIO(httpx.get(tour.url + charts[0][1:], timeout=10).content)) as chart:
-        chart.load()
-        assert chart.width > 200
+    # The stop's simulated day before (bot/cli/demo.py's past day): both charts drawn, none said in words.
+    assert "not charted" not in digest
+    assert "No failing requests" not in digest
+    charts = re.findall(r'<img class="file-image" src="(/page/files/F\d+)" alt="([^"]*)"', digest)
+    titles = [title for _, title in charts]
+    peers, reasons = "Healthy peers of the targets not healthy now", "Failing requests by reason, fleet-wide"
+    assert titles == [peers, reasons]
+    for src, _ in charts:
+        with Image.open(io.BytesIO(httpx.get(tour.url + src[1:], timeout=10).content)) as chart:
+            chart.load()
+            assert chart.width > 200
     assert '<div id="error" class="page-error" hidden=""></div>' in digest
     assert 'data-script="running"' in digest  # the page's script ran (and found nothing to complain of)
 
