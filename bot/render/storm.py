@@ -146,10 +146,13 @@ def _cluster_lines(clusters: Sequence[ClusterStates]) -> list[str]:
 
 def _cluster_line(c: ClusterStates) -> str:
     where = code(c.cluster) if c.cluster else "no configured cluster"
-    parts = [f"{n} {STATE_WORDS[state]}" for state, n in c.states]
+    parts = [f"{n} {STATE_WORDS[state]}" for state, n in c.states if state is not TargetState.NO_TARGET]
     if c.resolved:
         parts.append(f"{c.resolved} resolved")
-    return f"{where} · {counted(c.targets, 'target')}: " + " · ".join(parts)
+    line = f"{where} · {counted(c.targets, 'target')}" + (": " + " · ".join(parts) if parts else "")
+    # A control-plane alert (the probe CronJob's) names no target: said apart, not counted as one.
+    untargeted = sum(n for state, n in c.states if state is TargetState.NO_TARGET)
+    return line + (f"; and {counted(untargeted, 'alert')} naming no target" if untargeted else "")
 
 
 def _tally_lines(storm: StormView) -> list[str]:

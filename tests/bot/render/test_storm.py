@@ -13,7 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from slack_sdk import WebClient
 
-from bot.domain.alerts_catalog import ALERTS, DISCOVERY_DEGRADED, NO_HEALTHY_PEERS, PEER_CACHE_UNSYNCED
+from bot.domain.alerts_catalog import (
+    ALERTS,
+    DISCOVERY_DEGRADED,
+    NO_HEALTHY_PEERS,
+    PEER_CACHE_UNSYNCED,
+    PROBE_FAILING,
+)
 from bot.domain.findings import Severity
 from bot.domain.messages import ActionRef
 from bot.domain.storm import (
@@ -292,3 +298,17 @@ def test_a_storm_lasting_has_an_acknowledge_button_and_one_over_has_none() -> No
     over = storm_message(view(found, {}, ended=True), NOW, ack=ref)
     assert all(b.get("block_id") != ACTIONS_BLOCK_ID for b in over.blocks)
     assert storm_message(view(found, {}), NOW).blocks == lasting.blocks[:-1]
+
+
+def test_an_alert_naming_no_target_is_said_apart_from_the_targets_counted() -> None:
+    found = [
+        *entries(3),
+        StormEntry(PROBE_FAILING, Severity.WARNING, "gp", None, "c0", since=START.timestamp()),
+    ]
+    lives = {f"p/t{i:03}": UNSYNCED for i in range(3)}
+    text = all_text(storm_message(view(found, {"c0": TargetsRead(lives)}), NOW))
+    assert (
+        "`c0` · 3 targets: 3 peer cache unsynced (peers from a stale list); and 1 alert naming no target"
+        in text
+    )
+    assert "without a target label" not in text
