@@ -112,12 +112,23 @@ def _firing_blocks(d: Digest) -> list[Block]:
 
 def _verdict_tally(d: Digest) -> list[Block]:
     """How many targets each verdict covers, broken ones first (none when no verdict was judged)."""
-    found = [t.verdict.verdict for t in d.targets if t.verdict is not None]
+    # Per target, as the headline counts them: a shared target's worst client's verdict.
+    worst: dict[str, Verdict] = {}
+    for t in d.targets:
+        if t.verdict is not None:
+            seen = worst.get(t.target)
+            worst[t.target] = t.verdict.verdict if seen is None else min(seen, t.verdict.verdict, key=_rank)
+    found = list(worst.values())
     if not found:
         return []
-    order = sorted(set(found), key=lambda v: (v is Verdict.HEALTHY, v is Verdict.UNKNOWN, v.value))
+    order = sorted(set(found), key=_rank)
     parts = [f"{VERDICT_MARK[v]} {v.value} {found.count(v)}" for v in order]
     return [section_lines([f"*Quick triage:* {' · '.join(parts)}"])]
+
+
+def _rank(v: Verdict) -> tuple[bool, bool, str]:
+    """Broken verdicts first, then unknown, then healthy (the tally's order)."""
+    return (v is Verdict.HEALTHY, v is Verdict.UNKNOWN, v.value)
 
 
 def _triage_blocks(d: Digest) -> list[Block]:
@@ -130,13 +141,15 @@ def _triage_blocks(d: Digest) -> list[Block]:
 
 
 def _versions_item(d: Digest) -> list[str]:
-    known = [v.version for v in d.versions if v.version is not None]
-    if not d.versions:
+    # Each tenant once: a target several clients use is read through each of them.
+    tenants = list({(v.role, v.name): v for v in d.versions}.values())
+    known = [v.version for v in tenants if v.version is not None]
+    if not tenants:
         return []
     seen = ", ".join(
         f"{v} on {counted(known.count(v), 'tenant cluster')}" for v in sorted(set(known), reverse=True)
     )
-    unknown = len(d.versions) - len(known)
+    unknown = len(tenants) - len(known)
     return [f"vCluster versions: {seen or 'none read'}" + (f", {unknown} unknown" if unknown else "")]
 
 

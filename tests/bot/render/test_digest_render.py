@@ -9,6 +9,8 @@ from bot.digest.history import PEERS_CHART, charts_from_samples
 from bot.domain.digest import Change, Digest, FiringAlert, Health, ProbeRun, ReasonMove, TargetDigest
 from bot.domain.enrichment import TimeSeries
 from bot.domain.findings import Finding, Severity
+from bot.domain.verdict import TargetVerdict, Verdict
+from bot.domain.versions import Role, TenantVersion, parse_version
 from bot.render.blocks import MAX_BLOCKS, MAX_MESSAGE_TEXT, block_texts, block_units
 from bot.render.chart import Chart
 from bot.render.digest import FIRING_LINES, chart_pngs, digest_message
@@ -91,6 +93,24 @@ def test_a_shared_target_counts_once_and_shows_every_client_behind_it() -> None:
     ) in " ".join(text.split())
     # The chart's sample is the target's worst client's.
     assert d.sample()["targets"][ledger] == {"h": 0.0, "s": "degraded"}
+
+
+def test_the_triage_tally_and_the_versions_count_each_target_once() -> None:
+    ledger = "payments/ledger"
+    down = TargetVerdict(Verdict.PROXY_PATH, "cut", (), (), "path")
+    fine = TargetVerdict(Verdict.HEALTHY, "ok", (), (), "")
+    readings = (
+        TargetDigest(ledger, "payments-api", Health.DEGRADED, (finding(ledger),), verdict=down),
+        TargetDigest(ledger, "risk-engine", Health.HEALTHY, verdict=fine),
+        replace(healthy("p/ok"), verdict=fine),
+    )
+    versions = tuple(
+        TenantVersion(name, role, parse_version("0.37.1"))
+        for name, role in ((ledger, Role.TARGET), (ledger, Role.TARGET), ("payments-api", Role.CLIENT))
+    )
+    text = show(digest_message(Digest("p", 1000.0, readings, versions=versions)))
+    assert "Quick triage: 🟠 proxy_path 1 · ✅ healthy 1" in text
+    assert "vCluster versions: 0.37.1 on 2 tenant clusters" in text
 
 
 def test_alerts_firing_now_link_to_their_messages_even_in_a_quiet_digest() -> None:
