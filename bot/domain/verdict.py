@@ -71,9 +71,10 @@ NEXT_STEPS = {
     Verdict.HEALTHY: "Nothing to do.",
     Verdict.TARGET_DOWN: "Fix the target tenant cluster's control plane (its pods, their events and logs). "
     "Nothing to change on the client: the proxy recovers by itself once a peer accepts a dial.",
-    Verdict.PROXY_PATH: "The target is up but the client cannot use its endpoints: check that the platform "
-    "publishes the target's current peers, then the direct and relay paths between the two control planes "
-    "(NetworkPolicies, firewalls, the relay); run the path check.",
+    # Its first sentence fits a message's two lines: the message never cuts a next step mid-sentence.
+    Verdict.PROXY_PATH: "Check the path between the two control planes: the target's current peers on the "
+    "platform, then NetworkPolicies, firewalls and the relay (run the path check). The target itself is up: "
+    "its endpoints are what the client cannot use.",
     Verdict.NO_PEER_FEED: "Restore the client's peer feed first: its control plane's connection to the "
     "platform, the license, the platform itself. Ready target pods do not prove the target's API.",
     Verdict.CHECK_REASON: "Read the `reason` of the failing requests (the reasons check). `upstream` with "

@@ -358,3 +358,13 @@ def test_a_long_cause_or_step_ends_at_a_whole_clause_never_mid_sentence() -> Non
         [line] = [x for x in lines if x.startswith(name)]
         assert line.endswith("the platform pods and the license."), line
         assert "…" not in line
+
+
+def test_every_verdicts_next_step_shows_whole_sentences_in_its_two_lines() -> None:
+    from bot.domain.verdict import NEXT_STEPS
+    from bot.render.alert_message import lines_of, whole
+
+    for verdict, step in NEXT_STEPS.items():
+        line = whole("*Next step:* ", step, 2)
+        assert lines_of(line) <= 2, verdict
+        assert not line.endswith("…"), verdict
