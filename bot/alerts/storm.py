@@ -76,7 +76,6 @@ from bot.render.storm import (
     TableFile,
     storm_message,
     storm_table,
-    storm_table_moved,
     storm_table_reply,
 )
 from bot.store.base import GroupStore
@@ -618,13 +617,8 @@ class StormDesk:
             revision=revision,
             replaces=replaced,
         )
-        if is_table_reply(storm.table):
-            # Outgrown Slack's table: its reply says where the table is now.
-            moved = storm_table_moved(from_epoch(self._told()))
-            await self._outbox.reply_in_place(
-                storm.channel, storm.key, moved, reply=TABLE_REPLY, revision=f"moved:{revision}"
-            )
-        elif replaced is not None and replaced != revision:
+        # Outgrown Slack's table (a storm past 99 targets): the file follows the table's reply in the thread.
+        if replaced is not None and replaced != revision:
             await self._outbox.delete_upload(storm.channel, storm.key, upload=replaced, replaced_by=revision)
         storm.table = revision
 

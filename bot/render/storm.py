@@ -266,15 +266,6 @@ def storm_table_reply(storm: StormView, now: datetime) -> Message:
     return Message(fallback, (context([f"*{title}*"]), table))
 
 
-def storm_table_moved(now: datetime) -> Message:
-    """The table reply once the storm outgrew Slack's table: where the table is now."""
-    words = (
-        f"More than {TABLE_BLOCK_TARGETS} targets at {fmt_clock(now)}: every target with its state now "
-        "is the file in this thread."
-    )
-    return Message(words, (context([words]),))
-
-
 def _raw_cell(text: str) -> dict[str, str]:
     return {"type": "raw_text", "text": _cell_text(text)}
 
