@@ -49,6 +49,7 @@ LONGEST_FIRST = (
     "tests/faults/test_steady_state.py",
     "tests/bot/cli/test_demo.py",
     "tests/e2e/test_demo_page.py",
+    "tests/e2e/test_story_scenarios.py",
     "tests/e2e/test_replicas.py",
     "tests/sim/test_prometheus_scenarios.py",
     "tests/sim/test_alerting.py",
