@@ -29,9 +29,11 @@ def sources(settings: Settings, routed: Iterable[Routed]) -> dict[str, tuple[str
             own.setdefault(r.cluster, set()).add(r.source)
     wanted: dict[str, tuple[str, ...]] = {}
     for target in _targets(routed):
-        for cluster, _ in settings.forwarders(target):
-            if len(settings.forwarders(target)) > 1:
-                wanted.setdefault(cluster.name, tuple(sorted(own.get(cluster.name, {cluster.name}))))
+        behind = settings.forwarders(target)
+        if len(behind) < 2:
+            continue
+        for cluster, _ in behind:
+            wanted.setdefault(cluster.name, tuple(sorted(own.get(cluster.name, {cluster.name}))))
     return wanted
 
 

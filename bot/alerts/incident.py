@@ -395,7 +395,8 @@ class IncidentDesk:
         open_here = self._open.get(channel, {}).values()
         fits = [i for i in open_here if i.key.cluster == cluster and (probe or i.key.target == target)]
         # A target this client shares with others: their incidents about it may be this group's too.
-        mine = {t.name for c in [self._settings.cluster(str(cluster))] if c is not None for t in c.targets}
+        client = self._settings.cluster(str(cluster))
+        mine = {t.name for t in client.targets} if client is not None else set()
         fits += [
             i
             for i in open_here

@@ -330,9 +330,7 @@ class _Serving:
     async def open(
         cls, settings: Settings, stop: Stop, clocks: Clocks, fleet: FleetWatch, sock: socket.socket
     ) -> _Serving:
-        bot = await open_bot(
-            settings, warm_interval=None if stop.hold_at else 2.0, clocks=clocks, fleet=fleet
-        )
+        bot = await _stop_bot(settings, stop, clocks, fleet)
         server, task = await _started(bot, sock)
         return cls(bot, server, task, stop, clocks, fleet, sock)
 
@@ -340,9 +338,7 @@ class _Serving:
         port = self.sock.getsockname()[1]
         await self.close()  # uvicorn closes the socket it served on: the same port is bound again
         self.sock = _free_socket(port)
-        self.bot = await open_bot(
-            settings, warm_interval=None if self.stop.hold_at else 2.0, clocks=self.clocks, fleet=self.fleet
-        )
+        self.bot = await _stop_bot(settings, self.stop, self.clocks, self.fleet)
         self.server, self.task = await _started(self.bot, self.sock)
 
     async def close(self) -> None:
@@ -351,6 +347,11 @@ class _Serving:
             await self.task
         finally:
             await self.bot.close()
+
+
+async def _stop_bot(settings: Settings, stop: Stop, clocks: Clocks, fleet: FleetWatch) -> Bot:
+    """A stop's bot: a held stop's reads nothing before its notifications; the others keep warm."""
+    return await open_bot(settings, warm_interval=None if stop.hold_at else 2.0, clocks=clocks, fleet=fleet)
 
 
 async def _started(bot: Bot, sock: socket.socket) -> tuple[StopServer, asyncio.Task[None]]:
