@@ -31,6 +31,8 @@ BEAT = 0.002
 STALL = 0.010  # a heartbeat this late is a stall
 SAMPLE = 0.002
 FRAMES = 30  # outermost frames kept per sample, from the callback down
+STACKS = 5  # a stall's stacks written, of the loop's thread and of the others each
+OTHER_THREAD = "(another thread"
 
 
 @dataclass(frozen=True)
@@ -165,10 +167,11 @@ class LoopWatch:
                 stacks[_below_handle(frame)] += 1
                 self.loop_samples += 1
             elif thread != threading.get_ident() and not _idle(frame):
-                stacks[f"(another thread {thread})\n" + _below_handle(frame)] += 1
+                stacks[f"{OTHER_THREAD} {thread})\n" + _below_handle(frame)] += 1
 
     def _slow(self, handle: asyncio.events.Handle, took: float) -> None:
-        if took > STALL and os.getpid() == self._pid:
+        # The callback that called `stop()` ends after the file is closed: it is not written.
+        if took > STALL and os.getpid() == self._pid and not self._callbacks.closed:
             self._callbacks.write(f"{took * 1000:.1f} ms {_callback_name(handle)}\n")
             self._callbacks.flush()
 
@@ -197,10 +200,14 @@ def _idle(frame: FrameType) -> bool:
 
 
 def _profile(out: TextIO, start: float, seconds: float, stacks: Counter[str]) -> None:
-    """One stall's samples, the most seen first."""
+    """One stall's samples: the loop thread's stacks, the most seen first, then the other threads' busy
+    meanwhile (each thread's a stack of its own: however many there are, the loop's come first)."""
     total = sum(stacks.values())
     out.write(f"##### stall at {start:.3f}: {seconds * 1000:.1f} ms, {total} samples\n")
-    for stack, n in stacks.most_common(5):
+    ranked = stacks.most_common()
+    loop = [(stack, n) for stack, n in ranked if not stack.startswith(OTHER_THREAD)]
+    others = [(stack, n) for stack, n in ranked if stack.startswith(OTHER_THREAD)]
+    for stack, n in loop[:STACKS] + others[:STACKS]:
         out.write(f"=== {n} samples\n{stack}\n")
     out.flush()
 

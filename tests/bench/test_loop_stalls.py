@@ -4,6 +4,7 @@ the blocking call in its sampled stacks and its task among the slow callbacks.""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from bench.loop_stalls import LoopWatch, Stall, Stalls, WatchedLoops
 from tests.waiting import eventually
 
 HELD = 0.08  # seconds the test blocks its loop: several times the watch's threshold and sampling period
+OTHERS = 8  # busy threads beside the loop: more than the stacks a stall's profile lists
 SAMPLES = 5  # the loop thread's stacks the watchdog must have taken while it was held
 
 
@@ -52,6 +54,34 @@ def test_a_blocked_loop_is_a_stall_with_its_blocking_call_sampled(tmp_path: Path
     assert "hold_the_loop_in_a_recognisable_place" in stacks
     callbacks = path.with_name(path.name + ".callbacks").read_text()
     assert "task held_once" in callbacks
+
+
+def test_the_loops_stack_is_written_however_many_other_threads_are_busy(tmp_path: Path) -> None:
+    """Threads a test left behind, busy beside the held loop (a relay's copying threads, seen in a full
+    run), each get a stack of their own in the profile: the loop's must not be crowded out of it."""
+    path = tmp_path / "stalls.txt"
+    done = threading.Event()
+
+    def busy_elsewhere() -> None:
+        while not done.is_set():
+            sum(range(100))
+
+    others = [threading.Thread(target=busy_elsewhere, daemon=True) for _ in range(OTHERS)]
+    for thread in others:
+        thread.start()
+    policy, watched = asyncio.get_event_loop_policy(), WatchedLoops(path)
+    asyncio.set_event_loop_policy(watched)
+    try:
+        asyncio.run(held_once(watched))
+    finally:
+        asyncio.set_event_loop_policy(policy)
+        done.set()
+        for thread in others:
+            thread.join()
+
+    stacks = path.with_name(path.name + ".stacks").read_text()
+    assert "busy_elsewhere" in stacks  # they are sampled too: what else ran in the stall
+    assert "hold_the_loop_in_a_recognisable_place" in stacks
 
 
 def test_the_longest_stall_is_the_longest_that_began_in_the_window(tmp_path: Path) -> None:
