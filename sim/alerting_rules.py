@@ -11,6 +11,7 @@ Every duration (holds, windows, the probe's age threshold) is divided by `scale`
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,25 +45,40 @@ def series_key(labels: LabelMap) -> SeriesKey:
 
 @dataclass
 class SeriesStore:
-    """Scraped samples per series, kept for `horizon` seconds; the latest scrape decides what is present."""
+    """Scraped samples per series, kept for `horizon` seconds; the latest scrape decides what is present.
+    `named` indexes the series kept by metric name (a rule's selector reads only its metric's)."""
 
     horizon: float
     points: dict[SeriesKey, list[Point]] = field(default_factory=dict)
     present: set[SeriesKey] = field(default_factory=set)
+    named: dict[str, set[SeriesKey]] = field(default_factory=dict)
 
     def add_scrape(self, at: float, samples: Iterable[tuple[LabelMap, float]]) -> None:
         self.present = set()
         for labels, value in samples:
             key = series_key(labels)
-            self.points.setdefault(key, []).append((at, value))
+            if key not in self.points:
+                self.points[key] = []
+                self.named.setdefault(labels.get(NAME, ""), set()).add(key)
+            self.points[key].append((at, value))
             self.present.add(key)
         oldest = at - self.horizon
         for key in list(self.points):
-            kept = [p for p in self.points[key] if p[0] >= oldest]
-            if kept:
-                self.points[key] = kept
-            else:
+            points = self.points[key]  # in scrape order: the old ones first
+            gone = bisect.bisect_left(points, oldest, key=_at)
+            if gone == len(points):
                 del self.points[key]
+                self.named[dict(key).get(NAME, "")].discard(key)
+            elif gone:
+                del points[:gone]
+
+    def of(self, name: str) -> list[SeriesKey]:
+        """The series of metric `name` kept, in label order."""
+        return sorted(self.named.get(name, ()))
+
+
+def _at(point: Point) -> float:
+    return point[0]
 
 
 def _matches(key: SeriesKey, name: str, matchers: dict[str, str]) -> bool:
@@ -109,18 +125,19 @@ class Query:
 
     def instant(self, name: str, **matchers: str) -> list[Result]:
         out = []
-        for key in sorted(self.store.present):
-            if _matches(key, name, matchers):
+        for key in self.store.of(name):
+            if key in self.store.present and _matches(key, name, matchers):
                 out.append((_without_name(key), self.store.points[key][-1][1]))
         return out
 
     def increase(self, name: str, window: float) -> list[Result]:
         start = self.now - window / self.scale
         out = []
-        for key, points in sorted(self.store.points.items()):
-            if not _matches(key, name, {}):
-                continue
-            inside = [p for p in points if start <= p[0] <= self.now]
+        for key in self.store.of(name):
+            points = self.store.points[key]
+            inside = points[
+                bisect.bisect_left(points, start, key=_at) : bisect.bisect_right(points, self.now, key=_at)
+            ]
             value = extrapolated_increase(inside, start, self.now)
             if value is not None:
                 out.append((_without_name(key), value))
