@@ -162,7 +162,18 @@ def members_of(first: AlertGroupState, known: Iterable[AlertGroupState]) -> list
     listed by it and pointing back to it (a member that left, or was reset, does not count)."""
     by_key = {g.group_key: g for g in known if g.channel == first.channel}
     found = (by_key.get(key) for key in first.facts.members)
-    return [g for g in found if g is not None and g.facts.incident == first.group_key]
+    return [
+        g for g in found if g is not None and g.facts.incident == first.group_key and _this_episode(g, first)
+    ]
+
+
+def _this_episode(member: AlertGroupState, first: AlertGroupState) -> bool:
+    """Whether `member` belongs to `first`'s current episode: firing, or resolved since that began (one that
+    resolved before, in an episode `first` had before it fired again, is history)."""
+    if first.status is AlertStatus.RESOLVED or member.status is not AlertStatus.RESOLVED:
+        return True
+    began, ended = first.first_firing_at, member.resolved_at
+    return began is None or ended is None or ended >= began
 
 
 @dataclass(frozen=True)

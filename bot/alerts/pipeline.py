@@ -60,6 +60,7 @@ from bot.alerts.state import (
     change_since,
     flaps_of,
     next_state,
+    quiet_before,
     refired,
     with_history,
     worth_a_reply,
@@ -379,6 +380,8 @@ class AlertPipeline:
             if placed is Placement.ORPHANED:
                 prev = None  # its incident's message is gone: it gets its own
         members = await self._incidents.members(prev)
+        if refired(prev, view):  # a new episode: the members of the last one ended with it
+            members = [m for m in members if m.status is AlertStatus.FIRING]
         counted: str | None = None  # the storm this group is counted in, if any
         held_message: dict[str, Any] | None = None  # its message's content, held back while its storm lasts
         if prev is None:
@@ -458,9 +461,9 @@ class AlertPipeline:
         if ended is not None:  # the summary is the resolved reply
             await self._resolutions.post(ended, self._now(), change_reply(change, self._now()))
         elif worth_a_reply(change, prev):
-            await self._outbox.reply(
-                group.channel, view.group_key, change_reply(change, self._now()), identity
-            )
+            quiet = quiet_before(prev, view, now)  # firing again after a quiet: told in the channel too
+            reply = change_reply(change, self._now(), quiet=quiet)
+            await self._outbox.reply(group.channel, view.group_key, reply, identity)
         return flaps
 
     async def _details(self, identity: str, channel: str, view: AlertGroupView) -> None:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from bot.alerts.storm import entries_of
 from bot.domain.alerts import AlertStatus
 from bot.domain.impact import ImpactSample
-from bot.domain.incident import Flaps
+from bot.domain.incident import FLAP_WINDOW_SECONDS, Flaps
 from bot.domain.messages import AlertGroupView, AlertView, GroupChange, GroupStatus
 from bot.domain.stale import Ended, SeenResolved
 from bot.store.models import AlertGroupState, GroupFacts, StormShare
@@ -127,6 +127,15 @@ def with_history(view: AlertGroupView, prev: AlertGroupState | None) -> AlertGro
 def refired(prev: AlertGroupState | None, view: AlertGroupView) -> bool:
     """Whether the group fires again after it had resolved (a resolve -> fire transition)."""
     return prev is not None and prev.status is AlertStatus.RESOLVED and view.status is GroupStatus.FIRING
+
+
+def quiet_before(prev: AlertGroupState | None, view: AlertGroupView, now: float) -> float | None:
+    """How long a group firing again had been resolved, when longer than the flap window: its message sits
+    far up the channel by then, and an edit notifies nobody (None: not a re-fire, or a flap)."""
+    if not refired(prev, view) or prev is None or prev.resolved_at is None:
+        return None
+    quiet = now - prev.resolved_at
+    return quiet if quiet >= FLAP_WINDOW_SECONDS else None
 
 
 def flaps_of(prev: AlertGroupState | None, view: AlertGroupView, now: float) -> Flaps:

@@ -10,6 +10,7 @@ injected `now`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from bot.domain.alert_standing import Standing
@@ -116,8 +117,10 @@ def _alert_line(alert: AlertView, now: datetime, prefix: str = "") -> str:
 # -- changes, command answers ---------------------------------------------------------------------
 
 
-def change_reply(change: GroupChange, now: datetime) -> Message:
-    """The short thread reply saying what changed in a group: new alerts, resolved ones."""
+def change_reply(change: GroupChange, now: datetime, *, quiet: float | None = None) -> Message:
+    """The short thread reply saying what changed in a group: new alerts, resolved ones. A group firing
+    again after `quiet` seconds resolved (longer than a flap) says so first, and is also shown in the
+    channel: its message sits far up it by then."""
     lines = [_alert_line(a, now, "New: ") for a in change.new]
     lines += [f"{RESOLVED_MARK} Resolved: *{esc(a.name)}* on {_where(a)}" for a in change.resolved]
     if change.group_status is GroupStatus.RESOLVED and change.started_at is not None:
@@ -126,7 +129,11 @@ def change_reply(change: GroupChange, now: datetime) -> Message:
     parts = [f"{len(change.new)} new"] if change.new else []
     parts += [f"{len(change.resolved)} resolved"] if change.resolved else []
     summary = ", ".join(parts) or "no change"
-    return message(summary, [section_lines(_top(lines) or [summary])])
+    if quiet is None:
+        return message(summary, [section_lines(_top(lines) or [summary])])
+    again = f"Firing again, {fmt_span(quiet)} after it resolved"
+    shown = message(f"{again}: {summary}", [section_lines([f"*{again}:*", *_top(lines)])])
+    return replace(shown, broadcast=True)
 
 
 def findings_message(report: FindingsReport, now: datetime) -> Message:

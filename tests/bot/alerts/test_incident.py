@@ -206,6 +206,29 @@ async def test_each_alert_resolves_on_its_line_and_the_message_with_the_last_one
     assert posts(await harness.items()) == [group_of(NO_HEALTHY)]
 
 
+async def test_the_first_group_firing_again_hours_later_does_not_list_the_last_episodes_members(
+    harness: Harness,
+) -> None:
+    """An incident resolved in the night, its first group firing again in the morning: the new episode's
+    message lists what fires now, not the night's members as "resolved after" lines."""
+    await harness.run(notify(NO_HEALTHY, "a1"))
+    await harness.run(notify(UNAVAILABLE, "b1"))
+    await harness.run(notify(NO_HEALTHY, "a1", resolved=True))
+    await harness.run(notify(UNAVAILABLE, "b1", resolved=True))
+    harness.clock.now += 4 * 3600
+    before = len(await harness.items())
+    await harness.run(notify(NO_HEALTHY, "a1", at="2023-11-15T12:00:00Z"))
+    [update] = [i for i in (await harness.items())[before:] if i.kind is OutboxKind.UPDATE]
+    assert update.payload["text"].startswith("FIRING")
+    assert UNAVAILABLE not in text_of(update)
+    # The night's member firing again joins the new episode, its line shown again.
+    before = len(await harness.items())
+    await harness.run(notify(UNAVAILABLE, "b1", at="2023-11-15T12:01:00Z"))
+    [update] = [i for i in (await harness.items())[before:] if i.kind is OutboxKind.UPDATE]
+    assert f"*{UNAVAILABLE}*" in text_of(update)
+    assert posts(await harness.items()) == [group_of(NO_HEALTHY)]
+
+
 async def test_a_member_resolving_while_the_first_fires_turns_only_its_line_and_its_details(
     harness: Harness,
 ) -> None:

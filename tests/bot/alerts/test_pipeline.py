@@ -17,6 +17,7 @@ from bot.alerts.pipeline import AlertPipeline
 from bot.alerts.prom_enrich import PromEnricher
 from bot.clients.prometheus import Sample, Series
 from bot.domain.alerts import AlertmanagerWebhook
+from bot.domain.incident import FLAP_WINDOW_SECONDS
 from bot.errors import UpstreamError
 from bot.live import ClusterRead
 from bot.prom_queries import FAMILY
@@ -129,6 +130,31 @@ async def test_a_group_firing_again_after_resolving_is_edited_back_not_reposted(
     assert kinds.count(OutboxKind.POST) == 1
     assert kinds.count(OutboxKind.REPLY) == 3  # the details, "resolved", "firing again"
     assert kinds[-3:] == [OutboxKind.UPDATE, OutboxKind.REPLY_EDIT, OutboxKind.REPLY]
+
+
+async def test_firing_again_within_the_flap_window_is_told_in_the_thread_only(harness: Harness) -> None:
+    await harness.run(webhook([alert("a1")]))
+    await harness.run(webhook([alert("a1", resolved=True)]))
+    harness.clock.now += FLAP_WINDOW_SECONDS - 300  # (each run moves the clock on a minute)
+    await harness.run(webhook([{**alert("a1"), "startsAt": "2023-11-15T08:00:00Z"}]))
+    again = (await harness.items())[-1]
+    assert again.kind is OutboxKind.REPLY
+    assert "reply_broadcast" not in again.payload  # a flap: the message counts them, the channel is spared
+
+
+async def test_firing_again_after_a_quiet_hour_is_also_shown_in_the_channel(harness: Harness) -> None:
+    """The message of a group that fires again hours after it resolved sits far up the channel, and an
+    edit notifies nobody: the "firing again" reply is broadcast to the channel, saying since when it was
+    quiet."""
+    await harness.run(webhook([alert("a1")]))
+    await harness.run(webhook([alert("a1", resolved=True)]))
+    harness.clock.now += 4 * 3600
+    await harness.run(webhook([{**alert("a1"), "startsAt": "2023-11-15T12:00:00Z"}]))
+    again = (await harness.items())[-1]
+    assert again.kind is OutboxKind.REPLY
+    assert again.payload["reply_broadcast"] is True
+    assert again.payload["text"].startswith("Firing again")
+    assert "Firing again, 4 h 1 min after it resolved" in text_of(again)  # (each run: a minute)
 
 
 async def test_one_alert_of_several_resolving_is_an_edit_not_a_reply(harness: Harness) -> None:
