@@ -36,15 +36,22 @@ async def run_sampled(
     sample: Callable[[], Awaitable[object]],
     *,
     every: float = SAMPLE_EVERY,
-    advance: Callable[[float], object] | None = None,
+    advance: Callable[[float], Awaitable[object]] | None = None,
 ) -> int:
     """Advance the world to `until`, awaiting `sample` after each `every` seconds; how many were taken.
-    `advance` moves the world (default `World.advance_to`; a served world's is taken under its lock)."""
-    move = world.advance_to if advance is None else advance
+    `advance` moves the world to a simulated second (default `World.advance_to`; a served world's is
+    taken under its lock, and its alerts posted on the way)."""
+
+    async def move(when: float) -> None:
+        if advance is None:
+            world.advance_to(when)
+        else:
+            await advance(when)
+
     taken = 0
     while world.now() + every <= until:
-        move(world.now() + every)
+        await move(world.now() + every)
         await sample()
         taken += 1
-    move(until)
+    await move(until)
     return taken

@@ -51,6 +51,7 @@ class World:
         self.proxies: dict[tuple[str, str], ReplicaProxy] = {}
         self.noise: dict[tuple[str, str], SyncerNoise] = {}
         self.probes: dict[str, ProbeRecord] = {}
+        self.probe_every = ProbeRecord.schedule_seconds  # each client's CronJob's, from `start()`
         self.publish_lag = 1.0
         self.log: list[tuple[float, str]] = []
         self._queue: list[_Scheduled] = []
@@ -76,7 +77,8 @@ class World:
         for client in self.platform.clients.values():
             for replica in client.replicas:
                 self._boot_replica(client, replica.pod)
-            self.probes.setdefault(client.name, ProbeRecord(client.name, created_at=-3600.0))
+            record = ProbeRecord(client.name, created_at=-3600.0, schedule_seconds=self.probe_every)
+            self.probes.setdefault(client.name, record)
         for target in self.platform.targets.values():
             self.publish(target)
         self.at(0.0, "tick", _tick)

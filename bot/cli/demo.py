@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import socket
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,11 +35,12 @@ from typing import Any, TextIO
 import uvicorn
 import yaml
 
-from bot.cli.demo_tour import POLL, Stop, StopRun, single_stop, tour_stops
+from bot.cli.demo_tour import POLL, Stop, StopRun, button_block, has_button, single_stop, tour_stops
 from bot.cli.serve import SHUTDOWN_SECONDS
 from bot.compose import Bot, Clocks, open_bot
-from bot.fleet.reading import FleetReader
 from bot.fleet.watch import FleetWatch
+from bot.render.acknowledge import ACK_BLOCK_ID
+from bot.render.slack import ACTION_ACK
 from bot.render.terminal import Style, show_message
 from bot.render.words import counted
 from config.loader import parse_config
@@ -66,6 +68,13 @@ PAST_EVERY = 1800.0
 PAST_OUTAGE = (DAY - 6.5 * 3600, DAY - 4 * 3600)
 PAST_SPEED = 0.1
 PAST_TRAFFIC = 1.0  # requests a simulated second per replica and group/version (the scenarios' own: 2)
+# The hours the past world's alerting model runs (shown seconds, as `PAST_OUTAGE`): from an hour before the
+# outage, so its longest window (an hour) is full, to half an hour after it, its resolve notified. A day
+# of its scrapes at the rules' own 15 s would cost half a minute.
+PAST_ALERTING = (PAST_OUTAGE[0] - 3600.0, PAST_OUTAGE[1] + 1800.0)
+PAST_ACK_AFTER = 11 * 60.0  # shown seconds from the night's message to the on-call's Acknowledge
+PAST_WEBHOOK_TIMEOUT = 10.0
+PAST_WAIT = 60.0  # seconds the past day waits for its bot to deliver, or for its message to change
 
 
 @dataclass
@@ -371,10 +380,12 @@ async def _started(bot: Bot, sock: socket.socket) -> tuple[StopServer, asyncio.T
 
 async def _past_day(demo: Demo, stop: Stop, workdir: Path) -> int:
     """The day before `stop`, run fast: a simulator of its own (the stop's fleet, healthy but for the
-    night's outage of the stop's target), held, its world advanced here, and a bot over it that takes a
-    fleet sample every half hour into the stop's store (`workdir`'s), stamped with the past world's clock;
-    the stop's digest then charts a day. Every reading is decided by the simulated clock and the seed.
-    How many samples were taken."""
+    night's outage of the stop's target), held, its world advanced here, and a bot over it, served, that
+    takes a fleet sample every half hour into the stop's store (`workdir`'s), stamped with the past world's
+    clock, and gets the night's alerts from the past world's alerting model, as the stop's bot gets the
+    stop's: its message in the stop's channel, acknowledged on the page `PAST_ACK_AFTER` after it was posted
+    and resolved when the target is back. The stop's digest then charts a day and times an incident.
+    Every reading is decided by the simulated clock and the seed. How many samples were taken."""
     if stop.epoch is None:
         raise ValueError("a stop with a past day needs its epoch")
     past = SimServer(
@@ -387,35 +398,144 @@ async def _past_day(demo: Demo, stop: Stop, workdir: Path) -> int:
     )
     if isinstance(past.world.traffic, Traffic):
         past.world.traffic.rate = PAST_TRAFFIC
+    past.world.probe_every *= PAST_SPEED  # every 5 shown minutes, as the alerting model judges it
     start, end = (shown * PAST_SPEED for shown in PAST_OUTAGE)
     outage(past.world, TARGET, start, end)
+    notified: list[bytes] = []
+    # At the real rules' timings on the shown clock (a `for: 2m` is 2 shown minutes, not 20), so the
+    # night's alert fires and resolves when the charts show the dip begin and end.
+    alerting = AlertSimulator(past.world, time_scale=1.0, deliver=notified.append)
+    alertmanager = AlertmanagerApi(alerting.notifier.held, clock=past.shown_time, seed=past.world.seed)
+    sock = _free_socket()
+    bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
 
-    def advance(when: float) -> None:
-        with past.lock:  # the held server's requests read the world meanwhile
-            past.world.advance_to(when)
-
-    with tempfile.TemporaryDirectory(prefix="proxybot-past-") as tmp, past:
+    with tempfile.TemporaryDirectory(prefix="proxybot-past-") as tmp, past, alertmanager as am:
         config = past.write_config(Path(tmp) / "proxybot.yaml")
         settings = demo_settings(
-            config, demo.slack, demo.webhook_token, workdir, stop, demo.signing_secret, past.base_url
+            config, demo.slack, demo.webhook_token, workdir, stop, demo.signing_secret, am.url
         )
-        directory = Path(tmp) / "fleet"
-        directory.mkdir(mode=0o700)
-        reader = FleetReader(settings, directory)
+        # The fleet read as the stop's bot reads it, so the night's message tells the instances' history.
+        fleet = FleetWatch(settings, clock=past.shown_time)
         try:
-            fleet = await reader.read()
-        finally:
-            await reader.aclose()
-        clocks = Clocks(past.shown_time, past.shown_time, lambda: past.shown_time() - past.world.epoch)
-        bot = await open_bot(settings.with_fleet(fleet.clusters), warm_interval=None, clocks=clocks)
+            found = await fleet.first()
+            clocks = Clocks(past.shown_time, past.running_time, lambda: past.shown_time() - past.world.epoch)
+            with_fleet = settings.with_fleet(found.clusters)
+            bot = await open_bot(with_fleet, warm_interval=None, clocks=clocks, fleet=fleet)
+        except BaseException:
+            await fleet.aclose()
+            raise
         try:
             runner = bot.digest_runner
             if runner is None:
                 raise RuntimeError("the past day's bot has no digest runner")
-            until, every = (DAY - PAST_EVERY) * PAST_SPEED, PAST_EVERY * PAST_SPEED
-            return await run_sampled(past.world, until, runner.sample, every=every, advance=advance)
+            server, task = await _started(bot, sock)
+            try:
+                demo.page.connect(f"{bot_url}/slack/events", demo.signing_secret)
+                night = _PastNight(demo, stop, past, alerting, notified, bot, f"{bot_url}/alertmanager")
+                until, every = (DAY - PAST_EVERY) * PAST_SPEED, PAST_EVERY * PAST_SPEED
+                taken = await run_sampled(
+                    past.world, until, runner.sample, every=every, advance=night.advance
+                )
+                await night.delivered()
+                return taken
+            finally:
+                server.should_exit = True
+                await task
         finally:
-            await bot.close()
+            try:
+                await bot.close()
+            finally:
+                await fleet.aclose()
+
+
+@dataclass
+class _PastNight:
+    """The past day's alerts: its world advanced one alerting interval at a time, what the model notified
+    posted to the past bot (and waited for, handled; Slack gets it meanwhile), the night's message
+    acknowledged on the page `PAST_ACK_AFTER` shown seconds after its first firing notification. What it
+    shows is decided by the simulated clock: the press waits for the message, the world for the press."""
+
+    demo: Demo
+    stop: Stop
+    past: SimServer
+    alerting: AlertSimulator
+    notified: list[bytes]
+    bot: Bot
+    webhook_url: str
+    firing_since: float | None = None  # shown time of the first firing notification not acknowledged
+    taken: bool = False  # the firing group is acknowledged
+
+    async def advance(self, when: float) -> None:
+        step = self.alerting.interval * self.past.world.speed  # simulated seconds between its scrapes
+        start, end = (shown * PAST_SPEED for shown in PAST_ALERTING)
+        while True:
+            with self.past.lock:  # the held server's requests read the world meanwhile
+                world = self.past.world
+                if start <= world.now() < end:
+                    self.alerting.run_until(min(when, world.now() + step, end))
+                else:
+                    world.advance_to(min(when, start) if world.now() < start else when)
+                due, self.notified[:] = list(self.notified), []
+                now = world.now()
+            for body in due:
+                await asyncio.to_thread(
+                    post_webhook, self.webhook_url, self.demo.webhook_token, body, PAST_WEBHOOK_TIMEOUT
+                )
+                self._note(json.loads(body))
+            if due:
+                await self._handled()
+            if self.firing_since is not None and self.past.shown_time() >= self.firing_since + PAST_ACK_AFTER:
+                await self._acknowledge()
+            if now >= when:
+                return
+
+    def _note(self, webhook: dict[str, Any]) -> None:
+        if webhook.get("status") != "firing":  # the group resolved (taken or not): a next one is new
+            self.firing_since, self.taken = None, False
+        elif self.firing_since is None and not self.taken:
+            self.firing_since = self.past.shown_time()
+
+    async def _handled(self) -> None:
+        store = self.bot.clients.store
+
+        async def done() -> bool:
+            return await store.pending_count() == 0
+
+        await _until(done, "the past day's bot to handle its alerts")
+
+    async def delivered(self) -> None:
+        store = self.bot.clients.store
+
+        async def done() -> bool:
+            return await store.depth() == 0
+
+        await _until(done, "the past day's bot to deliver its messages")
+
+    async def _acknowledge(self) -> None:
+        self.firing_since, self.taken = None, True
+        channel = self.demo.slack.channel_id(self.stop.channel)
+
+        async def posted() -> bool:
+            return any(has_button(m, ACTION_ACK) for m in self.demo.slack.top_level(channel))
+
+        await _until(posted, "the night's message")
+        msg = next(m for m in self.demo.slack.top_level(channel) if has_button(m, ACTION_ACK))
+        self.demo.sink.say("── the night before: pressed *Acknowledge* on the page")
+        await self.demo.page.press(channel, msg.ts, button_block(msg, ACTION_ACK), ACTION_ACK)
+
+        async def taken() -> bool:
+            return any(b.get("block_id") == ACK_BLOCK_ID for b in msg.blocks)
+
+        await _until(taken, "the night's message to show who acknowledged it")
+
+
+async def _until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Wait for `check()`, at most `PAST_WAIT` seconds (then a TimeoutError naming `what`)."""
+    deadline = time.monotonic() + PAST_WAIT
+    while not await check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {PAST_WAIT:g}s for {what}")
+        await asyncio.sleep(POLL)
 
 
 def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:

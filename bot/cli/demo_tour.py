@@ -254,8 +254,9 @@ def _table_rows(run: StopRun) -> int:
 
 
 async def _digest(run: StopRun) -> None:
-    # The fleet is read first, so the digest has a degraded target to tell of.
-    await run.until(lambda: run.first(lambda m: has_button(m, ACTION_PROBE)))
+    # The fleet is read first, so the digest has a degraded target to tell of (the night's message, above
+    # it in the channel, resolved).
+    await run.until(lambda: run.first(lambda m: has_button(m, ACTION_PROBE) and "RESOLVED" not in texts(m)))
     await run.until_settled()  # held: the acknowledgement's time is the hold's, the same on every run
     # Acknowledged from the page, so the digest's on-call line has a time to acknowledge to tell.
     alert = await run.until(lambda: run.first(lambda m: has_button(m, ACTION_ACK)))

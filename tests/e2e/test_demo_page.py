@@ -140,6 +140,8 @@ def test_the_page_shows_the_alert_its_edit_thread_buttons_table_and_chart(tour: 
     titles = [title for _, title in charts]
     peers, reasons = "Healthy peers of the targets not healthy now", "Failing requests by reason, fleet-wide"
     assert titles == [peers, reasons]
+    # The night's incident went through the bot (acknowledged on the page, resolved): both times numeric.
+    assert re.search(r"Time to acknowledge: median [^.]+, p90 [^.]+\. Time to resolve: median", digest)
     for src, _ in charts:
         with Image.open(io.BytesIO(httpx.get(tour.url + src[1:], timeout=10).content)) as chart:
             chart.load()

@@ -9,8 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.demo import DAY, PAST_EVERY, PAST_OUTAGE, Demo, TerminalSlack, _past_day
-from bot.cli.demo_tour import tour_stops
+from bot.cli.demo import (
+    DAY,
+    PAST_ACK_AFTER,
+    PAST_EVERY,
+    PAST_OUTAGE,
+    Demo,
+    TerminalSlack,
+    _past_day,
+)
+from bot.cli.demo_tour import texts, tour_stops
+from bot.digest.oncall import oncall_figures
 from bot.domain.digest import Health
 from bot.render.terminal import Style
 from bot.store import open_store
@@ -29,11 +38,13 @@ async def test_the_day_before_the_digest_stop_charts_its_outage(tmp_path: Path) 
     sink = TerminalSlack(io.StringIO(), Style(False))
     demo = Demo(slack, SlackPage(slack), sink, secrets.token_hex(16), secrets.token_urlsafe(24), None)
 
-    assert await _past_day(demo, stop, tmp_path) == 47  # every half hour, the last half an hour before
+    with slack:
+        assert await _past_day(demo, stop, tmp_path) == 47  # every half hour, the last half an hour before
 
     store = await open_store(f"sqlite:///{tmp_path / 'demo.db'}")
     try:
         samples = await store.fleet_samples(since=0.0)
+        oncall = await oncall_figures(store, None, since=stop.epoch - DAY, now=stop.epoch)
     finally:
         await store.close()
     start = stop.epoch - DAY
@@ -48,3 +59,17 @@ async def test_the_day_before_the_digest_stop_charts_its_outage(tmp_path: Path) 
     assert all(ok for at, ok in healthy.items() if at > up)  # ... and recovered after
     failed = {r for s in samples if down < s.at <= up for r, n in s.sample["faults"].items() if n > 0}
     assert "all_quarantined" in failed  # the 503s of a target with no healthy peer
+
+    # The night's alert went through the bot as the stop's do: posted in the stop's channel, acknowledged
+    # on the page, resolved when crd-store was back. Its record gives the digest its times.
+    assert (oncall.incidents, oncall.resolved, oncall.open, oncall.never_acknowledged) == (1, 1, 0, 0)
+    assert oncall.tta_median is not None
+    assert PAST_ACK_AFTER <= oncall.tta_median < PAST_ACK_AFTER + 600
+    assert oncall.ttr_median is not None
+    # Fired minutes after the outage began, resolved minutes after it ended: as long as the chart's dip.
+    assert abs(oncall.ttr_median - (PAST_OUTAGE[1] - PAST_OUTAGE[0])) < 10 * 60
+    [night] = slack.top_level(slack.channel_id(stop.channel))
+    shown = texts(night)
+    assert "RESOLVED" in shown
+    assert "platform/crd-store" in shown
+    assert "Acknowledged by" in shown
