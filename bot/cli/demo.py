@@ -555,8 +555,9 @@ def _run_stop(demo: Demo, stop: Stop, last: bool) -> None:
     feed = AlertFeed(srv, url, demo.webhook_token, demo.sink, demo.tally, at_hold=stop.feed_at_hold)
     with tempfile.TemporaryDirectory(prefix="proxybot-demo-") as tmp:
         if stop.past_day:  # before the stop's simulator starts: its own run is as without it
+            demo.sink.say("the day before, run fast (its night's alerts below), sampled by a bot of its own")
             taken = asyncio.run(_past_day(demo, stop, Path(tmp)))
-            demo.sink.say(f"the day before, run fast: {counted(taken, 'fleet sample')} in the bot's store")
+            demo.sink.say(f"the day before: {counted(taken, 'fleet sample')} in the bot's store")
         with srv, feed.alertmanager as am:
             config = srv.write_config(Path(tmp) / "proxybot.yaml")
             settings = demo_settings(
