@@ -44,6 +44,7 @@ from bot.domain.findings import Severity
 from bot.domain.impact import ImpactTally
 from bot.domain.incident import (
     ACROSS_CLIENTS,
+    FLAP_WINDOW_SECONDS,
     MAX_MEMBERS,
     Cause,
     CauseKey,
@@ -168,12 +169,13 @@ def members_of(first: AlertGroupState, known: Iterable[AlertGroupState]) -> list
 
 
 def _this_episode(member: AlertGroupState, first: AlertGroupState) -> bool:
-    """Whether `member` belongs to `first`'s current episode: firing, or resolved since that began (one that
-    resolved before, in an episode `first` had before it fired again, is history)."""
+    """Whether `member` belongs to `first`'s current episode: firing, or resolved since that began or
+    within a flap window before (a flapping incident keeps its members; one resolved before a quiet that
+    ended when `first` fired again is history)."""
     if first.status is AlertStatus.RESOLVED or member.status is not AlertStatus.RESOLVED:
         return True
     began, ended = first.first_firing_at, member.resolved_at
-    return began is None or ended is None or ended >= began
+    return began is None or ended is None or ended >= began - FLAP_WINDOW_SECONDS
 
 
 @dataclass(frozen=True)

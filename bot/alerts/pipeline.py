@@ -380,8 +380,8 @@ class AlertPipeline:
             if placed is Placement.ORPHANED:
                 prev = None  # its incident's message is gone: it gets its own
         members = await self._incidents.members(prev)
-        if refired(prev, view):  # a new episode: the members of the last one ended with it
-            members = [m for m in members if m.status is AlertStatus.FIRING]
+        if quiet_before(prev, view, self._clock()) is not None:  # not a flap: the last episode's members
+            members = [m for m in members if m.status is AlertStatus.FIRING]  # ended with it
         counted: str | None = None  # the storm this group is counted in, if any
         held_message: dict[str, Any] | None = None  # its message's content, held back while its storm lasts
         if prev is None:
