@@ -74,6 +74,7 @@ PAST_TRAFFIC = 1.0  # requests a simulated second per replica and group/version 
 PAST_ALERTING = (PAST_OUTAGE[0] - 3600.0, PAST_OUTAGE[1] + 1800.0)
 PAST_ACK_AFTER = 11 * 60.0  # shown seconds from the night's message to the on-call's Acknowledge
 PAST_WEBHOOK_TIMEOUT = 10.0
+DRAIN_SECONDS = 20.0  # a stop not held waits at most this long for its bot's outbox to empty
 PAST_WAIT = 60.0  # seconds the past day waits for its bot to deliver, or for its message to change
 
 
@@ -298,6 +299,12 @@ async def _run_bot(
         except TimeoutError:
             if stop.goal:
                 demo.sink.say(f"── (the stop's {stop.seconds:g}s are up before {stop.goal})")
+        if stop.tour and stop.hold_at is None:
+            # Its alerts stop, and what the bot took of them is all in Slack before it goes: a message and
+            # its thread left as one moment shows them, not an edit of one sent and its reply's not.
+            feed.stop.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_drained(serving), DRAIN_SECONDS)
         if last and demo.hold is not None:
             demo.sink.say(f"the page stays up at {demo.page.url}, the bot behind it: Ctrl-C ends the demo")
             while not demo.hold.is_set():  # noqa: ASYNC110 - set from another thread
@@ -311,6 +318,15 @@ async def _run_bot(
             await serving.close()
         finally:
             await fleet.aclose()
+
+
+async def _drained(serving: _Serving) -> None:
+    """Until the stop's bot has handled every alert it took and sent everything it queued."""
+    while True:
+        store = serving.bot.clients.store
+        if await store.pending_count() == 0 and await store.depth() == 0:
+            return
+        await asyncio.sleep(POLL)
 
 
 async def _follow(demo: Demo, settings: Settings, serving: _Serving, fleet: FleetWatch) -> None:
