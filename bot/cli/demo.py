@@ -288,8 +288,7 @@ async def _run_bot(
         feed.start()
 
         async def settled() -> bool:
-            store = serving.bot.clients.store
-            return feed.quiet and await store.pending_count() == 0 and await store.depth() == 0
+            return feed.quiet and await _idle(serving.bot)
 
         where = demo.slack.channel_id(stop.channel)
         settle = settled if stop.hold_at is not None else None
@@ -304,7 +303,7 @@ async def _run_bot(
             # its thread left as one moment shows them, not an edit of one sent and its reply's not.
             feed.stop.set()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(_drained(serving), DRAIN_SECONDS)
+                await _until(lambda: _idle(serving.bot), "the stop's bot to send what it took", DRAIN_SECONDS)
         if last and demo.hold is not None:
             demo.sink.say(f"the page stays up at {demo.page.url}, the bot behind it: Ctrl-C ends the demo")
             while not demo.hold.is_set():  # noqa: ASYNC110 - set from another thread
@@ -320,13 +319,10 @@ async def _run_bot(
             await fleet.aclose()
 
 
-async def _drained(serving: _Serving) -> None:
-    """Until the stop's bot has handled every alert it took and sent everything it queued."""
-    while True:
-        store = serving.bot.clients.store
-        if await store.pending_count() == 0 and await store.depth() == 0:
-            return
-        await asyncio.sleep(POLL)
+async def _idle(bot: Bot) -> bool:
+    """Whether `bot` has handled every alert it took and sent everything it queued."""
+    store = bot.clients.store
+    return await store.pending_count() == 0 and await store.depth() == 0
 
 
 async def _follow(demo: Demo, settings: Settings, serving: _Serving, fleet: FleetWatch) -> None:
@@ -549,12 +545,12 @@ class _PastNight:
         await _until(taken, "the night's message to show who acknowledged it")
 
 
-async def _until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Wait for `check()`, at most `PAST_WAIT` seconds (then a TimeoutError naming `what`)."""
-    deadline = time.monotonic() + PAST_WAIT
+async def _until(check: Callable[[], Awaitable[bool]], what: str, seconds: float = PAST_WAIT) -> None:
+    """Wait for `check()`, at most `seconds` (then a TimeoutError naming `what`)."""
+    deadline = time.monotonic() + seconds
     while not await check():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"waited {PAST_WAIT:g}s for {what}")
+            raise TimeoutError(f"waited {seconds:g}s for {what}")
         await asyncio.sleep(POLL)
 
 
